@@ -1,0 +1,356 @@
+"""Sensitive attributes: validation and intersectional group codes.
+
+Every component of skfedida that needs the sensitive attributes S (samplers,
+penalties, scorers, reports) goes through this module, so that S is read,
+checked and turned into groups in exactly one way.
+
+S arrives either as metadata (``sensitive_features=``: a Series, a DataFrame,
+a 1-D or 2-D array or a dict of columns) or as the names of columns of X
+(a ``sensitive=`` constructor parameter).  Each distinct combination of the
+values of all attributes is one intersectional group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+try:  # pandas is optional; it only makes factorising faster and reads frames.
+    import pandas as pd
+except ImportError:  # pragma: no cover - exercised in environments without pandas
+    pd = None
+
+__all__ = [
+    "SensitiveGroups",
+    "check_sensitive_features",
+    "encode_groups",
+    "resolve_sensitive",
+]
+
+# Above this many possible combinations the dense look-up table used to number
+# the observed combinations would cost more memory than sorting.
+_MAX_DENSE_COMBINATIONS = 1 << 24
+
+
+@dataclass(frozen=True, eq=False)
+class SensitiveGroups:
+    """Intersectional groups of a sample.
+
+    Attributes
+    ----------
+    codes : ndarray of shape (n_samples,), dtype=intp
+        Group code of every row, in ``range(n_groups)``.
+    labels : tuple of tuple
+        ``labels[k]`` holds the value of every sensitive attribute for group
+        ``k``, in the order of ``names``; e.g. ``("Black", "Female")``. Groups
+        are sorted by these values, attribute by attribute.
+    names : tuple of str
+        Names of the sensitive attributes.
+    """
+
+    codes: np.ndarray
+    labels: tuple
+    names: tuple
+
+    @property
+    def n_groups(self):
+        """Number of groups present in the sample."""
+        return len(self.labels)
+
+    def counts(self, sample_weight=None):
+        """Number of rows (or total weight) in every group."""
+        return np.bincount(self.codes, weights=sample_weight, minlength=self.n_groups)
+
+    def label_strings(self, sep=", "):
+        """Readable group names, e.g. ``"Black, Female"``."""
+        return [sep.join(str(value) for value in label) for label in self.labels]
+
+
+def _is_frame(obj):
+    return pd is not None and isinstance(obj, pd.DataFrame)
+
+
+def _is_series(obj):
+    return pd is not None and isinstance(obj, pd.Series)
+
+
+def _columns_of(sensitive_features, param_name):
+    """Split sensitive features into a list of 1-D columns and their names."""
+    if sp.issparse(sensitive_features):
+        raise TypeError(
+            f"{param_name} must be dense (a Series, DataFrame, array or dict of "
+            "columns); got a sparse matrix."
+        )
+    if _is_frame(sensitive_features):
+        names = [str(name) for name in sensitive_features.columns]
+        columns = [sensitive_features.iloc[:, j] for j in range(len(names))]
+    elif _is_series(sensitive_features):
+        name = sensitive_features.name
+        names = ["sensitive_feature_0" if name is None else str(name)]
+        columns = [sensitive_features]
+    elif isinstance(sensitive_features, Mapping):
+        names = [str(name) for name in sensitive_features]
+        columns = [
+            _as_1d(col, param_name, name) for name, col in sensitive_features.items()
+        ]
+    else:
+        array = np.asarray(sensitive_features)
+        if array.ndim == 1:
+            columns = [array]
+        elif array.ndim == 2:
+            columns = [array[:, j] for j in range(array.shape[1])]
+        else:
+            raise ValueError(
+                f"{param_name} must be 1-D or 2-D; got an array of shape {array.shape}."
+            )
+        names = [f"sensitive_feature_{j}" for j in range(len(columns))]
+    if not columns:
+        raise ValueError(f"{param_name} has no columns.")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{param_name} has duplicate column names: {names}.")
+    return columns, names
+
+
+def _as_1d(column, param_name, name):
+    if _is_series(column):
+        return column
+    array = np.asarray(column)
+    if array.ndim != 1:
+        raise ValueError(
+            f"{param_name}[{name!r}] must be 1-D; got an array of shape {array.shape}."
+        )
+    return array
+
+
+def _factorize(column, param_name, name):
+    """Sorted codes and unique values of one column; -1 marks a missing value."""
+    if pd is not None:
+        try:
+            codes, uniques = pd.factorize(column, sort=True, use_na_sentinel=True)
+        except TypeError as exc:
+            raise ValueError(
+                f"{param_name} column {name!r} mixes values that cannot be "
+                f"compared ({exc}); give each attribute values of one type."
+            ) from exc
+        return np.asarray(codes, dtype=np.intp), np.asarray(uniques).tolist()
+    array = np.asarray(column)
+    if array.dtype.kind == "f":
+        missing = np.isnan(array)
+    elif array.dtype.kind == "O":
+        missing = np.equal(array, None) | (array != array)
+    else:
+        missing = np.zeros(array.shape, dtype=bool)
+    try:
+        uniques, codes = np.unique(array[~missing], return_inverse=True)
+    except TypeError as exc:
+        raise ValueError(
+            f"{param_name} column {name!r} mixes values that cannot be "
+            f"compared ({exc}); give each attribute values of one type."
+        ) from exc
+    full_codes = np.full(array.shape, -1, dtype=np.intp)
+    full_codes[~missing] = codes.ravel()
+    return full_codes, uniques.tolist()
+
+
+def check_sensitive_features(
+    sensitive_features, n_samples=None, *, param_name="sensitive_features"
+):
+    """Validate sensitive features and return their columns as code arrays.
+
+    Parameters
+    ----------
+    sensitive_features : Series, DataFrame, array-like or dict of array-like
+        One sensitive attribute (1-D) or several (DataFrame, 2-D array, or a
+        dict mapping attribute names to columns).
+    n_samples : int, default=None
+        Number of rows the features must have (that of X or y).
+    param_name : str, default="sensitive_features"
+        Name used in error messages.
+
+    Returns
+    -------
+    codes : list of ndarray of shape (n_samples,)
+        Per attribute, the code of every row into ``uniques``.
+    uniques : list of list
+        Per attribute, its sorted distinct values.
+    names : list of str
+        Attribute names.
+
+    Raises
+    ------
+    ValueError
+        If the features have missing values, a length other than
+        ``n_samples``, or columns of different lengths.
+    """
+    columns, names = _columns_of(sensitive_features, param_name)
+    lengths = {name: len(col) for name, col in zip(names, columns, strict=True)}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"{param_name} has columns of different lengths: {lengths}.")
+    length = next(iter(lengths.values()))
+    if n_samples is not None and length != n_samples:
+        raise ValueError(
+            f"{param_name} has {length} rows but X and y have {n_samples}; "
+            "give one sensitive value per row."
+        )
+    all_codes, all_uniques = [], []
+    for name, column in zip(names, columns, strict=True):
+        codes, uniques = _factorize(column, param_name, name)
+        n_missing = int(np.count_nonzero(codes < 0))
+        if n_missing:
+            first = int(np.flatnonzero(codes < 0)[0])
+            raise ValueError(
+                f"{param_name} column {name!r} has {n_missing} missing value(s) "
+                f"(first at row position {first}); sensitive attributes must be "
+                "complete. Impute them or drop those rows before fitting."
+            )
+        all_codes.append(codes)
+        all_uniques.append(uniques)
+    return all_codes, all_uniques, names
+
+
+def encode_groups(
+    sensitive_features, n_samples=None, *, param_name="sensitive_features"
+):
+    """Intersectional group codes of sensitive features.
+
+    Each distinct combination of values of all attributes present in the data
+    is one group; combinations that do not occur get no code.
+
+    Parameters
+    ----------
+    sensitive_features : Series, DataFrame, array-like or dict of array-like
+        See :func:`check_sensitive_features`.
+    n_samples : int, default=None
+        Number of rows the features must have.
+    param_name : str, default="sensitive_features"
+        Name used in error messages.
+
+    Returns
+    -------
+    groups : SensitiveGroups
+        Codes, labels and attribute names.
+
+    Examples
+    --------
+    >>> from skfedida._groups import encode_groups
+    >>> groups = encode_groups({"race": ["B", "W", "W", "B"],
+    ...                         "sex": ["F", "M", "F", "F"]})
+    >>> groups.codes
+    array([0, 2, 1, 0])
+    >>> groups.labels
+    (('B', 'F'), ('W', 'F'), ('W', 'M'))
+    """
+    codes, uniques, names = check_sensitive_features(
+        sensitive_features, n_samples, param_name=param_name
+    )
+    sizes = tuple(len(u) for u in uniques)
+    if len(codes) == 1:
+        combined = codes[0]
+        n_combinations = sizes[0]
+    else:
+        n_combinations = int(np.prod(sizes, dtype=np.float64))
+        combined = (
+            np.ravel_multi_index(codes, sizes) if n_combinations < 2**62 else None
+        )
+    if combined is not None and n_combinations <= _MAX_DENSE_COMBINATIONS:
+        present = np.bincount(combined, minlength=n_combinations) > 0
+        observed = np.flatnonzero(present)
+        lookup = np.cumsum(present, dtype=np.intp) - 1
+        group_codes = lookup[combined]
+    else:
+        stacked = combined if combined is not None else np.column_stack(codes)
+        observed, group_codes = np.unique(
+            stacked, axis=0 if stacked.ndim > 1 else None, return_inverse=True
+        )
+        group_codes = group_codes.ravel().astype(np.intp, copy=False)
+    if combined is not None:
+        per_attribute = np.unravel_index(observed, sizes)
+    else:
+        per_attribute = observed.T
+    labels = tuple(
+        tuple(uniques[j][int(per_attribute[j][g])] for j in range(len(names)))
+        for g in range(len(observed))
+    )
+    return SensitiveGroups(codes=group_codes, labels=labels, names=tuple(names))
+
+
+def _column_keys(sensitive):
+    if isinstance(sensitive, (str, int, np.integer)):
+        return [sensitive]
+    keys = list(sensitive)
+    if not keys:
+        raise ValueError("sensitive must name at least one column of X; got [].")
+    return keys
+
+
+def resolve_sensitive(X, *, sensitive_features=None, sensitive=None, drop=True):
+    """Find the sensitive features of a call and the model inputs without them.
+
+    Implements the precedence of DESIGN.md: explicit metadata
+    (``sensitive_features``) or columns of X (``sensitive``), never both.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Input data.
+    sensitive_features : array-like, DataFrame or dict, default=None
+        Sensitive features passed as metadata.
+    sensitive : str, int or list of str or int, default=None
+        Columns of X (names for a DataFrame, positions for an array) that hold
+        the sensitive features.
+    drop : bool, default=True
+        Whether to remove the ``sensitive`` columns from the returned X.
+
+    Returns
+    -------
+    X_model : array-like or DataFrame
+        X without the sensitive columns (X itself in metadata mode).
+    sensitive_features : DataFrame, dict, array-like or None
+        The sensitive features, or None if neither source was given.
+
+    Raises
+    ------
+    ValueError
+        If both sources are given, or a named column is not in X.
+    """
+    if sensitive is None:
+        return X, sensitive_features
+    if sensitive_features is not None:
+        raise ValueError(
+            "Sensitive attributes were given twice: as the sensitive_features "
+            f"metadata and as columns of X (sensitive={sensitive!r}). Pass one."
+        )
+    keys = _column_keys(sensitive)
+    if _is_frame(X):
+        missing = [key for key in keys if key not in X.columns]
+        if missing:
+            raise ValueError(
+                f"sensitive names columns {missing} that are not in X; X has "
+                f"columns {list(X.columns)}."
+            )
+        S = X.loc[:, keys]
+        return (X.drop(columns=keys) if drop else X), S
+    if any(not isinstance(key, (int, np.integer)) for key in keys):
+        raise ValueError(
+            "sensitive names columns by name, which needs X to be a pandas "
+            f"DataFrame; X is a {type(X).__name__}. Pass a DataFrame, or give "
+            "column positions (integers)."
+        )
+    if sp.issparse(X):
+        raise TypeError(
+            "sensitive columns cannot be read from a sparse X; pass them as the "
+            "sensitive_features metadata instead."
+        )
+    array = np.asarray(X)
+    n_features = array.shape[1] if array.ndim == 2 else 0
+    bad = [key for key in keys if not -n_features <= key < n_features]
+    if bad:
+        raise ValueError(
+            f"sensitive gives column positions {bad} outside X's {n_features} columns."
+        )
+    positions = [int(key) % n_features for key in keys]
+    S = {f"x{pos}": array[:, pos] for pos in positions}
+    return (np.delete(array, positions, axis=1) if drop else X), S

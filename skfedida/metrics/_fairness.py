@@ -1,0 +1,632 @@
+"""Group fairness metrics over intersectional sensitive groups (paper §3.1).
+
+All metrics share one pass over the data: per-group weighted sums are taken
+with ``np.bincount`` over the intersectional group codes, so every metric costs
+O(n) whatever the number of groups.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
+from sklearn.utils import Bunch, check_consistent_length, column_or_1d
+from sklearn.utils.validation import _check_sample_weight
+
+from .._groups import SensitiveGroups, encode_groups, pd
+
+__all__ = [
+    "demographic_parity_difference",
+    "demographic_parity_ratio",
+    "equalized_odds_difference",
+    "fairness_summary",
+    "false_positive_rate_difference",
+    "group_report",
+    "positive_predictive_value_difference",
+    "true_positive_rate_difference",
+]
+
+# Each rate: the per-group sum in its numerator, in its denominator, and the
+# count of rows the denominator is estimated from (for ``min_group_size``).
+_RATES = {
+    "selection_rate": ("predicted", "weight", "n", "empty group"),
+    "base_rate": ("positive", "weight", "n", "empty group"),
+    "false_positive_rate": ("false_positive", "negative", "n_negative", "no negatives"),
+    "true_positive_rate": ("true_positive", "positive", "n_positive", "no positives"),
+    "positive_predictive_value": (
+        "true_positive",
+        "predicted",
+        "n_predicted",
+        "no predicted positives",
+    ),
+}
+
+_SHORT_NAMES = {
+    "selection_rate": "selection rate",
+    "false_positive_rate": "FPR",
+    "true_positive_rate": "TPR",
+    "positive_predictive_value": "PPV",
+    "base_rate": "base rate",
+}
+
+
+def _resolve_pos_label(pos_label, labels):
+    """sklearn's rule: labels in {0, 1} or {-1, 1} need no pos_label."""
+    if pos_label is not None:
+        return pos_label
+    labels = np.asarray(labels)
+    if labels.dtype.kind in "biuf" and np.isin(labels, [-1, 0, 1]).all():
+        return True if labels.dtype.kind == "b" else 1
+    raise ValueError(
+        f"y_true and y_pred take the values {labels.tolist()}; pass pos_label to "
+        "say which one is the positive (favourable) outcome."
+    )
+
+
+def _check_targets(y_true, y_pred, sample_weight, pos_label, soft):
+    y_true = column_or_1d(y_true, warn=True)
+    y_pred = column_or_1d(y_pred, warn=True)
+    check_consistent_length(y_true, y_pred)
+    if y_true.shape[0] == 0:
+        raise ValueError("y_true is empty; fairness metrics need at least one row.")
+    true_labels = np.unique(y_true)
+    if soft:
+        y_pred = np.asarray(y_pred, dtype=np.float64)
+        if not np.all(np.isfinite(y_pred)) or y_pred.min() < 0 or y_pred.max() > 1:
+            raise ValueError(
+                "y_pred must hold probabilities of the positive class in [0, 1] "
+                "when soft=True (e.g. predict_proba(X)[:, 1])."
+            )
+        labels = true_labels
+    else:
+        if (y_true.dtype.kind in "biuf") != (y_pred.dtype.kind in "biuf"):
+            raise ValueError(
+                f"y_true ({y_true.dtype}) and y_pred ({y_pred.dtype}) hold labels "
+                "of different types; predict labels of the same kind as y_true."
+            )
+        labels = np.union1d(true_labels, y_pred)
+    if len(labels) > 2:
+        raise ValueError(
+            "Fairness metrics are defined for binary outcomes; y_true and y_pred "
+            f"take {len(labels)} values: {labels.tolist()[:10]}."
+        )
+    pos_label = _resolve_pos_label(pos_label, labels)
+    positive = (y_true == pos_label).astype(np.float64)
+    predicted = y_pred if soft else (y_pred == pos_label).astype(np.float64)
+    sample_weight = _check_sample_weight(
+        sample_weight, y_true, ensure_non_negative=True
+    )
+    return positive, predicted, sample_weight
+
+
+@dataclass(frozen=True, eq=False)
+class _GroupSums:
+    groups: SensitiveGroups
+    sums: dict  # name -> ndarray of shape (n_groups,)
+    min_group_size: int
+
+    def rate(self, name):
+        """Per-group rate, NaN where it is undefined or too small to estimate."""
+        numerator, denominator, count, _ = _RATES[name]
+        num = self.sums[numerator]
+        den = self.sums[denominator]
+        usable = (den > 0) & (self.sums[count] >= self.min_group_size)
+        out = np.full(num.shape, np.nan)
+        np.divide(num, den, out=out, where=usable)
+        return out
+
+    def left_out(self, name):
+        """Reason a group is left out of a rate ('' when it is kept)."""
+        _, denominator, count, undefined = _RATES[name]
+        reasons = np.full(self.groups.n_groups, "", dtype=object)
+        small = self.sums[count] < self.min_group_size
+        reasons[small] = f"{_SHORT_NAMES[name]}: fewer than {self.min_group_size} rows"
+        reasons[self.sums[denominator] <= 0] = f"{_SHORT_NAMES[name]}: {undefined}"
+        return reasons
+
+
+def _group_sums(
+    y_true, y_pred, sensitive_features, sample_weight, pos_label, min_group_size, soft
+):
+    if not (isinstance(min_group_size, (int, np.integer)) and min_group_size >= 1):
+        raise ValueError(f"min_group_size must be an int >= 1; got {min_group_size!r}.")
+    positive, predicted, weight = _check_targets(
+        y_true, y_pred, sample_weight, pos_label, soft
+    )
+    groups = encode_groups(sensitive_features, n_samples=positive.shape[0])
+    codes, n_groups = groups.codes, groups.n_groups
+
+    def total(values):
+        return np.bincount(codes, weights=values, minlength=n_groups)
+
+    weighted_positive = weight * positive
+    weighted_predicted = weight * predicted
+    sums = {
+        "weight": total(weight),
+        "positive": total(weighted_positive),
+        "predicted": total(weighted_predicted),
+        "true_positive": total(weighted_positive * predicted),
+        "n": np.bincount(codes, minlength=n_groups),
+        "n_positive": total(positive),
+    }
+    sums["negative"] = sums["weight"] - sums["positive"]
+    sums["false_positive"] = sums["predicted"] - sums["true_positive"]
+    sums["n_negative"] = sums["n"] - sums["n_positive"]
+    # A soft PPV averages y over all rows of the group, weighted by their score.
+    sums["n_predicted"] = sums["n"] if soft else total((predicted > 0).astype(float))
+    # Guard against round-off leaving a tiny negative where nothing is left.
+    for key in ("negative", "false_positive"):
+        sums[key] = np.where(
+            np.abs(sums[key]) < 1e-12 * (1 + sums["weight"]), 0.0, sums[key]
+        )
+    return _GroupSums(groups=groups, sums=sums, min_group_size=int(min_group_size))
+
+
+def _difference(rates, metric_name):
+    defined = rates[~np.isnan(rates)]
+    if defined.size == 0:
+        warnings.warn(
+            f"{metric_name} is undefined: no group has a defined rate.",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+        return float("nan")
+    return float(defined.max() - defined.min())
+
+
+def _ratio(rates, metric_name):
+    defined = rates[~np.isnan(rates)]
+    if defined.size == 0:
+        warnings.warn(
+            f"{metric_name} is undefined: no group has a defined rate.",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+        return float("nan")
+    highest = defined.max()
+    # Every group at rate 0 is parity (the difference is 0), so the ratio is 1.
+    return 1.0 if highest == 0 else float(defined.min() / highest)
+
+
+_COMMON_PARAMETERS = """
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True binary labels.
+    y_pred : array-like of shape (n_samples,)
+        Predicted labels, or with ``soft=True`` predicted probabilities of the
+        positive class.
+    sensitive_features : Series, DataFrame, array-like or dict of array-like
+        Sensitive attributes of every row: one (1-D) or several (DataFrame,
+        2-D array, dict of columns). Groups are their intersections.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights.
+    pos_label : int, float, bool or str, default=None
+        The positive (favourable) label. Needed unless the labels are in
+        {0, 1} or {-1, 1}, where it is 1.
+    min_group_size : int, default=1
+        Groups whose rate rests on fewer rows than this (rows of the group for
+        selection rates, its negatives for FPR, its positives for TPR, its
+        predicted positives for PPV) are left out of the metric.
+    soft : bool, default=False
+        If True, ``y_pred`` holds probabilities and every rate is the mean
+        score of its rows (the paper's E[f(A) | group]); PPV becomes the
+        score-weighted mean of y.
+"""
+
+
+def _document(func):
+    func.__doc__ = func.__doc__.replace("    %(parameters)s\n", _COMMON_PARAMETERS)
+    return func
+
+
+@_document
+def demographic_parity_difference(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+):
+    """Largest difference in selection rate P(ŷ = 1 | group) between groups.
+
+    The paper's DPD. 0 means every group is selected at the same rate.
+    %(parameters)s
+    Returns
+    -------
+    dpd : float
+        ``max_k rate_k - min_k rate_k``; 0.0 with a single group.
+
+    See Also
+    --------
+    demographic_parity_ratio : The same rates as a ratio.
+
+    Examples
+    --------
+    >>> from skfedida.metrics import demographic_parity_difference
+    >>> y_true = [0, 1, 0, 1, 0, 1]
+    >>> y_pred = [0, 1, 1, 1, 0, 0]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> demographic_parity_difference(y_true, y_pred, sensitive_features=sex)
+    0.333...
+    """
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    return _difference(sums.rate("selection_rate"), "demographic_parity_difference")
+
+
+@_document
+def demographic_parity_ratio(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+):
+    """Smallest over largest selection rate across groups.
+
+    The paper's DPR, in [0, 1]; 1 means parity. When no group has a positive
+    prediction every rate is 0, the groups are treated alike, and the ratio is
+    1.0 (fairlearn returns NaN there).
+    %(parameters)s
+    Returns
+    -------
+    dpr : float
+        ``min_k rate_k / max_k rate_k``.
+
+    Examples
+    --------
+    >>> from skfedida.metrics import demographic_parity_ratio
+    >>> y_true = [0, 1, 0, 1, 0, 1]
+    >>> y_pred = [0, 1, 1, 1, 0, 0]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> demographic_parity_ratio(y_true, y_pred, sensitive_features=sex)
+    0.5
+    """
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    return _ratio(sums.rate("selection_rate"), "demographic_parity_ratio")
+
+
+@_document
+def false_positive_rate_difference(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+):
+    """Largest difference in false positive rate between groups.
+
+    The paper's DFPR. Groups without negatives have no FPR and are left out.
+    %(parameters)s
+    Returns
+    -------
+    dfpr : float
+        ``max_k FPR_k - min_k FPR_k`` over groups with a defined FPR.
+
+    Examples
+    --------
+    >>> from skfedida.metrics import false_positive_rate_difference
+    >>> y_true = [0, 0, 1, 0, 0, 1]
+    >>> y_pred = [1, 0, 1, 0, 0, 1]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> false_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
+    0.5
+    """
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    return _difference(
+        sums.rate("false_positive_rate"), "false_positive_rate_difference"
+    )
+
+
+@_document
+def true_positive_rate_difference(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+):
+    """Largest difference in true positive rate (recall) between groups.
+
+    Groups without positives have no TPR and are left out.
+    %(parameters)s
+    Returns
+    -------
+    dtpr : float
+        ``max_k TPR_k - min_k TPR_k`` over groups with a defined TPR.
+
+    Examples
+    --------
+    >>> from skfedida.metrics import true_positive_rate_difference
+    >>> y_true = [1, 1, 0, 1, 1, 0]
+    >>> y_pred = [1, 0, 0, 1, 1, 0]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> true_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
+    0.5
+    """
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    return _difference(sums.rate("true_positive_rate"), "true_positive_rate_difference")
+
+
+@_document
+def positive_predictive_value_difference(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+):
+    """Largest difference in positive predictive value (precision) between groups.
+
+    The paper's DPPV. Groups with no predicted positive have no PPV and are left
+    out, never counted as 0.
+    %(parameters)s
+    Returns
+    -------
+    dppv : float
+        ``max_k PPV_k - min_k PPV_k`` over groups with a defined PPV.
+
+    Examples
+    --------
+    >>> from skfedida.metrics import positive_predictive_value_difference
+    >>> y_true = [1, 0, 0, 1, 1, 0]
+    >>> y_pred = [1, 1, 0, 1, 1, 0]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> positive_predictive_value_difference(y_true, y_pred, sensitive_features=sex)
+    0.5
+    """
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    return _difference(
+        sums.rate("positive_predictive_value"), "positive_predictive_value_difference"
+    )
+
+
+@_document
+def equalized_odds_difference(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+    agg="worst_case",
+):
+    """Equalized odds difference: the larger of the TPR and FPR differences.
+
+    As fairlearn's ``equalized_odds_difference``.
+    %(parameters)s
+    agg : {"worst_case", "mean"}, default="worst_case"
+        Combine the two differences by their maximum or their mean.
+
+    Returns
+    -------
+    eod : float
+        ``max(DTPR, DFPR)`` (or their mean).
+
+    Examples
+    --------
+    >>> from skfedida.metrics import equalized_odds_difference
+    >>> y_true = [0, 0, 1, 0, 1, 1]
+    >>> y_pred = [1, 0, 1, 0, 0, 1]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> equalized_odds_difference(y_true, y_pred, sensitive_features=sex)
+    0.5
+    """
+    if agg not in ("worst_case", "mean"):
+        raise ValueError(f"agg must be 'worst_case' or 'mean'; got {agg!r}.")
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    tpr = _difference(sums.rate("true_positive_rate"), "equalized_odds_difference")
+    fpr = _difference(sums.rate("false_positive_rate"), "equalized_odds_difference")
+    return float(np.max([tpr, fpr]) if agg == "worst_case" else (tpr + fpr) / 2)
+
+
+@_document
+def fairness_summary(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+):
+    """All disparity metrics from one pass over the data.
+
+    %(parameters)s
+    Returns
+    -------
+    summary : dict
+        Keys ``"demographic_parity_difference"``, ``"demographic_parity_ratio"``,
+        ``"false_positive_rate_difference"``, ``"true_positive_rate_difference"``,
+        ``"positive_predictive_value_difference"`` and
+        ``"equalized_odds_difference"``.
+
+    Examples
+    --------
+    >>> from skfedida.metrics import fairness_summary
+    >>> summary = fairness_summary([0, 1, 0, 1], [0, 1, 1, 1],
+    ...                            sensitive_features=["a", "a", "b", "b"])
+    >>> summary["demographic_parity_difference"]
+    0.5
+    """
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        selection = sums.rate("selection_rate")
+        summary = {
+            "demographic_parity_difference": _difference(selection, ""),
+            "demographic_parity_ratio": _ratio(selection, ""),
+            "false_positive_rate_difference": _difference(
+                sums.rate("false_positive_rate"), ""
+            ),
+            "true_positive_rate_difference": _difference(
+                sums.rate("true_positive_rate"), ""
+            ),
+            "positive_predictive_value_difference": _difference(
+                sums.rate("positive_predictive_value"), ""
+            ),
+        }
+    # Undefined if either part is: np.max propagates NaN, max() would not.
+    summary["equalized_odds_difference"] = float(
+        np.max(
+            [
+                summary["true_positive_rate_difference"],
+                summary["false_positive_rate_difference"],
+            ]
+        )
+    )
+    return summary
+
+
+@_document
+def group_report(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+):
+    """Per-group rates behind the disparity metrics.
+
+    One row per intersectional group present in the data. A rate that is
+    undefined for a group, or rests on fewer than ``min_group_size`` rows, is
+    NaN, and the column ``left_out`` says which rates were left out and why;
+    the disparity metrics leave out exactly these.
+    %(parameters)s
+    Returns
+    -------
+    report : pandas.DataFrame or Bunch
+        Columns ``n`` (rows), ``n_positive`` (rows with y = pos_label),
+        ``base_rate``, ``selection_rate``, ``false_positive_rate``,
+        ``true_positive_rate``, ``positive_predictive_value`` and ``left_out``;
+        rates are weighted by ``sample_weight``. A DataFrame indexed by the
+        attribute values when pandas is installed, otherwise a Bunch of arrays
+        with a ``group`` entry holding the group labels.
+
+    Examples
+    --------
+    >>> from skfedida.metrics import group_report
+    >>> report = group_report([0, 1, 1, 1], [0, 1, 1, 0],
+    ...                       sensitive_features={"sex": ["F", "F", "M", "M"]})
+    >>> report[["n", "selection_rate", "false_positive_rate", "left_out"]]
+         n  selection_rate  false_positive_rate           left_out
+    sex
+    F    2             0.5                  0.0
+    M    2             0.5                  NaN  FPR: no negatives
+    """
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    columns = {
+        "n": sums.sums["n"].astype(np.int64),
+        "n_positive": np.rint(sums.sums["n_positive"]).astype(np.int64),
+    }
+    reasons = []
+    for name in (
+        "base_rate",
+        "selection_rate",
+        "false_positive_rate",
+        "true_positive_rate",
+        "positive_predictive_value",
+    ):
+        columns[name] = sums.rate(name)
+        reasons.append(sums.left_out(name))
+    # Join the non-empty reasons of each group, keeping the rates' order.
+    reason_table = np.stack(reasons, axis=1)
+    columns["left_out"] = np.array(
+        ["; ".join(dict.fromkeys(r for r in row if r)) for row in reason_table],
+        dtype=object,
+    )
+    groups = sums.groups
+    if pd is None:
+        return Bunch(group=list(groups.labels), names=list(groups.names), **columns)
+    if len(groups.names) == 1:
+        index = pd.Index([label[0] for label in groups.labels], name=groups.names[0])
+    else:
+        index = pd.MultiIndex.from_tuples(groups.labels, names=list(groups.names))
+    return pd.DataFrame(columns, index=index)

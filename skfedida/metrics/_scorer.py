@@ -1,0 +1,389 @@
+"""Scorers for model selection with fairness metrics.
+
+The scorers are sklearn scorers (subclasses of sklearn's private scorer base),
+so that ``GridSearchCV``, ``cross_validate`` and multi-metric scoring treat
+them like their own: cached predictions, ``response_method``, metadata routing.
+They request ``sensitive_features`` by default, so with
+``sklearn.set_config(enable_metadata_routing=True)`` a user passes
+``fit(X, y, sensitive_features=S)`` to a search and every scorer call gets
+exactly the slice of S of its test fold. With routing off, a scorer built with
+``sensitive=[columns]`` reads S from columns of X instead.
+"""
+
+from __future__ import annotations
+
+import numbers
+from functools import partial
+from inspect import signature
+
+from sklearn.metrics import get_scorer
+from sklearn.metrics._scorer import _BaseScorer, _cached_call, _Scorer
+from sklearn.utils._metadata_requests import MetadataRequest, MethodMetadataRequest
+from sklearn.utils.metadata_routing import _raise_for_params
+
+from .._groups import resolve_sensitive
+from ._fairness import (
+    demographic_parity_difference,
+    demographic_parity_ratio,
+    equalized_odds_difference,
+    false_positive_rate_difference,
+    positive_predictive_value_difference,
+    true_positive_rate_difference,
+)
+
+__all__ = ["FAIRNESS_METRICS", "make_fairness_scorer", "make_tradeoff_scorer"]
+
+#: Fairness metrics by name, with whether a greater value is better.
+FAIRNESS_METRICS = {
+    "demographic_parity_difference": (demographic_parity_difference, False),
+    "demographic_parity_ratio": (demographic_parity_ratio, True),
+    "false_positive_rate_difference": (false_positive_rate_difference, False),
+    "true_positive_rate_difference": (true_positive_rate_difference, False),
+    "positive_predictive_value_difference": (
+        positive_predictive_value_difference,
+        False,
+    ),
+    "equalized_odds_difference": (equalized_odds_difference, False),
+}
+
+_ALIASES = {
+    "dpd": "demographic_parity_difference",
+    "dpr": "demographic_parity_ratio",
+    "dfpr": "false_positive_rate_difference",
+    "dtpr": "true_positive_rate_difference",
+    "dppv": "positive_predictive_value_difference",
+    "eod": "equalized_odds_difference",
+}
+
+_RESPONSE_METHODS = ("predict", "predict_proba")
+
+
+def _missing_sensitive_error(scorer):
+    return ValueError(
+        f"{scorer!r} needs the sensitive attributes. Pass sensitive_features= "
+        "to the scorer (in a search: enable metadata routing with "
+        "sklearn.set_config(enable_metadata_routing=True) and pass "
+        "fit(X, y, sensitive_features=S)), or build the scorer with "
+        "sensitive=[columns of X]."
+    )
+
+
+def _split_sensitive_kwargs(scorer, kwargs, sample_weight, sensitive_features):
+    """Keyword arguments of a direct scorer call, routing on or off.
+
+    ``sensitive_features`` is the scorer's own argument, so it is accepted even
+    with metadata routing off; anything else follows sklearn's rules.
+    """
+    _raise_for_params(kwargs, scorer, None)
+    if sample_weight is not None:
+        kwargs["sample_weight"] = sample_weight
+    if sensitive_features is not None:
+        kwargs["sensitive_features"] = sensitive_features
+    return kwargs
+
+
+class _FairnessScorer(_Scorer):
+    """A scorer of a fairness metric; built by :func:`make_fairness_scorer`."""
+
+    __metadata_request__score = {"sensitive_features": True}
+
+    def __init__(self, score_func, sign, kwargs, response_method, sensitive, name):
+        super().__init__(score_func, sign, kwargs, response_method)
+        self._sensitive = sensitive
+        self._name = name
+
+    def __repr__(self):
+        options = "".join(
+            f", {k}={v!r}" for k, v in self._kwargs.items() if k != "soft"
+        )
+        sensitive = (
+            "" if self._sensitive is None else f", sensitive={self._sensitive!r}"
+        )
+        return (
+            f"make_fairness_scorer({self._name!r}, "
+            f"response_method={self._response_method!r}{sensitive}{options})"
+        )
+
+    def _accept_sample_weight(self):
+        return True
+
+    def __call__(
+        self,
+        estimator,
+        X,
+        y_true,
+        *,
+        sample_weight=None,
+        sensitive_features=None,
+        **kwargs,
+    ):
+        """Score ``estimator`` on ``X``; see :func:`make_fairness_scorer`."""
+        kwargs = _split_sensitive_kwargs(
+            self, kwargs, sample_weight, sensitive_features
+        )
+        return self._score(partial(_cached_call, None), estimator, X, y_true, **kwargs)
+
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        _, sensitive_features = resolve_sensitive(
+            X,
+            sensitive_features=kwargs.pop("sensitive_features", None),
+            sensitive=self._sensitive,
+            drop=False,
+        )
+        if sensitive_features is None:
+            raise _missing_sensitive_error(self)
+        return super()._score(
+            method_caller,
+            estimator,
+            X,
+            y_true,
+            sensitive_features=sensitive_features,
+            **kwargs,
+        )
+
+
+def _resolve_metric(metric):
+    if callable(metric) and not isinstance(metric, str):
+        name = getattr(metric, "__name__", repr(metric))
+        known = FAIRNESS_METRICS.get(name)
+        if known is not None and known[0] is metric:
+            return metric, known[1], name
+        return metric, False, name
+    name = _ALIASES.get(metric, metric)
+    if name not in FAIRNESS_METRICS:
+        raise ValueError(
+            f"metric must be one of {sorted(FAIRNESS_METRICS)} (or the short names "
+            f"{sorted(_ALIASES)}), or a callable; got {metric!r}."
+        )
+    func, greater_is_better = FAIRNESS_METRICS[name]
+    return func, greater_is_better, name
+
+
+def make_fairness_scorer(
+    metric="demographic_parity_difference",
+    *,
+    response_method="predict",
+    sensitive=None,
+    pos_label=None,
+    min_group_size=1,
+    greater_is_better=None,
+):
+    """Make an sklearn scorer from a group fairness metric.
+
+    The scorer requests ``sensitive_features`` through metadata routing by
+    default (no ``set_score_request`` needed), and can instead read the
+    sensitive attributes from columns of X (``sensitive=``), which works with
+    routing off. Metrics where lower is better are negated, as sklearn's
+    ``neg_*`` scorers are, so that greater is always better for the search.
+
+    Parameters
+    ----------
+    metric : str or callable, default="demographic_parity_difference"
+        One of ``"demographic_parity_difference"`` (``"dpd"``),
+        ``"demographic_parity_ratio"`` (``"dpr"``),
+        ``"false_positive_rate_difference"`` (``"dfpr"``),
+        ``"true_positive_rate_difference"`` (``"dtpr"``),
+        ``"positive_predictive_value_difference"`` (``"dppv"``),
+        ``"equalized_odds_difference"`` (``"eod"``), or a callable
+        ``metric(y_true, y_pred, *, sensitive_features, **kwargs)``.
+    response_method : {"predict", "predict_proba"}, default="predict"
+        ``"predict"`` scores predicted labels; ``"predict_proba"`` scores the
+        probability of the positive class, giving the soft metrics (the paper's
+        E[f(A) | group]).
+    sensitive : str, int or list, default=None
+        Columns of X holding the sensitive attributes (names for a DataFrame,
+        positions for an array). The estimator still receives the whole X, so
+        it must drop these columns itself (e.g. a ColumnTransformer). Leave
+        None to receive ``sensitive_features`` as metadata.
+    pos_label : int, float, bool or str, default=None
+        The favourable label; needed unless labels are {0, 1} or {-1, 1}.
+    min_group_size : int, default=1
+        Groups whose rate rests on fewer rows are left out of the metric.
+    greater_is_better : bool, default=None
+        Override the direction; by default True only for the ratio (and False
+        for a callable).
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y, *, sensitive_features=None,
+        sample_weight=None)``.
+
+    See Also
+    --------
+    make_tradeoff_scorer : Performance minus a weighted disparity.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skfedida.metrics import make_fairness_scorer
+    >>> X = [[0.0], [1.0], [2.0], [3.0]]
+    >>> y = [0, 0, 1, 1]
+    >>> sex = ["F", "M", "F", "M"]
+    >>> clf = LogisticRegression().fit(X, y)
+    >>> scorer = make_fairness_scorer("dpd")
+    >>> scorer(clf, X, y, sensitive_features=sex)
+    -0.0
+    """
+    func, default_greater, name = _resolve_metric(metric)
+    if response_method not in _RESPONSE_METHODS:
+        raise ValueError(
+            f"response_method must be one of {_RESPONSE_METHODS}; got "
+            f"{response_method!r}. Fairness rates need labels or probabilities."
+        )
+    if not (isinstance(min_group_size, numbers.Integral) and min_group_size >= 1):
+        raise ValueError(f"min_group_size must be an int >= 1; got {min_group_size!r}.")
+    if greater_is_better is None:
+        greater_is_better = default_greater
+    kwargs = {}
+    params = signature(func).parameters
+    if pos_label is not None:
+        kwargs["pos_label"] = pos_label
+    if min_group_size != 1:
+        kwargs["min_group_size"] = min_group_size
+    if response_method == "predict_proba":
+        if "soft" not in params:
+            raise ValueError(
+                f"metric {name!r} has no 'soft' argument, so it cannot score "
+                "probabilities; use response_method='predict'."
+            )
+        kwargs["soft"] = True
+    return _FairnessScorer(
+        func, 1 if greater_is_better else -1, kwargs, response_method, sensitive, name
+    )
+
+
+class _TradeoffScorer(_BaseScorer):
+    """performance - weight * disparity; built by :func:`make_tradeoff_scorer`."""
+
+    def __init__(self, performance, fairness, weight, performance_name):
+        super().__init__(score_func=None, sign=1, kwargs={}, response_method=None)
+        self._performance = performance
+        self._fairness = fairness
+        self._weight = weight
+        self._performance_name = performance_name
+
+    def __repr__(self):
+        return (
+            f"make_tradeoff_scorer(performance={self._performance_name!r}, "
+            f"fairness={self._fairness!r}, weight={self._weight!r})"
+        )
+
+    def _accept_sample_weight(self):
+        return True
+
+    def _get_metadata_request(self):
+        requests = MetadataRequest(owner=self)
+        requests.score = MethodMetadataRequest(owner=self, method="score")
+        requests.score.add_request(param="sensitive_features", alias=True)
+        requests.score.add_request(param="sample_weight", alias=None)
+        return requests
+
+    def __call__(
+        self,
+        estimator,
+        X,
+        y_true,
+        *,
+        sample_weight=None,
+        sensitive_features=None,
+        **kwargs,
+    ):
+        """Score ``estimator`` on ``X``; see :func:`make_tradeoff_scorer`."""
+        kwargs = _split_sensitive_kwargs(
+            self, kwargs, sample_weight, sensitive_features
+        )
+        return self._score(partial(_cached_call, None), estimator, X, y_true, **kwargs)
+
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        performance_kwargs = {}
+        if kwargs.get("sample_weight") is not None:
+            performance_kwargs["sample_weight"] = kwargs["sample_weight"]
+        if isinstance(self._performance, _BaseScorer):
+            performance = self._performance._score(
+                method_caller, estimator, X, y_true, **performance_kwargs
+            )
+        else:
+            performance = self._performance(estimator, X, y_true, **performance_kwargs)
+        signed = self._fairness._score(method_caller, estimator, X, y_true, **kwargs)
+        # A lower-is-better disparity arrives negated; a ratio's disparity is 1 - ratio.
+        disparity = -signed if self._fairness._sign < 0 else 1.0 - signed
+        return float(performance - self._weight * disparity)
+
+
+def make_tradeoff_scorer(
+    performance="roc_auc",
+    fairness="demographic_parity_difference",
+    weight=1.0,
+    *,
+    sensitive=None,
+    fairness_response_method="predict",
+    pos_label=None,
+    min_group_size=1,
+):
+    """Make a scorer of performance minus a weighted disparity.
+
+    ``score = performance - weight * disparity``, where the disparity is the
+    fairness metric itself for differences (DPD, DFPR, DPPV, ...) and
+    ``1 - DPR`` for the demographic parity ratio. Greater is better, so it
+    ranks the candidates of a search by "the value that best balances
+    performance and fairness".
+
+    Parameters
+    ----------
+    performance : str or callable, default="roc_auc"
+        Any sklearn scorer name (``"roc_auc"``, ``"accuracy"``, ...) or
+        scorer callable.
+    fairness : str or scorer, default="demographic_parity_difference"
+        A metric name accepted by :func:`make_fairness_scorer`, or a scorer
+        made by it.
+    weight : float, default=1.0
+        Price of one unit of disparity in units of performance. Must be >= 0.
+    sensitive : str, int or list, default=None
+        Columns of X holding the sensitive attributes, as in
+        :func:`make_fairness_scorer`; ignored when ``fairness`` is a scorer.
+    fairness_response_method : {"predict", "predict_proba"}, default="predict"
+        Hard or soft fairness metric; ignored when ``fairness`` is a scorer.
+    pos_label : int, float, bool or str, default=None
+        Favourable label for the fairness metric.
+    min_group_size : int, default=1
+        Smallest group the fairness metric keeps.
+
+    Returns
+    -------
+    scorer : callable
+        A scorer requesting ``sensitive_features`` by default.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skfedida.metrics import make_tradeoff_scorer
+    >>> X = [[0.0], [1.0], [2.0], [3.0]]
+    >>> y = [0, 0, 1, 1]
+    >>> sex = ["F", "M", "F", "M"]
+    >>> clf = LogisticRegression().fit(X, y)
+    >>> scorer = make_tradeoff_scorer("roc_auc", "dpd", weight=2.0)
+    >>> scorer(clf, X, y, sensitive_features=sex)
+    1.0
+    """
+    if not (isinstance(weight, numbers.Real) and weight >= 0):
+        raise ValueError(f"weight must be a non-negative number; got {weight!r}.")
+    if isinstance(fairness, _FairnessScorer):
+        fairness_scorer = fairness
+    else:
+        fairness_scorer = make_fairness_scorer(
+            fairness,
+            response_method=fairness_response_method,
+            sensitive=sensitive,
+            pos_label=pos_label,
+            min_group_size=min_group_size,
+        )
+    performance_scorer = (
+        get_scorer(performance) if isinstance(performance, str) else performance
+    )
+    if not callable(performance_scorer):
+        raise ValueError(
+            f"performance must be a scorer name or a callable; got {performance!r}."
+        )
+    name = performance if isinstance(performance, str) else repr(performance)
+    return _TradeoffScorer(performance_scorer, fairness_scorer, float(weight), name)
