@@ -257,7 +257,12 @@ class _TradeoffScorer(_BaseScorer):
     """performance - weight * disparity; built by :func:`make_tradeoff_scorer`."""
 
     def __init__(self, performance, fairness, weight, performance_name):
-        super().__init__(score_func=None, sign=1, kwargs={}, response_method=None)
+        # sklearn's multi-metric scorer reads ``_response_method`` to decide on
+        # caching predictions; the performance part's method is the one to share.
+        response_method = getattr(performance, "_response_method", "predict")
+        super().__init__(
+            score_func=None, sign=1, kwargs={}, response_method=response_method
+        )
         self._performance = performance
         self._fairness = fairness
         self._weight = weight

@@ -1,0 +1,40 @@
+"""The project's own promises: README commands, CI, the API reference."""
+
+import importlib
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", readme, re.S).group(1)
+    return [line for line in block.splitlines() if line and not line.startswith("#")]
+
+
+def test_readme_opens_with_the_two_setup_commands():
+    main_job, tests = _readme_commands()
+    assert "examples/quickstart.py" in main_job
+    assert "pytest" in tests
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    _, tests = _readme_commands()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [
+        line
+        for line in ci.splitlines()
+        if line and not line.startswith(("#", "set ", "cd "))
+    ]
+    assert commands == [tests]
+
+
+def test_every_public_name_is_in_the_api_reference():
+    api = (ROOT / "doc" / "api.rst").read_text(encoding="utf-8")
+    for module_name in ("skfedida.metrics", "skfedida.datasets"):
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            if name.isupper():  # constants are documented in their module
+                continue
+            assert f"{name}\n" in api, f"{module_name}.{name} missing from doc/api.rst"
