@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import _safe_indexing
 
 try:  # pandas is optional; it only makes factorising faster and reads frames.
     import pandas as pd
@@ -28,6 +29,7 @@ __all__ = [
     "check_sensitive_features",
     "encode_groups",
     "resolve_sensitive",
+    "take_rows",
 ]
 
 # Above this many possible combinations the dense look-up table used to number
@@ -354,3 +356,29 @@ def resolve_sensitive(X, *, sensitive_features=None, sensitive=None, drop=True):
     positions = [int(key) % n_features for key in keys]
     S = {f"x{pos}": array[:, pos] for pos in positions}
     return (np.delete(array, positions, axis=1) if drop else X), S
+
+
+def take_rows(values, indices):
+    """Rows of per-row values (sensitive features, client ids, weights).
+
+    Keeps the container: a DataFrame or Series (with a fresh RangeIndex, as
+    resampled rows have no index of their own), an array, a list, or a dict of
+    columns (each indexed).
+
+    Parameters
+    ----------
+    values : array-like, Series, DataFrame, list or dict of array-like
+        One value (or one row) per sample.
+    indices : ndarray of int
+        Positions to take, repeats allowed.
+
+    Returns
+    -------
+    taken : same type as ``values``
+    """
+    if isinstance(values, Mapping):
+        return {name: take_rows(column, indices) for name, column in values.items()}
+    taken = _safe_indexing(values, indices)
+    if pd is not None and isinstance(taken, (pd.DataFrame, pd.Series)):
+        taken = taken.reset_index(drop=True)
+    return taken

@@ -1,0 +1,725 @@
+"""FairnessAwareROSE: balance every (sensitive group, outcome) subgroup.
+
+The paper's Algorithm 1 as an imbalanced-learn sampler. Subgroups are the
+combinations of an intersectional sensitive group and an outcome class. Each
+subgroup is brought to a target size: subgroups above it are cut by sampling
+without replacement, subgroups below it keep all their rows and receive
+synthetic rows ``x0 + eps``, where ``x0`` is drawn from the subgroup and
+``eps ~ N(0, Sigma)`` is the smoothed-bootstrap (ROSE) kernel.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+from imblearn.base import BaseSampler
+from imblearn.utils._tags import InputTags, SamplerTags, Tags
+from imblearn.utils._validation import check_target_type
+from sklearn.base import _fit_context
+from sklearn.preprocessing import label_binarize
+from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._tags import TargetTags
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_feature_names, _check_n_features
+
+from ._groups import encode_groups, pd, resolve_sensitive, take_rows
+
+__all__ = ["FairnessAwareROSE"]
+
+
+def _is_frame(X):
+    return pd is not None and isinstance(X, pd.DataFrame)
+
+
+def _column_names(X):
+    if _is_frame(X):
+        return [str(c) for c in X.columns]
+    return [f"x{j}" for j in range(X.shape[1])]
+
+
+def _column_kinds(X):
+    """Per column: 'binary', 'integer', 'categorical', 'float' or 'other'."""
+    kinds = []
+    if _is_frame(X):
+        for j in range(X.shape[1]):
+            column = X.iloc[:, j]
+            dtype = column.dtype
+            if isinstance(dtype, pd.SparseDtype):
+                dtype = dtype.subtype
+            if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(
+                dtype
+            ):
+                kinds.append("categorical")
+            elif pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(
+                dtype
+            ):
+                kinds.append("categorical")
+            elif pd.api.types.is_integer_dtype(dtype):
+                kinds.append("integer")
+            elif pd.api.types.is_float_dtype(dtype):
+                kinds.append("float")
+            else:
+                kinds.append("other")
+        return kinds
+    kind = X.dtype.kind
+    if kind in "b":
+        return ["categorical"] * X.shape[1]
+    if kind in "iu":
+        return ["integer"] * X.shape[1]
+    if kind == "f":
+        return ["float"] * X.shape[1]
+    if kind in "OUS":
+        return ["categorical"] * X.shape[1]
+    return ["other"] * X.shape[1]
+
+
+def _float_block(X, columns, copy=False):
+    """The given columns as a float64 array; ``copy=True`` makes it writable."""
+    if _is_frame(X):
+        return X.iloc[:, columns].to_numpy(dtype=np.float64, copy=copy)
+    return np.array(X[:, columns], dtype=np.float64, copy=copy or None)
+
+
+def _has_missing(X, j):
+    if _is_frame(X):
+        return bool(X.iloc[:, j].isna().any())
+    column = X[:, j]
+    if column.dtype.kind == "f":
+        return bool(np.isnan(column).any())
+    if column.dtype.kind == "O":
+        return bool((np.equal(column, None) | (column != column)).any())
+    return False
+
+
+def _restore_y(y_res, y, classes, binarize):
+    """Give y_res the container type of the y the user passed."""
+    if binarize:
+        y_res = label_binarize(y_res, classes=classes)
+    if isinstance(y, list):
+        return y_res.tolist()
+    if pd is not None and isinstance(y, pd.Series):
+        return pd.Series(y_res, name=y.name, dtype=y.dtype)
+    if pd is not None and isinstance(y, pd.DataFrame):
+        frame = pd.DataFrame(y_res.reshape(len(y_res), -1), columns=y.columns)
+        return frame.astype(y.dtypes)
+    return y_res
+
+
+class FairnessAwareROSE(BaseSampler):
+    """Balance every (sensitive group, outcome) subgroup by smoothed bootstrap.
+
+    The paper's Algorithm 1. Rows are split into subgroups, one per
+    combination of an intersectional sensitive group (see ``sensitive`` and
+    ``sensitive_features``) and an outcome class. Each subgroup is brought to
+    a target size ``N_target``:
+
+    - a subgroup with at least ``N_target`` rows is cut to ``N_target`` rows
+      drawn without replacement (``undersample=True``, as in Algorithm 1), or
+      kept whole (``undersample=False``);
+    - a smaller subgroup keeps all its rows and receives
+      ``N_target - |G|`` synthetic rows ``x0 + eps``, with ``x0`` drawn with
+      replacement from the subgroup and ``eps ~ N(0, Sigma)``.
+
+    ``Sigma`` is by default the smoothed-bootstrap (ROSE) kernel of
+    imbalanced-learn's ``RandomOverSampler(shrinkage=...)``: diagonal, with
+    standard deviations ``shrinkage * h * std_G``, where ``std_G`` is the
+    per-feature standard deviation in the subgroup and
+    ``h = (4 / ((p + 2) n)) ** (1 / (p + 4))`` is Silverman's factor, ``n``
+    the number of rows of X and ``p`` the number of noised columns. Noise is
+    only added to continuous columns: sensitive, binary, integer-coded and
+    categorical columns are copied from the seed row, so synthetic rows stay
+    valid. A subgroup of one row, or of constant rows, gets zero noise.
+    Subgroups absent from the data stay absent.
+
+    Read more in the :ref:`User Guide <user_guide>`.
+
+    Parameters
+    ----------
+    n_target : int, float, {"max", "mean", "median"}, dict or callable, \
+            default="mean"
+        Target size of every subgroup:
+
+        - int: that many rows;
+        - ``"max"``, ``"mean"``, ``"median"``: that statistic of the subgroup
+          sizes (rounded);
+        - float in (0, 1]: that fraction of the largest subgroup;
+        - dict: ``{(group, class): size}``; subgroups not listed keep their
+          size. ``group`` is the tuple of sensitive values (a single value is
+          accepted for one attribute; ``()`` without sensitive attributes);
+        - callable: ``n_target(counts)`` with ``counts`` the dict of subgroup
+          sizes, returning an int or such a dict.
+
+        The default ``"mean"`` keeps the number of rows (and so the cost of an
+        epoch and a client's weight in federated averaging) about the same
+        while making every subgroup equal, and, unlike ``"max"``, it never
+        multiplies the data by the number of subgroups (x20 on Adult). It uses
+        both branches of Algorithm 1, and, applied per epoch or per batch,
+        rows cut from large subgroups are seen in other draws.
+    undersample : bool, default=True
+        Whether subgroups above the target are cut to it (Algorithm 1) or kept.
+    shrinkage : float or dict, default=1.0
+        Multiplier of the kernel bandwidth, >= 0, for every subgroup or per
+        subgroup (keys as in ``n_target``; every subgroup that receives
+        synthetic rows needs one). 0 gives a plain bootstrap. Ignored when
+        ``covariance`` is a matrix.
+    covariance : {"diag", "full"} or array-like of shape (p, p), default="diag"
+        ``"diag"``: the smoothed-bootstrap kernel above. ``"full"``: the
+        subgroup's covariance matrix of the noised columns, scaled by
+        ``(shrinkage * h) ** 2``. A matrix: the noise covariance itself, over
+        the noised columns in their order (symmetric positive semi-definite).
+    categorical_features : "auto" or array-like, default="auto"
+        Columns copied from the seed row, never noised. ``"auto"``: binary
+        (0/1) float columns, integer columns, and boolean, categorical,
+        string or object columns. Otherwise column names (DataFrame),
+        positions, or a boolean mask; every other column must be numeric and
+        is noised (integer columns then come out as float64).
+    sensitive : str, int or list, default=None
+        Columns of X holding the sensitive attributes (names for a DataFrame,
+        positions for an array). They stay in the output, copied from the seed
+        row. Leave None to pass ``sensitive_features`` to ``fit_resample``.
+        Without either, all rows form one group and only the classes are
+        balanced.
+    random_state : int, RandomState instance or None, default=None
+        Controls every draw.
+
+    Attributes
+    ----------
+    sample_indices_ : ndarray of shape (n_samples_resampled,)
+        Position in X of the row each output row was copied from (its seed
+        row for a synthetic row). Use it to resample the sensitive features,
+        sample weights or client ids jointly.
+    n_original_ : int
+        Number of output rows that are original rows, unchanged; they come
+        first, in their input order, followed by the synthetic rows.
+    subgroups_ : list of tuple
+        The ``(group, class)`` subgroups present in the input, in output order.
+    subgroup_counts_before_ : dict
+        Rows per subgroup in the input.
+    subgroup_counts_after_ : dict
+        Rows per subgroup in the output.
+    n_target_ : dict
+        Target size used for every subgroup.
+    sampling_strategy_ : dict
+        Same as ``n_target_`` (imbalanced-learn's name).
+    shrinkage_ : dict
+        Bandwidth multiplier used for every subgroup.
+    noised_features_ : ndarray of shape (n_features_in_,), dtype=bool
+        Columns that received noise.
+    n_features_in_ : int
+        Number of columns of X.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of X, when X is a DataFrame with string column names.
+
+    See Also
+    --------
+    imblearn.over_sampling.RandomOverSampler : The same kernel, by class only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.over_sampling import FairnessAwareROSE
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 2))
+    >>> y = np.r_[np.zeros(80, dtype=int), np.ones(20, dtype=int)]
+    >>> sex = np.r_[["F"] * 60, ["M"] * 30, ["F"] * 10]
+    >>> rose = FairnessAwareROSE(n_target="max", random_state=0)
+    >>> X_res, y_res = rose.fit_resample(X, y, sensitive_features=sex)
+    >>> rose.subgroup_counts_before_
+    {(('F',), 0): 60, (('F',), 1): 10, (('M',), 0): 20, (('M',), 1): 10}
+    >>> rose.subgroup_counts_after_
+    {(('F',), 0): 60, (('F',), 1): 60, (('M',), 0): 60, (('M',), 1): 60}
+    """
+
+    _sampling_type = "over-sampling"
+
+    __metadata_request__fit = {"sensitive_features": True}
+    __metadata_request__fit_resample = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "n_target": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(numbers.Real, 0, 1, closed="right"),
+            StrOptions({"max", "mean", "median"}),
+            Mapping,
+            callable,
+        ],
+        "undersample": ["boolean"],
+        "shrinkage": [Interval(numbers.Real, 0, None, closed="left"), Mapping],
+        "covariance": [StrOptions({"diag", "full"}), "array-like"],
+        "categorical_features": [StrOptions({"auto"}), "array-like"],
+        "sensitive": [str, numbers.Integral, list, tuple, None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        *,
+        n_target="mean",
+        undersample=True,
+        shrinkage=1.0,
+        covariance="diag",
+        categorical_features="auto",
+        sensitive=None,
+        random_state=None,
+    ):
+        self.n_target = n_target
+        self.undersample = undersample
+        self.shrinkage = shrinkage
+        self.covariance = covariance
+        self.categorical_features = categorical_features
+        self.sensitive = sensitive
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = Tags(
+            estimator_type="sampler",
+            target_tags=TargetTags(required=True),
+            transformer_tags=None,
+            regressor_tags=None,
+            classifier_tags=None,
+            sampler_tags=SamplerTags(sample_indices=True),
+        )
+        tags.input_tags = InputTags()
+        tags.input_tags.two_d_array = True
+        tags.input_tags.sparse = False
+        tags.input_tags.dataframe = True
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        tags.input_tags.allow_nan = False
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, sensitive_features=None):
+        """Find the subgroups and their targets, and draw the resampling.
+
+        Use :meth:`fit_resample` to get the resampled data.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,)
+            Outcome classes.
+        sensitive_features : array-like, DataFrame or dict, default=None
+            Sensitive attributes of every row, unless ``sensitive`` names
+            columns of X.
+
+        Returns
+        -------
+        self : object
+            Fitted sampler.
+        """
+        self._fit_resample(X, y, sensitive_features)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_resample(self, X, y, *, sensitive_features=None):
+        """Resample the data so that every subgroup has its target size.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,)
+            Outcome classes.
+        sensitive_features : array-like, DataFrame or dict, default=None
+            Sensitive attributes of every row, unless ``sensitive`` names
+            columns of X.
+
+        Returns
+        -------
+        X_resampled : {ndarray, DataFrame, list} of shape (n_samples_new, n_features)
+            Resampled data, of the type of X (a DataFrame keeps its columns and
+            dtypes; noised integer columns become float64).
+        y_resampled : {ndarray, Series, list} of shape (n_samples_new,)
+            Resampled outcomes, of the type of y.
+        """
+        X_res, y_res, _ = self._fit_resample(X, y, sensitive_features)
+        return X_res, y_res
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def _fit_resample_all(self, X, y, sensitive_features):
+        return self._fit_resample(X, y, sensitive_features)
+
+    def fit_resample_with_sensitive(self, X, y, *, sensitive_features=None):
+        """Resample X, y and the sensitive features together.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,)
+            Outcome classes.
+        sensitive_features : array-like, DataFrame or dict, default=None
+            Sensitive attributes of every row, unless ``sensitive`` names
+            columns of X.
+
+        Returns
+        -------
+        X_resampled, y_resampled : as :meth:`fit_resample`
+        S_resampled : same type as the sensitive features
+            The sensitive features of every output row (its seed row's), e.g.
+            to fit a fairness-penalised estimator on the resampled data. In
+            column mode, the ``sensitive`` columns of ``X_resampled``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skfedida.over_sampling import FairnessAwareROSE
+        >>> X = np.arange(12.0).reshape(6, 2)
+        >>> y = np.array([0, 0, 0, 1, 0, 1])
+        >>> S = np.array(["a", "a", "b", "b", "a", "b"])
+        >>> rose = FairnessAwareROSE(n_target=2, random_state=0)
+        >>> X_res, y_res, S_res = rose.fit_resample_with_sensitive(
+        ...     X, y, sensitive_features=S)
+        >>> sorted(zip(S_res.tolist(), y_res.tolist()))
+        [('a', 0), ('a', 0), ('b', 0), ('b', 0), ('b', 1), ('b', 1)]
+        """
+        X_res, y_res, S = self._fit_resample_all(X, y, sensitive_features)
+        S_res = None if S is None else take_rows(S, self.sample_indices_)
+        return X_res, y_res, S_res
+
+    # -- the algorithm ----------------------------------------------------
+
+    def _fit_resample(self, X, y, sensitive_features=None):
+        self._validate_params()
+        if sp.issparse(X):
+            raise TypeError(
+                "FairnessAwareROSE does not accept sparse X: synthetic rows "
+                "add dense noise. Convert X with X.toarray()."
+            )
+        return_list = isinstance(X, list)
+        if not _is_frame(X):
+            X = np.asarray(X)
+            if X.ndim != 2:
+                raise ValueError(
+                    f"X must be 2-D (n_samples, n_features); got shape {X.shape}."
+                )
+        n_samples, n_features = X.shape
+        # sklearn's wording, so the estimator checks recognise the errors.
+        if n_samples < 1:
+            raise ValueError(
+                f"Found array with {n_samples} sample(s) (shape={X.shape}) while a "
+                "minimum of 1 is required by FairnessAwareROSE."
+            )
+        if n_features < 1:
+            raise ValueError(
+                f"Found array with {n_features} feature(s) (shape={X.shape}) while "
+                "a minimum of 1 is required by FairnessAwareROSE."
+            )
+        check_classification_targets(y)
+        y_array, binarize_y = check_target_type(y, indicate_one_vs_all=True)
+        if y_array.shape[0] != n_samples:
+            raise ValueError(
+                f"X has {n_samples} rows but y has {y_array.shape[0]}."
+            )
+        classes, y_codes = np.unique(y_array, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(
+                "FairnessAwareROSE needs at least 2 classes in y to balance "
+                f"outcomes; got one class only: {classes.tolist()}."
+            )
+        _check_n_features(self, X, reset=True)
+        _check_feature_names(self, X, reset=True)
+
+        _, S = resolve_sensitive(
+            X, sensitive_features=sensitive_features, sensitive=self.sensitive,
+            drop=False,
+        )
+        if S is None:
+            group_codes = np.zeros(n_samples, dtype=np.intp)
+            group_labels = ((),)
+            S_names = ()
+        else:
+            groups = encode_groups(S, n_samples=n_samples)
+            group_codes, group_labels, S_names = (
+                groups.codes, groups.labels, groups.names
+            )
+        noised, X_noised = self._noised_columns(X)
+        self.noised_features_ = noised
+
+        subgroup_codes = group_codes * len(classes) + y_codes
+        counts = np.bincount(subgroup_codes,
+                             minlength=len(group_labels) * len(classes))
+        present = np.flatnonzero(counts)
+        class_values = classes.tolist()
+        keys = [
+            (group_labels[code // len(classes)], class_values[code % len(classes)])
+            for code in present
+        ]
+        before = {key: int(counts[code]) for key, code in zip(keys, present,
+                                                               strict=True)}
+        targets = self._targets(before, len(S_names))
+        shrinkage = self._shrinkages(keys, before, targets, len(S_names))
+
+        random_state = check_random_state(self.random_state)
+        order = np.argsort(subgroup_codes, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        noised_columns = np.flatnonzero(noised)
+        bandwidth = self._silverman(n_samples, noised_columns.size)
+        explicit_cov = self._explicit_covariance(noised_columns.size)
+
+        kept, seeds, noises = [], [], []
+        after = {}
+        for key, code in zip(keys, present, strict=True):
+            rows = order[starts[code]:starts[code + 1]]
+            size, target = rows.size, targets[key]
+            if size >= target:
+                if self.undersample and size > target:
+                    rows = random_state.choice(rows, size=target, replace=False)
+                kept.append(rows)
+                after[key] = int(rows.size)
+                continue
+            kept.append(rows)
+            n_new = target - size
+            seed_rows = random_state.choice(rows, size=n_new, replace=True)
+            seeds.append(seed_rows)
+            if X_noised is not None:
+                noises.append(self._noise(random_state, X_noised[rows], n_new,
+                                          shrinkage[key] * bandwidth, explicit_cov))
+            after[key] = int(target)
+
+        kept = np.sort(np.concatenate(kept))
+        seeds = np.concatenate(seeds) if seeds else np.empty(0, dtype=np.intp)
+        self.sample_indices_ = np.concatenate([kept, seeds]).astype(np.intp)
+        self.n_original_ = int(kept.size)
+        self.subgroups_ = keys
+        self.subgroup_counts_before_ = before
+        self.subgroup_counts_after_ = after
+        self.n_target_ = targets
+        self.sampling_strategy_ = dict(targets)
+        self.shrinkage_ = shrinkage
+
+        noise = np.concatenate(noises) if noises else None
+        X_res = self._assemble(X, noised_columns, noise)
+        y_res = _restore_y(y_array[self.sample_indices_], y, classes, binarize_y)
+        if return_list:
+            X_res = X_res.tolist()
+        return X_res, y_res, S
+
+    def _noised_columns(self, X):
+        """Mask of the columns that get noise, and those columns as floats."""
+        n_features = X.shape[1]
+        names = _column_names(X)
+        kinds = np.array(_column_kinds(X))
+        copied = np.zeros(n_features, dtype=bool)
+        if self.sensitive is not None:
+            copied[self._positions(X, self.sensitive, "sensitive")] = True
+        auto = isinstance(self.categorical_features, str)
+        if auto:
+            copied |= np.isin(kinds, ["categorical", "integer"])
+        else:
+            copied[self._positions(X, self.categorical_features,
+                                   "categorical_features")] = True
+        not_numeric = ~copied & np.isin(kinds, ["categorical", "other"])
+        if not_numeric.any():
+            raise ValueError(
+                f"X column {names[np.flatnonzero(not_numeric)[0]]!r} is not "
+                "numeric, so it cannot be noised; list it in categorical_features "
+                "to copy it from the seed row."
+            )
+        # One float copy of the candidate columns serves every check and the noise.
+        candidates = np.flatnonzero(~copied)
+        block = _float_block(X, candidates) if candidates.size else None
+        if block is not None:
+            finite = np.isfinite(block).all(axis=0)
+            if not finite.all():
+                raise ValueError(
+                    f"X column {names[candidates[~finite][0]]!r} has NaN or "
+                    "infinity; FairnessAwareROSE needs finite values."
+                )
+            if auto:
+                binary = ((block == 0.0) | (block == 1.0)).all(axis=0)
+                copied[candidates[binary]] = True
+                if binary.any():
+                    block = block[:, ~binary] if not binary.all() else None
+        for j in np.flatnonzero(copied):
+            if _has_missing(X, j):
+                raise ValueError(
+                    f"X column {names[j]!r} has missing values (NaN); "
+                    "FairnessAwareROSE needs complete data. Impute first."
+                )
+        return ~copied, block
+
+    @staticmethod
+    def _positions(X, columns, param_name):
+        """Column positions named by a list of names, positions or a mask."""
+        n_features = X.shape[1]
+        if isinstance(columns, (str, numbers.Integral)):
+            columns = [columns]
+        columns = list(np.asarray(columns, dtype=object).ravel()) if not isinstance(
+            columns, list) else columns
+        if columns and all(isinstance(c, (bool, np.bool_)) for c in columns):
+            if len(columns) != n_features:
+                raise ValueError(
+                    f"{param_name} as a boolean mask needs {n_features} values; "
+                    f"got {len(columns)}."
+                )
+            return np.flatnonzero(columns)
+        positions = []
+        names = list(X.columns) if _is_frame(X) else None
+        for column in columns:
+            if isinstance(column, (numbers.Integral, np.integer)) and names is None:
+                if not -n_features <= column < n_features:
+                    raise ValueError(
+                        f"{param_name} gives column position {column} outside "
+                        f"X's {n_features} columns."
+                    )
+                positions.append(int(column) % n_features)
+            elif names is not None and column in names:
+                positions.append(names.index(column))
+            elif names is not None and isinstance(column, (numbers.Integral,
+                                                           np.integer)):
+                positions.append(int(column) % n_features)
+            else:
+                raise ValueError(
+                    f"{param_name} names column {column!r}, which is not in X"
+                    + (f"; X has columns {names}." if names is not None else
+                       "; X is an array, so give column positions.")
+                )
+        return np.asarray(positions, dtype=np.intp)
+
+    def _normalise_key(self, key, n_attributes, param_name, valid):
+        """Accept (group, class) keys with a bare group value for one attribute."""
+        if not (isinstance(key, tuple) and len(key) == 2):
+            if n_attributes == 0:
+                key = ((), key)
+            else:
+                raise ValueError(
+                    f"{param_name} keys must be (group, class) pairs; got {key!r}. "
+                    f"Subgroups present: {sorted(valid, key=repr)}."
+                )
+        group, klass = key
+        if not isinstance(group, tuple):
+            group = (group,)
+        if (group, klass) not in valid:
+            raise ValueError(
+                f"{param_name} names subgroup {key!r}, which is not in the data. "
+                f"Subgroups present: {sorted(valid, key=repr)}."
+            )
+        return group, klass
+
+    def _targets(self, before, n_attributes):
+        sizes = np.array(list(before.values()))
+        n_target = self.n_target
+        if callable(n_target) and not isinstance(n_target, Mapping):
+            n_target = n_target(dict(before))
+            if not isinstance(n_target, (Mapping, numbers.Integral)) or (
+                isinstance(n_target, numbers.Integral) and n_target < 1
+            ):
+                raise ValueError(
+                    "n_target as a callable must return an int >= 1 or a dict of "
+                    f"subgroup sizes; it returned {n_target!r}."
+                )
+        if isinstance(n_target, Mapping):
+            targets = dict(before)
+            for key, value in n_target.items():
+                key = self._normalise_key(key, n_attributes, "n_target", before)
+                if not isinstance(value, numbers.Integral) or value < 1:
+                    raise ValueError(
+                        f"n_target for subgroup {key!r} must be an int >= 1; got "
+                        f"{value!r}."
+                    )
+                targets[key] = int(value)
+            return targets
+        if isinstance(n_target, str):
+            statistic = {"max": np.max, "mean": np.mean, "median": np.median}
+            value = int(round(float(statistic[n_target](sizes))))
+        elif isinstance(n_target, numbers.Integral):
+            value = int(n_target)
+        else:
+            value = int(round(float(n_target) * sizes.max()))
+        value = max(value, 1)
+        return dict.fromkeys(before, value)
+
+    def _shrinkages(self, keys, before, targets, n_attributes):
+        if not isinstance(self.shrinkage, Mapping):
+            return dict.fromkeys(keys, float(self.shrinkage))
+        given = {}
+        for key, value in self.shrinkage.items():
+            key = self._normalise_key(key, n_attributes, "shrinkage", before)
+            if not isinstance(value, numbers.Real) or not value >= 0:
+                raise ValueError(
+                    f"shrinkage for subgroup {key!r} must be a number >= 0; got "
+                    f"{value!r}."
+                )
+            given[key] = float(value)
+        missing = [k for k in keys if before[k] < targets[k] and k not in given]
+        if missing:
+            raise ValueError(
+                "shrinkage needs a factor for every subgroup that receives "
+                f"synthetic rows; missing: {missing}."
+            )
+        return {k: given.get(k, 0.0) for k in keys}
+
+    @staticmethod
+    def _silverman(n_samples, n_noised):
+        if n_noised == 0:
+            return 0.0
+        return (4.0 / ((n_noised + 2) * n_samples)) ** (1.0 / (n_noised + 4))
+
+    def _explicit_covariance(self, n_noised):
+        if isinstance(self.covariance, str):
+            return None
+        sigma = np.asarray(self.covariance, dtype=np.float64)
+        if sigma.shape != (n_noised, n_noised):
+            raise ValueError(
+                f"covariance as a matrix must be ({n_noised}, {n_noised}), one row "
+                f"and column per noised column; got shape {sigma.shape}."
+            )
+        if not np.all(np.isfinite(sigma)) or not np.allclose(sigma, sigma.T):
+            raise ValueError("covariance must be a finite symmetric matrix.")
+        return self._matrix_square_root(sigma, "covariance")
+
+    @staticmethod
+    def _matrix_square_root(sigma, name):
+        """A factor L with L @ L.T == sigma, for PSD (also singular) sigma."""
+        eigenvalues, eigenvectors = np.linalg.eigh(sigma)
+        tolerance = 1e-10 * max(1.0, float(np.abs(eigenvalues).max(initial=0.0)))
+        if eigenvalues.min(initial=0.0) < -tolerance:
+            raise ValueError(f"{name} must be positive semi-definite.")
+        return eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+
+    def _noise(self, random_state, X_group, n_new, scale, explicit_factor):
+        n_noised = X_group.shape[1]
+        if explicit_factor is not None:
+            return random_state.standard_normal((n_new, n_noised)) @ explicit_factor.T
+        if self.covariance == "full":
+            centred = X_group - X_group.mean(axis=0)
+            covariance = centred.T @ centred / X_group.shape[0]
+            factor = self._matrix_square_root(covariance, "the subgroup covariance")
+            draws = random_state.standard_normal((n_new, n_noised))
+            return scale * (draws @ factor.T)
+        # Same draws and formula as imblearn's RandomOverSampler(shrinkage=...).
+        draws = random_state.randn(n_new, n_noised)
+        return draws * (scale * np.std(X_group, axis=0))
+
+    def _assemble(self, X, noised_columns, noise):
+        indices = self.sample_indices_
+        if _is_frame(X):
+            X_res = X.iloc[indices].reset_index(drop=True)
+            if noise is not None and noised_columns.size:
+                block = _float_block(X_res, noised_columns, copy=True)
+                block[self.n_original_:] += noise
+                for position, j in enumerate(noised_columns):
+                    dtype = X.dtypes.iloc[j]
+                    subtype = dtype.subtype if isinstance(dtype, pd.SparseDtype) \
+                        else dtype
+                    values = block[:, position]
+                    name = X.columns[j]
+                    if pd.api.types.is_float_dtype(subtype):
+                        X_res[name] = pd.Series(values, dtype=subtype).astype(dtype)
+                    else:
+                        X_res[name] = values
+            return X_res
+        X_res = X[indices]
+        if noise is not None and noised_columns.size:
+            if X_res.dtype.kind != "f":
+                X_res = X_res.astype(np.float64)
+            X_res[self.n_original_:, noised_columns] += noise.astype(X_res.dtype,
+                                                                     copy=False)
+        return X_res
