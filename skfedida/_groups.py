@@ -12,6 +12,7 @@ values of all attributes is one intersectional group.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ except ImportError:  # pragma: no cover - exercised in environments without pand
 __all__ = [
     "SensitiveGroups",
     "check_sensitive_features",
+    "column_positions",
     "encode_groups",
     "resolve_sensitive",
     "take_rows",
@@ -279,13 +281,56 @@ def encode_groups(
     return SensitiveGroups(codes=group_codes, labels=labels, names=tuple(names))
 
 
-def _column_keys(sensitive):
-    if isinstance(sensitive, (str, int, np.integer)):
-        return [sensitive]
-    keys = list(sensitive)
-    if not keys:
-        raise ValueError("sensitive must name at least one column of X; got [].")
-    return keys
+def column_positions(X, columns, param_name):
+    """Positions of columns of X given by names, positions or a boolean mask.
+
+    Parameters
+    ----------
+    X : DataFrame or 2-D array
+        The data whose columns are named.
+    columns : str, int, list of str or int, or boolean mask
+        Names (of a DataFrame's columns) or positions; a boolean mask needs
+        one value per column.
+    param_name : str
+        Name used in error messages.
+
+    Returns
+    -------
+    positions : ndarray of int
+    """
+    n_features = X.shape[1]
+    if isinstance(columns, (str, numbers.Integral)):
+        columns = [columns]
+    keys = list(columns)
+    if keys and all(isinstance(key, (bool, np.bool_)) for key in keys):
+        if len(keys) != n_features:
+            raise ValueError(
+                f"{param_name} as a boolean mask needs {n_features} values; "
+                f"got {len(keys)}."
+            )
+        return np.flatnonzero(keys)
+    names = list(X.columns) if _is_frame(X) else None
+    positions = []
+    for key in keys:
+        if names is not None and key in names:
+            positions.append(names.index(key))
+        elif isinstance(key, (numbers.Integral, np.integer)):
+            if not -n_features <= key < n_features:
+                raise ValueError(
+                    f"{param_name} gives column position {key} outside X's "
+                    f"{n_features} columns."
+                )
+            positions.append(int(key) % n_features)
+        else:
+            where = (
+                f"X has columns {names}"
+                if names is not None
+                else "X is an array, so give column positions (or pass a DataFrame)"
+            )
+            raise ValueError(
+                f"{param_name} names column {key!r}, which is not in X; {where}."
+            )
+    return np.asarray(positions, dtype=np.intp)
 
 
 def resolve_sensitive(X, *, sensitive_features=None, sensitive=None, drop=True):
@@ -325,37 +370,21 @@ def resolve_sensitive(X, *, sensitive_features=None, sensitive=None, drop=True):
             "Sensitive attributes were given twice: as the sensitive_features "
             f"metadata and as columns of X (sensitive={sensitive!r}). Pass one."
         )
-    keys = _column_keys(sensitive)
-    if _is_frame(X):
-        missing = [key for key in keys if key not in X.columns]
-        if missing:
-            raise ValueError(
-                f"sensitive names columns {missing} that are not in X; X has "
-                f"columns {list(X.columns)}."
-            )
-        S = X.loc[:, keys]
-        return (X.drop(columns=keys) if drop else X), S
-    if any(not isinstance(key, (int, np.integer)) for key in keys):
-        raise ValueError(
-            "sensitive names columns by name, which needs X to be a pandas "
-            f"DataFrame; X is a {type(X).__name__}. Pass a DataFrame, or give "
-            "column positions (integers)."
-        )
+    if not isinstance(sensitive, (str, numbers.Integral)) and len(sensitive) == 0:
+        raise ValueError("sensitive must name at least one column of X; got [].")
     if sp.issparse(X):
         raise TypeError(
             "sensitive columns cannot be read from a sparse X; pass them as the "
             "sensitive_features metadata instead."
         )
-    array = np.asarray(X)
-    n_features = array.shape[1] if array.ndim == 2 else 0
-    bad = [key for key in keys if not -n_features <= key < n_features]
-    if bad:
-        raise ValueError(
-            f"sensitive gives column positions {bad} outside X's {n_features} columns."
-        )
-    positions = [int(key) % n_features for key in keys]
-    S = {f"x{pos}": array[:, pos] for pos in positions}
-    return (np.delete(array, positions, axis=1) if drop else X), S
+    if not _is_frame(X):
+        X = np.asarray(X)
+    positions = column_positions(X, sensitive, "sensitive")
+    if _is_frame(X):
+        S = X.iloc[:, positions]
+        return (X.drop(columns=X.columns[positions]) if drop else X), S
+    S = {f"x{pos}": X[:, pos] for pos in positions}
+    return (np.delete(X, positions, axis=1) if drop else X), S
 
 
 def take_rows(values, indices):

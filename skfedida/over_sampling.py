@@ -20,13 +20,19 @@ from imblearn.utils._tags import InputTags, SamplerTags, Tags
 from imblearn.utils._validation import check_target_type
 from sklearn.base import _fit_context
 from sklearn.preprocessing import label_binarize
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._tags import TargetTags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
-from ._groups import encode_groups, pd, resolve_sensitive, take_rows
+from ._groups import (
+    column_positions,
+    encode_groups,
+    pd,
+    resolve_sensitive,
+    take_rows,
+)
 
 __all__ = ["FairnessAwareROSE"]
 
@@ -50,12 +56,11 @@ def _column_kinds(X):
             dtype = column.dtype
             if isinstance(dtype, pd.SparseDtype):
                 dtype = dtype.subtype
-            if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(
-                dtype
-            ):
-                kinds.append("categorical")
-            elif pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(
-                dtype
+            if (
+                isinstance(dtype, pd.CategoricalDtype)
+                or pd.api.types.is_bool_dtype(dtype)
+                or pd.api.types.is_string_dtype(dtype)
+                or pd.api.types.is_object_dtype(dtype)
             ):
                 kinds.append("categorical")
             elif pd.api.types.is_integer_dtype(dtype):
@@ -207,11 +212,11 @@ class FairnessAwareROSE(BaseSampler):
         Same as ``n_target_`` (imbalanced-learn's name).
     shrinkage_ : dict
         Bandwidth multiplier used for every subgroup.
-    noised_features_ : ndarray of shape (n_features_in_,), dtype=bool
+    noised_features_ : ndarray of shape (`n_features_in_`,), dtype=bool
         Columns that received noise.
     n_features_in_ : int
         Number of columns of X.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names of X, when X is a DataFrame with string column names.
 
     See Also
@@ -414,9 +419,7 @@ class FairnessAwareROSE(BaseSampler):
         check_classification_targets(y)
         y_array, binarize_y = check_target_type(y, indicate_one_vs_all=True)
         if y_array.shape[0] != n_samples:
-            raise ValueError(
-                f"X has {n_samples} rows but y has {y_array.shape[0]}."
-            )
+            raise ValueError(f"X has {n_samples} rows but y has {y_array.shape[0]}.")
         classes, y_codes = np.unique(y_array, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(
@@ -427,7 +430,9 @@ class FairnessAwareROSE(BaseSampler):
         _check_feature_names(self, X, reset=True)
 
         _, S = resolve_sensitive(
-            X, sensitive_features=sensitive_features, sensitive=self.sensitive,
+            X,
+            sensitive_features=sensitive_features,
+            sensitive=self.sensitive,
             drop=False,
         )
         if S is None:
@@ -437,22 +442,24 @@ class FairnessAwareROSE(BaseSampler):
         else:
             groups = encode_groups(S, n_samples=n_samples)
             group_codes, group_labels, S_names = (
-                groups.codes, groups.labels, groups.names
+                groups.codes,
+                groups.labels,
+                groups.names,
             )
         noised, X_noised = self._noised_columns(X)
         self.noised_features_ = noised
 
         subgroup_codes = group_codes * len(classes) + y_codes
-        counts = np.bincount(subgroup_codes,
-                             minlength=len(group_labels) * len(classes))
+        counts = np.bincount(subgroup_codes, minlength=len(group_labels) * len(classes))
         present = np.flatnonzero(counts)
         class_values = classes.tolist()
         keys = [
             (group_labels[code // len(classes)], class_values[code % len(classes)])
             for code in present
         ]
-        before = {key: int(counts[code]) for key, code in zip(keys, present,
-                                                               strict=True)}
+        before = {
+            key: int(counts[code]) for key, code in zip(keys, present, strict=True)
+        }
         targets = self._targets(before, len(S_names))
         shrinkage = self._shrinkages(keys, before, targets, len(S_names))
 
@@ -463,10 +470,20 @@ class FairnessAwareROSE(BaseSampler):
         bandwidth = self._silverman(n_samples, noised_columns.size)
         explicit_cov = self._explicit_covariance(noised_columns.size)
 
-        kept, seeds, noises = [], [], []
-        after = {}
+        # Output sizes are known before any draw, so the output is allocated once
+        # and synthetic rows are written into it as they are drawn.
+        sizes = counts[present]
+        target_sizes = np.array([targets[key] for key in keys])
+        cut = self.undersample & (sizes > target_sizes)
+        n_kept = int(np.where(cut, target_sizes, sizes).sum())
+        n_synthetic = int(np.maximum(target_sizes - sizes, 0).sum())
+        output = (_FrameOutput if _is_frame(X) else _ArrayOutput)(
+            X, noised_columns, n_kept, n_synthetic
+        )
+        kept, seeds, after = [], [], {}
+        offset = 0
         for key, code in zip(keys, present, strict=True):
-            rows = order[starts[code]:starts[code + 1]]
+            rows = order[starts[code] : starts[code + 1]]
             size, target = rows.size, targets[key]
             if size >= target:
                 if self.undersample and size > target:
@@ -478,9 +495,17 @@ class FairnessAwareROSE(BaseSampler):
             n_new = target - size
             seed_rows = random_state.choice(rows, size=n_new, replace=True)
             seeds.append(seed_rows)
+            noise = None
             if X_noised is not None:
-                noises.append(self._noise(random_state, X_noised[rows], n_new,
-                                          shrinkage[key] * bandwidth, explicit_cov))
+                noise = self._noise(
+                    random_state,
+                    X_noised[rows],
+                    n_new,
+                    shrinkage[key] * bandwidth,
+                    explicit_cov,
+                )
+            output.add_synthetic(offset, seed_rows, noise)
+            offset += n_new
             after[key] = int(target)
 
         kept = np.sort(np.concatenate(kept))
@@ -494,8 +519,7 @@ class FairnessAwareROSE(BaseSampler):
         self.sampling_strategy_ = dict(targets)
         self.shrinkage_ = shrinkage
 
-        noise = np.concatenate(noises) if noises else None
-        X_res = self._assemble(X, noised_columns, noise)
+        X_res = output.finish(kept, self.sample_indices_)
         y_res = _restore_y(y_array[self.sample_indices_], y, classes, binarize_y)
         if return_list:
             X_res = X_res.tolist()
@@ -508,13 +532,14 @@ class FairnessAwareROSE(BaseSampler):
         kinds = np.array(_column_kinds(X))
         copied = np.zeros(n_features, dtype=bool)
         if self.sensitive is not None:
-            copied[self._positions(X, self.sensitive, "sensitive")] = True
+            copied[column_positions(X, self.sensitive, "sensitive")] = True
         auto = isinstance(self.categorical_features, str)
         if auto:
             copied |= np.isin(kinds, ["categorical", "integer"])
         else:
-            copied[self._positions(X, self.categorical_features,
-                                   "categorical_features")] = True
+            copied[
+                column_positions(X, self.categorical_features, "categorical_features")
+            ] = True
         not_numeric = ~copied & np.isin(kinds, ["categorical", "other"])
         if not_numeric.any():
             raise ValueError(
@@ -544,44 +569,6 @@ class FairnessAwareROSE(BaseSampler):
                     "FairnessAwareROSE needs complete data. Impute first."
                 )
         return ~copied, block
-
-    @staticmethod
-    def _positions(X, columns, param_name):
-        """Column positions named by a list of names, positions or a mask."""
-        n_features = X.shape[1]
-        if isinstance(columns, (str, numbers.Integral)):
-            columns = [columns]
-        columns = list(np.asarray(columns, dtype=object).ravel()) if not isinstance(
-            columns, list) else columns
-        if columns and all(isinstance(c, (bool, np.bool_)) for c in columns):
-            if len(columns) != n_features:
-                raise ValueError(
-                    f"{param_name} as a boolean mask needs {n_features} values; "
-                    f"got {len(columns)}."
-                )
-            return np.flatnonzero(columns)
-        positions = []
-        names = list(X.columns) if _is_frame(X) else None
-        for column in columns:
-            if isinstance(column, (numbers.Integral, np.integer)) and names is None:
-                if not -n_features <= column < n_features:
-                    raise ValueError(
-                        f"{param_name} gives column position {column} outside "
-                        f"X's {n_features} columns."
-                    )
-                positions.append(int(column) % n_features)
-            elif names is not None and column in names:
-                positions.append(names.index(column))
-            elif names is not None and isinstance(column, (numbers.Integral,
-                                                           np.integer)):
-                positions.append(int(column) % n_features)
-            else:
-                raise ValueError(
-                    f"{param_name} names column {column!r}, which is not in X"
-                    + (f"; X has columns {names}." if names is not None else
-                       "; X is an array, so give column positions.")
-                )
-        return np.asarray(positions, dtype=np.intp)
 
     def _normalise_key(self, key, n_attributes, param_name, valid):
         """Accept (group, class) keys with a bare group value for one attribute."""
@@ -628,11 +615,11 @@ class FairnessAwareROSE(BaseSampler):
             return targets
         if isinstance(n_target, str):
             statistic = {"max": np.max, "mean": np.mean, "median": np.median}
-            value = int(round(float(statistic[n_target](sizes))))
+            value = round(float(statistic[n_target](sizes)))
         elif isinstance(n_target, numbers.Integral):
             value = int(n_target)
         else:
-            value = int(round(float(n_target) * sizes.max()))
+            value = round(float(n_target) * sizes.max())
         value = max(value, 1)
         return dict.fromkeys(before, value)
 
@@ -696,30 +683,75 @@ class FairnessAwareROSE(BaseSampler):
             return scale * (draws @ factor.T)
         # Same draws and formula as imblearn's RandomOverSampler(shrinkage=...).
         draws = random_state.randn(n_new, n_noised)
-        return draws * (scale * np.std(X_group, axis=0))
+        draws *= scale * np.std(X_group, axis=0)
+        return draws
 
-    def _assemble(self, X, noised_columns, noise):
-        indices = self.sample_indices_
-        if _is_frame(X):
-            X_res = X.iloc[indices].reset_index(drop=True)
-            if noise is not None and noised_columns.size:
-                block = _float_block(X_res, noised_columns, copy=True)
-                block[self.n_original_:] += noise
-                for position, j in enumerate(noised_columns):
-                    dtype = X.dtypes.iloc[j]
-                    subtype = dtype.subtype if isinstance(dtype, pd.SparseDtype) \
-                        else dtype
-                    values = block[:, position]
-                    name = X.columns[j]
-                    if pd.api.types.is_float_dtype(subtype):
-                        X_res[name] = pd.Series(values, dtype=subtype).astype(dtype)
-                    else:
-                        X_res[name] = values
+
+class _ArrayOutput:
+    """Resampled ndarray, filled in place: original rows, then synthetic rows."""
+
+    def __init__(self, X, noised_columns, n_kept, n_synthetic):
+        self.X = X
+        self.noised_columns = noised_columns
+        self.all_noised = noised_columns.size == X.shape[1]
+        dtype = X.dtype
+        if noised_columns.size and dtype.kind != "f":
+            dtype = np.dtype(np.float64)
+        self.n_kept = n_kept
+        self.array = np.empty((n_kept + n_synthetic, X.shape[1]), dtype=dtype)
+
+    def _take(self, rows, out):
+        if self.X.dtype == out.dtype:
+            np.take(self.X, rows, axis=0, out=out)
+        else:
+            out[...] = self.X[rows]
+
+    def add_synthetic(self, offset, seed_rows, noise):
+        start = self.n_kept + offset
+        block = self.array[start : start + seed_rows.size]
+        self._take(seed_rows, block)
+        if noise is None:
+            return
+        if self.all_noised:
+            block += noise.astype(block.dtype, copy=False)
+        else:
+            block[:, self.noised_columns] += noise.astype(block.dtype, copy=False)
+
+    def finish(self, kept, sample_indices):
+        self._take(kept, self.array[: self.n_kept])
+        return self.array
+
+
+class _FrameOutput:
+    """Resampled DataFrame: rows taken once, noise added to the noised columns."""
+
+    def __init__(self, X, noised_columns, n_kept, n_synthetic):
+        self.X = X
+        self.noised_columns = noised_columns
+        self.n_kept = n_kept
+        self.noise = (
+            np.empty((n_synthetic, noised_columns.size))
+            if noised_columns.size
+            else None
+        )
+
+    def add_synthetic(self, offset, seed_rows, noise):
+        if noise is not None:
+            self.noise[offset : offset + seed_rows.size] = noise
+
+    def finish(self, kept, sample_indices):
+        X, columns = self.X, self.noised_columns
+        X_res = X.iloc[sample_indices].reset_index(drop=True)
+        if self.noise is None or self.noise.shape[0] == 0:
             return X_res
-        X_res = X[indices]
-        if noise is not None and noised_columns.size:
-            if X_res.dtype.kind != "f":
-                X_res = X_res.astype(np.float64)
-            X_res[self.n_original_:, noised_columns] += noise.astype(X_res.dtype,
-                                                                     copy=False)
+        block = _float_block(X_res, columns, copy=True)
+        block[self.n_kept :] += self.noise
+        for position, j in enumerate(columns):
+            dtype = X.dtypes.iloc[j]
+            subtype = dtype.subtype if isinstance(dtype, pd.SparseDtype) else dtype
+            values = block[:, position]
+            # Float columns keep their dtype; noised integer columns become float64.
+            if pd.api.types.is_float_dtype(subtype):
+                values = pd.Series(values, dtype=subtype).astype(dtype)
+            X_res[X.columns[j]] = values
         return X_res

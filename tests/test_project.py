@@ -32,9 +32,23 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 def test_every_public_name_is_in_the_api_reference():
     api = (ROOT / "doc" / "api.rst").read_text(encoding="utf-8")
-    for module_name in ("skfedida.metrics", "skfedida.datasets"):
+    for module_name in (
+        "skfedida.metrics",
+        "skfedida.datasets",
+        "skfedida.over_sampling",
+    ):
         module = importlib.import_module(module_name)
         for name in module.__all__:
             if name.isupper():  # constants are documented in their module
                 continue
             assert f"{name}\n" in api, f"{module_name}.{name} missing from doc/api.rst"
+
+
+def test_top_level_reexports_every_public_name():
+    import skfedida
+
+    for module_name in ("metrics", "datasets", "over_sampling"):
+        module = importlib.import_module(f"skfedida.{module_name}")
+        for name in module.__all__:
+            if not name.isupper():
+                assert getattr(skfedida, name) is getattr(module, name)
