@@ -1,0 +1,437 @@
+"""What the fairness-penalised classifiers share.
+
+Both estimators minimise, over a set of parameter arrays,
+
+    mean log-loss + fairness * f(scores) + alpha * ||weights||^2
+
+where the scores are the model's logits and f is a penalty of
+:mod:`skfedida.penalty`. A subclass provides the model (initial parameters,
+scores, and the back-propagation of a gradient in the scores); this module
+provides input handling (sensitive attributes in both modes, labels), the
+objective and its gradient, and minibatch training with a step-size safeguard.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import _check_partial_fit_first_call, type_of_target
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_array,
+    check_is_fitted,
+    validate_data,
+)
+
+from ._groups import column_positions, encode_groups, resolve_sensitive
+from .penalty import PENALTIES
+
+# Armijo condition for the minibatch step: accept a step of size eta when the
+# batch objective falls by at least _ARMIJO * eta * ||g||^2; otherwise halve.
+_ARMIJO = 1e-4
+_MAX_HALVINGS = 40
+
+
+class _Batch:
+    """Model inputs, labels (0/1), group codes and weights of some rows."""
+
+    __slots__ = ("X", "groups", "n_groups", "weight", "weight_sum", "y")
+
+    def __init__(self, X, y, groups, n_groups, weight):
+        self.X, self.y, self.groups, self.n_groups = X, y, groups, n_groups
+        self.weight = weight
+        self.weight_sum = float(weight.sum())
+
+    def take(self, rows):
+        return _Batch(
+            self.X[rows],
+            self.y[rows],
+            self.groups[rows],
+            self.n_groups,
+            self.weight[rows],
+        )
+
+
+class BaseFairClassifier(ClassifierMixin, BaseEstimator):
+    """Base class of the fairness-penalised classifiers (not for direct use)."""
+
+    __metadata_request__fit = {"sensitive_features": True}
+    __metadata_request__partial_fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "fairness": [Interval(numbers.Real, 0, None, closed="left")],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "penalty": [StrOptions(set(PENALTIES))],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "sensitive": [str, numbers.Integral, list, tuple, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    # -- model interface, provided by subclasses ---------------------------
+
+    def _initial_parameters(self, n_features, random_state):
+        raise NotImplementedError
+
+    def _get_params_list(self):
+        raise NotImplementedError
+
+    def _set_params_list(self, params):
+        raise NotImplementedError
+
+    def _scores(self, params, X, cache=False):
+        """Logits of X; with ``cache=True`` also what back-propagation needs."""
+        raise NotImplementedError
+
+    def _backprop(self, params, X, cache, score_gradient):
+        """Gradient of every parameter array from the gradient in the scores."""
+        raise NotImplementedError
+
+    def _penalised(self, params):
+        """Arrays under the L2 term (weights, not intercepts)."""
+        raise NotImplementedError
+
+    # -- sklearn plumbing ---------------------------------------------------
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
+        return tags
+
+    def _model_inputs(self, X, *, reset, sensitive_features=None):
+        """Validated model inputs (sensitive columns dropped) and S, if any."""
+        if self.sensitive is None:
+            X_model = validate_data(
+                self,
+                X,
+                reset=reset,
+                accept_sparse="csr",
+                dtype=[np.float64, np.float32],
+            )
+            if reset:
+                self.model_feature_names_ = self._input_names(X_model.shape[1])
+            return X_model, sensitive_features
+        validate_data(self, X, reset=reset, skip_check_array=True)
+        if sp.issparse(X):
+            raise TypeError(
+                "sensitive columns cannot be read from a sparse X; pass the "
+                "sensitive attributes as sensitive_features instead."
+            )
+        if not hasattr(X, "columns"):
+            X = np.asarray(X)
+        X_model, S = resolve_sensitive(
+            X,
+            sensitive_features=sensitive_features,
+            sensitive=self.sensitive,
+            drop=True,
+        )
+        if reset:
+            dropped = column_positions(X, self.sensitive, "sensitive")
+            names = self._input_names(X.shape[1])
+            self.model_feature_names_ = np.delete(names, dropped)
+        X_model = check_array(
+            X_model,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+            input_name="X (without the sensitive columns)",
+        )
+        return X_model, S
+
+    def _input_names(self, n_features):
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:
+            return np.asarray(names, dtype=object)
+        return np.asarray([f"x{j}" for j in range(n_features)], dtype=object)
+
+    def _encode_y(self, y, n_samples):
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y "
+                "is None."
+            )
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn(
+                "A column-vector y was passed when a 1d array was expected.",
+                DataConversionWarning,
+                stacklevel=3,
+            )
+            y = y.ravel()
+        if y.shape[0] != n_samples:
+            raise ValueError(f"X has {n_samples} rows but y has {y.shape[0]}.")
+        y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        if y_type not in ("binary", "multiclass"):
+            raise ValueError(
+                f"Unknown label type: {y_type!r}; y must hold class labels."
+            )
+        return y, y_type
+
+    def _groups_of(self, S, n_samples, warn):
+        """Group codes of the rows; warn when the penalty cannot act."""
+        if S is None:
+            if warn and self.fairness > 0:
+                warnings.warn(
+                    f"fairness={self.fairness} has no effect: no sensitive "
+                    "attributes were given (pass sensitive_features, or name "
+                    "columns of X with sensitive=).",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            return np.zeros(n_samples, dtype=np.intp), 1
+        groups = encode_groups(S, n_samples=n_samples)
+        if warn and groups.n_groups < 2 and self.fairness > 0:
+            warnings.warn(
+                f"The sensitive attributes take a single value {groups.labels[0]}, "
+                "so the fairness penalty is 0.",
+                UserWarning,
+                stacklevel=4,
+            )
+        return groups.codes, groups.n_groups
+
+    def _prepare(self, X, y, sensitive_features, sample_weight, *, reset, warn):
+        X_model, S = self._model_inputs(
+            X, reset=reset, sensitive_features=sensitive_features
+        )
+        y, _ = self._encode_y(y, X_model.shape[0])
+        weight = _check_sample_weight(
+            sample_weight, X_model, dtype=np.float64, ensure_non_negative=True
+        )
+        groups, n_groups = self._groups_of(S, X_model.shape[0], warn)
+        return X_model, y, groups, n_groups, weight
+
+    def _binary_labels(self, y):
+        y_type = type_of_target(y, input_name="y")
+        classes = np.unique(y)
+        if y_type == "multiclass" or len(classes) > 2:
+            raise ValueError(
+                "Only binary classification is supported. The type of the target "
+                f"is {y_type}. Fairness metrics and penalties compare two outcomes."
+            )
+        if len(classes) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of 2 classes, but the data "
+                f"contain only one class: {classes.tolist()}."
+            )
+        return classes
+
+    # -- the objective ------------------------------------------------------
+
+    def _objective(self, params, batch, with_gradient=True):
+        scores, cache = self._scores(params, batch.X, cache=with_gradient)
+        y, weight, total = batch.y, batch.weight, batch.weight_sum
+        log_loss = np.logaddexp(0.0, scores) - y * scores
+        value = float(np.dot(weight, log_loss) / total)
+        penalty_fn = PENALTIES[self.penalty]
+        if self.fairness > 0 and batch.n_groups > 1:
+            penalty, penalty_gradient = penalty_fn(
+                scores, y, batch.groups, batch.n_groups, weight
+            )
+            value += self.fairness * penalty
+        else:
+            penalty_gradient = None
+        penalised = self._penalised(params)
+        value += self.alpha * sum(float(np.vdot(w, w)) for w in penalised)
+        if not with_gradient:
+            return value, None
+        score_gradient = weight * (expit(scores) - y) / total
+        if penalty_gradient is not None:
+            score_gradient += self.fairness * penalty_gradient
+        gradients = self._backprop(params, batch.X, cache, score_gradient)
+        penalised_ids = {id(w) for w in penalised}
+        for w, g in zip(params, gradients, strict=True):
+            if id(w) in penalised_ids:
+                g += 2.0 * self.alpha * w
+        return value, gradients
+
+    def objective(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Value of the training objective at the fitted parameters.
+
+        ``mean log-loss + fairness * penalty + alpha * ||weights||^2`` on the
+        given data, as minimised by ``fit``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Data, with the sensitive columns in column mode.
+        y : array-like of shape (n_samples,)
+            Labels.
+        sensitive_features : array-like, DataFrame or dict, default=None
+            Sensitive attributes, in metadata mode.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights.
+
+        Returns
+        -------
+        value : float
+        """
+        check_is_fitted(self)
+        X_model, y, groups, n_groups, weight = self._prepare(
+            X, y, sensitive_features, sample_weight, reset=False, warn=False
+        )
+        batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
+        return self._objective(self._get_params_list(), batch, with_gradient=False)[0]
+
+    def _to01(self, y):
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            raise ValueError(
+                f"y has labels {np.unique(y[unknown]).tolist()} not among the "
+                f"classes {self.classes_.tolist()} seen in the first fit."
+            )
+        return (y == self.classes_[1]).astype(np.float64)
+
+    # -- minibatch training -------------------------------------------------
+
+    def _sgd_epoch(self, params, batch, random_state, optimizer=None):
+        """One shuffled pass of minibatch steps; returns the mean batch objective.
+
+        Plain SGD takes a step of ``learning_rate`` along the minibatch
+        gradient, halved until the minibatch objective falls (Armijo). With a
+        small penalty the first step is accepted, i.e. this is the paper's
+        SGD; with a large one the step shrinks to what the penalty's curvature
+        allows, so training stays stable for any ``fairness``.
+        """
+        n_samples = batch.X.shape[0]
+        order = random_state.permutation(n_samples)
+        values = []
+        for start in range(0, n_samples, self.batch_size):
+            rows = order[start : start + self.batch_size]
+            minibatch = batch.take(rows)
+            value, gradients = self._objective(params, minibatch)
+            values.append(value * rows.size)
+            if optimizer is not None:
+                optimizer.step(params, gradients)
+                continue
+            squared_norm = sum(float(np.vdot(g, g)) for g in gradients)
+            if not np.isfinite(squared_norm) or squared_norm == 0.0:
+                continue
+            step = self.learning_rate
+            for _ in range(_MAX_HALVINGS):
+                trial = [w - step * g for w, g in zip(params, gradients, strict=True)]
+                trial_value, _ = self._objective(trial, minibatch, with_gradient=False)
+                if trial_value <= value - _ARMIJO * step * squared_norm:
+                    for w, t in zip(params, trial, strict=True):
+                        w[...] = t
+                    break
+                step *= 0.5
+        return float(np.sum(values) / n_samples)
+
+    def _partial_fit(self, X, y, classes, sensitive_features, sample_weight):
+        first_call = _check_partial_fit_first_call(self, classes)
+        if first_call:
+            self._binary_labels(self.classes_)
+        X_model, y, groups, n_groups, weight = self._prepare(
+            X, y, sensitive_features, sample_weight, reset=first_call, warn=first_call
+        )
+        batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
+        if first_call:
+            self._random_state = check_random_state(self.random_state)
+            self._set_params_list(
+                self._initial_parameters(X_model.shape[1], self._random_state)
+            )
+            self.n_samples_seen_ = 0
+        if not hasattr(self, "_random_state"):  # first epoch after fit
+            self._random_state = check_random_state(self.random_state)
+        if first_call or not hasattr(self, "_epochs"):
+            self._epochs = 0
+        params = self._get_params_list()
+        loss = self._sgd_epoch(
+            params, batch, self._random_state, self._partial_fit_optimizer(params)
+        )
+        self._set_params_list(params)
+        self._check_finite(params)
+        self._epochs += 1
+        self.n_iter_ = self._epochs
+        self.n_samples_seen_ += X_model.shape[0]
+        self.loss_ = loss
+        return self
+
+    def _partial_fit_optimizer(self, params):
+        return None
+
+    @staticmethod
+    def _check_finite(params):
+        if not all(np.all(np.isfinite(w)) for w in params):
+            raise FloatingPointError(
+                "Training produced non-finite parameters; check X for extreme "
+                "values (scale the features) or lower learning_rate."
+            )
+
+    # -- prediction ---------------------------------------------------------
+
+    def decision_function(self, X):
+        """Logit of the positive class (``classes_[1]``) for every row.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Data, with the sensitive columns in column mode (they are dropped).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X_model, _ = self._model_inputs(X, reset=False)
+        return self._scores(self._get_params_list(), X_model)[0]
+
+    def predict_proba(self, X):
+        """Probability of each class.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Data, with the sensitive columns in column mode (they are dropped).
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, 2)
+            Columns in the order of ``classes_``.
+        """
+        positive = expit(self.decision_function(X))
+        return np.column_stack([1.0 - positive, positive])
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Data.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, 2)
+        """
+        scores = self.decision_function(X)
+        return np.column_stack(
+            [-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)]
+        )
+
+    def predict(self, X):
+        """Predicted class of every row.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Data, with the sensitive columns in column mode (they are dropped).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(np.intp)]
