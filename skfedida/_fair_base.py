@@ -36,7 +36,9 @@ from .penalty import PENALTIES
 
 # Armijo condition for the minibatch step: accept a step of size eta when the
 # batch objective falls by at least _ARMIJO * eta * ||g||^2; otherwise halve.
-_ARMIJO = 1e-4
+# With 1/2 an accepted step never passes the minimum along the gradient of a
+# quadratic (Vaswani et al., 2019, "Painless stochastic gradient").
+_ARMIJO = 0.5
 _MAX_HALVINGS = 40
 
 
@@ -75,6 +77,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
+        "average": ["boolean"],
         "sensitive": [str, numbers.Integral, list, tuple, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -299,14 +302,21 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         """One shuffled pass of minibatch steps; returns the mean batch objective.
 
         Plain SGD takes a step of ``learning_rate`` along the minibatch
-        gradient, halved until the minibatch objective falls (Armijo). With a
-        small penalty the first step is accepted, i.e. this is the paper's
-        SGD; with a large one the step shrinks to what the penalty's curvature
-        allows, so training stays stable for any ``fairness``.
+        gradient, halved until the minibatch objective falls by at least half
+        the decrease its gradient predicts (Armijo with c = 1/2, which never
+        overshoots the minibatch minimum along the gradient). With a small
+        penalty the first step is accepted, i.e. this is the paper's SGD; with
+        a large one the step shrinks to what the penalty's curvature allows,
+        so training stays stable for any ``fairness``. With ``average=True``
+        the parameters end the epoch at the mean of its iterates
+        (Polyak-Ruppert averaging), which removes most of the noise of a
+        constant step.
         """
         n_samples = batch.X.shape[0]
         order = random_state.permutation(n_samples)
         values = []
+        totals = [np.zeros_like(w) for w in params] if self.average else None
+        n_steps = 0
         for start in range(0, n_samples, self.batch_size):
             rows = order[start : start + self.batch_size]
             minibatch = batch.take(rows)
@@ -314,20 +324,30 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             values.append(value * rows.size)
             if optimizer is not None:
                 optimizer.step(params, gradients)
-                continue
-            squared_norm = sum(float(np.vdot(g, g)) for g in gradients)
-            if not np.isfinite(squared_norm) or squared_norm == 0.0:
-                continue
-            step = self.learning_rate
-            for _ in range(_MAX_HALVINGS):
-                trial = [w - step * g for w, g in zip(params, gradients, strict=True)]
-                trial_value, _ = self._objective(trial, minibatch, with_gradient=False)
-                if trial_value <= value - _ARMIJO * step * squared_norm:
-                    for w, t in zip(params, trial, strict=True):
-                        w[...] = t
-                    break
-                step *= 0.5
+            else:
+                self._armijo_step(params, minibatch, value, gradients)
+            if totals is not None:
+                for total, w in zip(totals, params, strict=True):
+                    total += w
+                n_steps += 1
+        if totals is not None and n_steps:
+            for w, total in zip(params, totals, strict=True):
+                w[...] = total / n_steps
         return float(np.sum(values) / n_samples)
+
+    def _armijo_step(self, params, minibatch, value, gradients):
+        squared_norm = sum(float(np.vdot(g, g)) for g in gradients)
+        if not np.isfinite(squared_norm) or squared_norm == 0.0:
+            return
+        step = self.learning_rate
+        for _ in range(_MAX_HALVINGS):
+            trial = [w - step * g for w, g in zip(params, gradients, strict=True)]
+            trial_value, _ = self._objective(trial, minibatch, with_gradient=False)
+            if trial_value <= value - _ARMIJO * step * squared_norm:
+                for w, t in zip(params, trial, strict=True):
+                    w[...] = t
+                return
+            step *= 0.5
 
     def _partial_fit(self, X, y, classes, sensitive_features, sample_weight):
         first_call = _check_partial_fit_first_call(self, classes)

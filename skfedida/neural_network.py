@@ -119,6 +119,9 @@ class FairMLPClassifier(BaseFairClassifier):
         Adam's numerical stabiliser.
     warm_start : bool, default=False
         Continue ``fit`` from the current parameters.
+    average : bool, default=False
+        End every epoch at the mean of its iterates (Polyak-Ruppert
+        averaging) instead of the last one.
     sensitive : str, int or list, default=None
         Columns of X holding the sensitive attributes; dropped from the
         network's inputs.
@@ -218,6 +221,7 @@ class FairMLPClassifier(BaseFairClassifier):
         beta_2=0.999,
         epsilon=1e-8,
         warm_start=False,
+        average=False,
         sensitive=None,
         random_state=None,
         verbose=0,
@@ -239,6 +243,7 @@ class FairMLPClassifier(BaseFairClassifier):
         self.beta_2 = beta_2
         self.epsilon = epsilon
         self.warm_start = warm_start
+        self.average = average
         self.sensitive = sensitive
         self.random_state = random_state
         self.verbose = verbose
