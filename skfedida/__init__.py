@@ -6,8 +6,10 @@ optimiser. This package provides them as scikit-learn and imbalanced-learn
 components.
 """
 
-from . import datasets, metrics, over_sampling
+from . import datasets, federated, linear_model, metrics, neural_network, over_sampling
 from .datasets import load_adult, make_federated_classification, make_roc_like
+from .federated import get_parameters, n_samples_seen, set_parameters
+from .linear_model import FairPenaltyLogisticRegression
 from .metrics import (
     demographic_parity_difference,
     demographic_parity_ratio,
@@ -20,11 +22,15 @@ from .metrics import (
     positive_predictive_value_difference,
     true_positive_rate_difference,
 )
+from .neural_network import FairMLPClassifier
 from .over_sampling import FairnessAwareROSE
+from .penalty import group_penalty, individual_penalty
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "FairMLPClassifier",
+    "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
     "__version__",
     "datasets",
@@ -33,14 +39,22 @@ __all__ = [
     "equalized_odds_difference",
     "fairness_summary",
     "false_positive_rate_difference",
+    "federated",
+    "get_parameters",
+    "group_penalty",
     "group_report",
+    "individual_penalty",
+    "linear_model",
     "load_adult",
     "make_fairness_scorer",
     "make_federated_classification",
     "make_roc_like",
     "make_tradeoff_scorer",
     "metrics",
+    "n_samples_seen",
+    "neural_network",
     "over_sampling",
     "positive_predictive_value_difference",
+    "set_parameters",
     "true_positive_rate_difference",
 ]
