@@ -68,21 +68,36 @@ def _missing_sensitive_error(scorer):
     )
 
 
-def _split_sensitive_kwargs(scorer, kwargs, sample_weight, sensitive_features):
-    """Keyword arguments of a direct scorer call, routing on or off.
+class _SensitiveCallMixin:
+    """Direct calls of a scorer that accept ``sensitive_features``.
 
     ``sensitive_features`` is the scorer's own argument, so it is accepted even
     with metadata routing off; anything else follows sklearn's rules.
     """
-    _raise_for_params(kwargs, scorer, None)
-    if sample_weight is not None:
-        kwargs["sample_weight"] = sample_weight
-    if sensitive_features is not None:
-        kwargs["sensitive_features"] = sensitive_features
-    return kwargs
+
+    def _accept_sample_weight(self):
+        return True
+
+    def __call__(
+        self,
+        estimator,
+        X,
+        y_true,
+        *,
+        sample_weight=None,
+        sensitive_features=None,
+        **kwargs,
+    ):
+        """Score ``estimator`` on ``X`` against ``y_true``."""
+        _raise_for_params(kwargs, self, None)
+        if sample_weight is not None:
+            kwargs["sample_weight"] = sample_weight
+        if sensitive_features is not None:
+            kwargs["sensitive_features"] = sensitive_features
+        return self._score(partial(_cached_call, None), estimator, X, y_true, **kwargs)
 
 
-class _FairnessScorer(_Scorer):
+class _FairnessScorer(_SensitiveCallMixin, _Scorer):
     """A scorer of a fairness metric; built by :func:`make_fairness_scorer`."""
 
     __metadata_request__score = {"sensitive_features": True}
@@ -103,25 +118,6 @@ class _FairnessScorer(_Scorer):
             f"make_fairness_scorer({self._name!r}, "
             f"response_method={self._response_method!r}{sensitive}{options})"
         )
-
-    def _accept_sample_weight(self):
-        return True
-
-    def __call__(
-        self,
-        estimator,
-        X,
-        y_true,
-        *,
-        sample_weight=None,
-        sensitive_features=None,
-        **kwargs,
-    ):
-        """Score ``estimator`` on ``X``; see :func:`make_fairness_scorer`."""
-        kwargs = _split_sensitive_kwargs(
-            self, kwargs, sample_weight, sensitive_features
-        )
-        return self._score(partial(_cached_call, None), estimator, X, y_true, **kwargs)
 
     def _score(self, method_caller, estimator, X, y_true, **kwargs):
         _, sensitive_features = resolve_sensitive(
@@ -253,7 +249,7 @@ def make_fairness_scorer(
     )
 
 
-class _TradeoffScorer(_BaseScorer):
+class _TradeoffScorer(_SensitiveCallMixin, _BaseScorer):
     """performance - weight * disparity; built by :func:`make_tradeoff_scorer`."""
 
     def __init__(self, performance, fairness, weight, performance_name):
@@ -274,31 +270,12 @@ class _TradeoffScorer(_BaseScorer):
             f"fairness={self._fairness!r}, weight={self._weight!r})"
         )
 
-    def _accept_sample_weight(self):
-        return True
-
     def _get_metadata_request(self):
         requests = MetadataRequest(owner=self)
         requests.score = MethodMetadataRequest(owner=self, method="score")
         requests.score.add_request(param="sensitive_features", alias=True)
         requests.score.add_request(param="sample_weight", alias=None)
         return requests
-
-    def __call__(
-        self,
-        estimator,
-        X,
-        y_true,
-        *,
-        sample_weight=None,
-        sensitive_features=None,
-        **kwargs,
-    ):
-        """Score ``estimator`` on ``X``; see :func:`make_tradeoff_scorer`."""
-        kwargs = _split_sensitive_kwargs(
-            self, kwargs, sample_weight, sensitive_features
-        )
-        return self._score(partial(_cached_call, None), estimator, X, y_true, **kwargs)
 
     def _score(self, method_caller, estimator, X, y_true, **kwargs):
         performance_kwargs = {}
