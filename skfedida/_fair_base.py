@@ -175,6 +175,10 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             y = y.ravel()
         if y.shape[0] != n_samples:
             raise ValueError(f"X has {n_samples} rows but y has {y.shape[0]}.")
+        if getattr(self, "classes_", None) is not None and y.ndim == 1:
+            # Known classes: _to01 checks every label against them, which is
+            # all type_of_target would add (and it is slow on small batches).
+            return y, None
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type not in ("binary", "multiclass"):
             raise ValueError(
@@ -204,13 +208,27 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             )
         return groups.codes, groups.n_groups
 
-    def _prepare(self, X, y, sensitive_features, sample_weight, *, reset, warn):
+    def _prepare(
+        self,
+        X,
+        y,
+        sensitive_features,
+        sample_weight,
+        *,
+        reset,
+        warn,
+        allow_all_zero_weights=False,
+    ):
         X_model, S = self._model_inputs(
             X, reset=reset, sensitive_features=sensitive_features
         )
         y, _ = self._encode_y(y, X_model.shape[0])
         weight = _check_sample_weight(
-            sample_weight, X_model, dtype=np.float64, ensure_non_negative=True
+            sample_weight,
+            X_model,
+            dtype=np.float64,
+            ensure_non_negative=True,
+            allow_all_zero_weights=allow_all_zero_weights,
         )
         groups, n_groups = self._groups_of(S, X_model.shape[0], warn)
         return X_model, y, groups, n_groups, weight
@@ -234,7 +252,8 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
     def _objective(self, params, batch, with_gradient=True):
         scores, cache = self._scores(params, batch.X, cache=with_gradient)
-        y, weight, total = batch.y, batch.weight, batch.weight_sum
+        # A minibatch of zero total weight contributes nothing (not NaN).
+        y, weight, total = batch.y, batch.weight, batch.weight_sum or 1.0
         log_loss = np.logaddexp(0.0, scores) - y * scores
         value = float(np.dot(weight, log_loss) / total)
         penalty_fn = PENALTIES[self.penalty]
@@ -351,11 +370,21 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
     def _partial_fit(self, X, y, classes, sensitive_features, sample_weight):
         first_call = _check_partial_fit_first_call(self, classes)
-        if first_call:
-            self._binary_labels(self.classes_)
-        X_model, y, groups, n_groups, weight = self._prepare(
-            X, y, sensitive_features, sample_weight, reset=first_call, warn=first_call
-        )
+        try:
+            if first_call:
+                self._binary_labels(self.classes_)
+            X_model, y, groups, n_groups, weight = self._prepare(
+                X,
+                y,
+                sensitive_features,
+                sample_weight,
+                reset=first_call,
+                warn=first_call,
+            )
+        except Exception:
+            if first_call:  # leave the estimator unfitted, not half-fitted
+                del self.classes_
+            raise
         batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
         if first_call:
             self._random_state = check_random_state(self.random_state)
@@ -367,6 +396,11 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             self._random_state = check_random_state(self.random_state)
         if first_call or not hasattr(self, "_epochs"):
             self._epochs = 0
+        if batch.weight_sum == 0:
+            # Rows of zero total weight teach nothing: no step and no draw, so
+            # a zero-weight first call only initialises the parameters.
+            self.n_iter_ = self._epochs
+            return self
         params = self._get_params_list()
         loss = self._sgd_epoch(
             params, batch, self._random_state, self._partial_fit_optimizer(params)

@@ -260,7 +260,6 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
                 "maxls": 50,
                 "gtol": self.tol,
                 "ftol": 64 * np.finfo(float).eps,
-                "iprint": self.verbose - 1,
             },
         )
         self.n_iter_ = _check_optimize_result("lbfgs", result, self.max_iter)

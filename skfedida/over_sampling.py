@@ -20,10 +20,10 @@ from imblearn.utils._tags import InputTags, SamplerTags, Tags
 from imblearn.utils._validation import check_target_type
 from sklearn.base import _fit_context
 from sklearn.preprocessing import label_binarize
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, column_or_1d
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._tags import TargetTags
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from ._groups import (
@@ -416,8 +416,13 @@ class FairnessAwareROSE(BaseSampler):
                 f"Found array with {n_features} feature(s) (shape={X.shape}) while "
                 "a minimum of 1 is required by FairnessAwareROSE."
             )
-        check_classification_targets(y)
-        y_array, binarize_y = check_target_type(y, indicate_one_vs_all=True)
+        y_type = type_of_target(y, input_name="y")
+        if y_type not in ("binary", "multiclass", "multilabel-indicator"):
+            raise ValueError(f"Unknown label type: {y_type!r}; y must hold classes.")
+        if y_type == "multilabel-indicator":
+            y_array, binarize_y = check_target_type(y, indicate_one_vs_all=True)
+        else:
+            y_array, binarize_y = column_or_1d(y, warn=True), False
         if y_array.shape[0] != n_samples:
             raise ValueError(f"X has {n_samples} rows but y has {y_array.shape[0]}.")
         classes, y_codes = np.unique(y_array, return_inverse=True)
@@ -562,12 +567,18 @@ class FairnessAwareROSE(BaseSampler):
                 copied[candidates[binary]] = True
                 if binary.any():
                     block = block[:, ~binary] if not binary.all() else None
-        for j in np.flatnonzero(copied):
-            if _has_missing(X, j):
-                raise ValueError(
-                    f"X column {names[j]!r} has missing values (NaN); "
-                    "FairnessAwareROSE needs complete data. Impute first."
-                )
+        copied_columns = np.flatnonzero(copied)
+        if not _is_frame(X) and X.dtype.kind == "f":
+            missing = np.isnan(X[:, copied_columns]).any(axis=0)
+        elif not _is_frame(X) and X.dtype.kind in "biu":
+            missing = np.zeros(copied_columns.size, dtype=bool)
+        else:
+            missing = np.array([_has_missing(X, j) for j in copied_columns], dtype=bool)
+        if missing.any():
+            raise ValueError(
+                f"X column {names[copied_columns[missing][0]]!r} has missing values "
+                "(NaN); FairnessAwareROSE needs complete data. Impute first."
+            )
         return ~copied, block
 
     def _normalise_key(self, key, n_attributes, param_name, valid):

@@ -1,0 +1,829 @@
+"""FederatedEstimator: FedAvg, Per-FedAvg, Local and Central training."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import numbers
+import warnings
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.model_selection import train_test_split
+from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import (
+    _num_samples,
+    check_array,
+    check_is_fitted,
+    validate_data,
+)
+
+from .._groups import encode_groups, resolve_sensitive, take_rows
+from ..metrics import demographic_parity_difference
+from ._parameters import get_parameters, set_parameters
+
+__all__ = ["FederatedEstimator"]
+
+_STRATEGIES = ("fedavg", "pfedavg", "local", "central")
+
+
+@functools.lru_cache(maxsize=256)
+def _parameters_of(function):
+    return frozenset(inspect.signature(function).parameters)
+
+
+def _accepts(method, name):
+    """Whether a (bound) method takes a parameter; cached per class method."""
+    return name in _parameters_of(getattr(method, "__func__", method))
+
+
+def _set_step_size(estimator, step):
+    """Set the SGD step of an estimator, whatever it calls it."""
+    params = estimator.get_params(deep=False)
+    if isinstance(params.get("learning_rate"), numbers.Real) and not isinstance(
+        params.get("learning_rate"), bool
+    ):
+        estimator.set_params(learning_rate=step)
+    elif "eta0" in params:  # SGDClassifier
+        estimator.set_params(learning_rate="constant", eta0=step)
+    elif "learning_rate_init" in params:  # MLPClassifier
+        estimator.set_params(learning_rate_init=step)
+    else:
+        raise TypeError(
+            f"Per-FedAvg needs to set the step size of {type(estimator).__name__}, "
+            "which has no learning_rate, eta0 or learning_rate_init parameter."
+        )
+
+
+def _step_size(estimator):
+    params = estimator.get_params(deep=False)
+    for name in ("learning_rate", "eta0", "learning_rate_init"):
+        value = params.get(name)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value)
+    return 0.01
+
+
+class _ClientData:
+    """One client's rows: inputs, labels, sensitive features (may be None)."""
+
+    def __init__(self, X, y, S):
+        self.X, self.y, self.S = X, y, S
+        self.n = _num_samples(X)
+
+    def take(self, rows):
+        S = None if self.S is None else take_rows(self.S, rows)
+        return _ClientData(_safe_indexing(self.X, rows), self.y[rows], S)
+
+
+def _resample(sampler, data, random_state):
+    """Resample one client's rows (or one batch) jointly with S."""
+    if sampler is None or np.unique(data.y).size < 2:
+        return data
+    sampler = clone(sampler)
+    if "random_state" in sampler.get_params(deep=False):
+        sampler.set_params(random_state=random_state)
+    kwargs = {}
+    if data.S is not None and _accepts(sampler.fit_resample, "sensitive_features"):
+        kwargs["sensitive_features"] = data.S
+    X_res, y_res = sampler.fit_resample(data.X, data.y, **kwargs)
+    S_res = None
+    if data.S is not None:
+        if not hasattr(sampler, "sample_indices_"):
+            raise TypeError(
+                f"{type(sampler).__name__} does not report sample_indices_, so the "
+                "sensitive features cannot follow the resampled rows."
+            )
+        S_res = take_rows(data.S, sampler.sample_indices_)
+    return _ClientData(X_res, np.asarray(y_res), S_res)
+
+
+class _Trainer:
+    """The client routine: what one client runs in one round.
+
+    It is a plain object of parameters so that the in-process federation, the
+    joblib workers and a Flower ClientApp all run the same code.
+    """
+
+    def __init__(
+        self,
+        *,
+        sampler,
+        resample,
+        batch_size,
+        classes,
+        strategy,
+        inner_learning_rate,
+        outer_learning_rate,
+    ):
+        self.sampler = sampler
+        self.resample = resample
+        self.batch_size = batch_size
+        self.classes = classes
+        self.strategy = strategy
+        self.inner_learning_rate = inner_learning_rate
+        self.outer_learning_rate = outer_learning_rate
+
+    def _partial_fit(self, estimator, data):
+        kwargs = {"classes": self.classes}
+        if data.S is not None and _accepts(estimator.partial_fit, "sensitive_features"):
+            kwargs["sensitive_features"] = data.S
+        estimator.partial_fit(data.X, data.y, **kwargs)
+
+    def prime(self, estimator, data):
+        """Create the estimator's fitted attributes without learning, if it can."""
+        first = data.take(np.arange(min(data.n, 2)))
+        kwargs = {"classes": self.classes}
+        if first.S is not None and _accepts(
+            estimator.partial_fit, "sensitive_features"
+        ):
+            kwargs["sensitive_features"] = first.S
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                estimator.partial_fit(
+                    first.X, first.y, sample_weight=np.zeros(first.n), **kwargs
+                )
+            except ValueError:
+                # Estimators that refuse all-zero weights (MLPClassifier) learn
+                # from these rows; the server's parameters replace it anyway.
+                estimator.partial_fit(first.X, first.y, **kwargs)
+        return estimator
+
+    def _batches(self, data, random_state):
+        order = random_state.permutation(data.n)
+        return [
+            order[start : start + self.batch_size]
+            for start in range(0, data.n, self.batch_size)
+        ]
+
+    def train(self, estimator, data, epochs, random_state):
+        """Local epochs from the estimator's current parameters."""
+        if self.strategy == "pfedavg":
+            for _ in range(epochs):
+                self._per_fedavg_epoch(estimator, data, random_state)
+            return estimator
+        if self.sampler is None or self.resample == "client":
+            local = _resample(self.sampler, data, random_state.randint(2**31 - 1))
+            for _ in range(epochs):
+                self._partial_fit(estimator, local)
+            return estimator
+        for _ in range(epochs):
+            # The paper's Algorithm 2: resample every minibatch of the client.
+            for rows in self._batches(data, random_state):
+                batch = _resample(
+                    self.sampler, data.take(rows), random_state.randint(2**31 - 1)
+                )
+                self._partial_fit(estimator, batch)
+        return estimator
+
+    def _per_fedavg_epoch(self, estimator, data, random_state):
+        """First-order Per-FedAvg (Fallah et al., 2020) over pairs of batches.
+
+        theta' = theta - alpha * grad f(theta; D1) is one ``partial_fit`` on D1
+        at step alpha; the meta-gradient at theta' on D2 is read off one
+        ``partial_fit`` on D2 at step beta from theta' (beta * g = theta' -
+        theta''), and theta moves by -beta * g.
+        """
+        batches = self._batches(data, random_state)
+        beta = self.outer_learning_rate or _step_size(estimator)
+        for first, second in zip(batches[0::2], batches[1::2], strict=False):
+            theta = get_parameters(estimator)
+            _set_step_size(estimator, self.inner_learning_rate)
+            self._partial_fit(
+                estimator, self._maybe_resample(data.take(first), random_state)
+            )
+            adapted = get_parameters(estimator)
+            _set_step_size(estimator, beta)
+            self._partial_fit(
+                estimator, self._maybe_resample(data.take(second), random_state)
+            )
+            stepped = get_parameters(estimator)
+            set_parameters(
+                estimator,
+                [t - (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)],
+            )
+        _set_step_size(estimator, beta)
+
+    def _maybe_resample(self, batch, random_state):
+        if self.sampler is None:
+            return batch
+        return _resample(self.sampler, batch, random_state.randint(2**31 - 1))
+
+    def personalise(self, estimator, data, steps, random_state):
+        """Per-FedAvg's personalised model: a few steps of size alpha."""
+        _set_step_size(estimator, self.inner_learning_rate)
+        for _ in range(steps):
+            rows = random_state.permutation(data.n)[: self.batch_size]
+            self._partial_fit(
+                estimator, self._maybe_resample(data.take(rows), random_state)
+            )
+        return estimator
+
+
+def _client_round(trainer, estimator, parameters, data, epochs, seed):
+    """Run one client's round; return its estimator and what the server sees."""
+    random_state = np.random.RandomState(seed)
+    if parameters is not None:
+        set_parameters(estimator, parameters)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="fairness=.* has no effect")
+        trainer.train(estimator, data, epochs, random_state)
+    proba = np.clip(estimator.predict_proba(data.X), 1e-15, 1 - 1e-15)
+    loss = log_loss(data.y, proba, labels=trainer.classes)
+    return estimator, get_parameters(estimator), data.n, float(loss)
+
+
+class FederatedEstimator(ClassifierMixin, BaseEstimator):
+    """Train a classifier across clients that never share rows.
+
+    Rows belong to clients (``clients=`` in ``fit``). Every round, the
+    selected clients start from the global parameters, optionally resample
+    their own rows with ``sampler`` (FairnessAwareROSE makes this FedIDA),
+    run ``local_epochs`` epochs of the estimator's ``partial_fit``, and send
+    back only their parameter arrays and row counts; the server averages the
+    arrays with weights n_k / n (the clients' real sizes).
+
+    Strategies:
+
+    - ``"fedavg"``: FedAvg (McMahan et al., 2017), as above.
+    - ``"pfedavg"``: first-order Per-FedAvg (Fallah et al., 2020): local
+      steps are MAML steps (an adaptation step of ``inner_learning_rate`` on
+      one batch, then the gradient at the adapted point on the next batch,
+      applied at ``outer_learning_rate``). Each client's personalised model is
+      the global model after ``personalization_steps`` steps of
+      ``inner_learning_rate`` on its own training rows.
+    - ``"local"``: every client trains its own model for
+      ``n_rounds * local_epochs`` epochs, with no communication.
+    - ``"central"``: one model on the pooled rows, for the same number of
+      epochs (the non-private reference).
+
+    Any estimator whose parameters follow the protocol of
+    :mod:`skfedida.federated` (``coef_``/``intercept_`` or
+    ``coefs_``/``intercepts_``) and whose ``partial_fit`` continues from them
+    can be federated: skfedida's estimators, and sklearn's ``SGDClassifier``
+    and ``MLPClassifier``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Unfitted classifier with ``partial_fit``.
+    strategy : {"fedavg", "pfedavg", "local", "central"}, default="fedavg"
+        Federated optimiser.
+    n_rounds : int, default=10
+        Communication rounds.
+    local_epochs : int or array-like of int, default=5
+        Epochs per round, for every client or one value per client (in the
+        order of ``clients_``).
+    sampler : imblearn sampler, default=None
+        Applied to each client's rows: per minibatch (``resample="batch"``,
+        the paper's Algorithm 2) or to the whole client once per round
+        (``"client"``). The sensitive features follow the resampled rows
+        through the sampler's ``sample_indices_``.
+    resample : {"batch", "client"}, default="batch"
+        Where the sampler is applied.
+    batch_size : int, default=128
+        Minibatch size of per-batch resampling and of Per-FedAvg's steps.
+    client_fraction : float in (0, 1], default=1.0
+        Share of clients selected each round (at least one), drawn with
+        ``random_state``.
+    personalization_steps : int, default=1
+        Per-FedAvg's adaptation steps for the personalised models.
+    inner_learning_rate : float, default=0.01
+        Per-FedAvg's adaptation step (alpha).
+    outer_learning_rate : float, default=None
+        Per-FedAvg's meta step (beta); by default the estimator's own step.
+    validation_fraction : float in (0, 1), default=None
+        Hold out this share of every client's rows (stratified) and record
+        the global model's AUROC and demographic parity difference on it in
+        ``history_`` after every round.
+    sensitive : str, int or list, default=None
+        Columns of X holding the sensitive attributes (column mode). They stay
+        in X for the estimator and the sampler, which must be built with the
+        same ``sensitive=``.
+    n_jobs : int, default=None
+        Clients trained in parallel with joblib; results do not depend on it.
+    verbose : int, default=0
+        Print a line per round.
+    random_state : int, RandomState instance or None, default=None
+        Seeds client selection and, through ``client_seeds_``, every client's
+        estimator, sampler and batch order.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The global model (for ``"local"``, the n_k-weighted average of the
+        clients' models).
+    client_estimators_ : dict
+        Client id to its own model (``"local"``) or personalised model
+        (``"pfedavg"``); empty otherwise.
+    clients_ : ndarray
+        Client ids, sorted.
+    client_sizes_ : ndarray of int
+        Training rows per client (after holding out validation rows).
+    client_seeds_ : ndarray of int
+        ``random_state`` given to each client's estimator.
+    classes_ : ndarray
+        Class labels.
+    history_ : list of dict
+        One record per round and client: ``round``, ``client``,
+        ``train_loss`` (log-loss of the client's model on its rows after its
+        local epochs) and, with ``validation_fraction``, ``val_roc_auc`` and
+        ``val_dpd`` of the global model.
+    n_features_in_ : int
+        Columns of X.
+    feature_names_in_ : ndarray
+        Column names of X, when they are strings.
+
+    Examples
+    --------
+    >>> from skfedida.datasets import make_federated_classification
+    >>> from skfedida.federated import FederatedEstimator
+    >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+    >>> from skfedida.over_sampling import FairnessAwareROSE
+    >>> data = make_federated_classification(2000, n_clients=3, random_state=0)
+    >>> fedida = FederatedEstimator(
+    ...     FairPenaltyLogisticRegression(fairness=1.0), n_rounds=3,
+    ...     sampler=FairnessAwareROSE(), random_state=0)
+    >>> fedida = fedida.fit(data.data, data.target, clients=data.clients,
+    ...                     sensitive_features=data.sensitive)
+    >>> fedida.predict(data.data[:3]).shape
+    (3,)
+    """
+
+    __metadata_request__fit = {"clients": True, "sensitive_features": True}
+    __metadata_request__predict = {"clients": True}
+    __metadata_request__predict_proba = {"clients": True}
+    __metadata_request__decision_function = {"clients": True}
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["partial_fit", "predict"])],
+        "strategy": [StrOptions(set(_STRATEGIES))],
+        "n_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
+        "local_epochs": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            "array-like",
+        ],
+        "sampler": [HasMethods(["fit_resample"]), None],
+        "resample": [StrOptions({"batch", "client"})],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "client_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
+        "personalization_steps": [Interval(numbers.Integral, 0, None, closed="left")],
+        "inner_learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "outer_learning_rate": [
+            Interval(numbers.Real, 0, None, closed="neither"),
+            None,
+        ],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither"), None],
+        "sensitive": [str, numbers.Integral, list, tuple, None],
+        "n_jobs": [numbers.Integral, None],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        strategy="fedavg",
+        n_rounds=10,
+        local_epochs=5,
+        sampler=None,
+        resample="batch",
+        batch_size=128,
+        client_fraction=1.0,
+        personalization_steps=1,
+        inner_learning_rate=0.01,
+        outer_learning_rate=None,
+        validation_fraction=None,
+        sensitive=None,
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+    ):
+        self.estimator = estimator
+        self.strategy = strategy
+        self.n_rounds = n_rounds
+        self.local_epochs = local_epochs
+        self.sampler = sampler
+        self.resample = resample
+        self.batch_size = batch_size
+        self.client_fraction = client_fraction
+        self.personalization_steps = personalization_steps
+        self.inner_learning_rate = inner_learning_rate
+        self.outer_learning_rate = outer_learning_rate
+        self.validation_fraction = validation_fraction
+        self.sensitive = sensitive
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
+
+    # -- input handling ---------------------------------------------------------
+
+    def _client_codes(self, clients, n_samples):
+        if clients is None:
+            raise ValueError(
+                "FederatedEstimator.fit needs clients=: the client id of every "
+                "row (with metadata routing on, pass it to the search's fit)."
+            )
+        clients = np.asarray(clients)
+        if clients.ndim != 1 or clients.shape[0] != n_samples:
+            raise ValueError(
+                f"clients must hold one id per row: {n_samples} rows, got "
+                f"shape {clients.shape}."
+            )
+        if (clients.dtype.kind == "f" and np.isnan(clients).any()) or (
+            clients.dtype.kind == "O" and any(c is None for c in clients)
+        ):
+            raise ValueError("clients has missing values; every row needs a client.")
+        ids, codes = np.unique(clients, return_inverse=True)
+        return ids, codes
+
+    def _check_components(self):
+        if self.sensitive is None:
+            return
+        for component in (self.estimator, self.sampler):
+            params = {} if component is None else component.get_params(deep=False)
+            if "sensitive" in params and params["sensitive"] is None:
+                raise ValueError(
+                    f"FederatedEstimator(sensitive={self.sensitive!r}) reads "
+                    f"sensitive columns from X, but {type(component).__name__} "
+                    "has sensitive=None and would use them as inputs; give it "
+                    "the same sensitive=."
+                )
+
+    def fit(self, X, y, *, clients=None, sensitive_features=None):
+        """Train across clients.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows of every client.
+        y : array-like of shape (n_samples,)
+            Labels.
+        clients : array-like of shape (n_samples,)
+            Client id of every row. Rows of one client never reach another
+            client's training.
+        sensitive_features : array-like, DataFrame or dict, default=None
+            Sensitive attributes of every row (metadata mode), given to the
+            sampler and to the estimator's ``partial_fit`` when it takes them.
+
+        Returns
+        -------
+        self : object
+            Fitted meta-estimator.
+        """
+        self._validate_params()
+        self._check_components()
+        validate_data(self, X, reset=True, skip_check_array=True)
+        n_samples = _num_samples(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n_samples:
+            raise ValueError(
+                f"y must hold one label per row: {n_samples} rows, got shape {y.shape}."
+            )
+        _, S = resolve_sensitive(
+            X,
+            sensitive_features=sensitive_features,
+            sensitive=self.sensitive,
+            drop=False,
+        )
+        S_metrics = S
+        if self.sensitive is not None:
+            S = None  # the estimator and sampler read the columns themselves
+        else:
+            X = self._as_array(X)
+            if S is not None:
+                # Integer codes of the intersectional groups, computed once:
+                # every client, batch and component then groups rows alike.
+                S = encode_groups(S, n_samples=n_samples).codes
+        ids, codes = self._client_codes(clients, n_samples)
+        self.classes_ = np.unique(y)
+        self.clients_ = ids
+        n_clients = len(ids)
+        epochs = np.broadcast_to(np.asarray(self.local_epochs), (n_clients,))
+        if (
+            np.asarray(self.local_epochs).ndim
+            and len(np.asarray(self.local_epochs)) != n_clients
+        ):
+            raise ValueError(
+                f"local_epochs has {len(np.asarray(self.local_epochs))} values but "
+                f"there are {n_clients} clients."
+            )
+        random_state = check_random_state(self.random_state)
+        self.client_seeds_ = random_state.randint(
+            np.iinfo(np.int32).max, size=n_clients
+        )
+
+        train, validation = [], []
+        for k in range(n_clients):
+            rows = np.flatnonzero(codes == k)
+            if self.validation_fraction is not None:
+                stratify = (
+                    y[rows]
+                    if np.unique(y[rows]).size > 1
+                    and min(np.bincount(np.unique(y[rows], return_inverse=True)[1])) > 1
+                    else None
+                )
+                rows, held_out = train_test_split(
+                    rows,
+                    test_size=self.validation_fraction,
+                    stratify=stratify,
+                    random_state=self.client_seeds_[k],
+                )
+                validation.append(np.sort(held_out))
+            train.append(np.sort(rows))
+        data = [
+            _ClientData(
+                _safe_indexing(X, rows),
+                y[rows],
+                None if S is None else take_rows(S, rows),
+            )
+            for rows in train
+        ]
+        for k, client in enumerate(data):
+            if np.unique(client.y).size < 2:
+                warnings.warn(
+                    f"Client {ids[k]!r} has a single class in its training rows; it "
+                    "trains anyway (its resampling is skipped).",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        self.client_sizes_ = np.array([client.n for client in data])
+        trainer = _Trainer(
+            sampler=self.sampler,
+            resample=self.resample,
+            batch_size=self.batch_size,
+            classes=self.classes_,
+            strategy=self.strategy,
+            inner_learning_rate=self.inner_learning_rate,
+            outer_learning_rate=self.outer_learning_rate,
+        )
+        self._validation = [
+            (
+                _safe_indexing(X, rows),
+                y[rows],
+                None if S_metrics is None else take_rows(S_metrics, rows),
+            )
+            for rows in validation
+        ]
+        if self.strategy == "central":
+            pooled = np.sort(np.concatenate(train))
+            data_central = [
+                _ClientData(
+                    _safe_indexing(X, pooled),
+                    y[pooled],
+                    None if S is None else take_rows(S, pooled),
+                )
+            ]
+            self._run(
+                trainer,
+                data_central,
+                np.array([epochs.max()]),
+                self.client_seeds_[:1],
+                central=True,
+            )
+        else:
+            self._run(trainer, data, epochs, self.client_seeds_)
+        del self._validation
+        return self
+
+    def _as_array(self, X):
+        """Model inputs as one numeric array (metadata mode), validated once."""
+        if self.sensitive is not None:
+            return X
+        return check_array(
+            X, accept_sparse="csr", dtype=[np.float64, np.float32], input_name="X"
+        )
+
+    # -- the federation -------------------------------------------------------
+
+    def _client_estimator(self, seed):
+        estimator = clone(self.estimator)
+        if "random_state" in estimator.get_params(deep=False):
+            estimator.set_params(random_state=int(seed))
+        return estimator
+
+    def _run(self, trainer, data, epochs, seeds, central=False):
+        n_clients = len(data)
+        models = [
+            trainer.prime(self._client_estimator(seeds[k]), data[k])
+            for k in range(n_clients)
+        ]
+        selection_rng = np.random.RandomState(seeds[0])
+        global_parameters = get_parameters(models[0])
+        self.history_ = []
+        parallel = Parallel(n_jobs=self.n_jobs)
+        for round_ in range(self.n_rounds):
+            if self.strategy in ("fedavg", "pfedavg") and self.client_fraction < 1:
+                n_selected = max(1, round(self.client_fraction * n_clients))
+                selected = np.sort(
+                    selection_rng.choice(n_clients, n_selected, replace=False)
+                )
+            else:
+                selected = np.arange(n_clients)
+            communicate = self.strategy in ("fedavg", "pfedavg")
+            round_seeds = [
+                np.random.SeedSequence([int(seeds[k]), round_]).generate_state(1)[0]
+                for k in selected
+            ]
+            results = parallel(
+                delayed(_client_round)(
+                    trainer,
+                    models[k],
+                    global_parameters if (communicate or round_ == 0) else None,
+                    data[k],
+                    int(epochs[k]),
+                    int(seed),
+                )
+                for k, seed in zip(selected, round_seeds, strict=True)
+            )
+            weights = []
+            for k, (model, _parameters, n_rows, loss) in zip(
+                selected, results, strict=True
+            ):
+                models[k] = model
+                weights.append(n_rows)
+                self.history_.append(
+                    {
+                        "round": round_ + 1,
+                        "client": self._client_id(k, central),
+                        "train_loss": loss,
+                    }
+                )
+            if communicate or self.strategy == "central":
+                global_parameters = self._average([r[1] for r in results], weights)
+            self._record_validation(round_, models, global_parameters)
+            if self.verbose:
+                mean_loss = np.average([r[3] for r in results], weights=weights)
+                print(
+                    f"[FederatedEstimator] round {round_ + 1}/{self.n_rounds}: "
+                    f"{len(selected)} clients, mean train loss {mean_loss:.4f}"
+                )
+        if self.strategy == "local":
+            global_parameters = self._average(
+                [get_parameters(m) for m in models], [d.n for d in data]
+            )
+        self.estimator_ = (
+            set_parameters(models[0], global_parameters)
+            if (self.strategy != "local")
+            else set_parameters(clone_fitted(models[0]), global_parameters)
+        )
+        self.client_estimators_ = {}
+        if self.strategy == "local":
+            self.client_estimators_ = {
+                self.clients_[k]: models[k] for k in range(n_clients)
+            }
+        elif self.strategy == "pfedavg":
+            for k in range(n_clients):
+                personal = clone_fitted(self.estimator_)
+                rng = np.random.RandomState(
+                    np.random.SeedSequence(
+                        [int(seeds[k]), self.n_rounds]
+                    ).generate_state(1)[0]
+                )
+                trainer.personalise(personal, data[k], self.personalization_steps, rng)
+                self.client_estimators_[self.clients_[k]] = personal
+
+    def _record_validation(self, round_, models, global_parameters):
+        """Validation AUROC and DPD of the model each client would use."""
+        if not self._validation:
+            return
+        scratch = clone_fitted(models[0])
+        set_parameters(scratch, global_parameters)
+        records = {r["client"]: r for r in self.history_ if r["round"] == round_ + 1}
+        for k, (X_val, y_val, S_val) in enumerate(self._validation):
+            model = models[k] if self.strategy == "local" else scratch
+            record = records.setdefault(
+                self.clients_[k],
+                {"round": round_ + 1, "client": self.clients_[k], "train_loss": None},
+            )
+            if record not in self.history_:
+                self.history_.append(record)
+            scores = model.predict_proba(X_val)[:, 1]
+            record["val_roc_auc"] = (
+                roc_auc_score(y_val, scores) if np.unique(y_val).size == 2 else np.nan
+            )
+            record["val_dpd"] = (
+                np.nan
+                if S_val is None
+                else (
+                    demographic_parity_difference(
+                        y_val,
+                        model.predict(X_val),
+                        sensitive_features=S_val,
+                        pos_label=self.classes_[-1],
+                    )
+                )
+            )
+
+    def _client_id(self, k, central):
+        return "pooled" if central else self.clients_[k]
+
+    @staticmethod
+    def _average(parameter_lists, weights):
+        weights = np.asarray(weights, dtype=np.float64)
+        weights = weights / weights.sum()
+        return [
+            sum(
+                w * params[i]
+                for w, params in zip(weights, parameter_lists, strict=True)
+            )
+            for i in range(len(parameter_lists[0]))
+        ]
+
+    # -- prediction -----------------------------------------------------------
+
+    def _dispatch(self, method, X, clients):
+        check_is_fitted(self)
+        validate_data(self, X, reset=False, skip_check_array=True)
+        X = self._as_array(X)
+        if clients is None or not self.client_estimators_:
+            return getattr(self.estimator_, method)(X)
+        clients = np.asarray(clients)
+        if clients.shape[0] != _num_samples(X):
+            raise ValueError(
+                f"clients has {clients.shape[0]} ids for {_num_samples(X)} rows."
+            )
+        unknown = sorted(
+            set(np.unique(clients).tolist()) - set(self.client_estimators_)
+        )
+        if unknown:
+            warnings.warn(
+                f"Clients {unknown} were not seen in fit; their rows get the "
+                "global model.",
+                UserWarning,
+                stacklevel=3,
+            )
+        output = None
+        for client in np.unique(clients):
+            rows = np.flatnonzero(clients == client)
+            model = self.client_estimators_.get(
+                client.item() if hasattr(client, "item") else client, self.estimator_
+            )
+            values = getattr(model, method)(_safe_indexing(X, rows))
+            if output is None:
+                output = np.empty(
+                    (clients.shape[0], *values.shape[1:]), dtype=values.dtype
+                )
+            output[rows] = values
+        return output
+
+    def predict(self, X, *, clients=None):
+        """Predicted labels: global model, or each row's client's own model.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows to predict.
+        clients : array-like of shape (n_samples,), default=None
+            Client of every row; with ``"pfedavg"`` (personalised models) or
+            ``"local"`` (own models) each row goes to its client's model.
+            Unknown clients get the global model, with a warning.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self._dispatch("predict", X, clients)
+
+    def predict_proba(self, X, *, clients=None):
+        """Class probabilities; see :meth:`predict` for ``clients``.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows to predict.
+        clients : array-like of shape (n_samples,), default=None
+            Client of every row.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        return self._dispatch("predict_proba", X, clients)
+
+    def decision_function(self, X, *, clients=None):
+        """Decision scores; see :meth:`predict` for ``clients``.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows to score.
+        clients : array-like of shape (n_samples,), default=None
+            Client of every row.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+        """
+        return self._dispatch("decision_function", X, clients)
+
+
+def clone_fitted(estimator):
+    """A deep copy of a fitted estimator."""
+    return copy.deepcopy(estimator)
