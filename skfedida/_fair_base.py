@@ -380,6 +380,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                 sample_weight,
                 reset=first_call,
                 warn=first_call,
+                allow_all_zero_weights=True,
             )
         except Exception:
             if first_call:  # leave the estimator unfitted, not half-fitted

@@ -505,15 +505,15 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
         self.classes_ = np.unique(y)
         self.clients_ = ids
         n_clients = len(ids)
-        epochs = np.broadcast_to(np.asarray(self.local_epochs), (n_clients,))
-        if (
-            np.asarray(self.local_epochs).ndim
-            and len(np.asarray(self.local_epochs)) != n_clients
-        ):
+        epochs = np.asarray(self.local_epochs)
+        if epochs.ndim and epochs.shape != (n_clients,):
             raise ValueError(
-                f"local_epochs has {len(np.asarray(self.local_epochs))} values but "
-                f"there are {n_clients} clients."
+                f"local_epochs has {epochs.size} values but there are {n_clients} "
+                "clients."
             )
+        if np.any(epochs < 1):
+            raise ValueError(f"local_epochs must be >= 1; got {self.local_epochs!r}.")
+        epochs = np.broadcast_to(epochs, (n_clients,))
         random_state = check_random_state(self.random_state)
         self.client_seeds_ = random_state.randint(
             np.iinfo(np.int32).max, size=n_clients
@@ -548,8 +548,8 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
         for k, client in enumerate(data):
             if np.unique(client.y).size < 2:
                 warnings.warn(
-                    f"Client {ids[k]!r} has a single class in its training rows; it "
-                    "trains anyway (its resampling is skipped).",
+                    f"Client {ids[k].tolist()!r} has a single class in its "
+                    "training rows; it trains anyway (its resampling is skipped).",
                     UserWarning,
                     stacklevel=2,
                 )
@@ -668,11 +668,7 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
             global_parameters = self._average(
                 [get_parameters(m) for m in models], [d.n for d in data]
             )
-        self.estimator_ = (
-            set_parameters(models[0], global_parameters)
-            if (self.strategy != "local")
-            else set_parameters(clone_fitted(models[0]), global_parameters)
-        )
+        self.estimator_ = set_parameters(clone_fitted(models[0]), global_parameters)
         self.client_estimators_ = {}
         if self.strategy == "local":
             self.client_estimators_ = {
@@ -680,7 +676,8 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
             }
         elif self.strategy == "pfedavg":
             for k in range(n_clients):
-                personal = clone_fitted(self.estimator_)
+                # Client k adapts its own estimator, set to the global model.
+                personal = set_parameters(models[k], global_parameters)
                 rng = np.random.RandomState(
                     np.random.SeedSequence(
                         [int(seeds[k]), self.n_rounds]

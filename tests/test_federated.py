@@ -1,0 +1,410 @@
+"""FederatedEstimator, ClientStratifiedKFold and evaluate_clients."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn import config_context
+from sklearn.linear_model import SGDClassifier
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV
+from sklearn.neural_network import MLPClassifier
+
+from skfedida.datasets import load_adult, make_federated_classification
+from skfedida.federated import (
+    ClientStratifiedKFold,
+    FederatedEstimator,
+    evaluate_clients,
+    get_parameters,
+)
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.metrics import demographic_parity_difference, make_fairness_scorer
+from skfedida.neural_network import FairMLPClassifier
+from skfedida.over_sampling import FairnessAwareROSE
+
+
+def _federation(n=1500, n_clients=3, seed=0, **kwargs):
+    options = dict(
+        n_clients=n_clients,
+        n_features=5,
+        prevalence=[0.4, 0.3, 0.2, 0.1],
+        group_shift=1.0,
+        class_sep=1.5,
+        client_sizes=np.arange(1, n_clients + 1),
+        random_state=seed,
+    )
+    options.update(kwargs)
+    data = make_federated_classification(n, **options)
+    return data.data, data.target, data.clients, pd.DataFrame(data.sensitive)
+
+
+def test_one_client_one_round_equals_partial_fit_epochs():
+    X, y, _, S = _federation(n=600, n_clients=1)
+    clients = np.zeros(len(y), dtype=int)
+    for Estimator, options in [
+        (FairPenaltyLogisticRegression, {}),
+        (FairMLPClassifier, {"hidden_layer_sizes": (6,)}),
+    ]:
+        fed = FederatedEstimator(
+            Estimator(**options), n_rounds=1, local_epochs=3, random_state=0
+        )
+        fed.fit(X, y, clients=clients, sensitive_features=S)
+        reference = Estimator(random_state=int(fed.client_seeds_[0]), **options)
+        for _ in range(3):
+            reference.partial_fit(X, y, classes=[0, 1], sensitive_features=S)
+        for ours, theirs in zip(
+            get_parameters(fed.estimator_), get_parameters(reference), strict=True
+        ):
+            np.testing.assert_array_equal(ours, theirs)
+
+
+def test_global_parameters_are_the_size_weighted_mean():
+    X, y, clients, S = _federation()
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=1, local_epochs=2, random_state=1
+    )
+    fed.fit(X, y, clients=clients, sensitive_features=S)
+    locals_, sizes = [], []
+    for k, client in enumerate(fed.clients_):
+        rows = clients == client
+        model = FairPenaltyLogisticRegression(random_state=int(fed.client_seeds_[k]))
+        for _ in range(2):
+            model.partial_fit(
+                X[rows], y[rows], classes=[0, 1], sensitive_features=S[rows]
+            )
+        locals_.append(get_parameters(model))
+        sizes.append(rows.sum())
+    weights = np.array(sizes) / np.sum(sizes)
+    expected = [
+        sum(w * p[i] for w, p in zip(weights, locals_, strict=True)) for i in range(2)
+    ]
+    for ours, theirs in zip(get_parameters(fed.estimator_), expected, strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(fed.client_sizes_, sizes)
+
+
+SEEN = {}
+
+
+class RecordingROSE(FairnessAwareROSE):
+    """Logs the row ids (column 0, copied from seed rows) it resamples."""
+
+    def fit_resample(self, X, y, *, sensitive_features=None):
+        SEEN.setdefault(("sampler", self.random_state), set()).update(
+            np.asarray(X)[:, 0].tolist()
+        )
+        return super().fit_resample(X, y, sensitive_features=sensitive_features)
+
+
+class RecordingLogistic(FairPenaltyLogisticRegression):
+    """Logs the row ids (column 0) of every row its training sees."""
+
+    def partial_fit(
+        self, X, y, classes=None, *, sensitive_features=None, sample_weight=None
+    ):
+        SEEN.setdefault(("estimator", self.random_state), set()).update(
+            np.asarray(X)[:, 0].tolist()
+        )
+        return super().partial_fit(
+            X,
+            y,
+            classes,
+            sensitive_features=sensitive_features,
+            sample_weight=sample_weight,
+        )
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "pfedavg", "local"])
+@pytest.mark.parametrize("resample", ["batch", "client"])
+def test_each_client_trains_only_on_its_own_rows(strategy, resample):
+    X, y, clients, S = _federation(n=900)
+    X = np.column_stack([np.arange(len(y), dtype=float), X])
+    SEEN.clear()
+    sampler = RecordingROSE(categorical_features=[0])
+    fed = FederatedEstimator(
+        RecordingLogistic(),
+        strategy=strategy,
+        n_rounds=2,
+        local_epochs=1,
+        sampler=sampler,
+        resample=resample,
+        random_state=0,
+    )
+    fed.fit(X, y, clients=clients, sensitive_features=S)
+    seeds = {int(seed): k for k, seed in enumerate(fed.client_seeds_)}
+    estimator_logs = {
+        key[1]: rows for key, rows in SEEN.items() if key[0] == "estimator"
+    }
+    assert set(estimator_logs) == set(seeds)
+    for seed, rows in estimator_logs.items():
+        own = set(np.flatnonzero(clients == fed.clients_[seeds[seed]]).tolist())
+        assert rows <= own and len(rows) > 0.5 * len(own)
+    sampler_rows = set().union(
+        *(rows for key, rows in SEEN.items() if key[0] == "sampler")
+    )
+    assert sampler_rows <= set(range(len(y)))
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "pfedavg", "local", "central"])
+def test_parallel_and_repeated_fits_are_identical(strategy):
+    X, y, clients, S = _federation(n=900)
+    runs = []
+    for n_jobs in (1, 2, 1):
+        fed = FederatedEstimator(
+            FairPenaltyLogisticRegression(),
+            strategy=strategy,
+            n_rounds=2,
+            local_epochs=1,
+            sampler=FairnessAwareROSE(),
+            client_fraction=0.67,
+            n_jobs=n_jobs,
+            random_state=3,
+        ).fit(X, y, clients=clients, sensitive_features=S)
+        runs.append(fed.predict_proba(X, clients=clients))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])
+
+
+def _mean_client_dpd(model, X, y, clients, S):
+    pred = model.predict(X)
+    return np.mean(
+        [
+            demographic_parity_difference(
+                y[clients == c], pred[clients == c], sensitive_features=S[clients == c]
+            )
+            for c in np.unique(clients)
+        ]
+    )
+
+
+def test_fedida_lowers_disparity_against_fedavg():
+    """On the shipped Adult data, race x gender, at equal rounds."""
+    train, test = load_adult("train"), load_adult("test")
+    common = dict(n_rounds=3, local_epochs=1, random_state=0)
+    fedavg = FederatedEstimator(FairPenaltyLogisticRegression(fairness=0), **common)
+    fedida = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        **common,
+    )
+    for model in (fedavg, fedida):
+        model.fit(
+            train.data,
+            train.target,
+            clients=train.clients,
+            sensitive_features=train.sensitive,
+        )
+    args = (test.data, test.target.to_numpy(), test.clients.to_numpy(), test.sensitive)
+    before, after = _mean_client_dpd(fedavg, *args), _mean_client_dpd(fedida, *args)
+    # Measured: 0.132 for FedAvg, 0.028 for FedIDA (AUROC 0.828 and 0.838).
+    assert after < 0.5 * before
+    assert roc_auc_score(test.target, fedida.predict_proba(test.data)[:, 1]) > 0.8
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "pfedavg"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SGDClassifier(loss="log_loss", random_state=0),
+        lambda: MLPClassifier(hidden_layer_sizes=(8,), random_state=0),
+    ],
+    ids=["SGDClassifier", "MLPClassifier"],
+)
+def test_sklearn_estimators_can_be_federated(make, strategy):
+    X, y, clients, S = _federation(n=900)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fed = FederatedEstimator(
+            make(),
+            strategy=strategy,
+            n_rounds=3,
+            local_epochs=2,
+            sampler=FairnessAwareROSE(),
+            random_state=0,
+        )
+        fed.fit(X, y, clients=clients, sensitive_features=S)
+    assert roc_auc_score(y, fed.predict_proba(X, clients=clients)[:, 1]) > 0.7
+
+
+def test_personalised_and_local_models_serve_their_clients():
+    X, y, clients, S = _federation(n=900)
+    for strategy in ("pfedavg", "local"):
+        fed = FederatedEstimator(
+            FairPenaltyLogisticRegression(),
+            strategy=strategy,
+            n_rounds=2,
+            local_epochs=1,
+            random_state=0,
+        )
+        fed.fit(X, y, clients=clients, sensitive_features=S)
+        assert set(fed.client_estimators_) == set(fed.clients_.tolist())
+        for client in fed.clients_:
+            rows = clients == client
+            np.testing.assert_array_equal(
+                fed.predict_proba(X[rows], clients=clients[rows]),
+                fed.client_estimators_[client].predict_proba(X[rows]),
+            )
+        assert not np.array_equal(
+            fed.predict_proba(X, clients=clients), fed.predict_proba(X)
+        )
+        with pytest.warns(UserWarning, match=r"Clients \[99\] were not seen"):
+            proba = fed.predict_proba(X[:5], clients=[99] * 5)
+        np.testing.assert_array_equal(proba, fed.estimator_.predict_proba(X[:5]))
+
+
+def test_history_and_validation():
+    X, y, clients, S = _federation(n=900)
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(),
+        n_rounds=3,
+        local_epochs=1,
+        validation_fraction=0.2,
+        random_state=0,
+    )
+    fed.fit(X, y, clients=clients, sensitive_features=S)
+    history = pd.DataFrame(fed.history_)
+    assert len(history) == 3 * 3
+    assert {"round", "client", "train_loss", "val_roc_auc", "val_dpd"} <= set(
+        history.columns
+    )
+    assert history["val_roc_auc"].between(0.5, 1).all()
+    assert fed.client_sizes_.sum() < len(y)
+
+
+def test_small_and_single_class_clients():
+    X, y, clients, S = _federation(n=900)
+    clients = clients.copy()
+    y = y.copy()
+    tiny = np.flatnonzero(clients == 0)[:20]
+    clients[clients == 0] = 1
+    clients[tiny] = 7  # fewer rows than a batch
+    single = np.flatnonzero(clients == 2)
+    y[single] = 0  # one class only
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(),
+        n_rounds=2,
+        local_epochs=1,
+        sampler=FairnessAwareROSE(),
+        random_state=0,
+    )
+    with pytest.warns(UserWarning, match="Client 2 has a single class"):
+        fed.fit(X, y, clients=clients, sensitive_features=S)
+    assert fed.client_sizes_.tolist() == [np.sum(clients == c) for c in (1, 2, 7)]
+
+
+def test_bad_input():
+    X, y, clients, S = _federation(n=300)
+    fed = FederatedEstimator(FairPenaltyLogisticRegression())
+    with pytest.raises(ValueError, match="needs clients="):
+        fed.fit(X, y, sensitive_features=S)
+    with pytest.raises(ValueError, match="one id per row"):
+        fed.fit(X, y, clients=clients[:10], sensitive_features=S)
+    with pytest.raises(ValueError, match="local_epochs has 2 values but there are 3"):
+        FederatedEstimator(FairPenaltyLogisticRegression(), local_epochs=[1, 2]).fit(
+            X, y, clients=clients, sensitive_features=S
+        )
+    with pytest.raises(ValueError, match="'strategy' parameter"):
+        FederatedEstimator(FairPenaltyLogisticRegression(), strategy="fedprox").fit(
+            X, y, clients=clients, sensitive_features=S
+        )
+    frame = pd.concat([pd.DataFrame(X), S], axis=1)
+    frame.columns = [str(c) for c in frame.columns]
+    with pytest.raises(ValueError, match="has sensitive=None"):
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(), sensitive=["race", "gender"]
+        ).fit(frame, y, clients=clients)
+
+
+def test_column_mode():
+    X, y, clients, S = _federation(n=600)
+    frame = pd.concat([pd.DataFrame(X, columns=[f"f{j}" for j in range(5)]), S], axis=1)
+    columns = ["race", "gender"]
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(sensitive=columns),
+        n_rounds=2,
+        local_epochs=1,
+        sampler=FairnessAwareROSE(sensitive=columns),
+        sensitive=columns,
+        validation_fraction=0.2,
+        random_state=0,
+    ).fit(frame, y, clients=clients)
+    assert fed.predict(frame).shape == (len(y),)
+    assert np.isfinite(pd.DataFrame(fed.history_)["val_dpd"]).all()
+
+
+def test_grid_search_with_client_splitter_and_routing():
+    X, y, clients, S = _federation(n=900)
+    with config_context(enable_metadata_routing=True):
+        search = GridSearchCV(
+            FederatedEstimator(
+                FairPenaltyLogisticRegression(),
+                n_rounds=2,
+                local_epochs=1,
+                sampler=FairnessAwareROSE(),
+                random_state=0,
+            ),
+            {"estimator__alpha": [1e-4, 1e-2]},
+            scoring={"auc": "roc_auc", "dpd": make_fairness_scorer("dpd")},
+            refit="auc",
+            cv=ClientStratifiedKFold(3, shuffle=True, random_state=0),
+        ).fit(X, y, clients=clients, sensitive_features=S)
+    assert np.isfinite(search.cv_results_["mean_test_dpd"]).all()
+    assert search.best_params_["estimator__alpha"] in (1e-4, 1e-2)
+
+
+def test_client_splitter_stratifies_within_clients():
+    y = np.tile([0, 0, 0, 1], 30)
+    clients = np.repeat([1, 2, 3], 40)
+    cv = ClientStratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    for _train, test in cv.split(y, y, clients=clients):
+        for client in (1, 2, 3):
+            in_test = test[clients[test] == client]
+            assert len(in_test) == 8 and y[in_test].sum() == 2
+    with pytest.raises(ValueError, match="needs clients="):
+        next(cv.split(y, y))
+
+
+def test_evaluate_clients():
+    X, y, clients, S = _federation(n=1500)
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=2, local_epochs=1, random_state=0
+    )
+    fed.fit(X, y, clients=clients, sensitive_features=S)
+    report = evaluate_clients(
+        fed,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        n_bootstrap=200,
+        random_state=0,
+    )
+    per_client = report.per_client
+    assert list(per_client.index) == [0, 1, 2]
+    for metric in ("roc_auc", "dpd", "dpr", "dfpr", "dppv"):
+        assert (per_client[f"{metric}_low"] <= per_client[metric] + 1e-12).all()
+        assert (per_client[metric] <= per_client[f"{metric}_high"] + 1e-12).all()
+        assert report.summary.loc[metric, "mean"] == pytest.approx(
+            per_client[metric].mean()
+        )
+    rows = clients == 0
+    assert per_client.loc[0, "dpd"] == pytest.approx(
+        demographic_parity_difference(
+            y[rows], fed.predict(X[rows]), sensitive_features=S[rows]
+        )
+    )
+    again = evaluate_clients(
+        fed,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        n_bootstrap=200,
+        random_state=0,
+    )
+    pd.testing.assert_frame_equal(report.per_client, again.per_client)
+    with pytest.raises(ValueError, match="not among"):
+        evaluate_clients(
+            fed, X, y, clients=clients, sensitive_features=S, metrics=("accuracy",)
+        )
