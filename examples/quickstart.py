@@ -1,49 +1,70 @@
 """
-Quickstart: per-client fairness of a model on the shipped Adult data
-=====================================================================
+Quickstart: FedIDA vs FedAvg on the shipped Adult data
+======================================================
 
-Fits a logistic regression on the pooled training rows of the 5 Adult clients
-(the non-private "Central" reference of the paper), then reports, for every
-client's test split, the AUROC and the four disparity metrics of the paper over
-the race x gender groups, with the mean (sd) across clients.
+Five institutions (clients) hold the Adult census rows; they train one
+logistic model together without sharing rows. FedAvg is plain federated
+averaging; FedIDA adds the convex group fairness penalty (lambda = 1) and
+FairnessAwareROSE on every minibatch (the paper's Algorithm 2), with the
+paper's settings: 10 rounds, 5 local epochs, learning rate 0.1, batch 128.
 
-Later releases turn this into the FedIDA vs FedAvg comparison.
+The table shows every client's test AUROC and disparities over the race x
+gender groups, then the mean (sd) across clients, as the paper's Table 2.
 """
 
-import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import roc_auc_score
+import warnings
 
 from skfedida.datasets import load_adult
-from skfedida.metrics import fairness_summary
+from skfedida.federated import FederatedEstimator, evaluate_clients
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.over_sampling import FairnessAwareROSE
 
 train, test = load_adult("train"), load_adult("test")
-model = LogisticRegression(max_iter=1000).fit(train.data, train.target)
+setups = {
+    "FedAvg": FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.0),
+        n_rounds=10,
+        local_epochs=5,
+        random_state=0,
+    ),
+    "FedIDA": FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=10,
+        local_epochs=5,
+        sampler=FairnessAwareROSE(),
+        random_state=0,
+    ),
+}
 
-columns = ["AUROC", "DPD", "DPR", "DFPR", "DPPV"]
-rows = {}
-for client in sorted(test.clients.unique()):
-    mask = (test.clients == client).to_numpy()
-    X, y, S = test.data[mask], test.target[mask], test.sensitive[mask]
-    summary = fairness_summary(y, model.predict(X), sensitive_features=S)
-    rows[client] = [
-        roc_auc_score(y, model.predict_proba(X)[:, 1]),
-        summary["demographic_parity_difference"],
-        summary["demographic_parity_ratio"],
-        summary["false_positive_rate_difference"],
-        summary["positive_predictive_value_difference"],
-    ]
-
-table = np.array(list(rows.values()))
-print("Central logistic regression on Adult, test split, groups = race x gender")
-width = 15
-print(f"{'client':>8}" + "".join(c.rjust(width) for c in columns))
-for client, values in rows.items():
-    print(f"{client:>8}" + "".join(f"{v:.3f}".rjust(width) for v in values))
-means, sds = table.mean(axis=0), table.std(axis=0, ddof=1)
-print(
-    f"{'mean':>8}"
-    + "".join(
-        f"{m:.3f} ({s:.3f})".rjust(width) for m, s in zip(means, sds, strict=True)
+metrics = ["roc_auc", "dpd", "dpr", "dfpr", "dppv"]
+names = {"roc_auc": "AUROC", "dpd": "DPD", "dpr": "DPR", "dfpr": "DFPR", "dppv": "DPPV"}
+for name, federation in setups.items():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # rare groups leave some rates undefined
+        federation.fit(
+            train.data,
+            train.target,
+            clients=train.clients,
+            sensitive_features=train.sensitive,
+        )
+    report = evaluate_clients(
+        federation,
+        test.data,
+        test.target,
+        clients=test.clients,
+        sensitive_features=test.sensitive,
+        metrics=metrics,
+        n_bootstrap=0,
     )
-)
+    print(f"\n{name}: test split, groups = race x gender")
+    print(f"{'client':>8}" + "".join(names[m].rjust(15) for m in metrics))
+    for client, row in report.per_client.iterrows():
+        print(f"{client:>8}" + "".join(f"{row[m]:.3f}".rjust(15) for m in metrics))
+    summary = report.summary
+    print(
+        f"{'mean':>8}"
+        + "".join(
+            f"{summary.loc[m, 'mean']:.3f} ({summary.loc[m, 'sd']:.3f})".rjust(15)
+            for m in metrics
+        )
+    )

@@ -8,7 +8,14 @@ components.
 
 from . import datasets, federated, linear_model, metrics, neural_network, over_sampling
 from .datasets import load_adult, make_federated_classification, make_roc_like
-from .federated import get_parameters, n_samples_seen, set_parameters
+from .federated import (
+    ClientStratifiedKFold,
+    FederatedEstimator,
+    evaluate_clients,
+    get_parameters,
+    n_samples_seen,
+    set_parameters,
+)
 from .linear_model import FairPenaltyLogisticRegression
 from .metrics import (
     demographic_parity_difference,
@@ -29,14 +36,17 @@ from .penalty import group_penalty, individual_penalty
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ClientStratifiedKFold",
     "FairMLPClassifier",
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
+    "FederatedEstimator",
     "__version__",
     "datasets",
     "demographic_parity_difference",
     "demographic_parity_ratio",
     "equalized_odds_difference",
+    "evaluate_clients",
     "fairness_summary",
     "false_positive_rate_difference",
     "federated",
