@@ -408,3 +408,32 @@ def test_evaluate_clients():
         evaluate_clients(
             fed, X, y, clients=clients, sensitive_features=S, metrics=("accuracy",)
         )
+
+
+def test_local_epochs_per_client_and_verbose(capsys):
+    X, y, clients, S = _federation(n=600)
+    X = np.column_stack([np.arange(len(y), dtype=float), X])
+    SEEN.clear()
+    calls = {}
+
+    class Counting(RecordingLogistic):
+        def partial_fit(
+            self, X, y, classes=None, *, sensitive_features=None, sample_weight=None
+        ):
+            if sample_weight is None:  # not the zero-weight initialisation
+                calls[self.random_state] = calls.get(self.random_state, 0) + 1
+            return super().partial_fit(
+                X,
+                y,
+                classes,
+                sensitive_features=sensitive_features,
+                sample_weight=sample_weight,
+            )
+
+    fed = FederatedEstimator(
+        Counting(), n_rounds=2, local_epochs=[1, 2, 3], verbose=1, random_state=0
+    )
+    fed.fit(X, y, clients=clients, sensitive_features=S)
+    assert [calls[int(seed)] for seed in fed.client_seeds_] == [2, 4, 6]
+    output = capsys.readouterr().out
+    assert "round 1/2" in output and "round 2/2" in output
