@@ -13,9 +13,8 @@ Run: ``python benchmarks/bench_fair_estimators.py``
     with race x gender groups: rows per second.
 """
 
-import time
-
 import numpy as np
+from _timing import best_of
 from sklearn.linear_model import LogisticRegression
 
 from skfedida.datasets import load_adult
@@ -43,15 +42,6 @@ def pairwise_group_penalty(scores, y, groups):
             gradient[i] += factor * same.sum(axis=1)
             gradient[j] -= factor * same.sum(axis=0)
     return value, gradient
-
-
-def best_of(func, repeat=3):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = func()
-        times.append(time.perf_counter() - start)
-    return min(times), result
 
 
 def penalty_table():

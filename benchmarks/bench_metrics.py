@@ -11,11 +11,11 @@ best-of-R wall time of each and the ratio; checks that both agree.
 """
 
 import argparse
-import time
 import warnings
 
 import numpy as np
 import pandas as pd
+from _timing import best_of
 
 from skfedida.metrics import (
     demographic_parity_difference,
@@ -39,15 +39,6 @@ def make_data(n_samples, seed=0):
     y_true = rng.integers(0, 2, size=n_samples)
     y_pred = (rng.random(n_samples) < 0.3 + 0.4 * y_true).astype(int)
     return y_true, y_pred, S
-
-
-def best_time(func, repeat):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = func()
-        times.append(time.perf_counter() - start)
-    return min(times), result
 
 
 def run_skfedida_summary(y_true, y_pred, S):
@@ -107,13 +98,13 @@ def main():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_summary, ours = best_time(
+        t_summary, ours = best_of(
             lambda: run_skfedida_summary(y_true, y_pred, S), args.repeat
         )
-        t_separate, separate = best_time(
+        t_separate, separate = best_of(
             lambda: run_skfedida_separate(y_true, y_pred, S), args.repeat
         )
-        t_fairlearn, theirs = best_time(
+        t_fairlearn, theirs = best_of(
             lambda: run_fairlearn(y_true, y_pred, S), args.repeat
         )
     np.testing.assert_allclose(ours, theirs, rtol=1e-9)
