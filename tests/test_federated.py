@@ -435,5 +435,28 @@ def test_local_epochs_per_client_and_verbose(capsys):
     )
     fed.fit(X, y, clients=clients, sensitive_features=S)
     assert [calls[int(seed)] for seed in fed.client_seeds_] == [2, 4, 6]
+    # With tqdm (installed by the test extras): a bar on stderr.
+    assert "2/2" in capsys.readouterr().err
+
+
+def test_verbose_without_tqdm_prints_rounds(capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_tqdm(name, *args, **kwargs):
+        if name.startswith("tqdm"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tqdm)
+    X, y, clients, S = _federation(n=300)
+    FederatedEstimator(
+        FairPenaltyLogisticRegression(),
+        n_rounds=2,
+        local_epochs=1,
+        verbose=1,
+        random_state=0,
+    ).fit(X, y, clients=clients, sensitive_features=S)
     output = capsys.readouterr().out
     assert "round 1/2" in output and "round 2/2" in output

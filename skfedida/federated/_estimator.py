@@ -238,6 +238,18 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
     return estimator, get_parameters(estimator), data.n, float(loss)
 
 
+def _progress(n_rounds, verbose):
+    """Rounds to iterate, with a tqdm bar when verbose and tqdm is installed."""
+    if verbose:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return range(n_rounds), None
+        bar = tqdm(range(n_rounds), desc="FederatedEstimator", unit="round")
+        return bar, bar
+    return range(n_rounds), None
+
+
 class FederatedEstimator(ClassifierMixin, BaseEstimator):
     """Train a classifier across clients that never share rows.
 
@@ -308,7 +320,8 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
     n_jobs : int, default=None
         Clients trained in parallel with joblib; results do not depend on it.
     verbose : int, default=0
-        Print a line per round.
+        Show progress per round: a tqdm bar with the mean training loss when
+        tqdm is installed (``skfedida[progress]``), otherwise a printed line.
     random_state : int, RandomState instance or None, default=None
         Seeds client selection and, through ``client_seeds_``, every client's
         estimator, sampler and batch order.
@@ -618,7 +631,8 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
         global_parameters = get_parameters(models[0])
         self.history_ = []
         parallel = Parallel(n_jobs=self.n_jobs)
-        for round_ in range(self.n_rounds):
+        rounds, bar = _progress(self.n_rounds, self.verbose)
+        for round_ in rounds:
             if self.strategy in ("fedavg", "pfedavg") and self.client_fraction < 1:
                 n_selected = max(1, round(self.client_fraction * n_clients))
                 selected = np.sort(
@@ -660,10 +674,13 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
             self._record_validation(round_, models, global_parameters)
             if self.verbose:
                 mean_loss = np.average([r[3] for r in results], weights=weights)
-                print(
-                    f"[FederatedEstimator] round {round_ + 1}/{self.n_rounds}: "
-                    f"{len(selected)} clients, mean train loss {mean_loss:.4f}"
-                )
+                if bar is not None:
+                    bar.set_postfix(clients=len(selected), loss=f"{mean_loss:.4f}")
+                else:
+                    print(
+                        f"[FederatedEstimator] round {round_ + 1}/{self.n_rounds}: "
+                        f"{len(selected)} clients, mean train loss {mean_loss:.4f}"
+                    )
         if self.strategy == "local":
             global_parameters = self._average(
                 [get_parameters(m) for m in models], [d.n for d in data]
