@@ -179,27 +179,36 @@ def _mean_client_dpd(model, X, y, clients, S):
 
 
 def test_fedida_lowers_disparity_against_fedavg():
-    """On the shipped Adult data, race x gender, at equal rounds."""
+    """On the shipped Adult data, race x gender, at equal rounds, 3 seeds."""
     train, test = load_adult("train"), load_adult("test")
-    common = dict(n_rounds=3, local_epochs=1, random_state=0)
-    fedavg = FederatedEstimator(FairPenaltyLogisticRegression(fairness=0), **common)
-    fedida = FederatedEstimator(
-        FairPenaltyLogisticRegression(fairness=1.0),
-        sampler=FairnessAwareROSE(),
-        **common,
-    )
-    for model in (fedavg, fedida):
-        model.fit(
-            train.data,
-            train.target,
-            clients=train.clients,
-            sensitive_features=train.sensitive,
-        )
     args = (test.data, test.target.to_numpy(), test.clients.to_numpy(), test.sensitive)
-    before, after = _mean_client_dpd(fedavg, *args), _mean_client_dpd(fedida, *args)
-    # Measured: 0.132 for FedAvg, 0.028 for FedIDA (AUROC 0.828 and 0.838).
-    assert after < 0.5 * before
-    assert roc_auc_score(test.target, fedida.predict_proba(test.data)[:, 1]) > 0.8
+    disparities = {"fedavg": [], "fedida": []}
+    for seed in range(3):
+        common = dict(n_rounds=3, local_epochs=2, random_state=seed)
+        models = {
+            "fedavg": FederatedEstimator(
+                FairPenaltyLogisticRegression(fairness=0), **common
+            ),
+            "fedida": FederatedEstimator(
+                FairPenaltyLogisticRegression(fairness=1.0),
+                sampler=FairnessAwareROSE(),
+                **common,
+            ),
+        }
+        for name, model in models.items():
+            model.fit(
+                train.data,
+                train.target,
+                clients=train.clients,
+                sensitive_features=train.sensitive,
+            )
+            disparities[name].append(_mean_client_dpd(model, *args))
+        auc = roc_auc_score(
+            test.target, models["fedida"].predict_proba(test.data)[:, 1]
+        )
+        assert auc > 0.8
+    # Measured: FedAvg 0.271 for every seed, FedIDA 0.124, 0.053, 0.170.
+    assert np.mean(disparities["fedida"]) < 0.6 * np.mean(disparities["fedavg"])
 
 
 @pytest.mark.parametrize("strategy", ["fedavg", "pfedavg"])

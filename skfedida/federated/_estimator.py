@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
+from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
@@ -80,13 +81,22 @@ class _ClientData:
         return _ClientData(_safe_indexing(self.X, rows), self.y[rows], S)
 
 
-def _resample(sampler, data, random_state):
+def _round_sampler(sampler, random_state):
+    """The client's sampler for one round, drawing from its own seeded stream."""
+    if sampler is None:
+        return None
+    sampler = clone(sampler)
+    if "random_state" in sampler.get_params(deep=False):
+        sampler.set_params(
+            random_state=np.random.RandomState(random_state.randint(2**31 - 1))
+        )
+    return sampler
+
+
+def _resample(sampler, data):
     """Resample one client's rows (or one batch) jointly with S."""
     if sampler is None or np.unique(data.y).size < 2:
         return data
-    sampler = clone(sampler)
-    if "random_state" in sampler.get_params(deep=False):
-        sampler.set_params(random_state=random_state)
     kwargs = {}
     if data.S is not None and _accepts(sampler.fit_resample, "sensitive_features"):
         kwargs["sensitive_features"] = data.S
@@ -163,25 +173,23 @@ class _Trainer:
 
     def train(self, estimator, data, epochs, random_state):
         """Local epochs from the estimator's current parameters."""
+        sampler = _round_sampler(self.sampler, random_state)
         if self.strategy == "pfedavg":
             for _ in range(epochs):
-                self._per_fedavg_epoch(estimator, data, random_state)
+                self._per_fedavg_epoch(estimator, data, sampler, random_state)
             return estimator
-        if self.sampler is None or self.resample == "client":
-            local = _resample(self.sampler, data, random_state.randint(2**31 - 1))
+        if sampler is None or self.resample == "client":
+            local = _resample(sampler, data)
             for _ in range(epochs):
                 self._partial_fit(estimator, local)
             return estimator
         for _ in range(epochs):
             # The paper's Algorithm 2: resample every minibatch of the client.
             for rows in self._batches(data, random_state):
-                batch = _resample(
-                    self.sampler, data.take(rows), random_state.randint(2**31 - 1)
-                )
-                self._partial_fit(estimator, batch)
+                self._partial_fit(estimator, _resample(sampler, data.take(rows)))
         return estimator
 
-    def _per_fedavg_epoch(self, estimator, data, random_state):
+    def _per_fedavg_epoch(self, estimator, data, sampler, random_state):
         """First-order Per-FedAvg (Fallah et al., 2020) over pairs of batches.
 
         theta' = theta - alpha * grad f(theta; D1) is one ``partial_fit`` on D1
@@ -194,14 +202,10 @@ class _Trainer:
         for first, second in zip(batches[0::2], batches[1::2], strict=False):
             theta = get_parameters(estimator)
             _set_step_size(estimator, self.inner_learning_rate)
-            self._partial_fit(
-                estimator, self._maybe_resample(data.take(first), random_state)
-            )
+            self._partial_fit(estimator, _resample(sampler, data.take(first)))
             adapted = get_parameters(estimator)
             _set_step_size(estimator, beta)
-            self._partial_fit(
-                estimator, self._maybe_resample(data.take(second), random_state)
-            )
+            self._partial_fit(estimator, _resample(sampler, data.take(second)))
             stepped = get_parameters(estimator)
             set_parameters(
                 estimator,
@@ -209,19 +213,13 @@ class _Trainer:
             )
         _set_step_size(estimator, beta)
 
-    def _maybe_resample(self, batch, random_state):
-        if self.sampler is None:
-            return batch
-        return _resample(self.sampler, batch, random_state.randint(2**31 - 1))
-
     def personalise(self, estimator, data, steps, random_state):
         """Per-FedAvg's personalised model: a few steps of size alpha."""
         _set_step_size(estimator, self.inner_learning_rate)
+        sampler = _round_sampler(self.sampler, random_state)
         for _ in range(steps):
             rows = random_state.permutation(data.n)[: self.batch_size]
-            self._partial_fit(
-                estimator, self._maybe_resample(data.take(rows), random_state)
-            )
+            self._partial_fit(estimator, _resample(sampler, data.take(rows)))
         return estimator
 
 
@@ -230,7 +228,12 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
     random_state = np.random.RandomState(seed)
     if parameters is not None:
         set_parameters(estimator, parameters)
-    with warnings.catch_warnings():
+    # Parameters were validated when the client's estimator was initialised
+    # and the sampler when fit began; X was checked to be finite once.
+    with (
+        warnings.catch_warnings(),
+        config_context(skip_parameter_validation=True, assume_finite=True),
+    ):
         warnings.filterwarnings("ignore", message="fairness=.* has no effect")
         trainer.train(estimator, data, epochs, random_state)
     proba = np.clip(estimator.predict_proba(data.X), 1e-15, 1 - 1e-15)
@@ -492,6 +495,8 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         self._check_components()
+        if self.sampler is not None and hasattr(self.sampler, "_validate_params"):
+            clone(self.sampler)._validate_params()
         validate_data(self, X, reset=True, skip_check_array=True)
         n_samples = _num_samples(X)
         y = np.asarray(y)
