@@ -6,7 +6,15 @@ optimiser. This package provides them as scikit-learn and imbalanced-learn
 components.
 """
 
-from . import datasets, federated, linear_model, metrics, neural_network, over_sampling
+from . import (
+    datasets,
+    federated,
+    linear_model,
+    metrics,
+    model_selection,
+    neural_network,
+    over_sampling,
+)
 from .datasets import load_adult, make_federated_classification, make_roc_like
 from .federated import (
     ClientStratifiedKFold,
@@ -29,6 +37,12 @@ from .metrics import (
     positive_predictive_value_difference,
     true_positive_rate_difference,
 )
+from .model_selection import (
+    CoarseToFineSearchCV,
+    fairest_within,
+    lambda_range,
+    make_fedida,
+)
 from .neural_network import FairMLPClassifier
 from .over_sampling import FairnessAwareROSE
 from .penalty import group_penalty, individual_penalty
@@ -37,6 +51,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ClientStratifiedKFold",
+    "CoarseToFineSearchCV",
     "FairMLPClassifier",
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
@@ -47,6 +62,7 @@ __all__ = [
     "demographic_parity_ratio",
     "equalized_odds_difference",
     "evaluate_clients",
+    "fairest_within",
     "fairness_summary",
     "false_positive_rate_difference",
     "federated",
@@ -54,13 +70,16 @@ __all__ = [
     "group_penalty",
     "group_report",
     "individual_penalty",
+    "lambda_range",
     "linear_model",
     "load_adult",
     "make_fairness_scorer",
     "make_federated_classification",
+    "make_fedida",
     "make_roc_like",
     "make_tradeoff_scorer",
     "metrics",
+    "model_selection",
     "n_samples_seen",
     "neural_network",
     "over_sampling",

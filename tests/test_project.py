@@ -13,6 +13,7 @@ MODULES = [
     "skfedida.linear_model",
     "skfedida.neural_network",
     "skfedida.federated",
+    "skfedida.model_selection",
 ]
 
 

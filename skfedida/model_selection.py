@@ -1,0 +1,601 @@
+"""Choosing the fairness weight (lambda) and the L2 weight (gamma), paper §3.2.
+
+- :func:`lambda_range`: each client raises lambda until its validation score
+  drops below ``tolerance * score(lambda=0)``; the smallest bound across
+  clients sets the range of lambda.
+- :class:`CoarseToFineSearchCV`: the paper's OptimizeGamma, as a ``*SearchCV``:
+  m values over a range, then m' values between the neighbours of the best.
+- :func:`fairest_within`: a ``refit`` rule, the fairest candidate whose
+  performance is within a tolerance of the best.
+- :func:`make_fedida`: FairnessAwareROSE + a penalised estimator + a federated
+  strategy with the paper's defaults, in one estimator.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import train_test_split
+from sklearn.model_selection._search import BaseSearchCV
+from sklearn.utils import Bunch, _safe_indexing
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _num_samples
+
+from ._groups import resolve_sensitive, take_rows
+from .metrics._scorer import _SensitiveCallMixin
+
+__all__ = [
+    "CoarseToFineSearchCV",
+    "fairest_within",
+    "lambda_range",
+    "make_fedida",
+]
+
+_DEFAULT_LAMBDAS = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+def _client_lambda_path(estimator, param, lambdas, scorer, tolerance, train, valid):
+    """Scores of one client along lambda, stopping at the first value below."""
+    X_train, y_train, S_train = train
+    X_valid, y_valid, S_valid = valid
+    scores = []
+    baseline = None
+    for value in lambdas:
+        model = clone(estimator).set_params(**{param: value})
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="fairness=.* has no effect")
+            model.fit(X_train, y_train, sensitive_features=S_train)
+        if S_valid is not None and isinstance(scorer, _SensitiveCallMixin):
+            score = float(scorer(model, X_valid, y_valid, sensitive_features=S_valid))
+        else:
+            score = float(scorer(model, X_valid, y_valid))
+        scores.append(score)
+        if baseline is None:
+            baseline = score
+        elif score < tolerance * baseline:
+            break
+    return scores
+
+
+def lambda_range(
+    estimator,
+    X,
+    y,
+    *,
+    clients,
+    sensitive_features=None,
+    validation=None,
+    validation_fraction=0.2,
+    lambdas=_DEFAULT_LAMBDAS,
+    tolerance=0.995,
+    scoring="accuracy",
+    param="fairness",
+    n_candidates=5,
+    n_jobs=None,
+    random_state=None,
+):
+    """The paper's data-driven range of the fairness weight lambda.
+
+    Every client, on its own rows only, fits ``estimator`` with ``param`` set
+    to each value of ``lambdas`` in turn (the first must be 0, the baseline)
+    and scores it on its held-out rows; it stops at the first value whose
+    score falls below ``tolerance * score(0)``. The client's bound is the
+    last value before that (the largest lambda that kept its score; the
+    largest value tried if none fell below). The range is ``[0, min over
+    clients of the bound]`` and the candidates are ``n_candidates`` equally
+    spaced values in it.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A fairness-penalised estimator with a full-batch ``fit`` taking
+        ``sensitive_features`` (e.g. ``FairPenaltyLogisticRegression``).
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Rows of every client.
+    y : array-like of shape (n_samples,)
+        Labels.
+    clients : array-like of shape (n_samples,)
+        Client of every row.
+    sensitive_features : array-like, DataFrame or dict, default=None
+        Sensitive attributes of every row.
+    validation : tuple, default=None
+        ``(X_val, y_val, clients_val, sensitive_features_val)``: the clients'
+        own validation rows. Without it, ``validation_fraction`` of each
+        client's rows is held out.
+    validation_fraction : float in (0, 1), default=0.2
+        Share of each client's rows held out (stratified by label) when
+        ``validation`` is not given.
+    lambdas : sequence of float, default=(0, 0.05, ..., 100)
+        Increasing values to try; the first is the baseline and must be 0.
+    tolerance : float in (0, 1], default=0.995
+        The paper's 0.995 * Acc_0 rule.
+    scoring : str or callable, default="accuracy"
+        Validation score (greater is better); a scorer of
+        :func:`~skfedida.metrics.make_tradeoff_scorer` or
+        :func:`~skfedida.metrics.make_fairness_scorer` receives the held-out
+        rows' sensitive features.
+    param : str, default="fairness"
+        Name of the estimator's lambda.
+    n_candidates : int, default=5
+        Equally spaced candidates in the range.
+    n_jobs : int, default=None
+        Clients in parallel.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the held-out split.
+
+    Returns
+    -------
+    result : :class:`~sklearn.utils.Bunch`
+        ``range`` (low, high), ``candidates`` (ndarray), and ``per_client`` (a
+        list of dicts: ``client``, ``baseline``, ``bound``, ``stopped_at``
+        (the first value below the tolerance, or None) and ``scores``).
+
+    Examples
+    --------
+    >>> from skfedida.datasets import make_federated_classification
+    >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+    >>> from skfedida.model_selection import lambda_range
+    >>> data = make_federated_classification(1500, n_clients=3, random_state=0)
+    >>> result = lambda_range(FairPenaltyLogisticRegression(), data.data,
+    ...                       data.target, clients=data.clients,
+    ...                       sensitive_features=data.sensitive, random_state=0)
+    >>> len(result.candidates), result.range[0]
+    (5, 0.0)
+    """
+    lambdas = np.asarray(lambdas, dtype=float)
+    if (
+        lambdas.ndim != 1
+        or lambdas.size < 2
+        or lambdas[0] != 0
+        or np.any(np.diff(lambdas) <= 0)
+    ):
+        raise ValueError(
+            "lambdas must be an increasing sequence starting at 0 (the baseline); "
+            f"got {lambdas.tolist()}."
+        )
+    if not 0 < tolerance <= 1:
+        raise ValueError(f"tolerance must be in (0, 1]; got {tolerance!r}.")
+    if not (isinstance(n_candidates, numbers.Integral) and n_candidates >= 2):
+        raise ValueError(f"n_candidates must be an int >= 2; got {n_candidates!r}.")
+    if clients is None:
+        raise ValueError("lambda_range needs clients=, the client of every row.")
+    clients = np.asarray(clients)
+    y = np.asarray(y)
+    n_samples = _num_samples(X)
+    if clients.shape[0] != n_samples or y.shape[0] != n_samples:
+        raise ValueError(f"X has {n_samples} rows; y and clients must match it.")
+    _, S = resolve_sensitive(X, sensitive_features=sensitive_features, drop=False)
+    scorer = check_scoring(estimator, scoring=scoring)
+    tasks, ids = [], np.unique(clients)
+    if validation is not None:
+        X_val, y_val, clients_val, S_val = validation
+        y_val, clients_val = np.asarray(y_val), np.asarray(clients_val)
+        _, S_val = resolve_sensitive(X_val, sensitive_features=S_val, drop=False)
+        missing = sorted(set(ids.tolist()) - set(np.unique(clients_val).tolist()))
+        if missing:
+            raise ValueError(f"validation has no rows of clients {missing}.")
+
+    def part(X_, y_, S_, rows):
+        return (
+            _safe_indexing(X_, rows),
+            y_[rows],
+            None if S_ is None else take_rows(S_, rows),
+        )
+
+    for client in ids:
+        rows = np.flatnonzero(clients == client)
+        if validation is not None:
+            valid = part(X_val, y_val, S_val, np.flatnonzero(clients_val == client))
+            tasks.append((part(X, y, S, rows), valid))
+            continue
+        train, held_out = train_test_split(
+            rows,
+            test_size=validation_fraction,
+            stratify=y[rows],
+            random_state=random_state,
+        )
+        tasks.append((part(X, y, S, np.sort(train)), part(X, y, S, np.sort(held_out))))
+    paths = Parallel(n_jobs=n_jobs)(
+        delayed(_client_lambda_path)(
+            estimator, param, lambdas, scorer, tolerance, train, valid
+        )
+        for train, valid in tasks
+    )
+    per_client = []
+    for client, scores in zip(ids, paths, strict=True):
+        stopped = len(scores) < lambdas.size or scores[-1] < tolerance * scores[0]
+        bound = lambdas[len(scores) - 2] if stopped else lambdas[len(scores) - 1]
+        per_client.append(
+            {
+                "client": client.item() if hasattr(client, "item") else client,
+                "baseline": scores[0],
+                "bound": float(bound),
+                "stopped_at": float(lambdas[len(scores) - 1]) if stopped else None,
+                "scores": dict(
+                    zip(lambdas[: len(scores)].tolist(), scores, strict=True)
+                ),
+            }
+        )
+    high = min(record["bound"] for record in per_client)
+    if high == 0:
+        first = next(r["client"] for r in per_client if r["bound"] == 0)
+        warnings.warn(
+            f"Client {first!r}'s score fell below {tolerance} x its baseline at "
+            f"the first nonzero lambda ({lambdas[1]}), so the range is empty. Try "
+            "a finer lambdas grid near 0, a lower tolerance, or more validation "
+            "rows (accuracy on few rows moves in large steps).",
+            UserWarning,
+            stacklevel=2,
+        )
+    return Bunch(
+        range=(0.0, high),
+        candidates=np.linspace(0.0, high, n_candidates),
+        per_client=per_client,
+    )
+
+
+def fairest_within(performance, fairness, tolerance=0.01):
+    """A ``refit`` rule: the fairest candidate whose performance is near the best.
+
+    Among candidates with ``mean_test_<performance> >= best - tolerance``,
+    return the one with the greatest ``mean_test_<fairness>`` (fairness
+    scorers are negated disparities, so greatest means fairest); ties go to
+    the better performance.
+
+    Parameters
+    ----------
+    performance : str
+        Name of the performance scorer in the search's ``scoring`` dict.
+    fairness : str
+        Name of the fairness scorer in the search's ``scoring`` dict.
+    tolerance : float, default=0.01
+        Allowed loss of performance, in the scorer's units.
+
+    Returns
+    -------
+    rule : callable
+        ``rule(cv_results) -> int``, to pass as ``refit=``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.model_selection import fairest_within
+    >>> results = {"mean_test_auc": np.array([0.86, 0.855, 0.80]),
+    ...            "mean_test_dpd": np.array([-0.30, -0.20, -0.05])}
+    >>> fairest_within("auc", "dpd", tolerance=0.01)(results)
+    1
+    """
+    if not (isinstance(tolerance, numbers.Real) and tolerance >= 0):
+        raise ValueError(f"tolerance must be >= 0; got {tolerance!r}.")
+
+    def rule(cv_results):
+        perf = np.asarray(cv_results[f"mean_test_{performance}"], dtype=float)
+        fair = np.asarray(cv_results[f"mean_test_{fairness}"], dtype=float)
+        if np.isnan(perf).any() or np.isnan(fair).any():
+            raise ValueError(
+                f"NaN in mean_test_{performance} or mean_test_{fairness}; cannot "
+                "choose a candidate (a failed fit, or a fairness scorer without its "
+                "sensitive features?)."
+            )
+        eligible = np.flatnonzero(perf >= perf.max() - tolerance)
+        order = np.lexsort((-perf[eligible], -fair[eligible]))
+        return int(eligible[order[0]])
+
+    rule.__name__ = f"fairest_within({performance!r}, {fairness!r}, {tolerance})"
+    return rule
+
+
+class CoarseToFineSearchCV(BaseSearchCV):
+    """Two-stage search of one parameter: a coarse grid, then a finer one.
+
+    The paper's OptimizeGamma (Algorithm 2): evaluate ``n_coarse`` values
+    spread over ``[low, high]``, take the best by the search's rule (the
+    ``refit`` scorer, or a ``refit`` callable such as :func:`fairest_within`),
+    then evaluate ``n_fine`` values between its two neighbours (at an end of
+    the range, between the end and its neighbour), and report the best of all.
+    Values already evaluated are not evaluated again. Everything else behaves
+    as ``GridSearchCV``: ``cv_results_`` (with a ``stage`` column, "coarse"
+    or "fine"), ``best_params_``, ``refit``, ``n_jobs``, multi-metric
+    ``scoring`` and metadata routing. Any parameter of any estimator can be
+    searched this way (gamma, lambda, a learning rate).
+
+    Parameters
+    ----------
+    estimator : estimator
+        The estimator whose parameter is searched.
+    param_name : str
+        Parameter to search, e.g. ``"estimator__alpha"`` for a federated
+        penalised estimator's gamma.
+    low, high : float
+        The range (the paper: 1e-4 and 0.1 for gamma).
+    n_coarse : int, default=10
+        Coarse values (the paper's m).
+    n_fine : int, default=5
+        Fine values between the neighbours of the best coarse value (m').
+    spacing : {"linear", "log"}, default="linear"
+        Equally spaced values (the paper) or equally spaced logarithms.
+    scoring : str, callable, list or dict, default=None
+        As ``GridSearchCV``.
+    refit : bool, str or callable, default=True
+        As ``GridSearchCV``; it is also the rule that picks the best coarse
+        value, so with several scorers it must name one or be a callable.
+    cv : int, cross-validation generator or iterable, default=None
+        As ``GridSearchCV``.
+    n_jobs : int, default=None
+        Fits in parallel.
+    verbose : int, default=0
+        As ``GridSearchCV``.
+    pre_dispatch : int or str, default="2*n_jobs"
+        As ``GridSearchCV``.
+    error_score : "raise" or float, default=np.nan
+        As ``GridSearchCV``; a NaN mean score then stops the search with an
+        error instead of letting it pick a candidate silently.
+    return_train_score : bool, default=False
+        As ``GridSearchCV``.
+
+    Attributes
+    ----------
+    cv_results_ : dict of ndarray
+        As ``GridSearchCV``, plus ``stage``.
+    best_index_, best_params_, best_score_, best_estimator_, scorer_, \
+n_splits_, refit_time_, multimetric_ :
+        As ``GridSearchCV``.
+    coarse_values_ : ndarray
+        The coarse grid.
+    fine_values_ : ndarray
+        The fine grid (values already in the coarse grid left out).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.datasets import make_classification
+    >>> from skfedida.model_selection import CoarseToFineSearchCV
+    >>> X, y = make_classification(300, random_state=0)
+    >>> search = CoarseToFineSearchCV(LogisticRegression(), "C", 0.01, 1.0,
+    ...                               n_coarse=4, n_fine=3, cv=3).fit(X, y)
+    >>> len(search.cv_results_["params"]) <= 7
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **BaseSearchCV._parameter_constraints,
+        "param_name": [str],
+        "low": [numbers.Real],
+        "high": [numbers.Real],
+        "n_coarse": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_fine": [Interval(numbers.Integral, 1, None, closed="left")],
+        "spacing": [StrOptions({"linear", "log"})],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        param_name,
+        low,
+        high,
+        *,
+        n_coarse=10,
+        n_fine=5,
+        spacing="linear",
+        scoring=None,
+        refit=True,
+        cv=None,
+        n_jobs=None,
+        verbose=0,
+        pre_dispatch="2*n_jobs",
+        error_score=np.nan,
+        return_train_score=False,
+    ):
+        super().__init__(
+            estimator=estimator,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            refit=refit,
+            cv=cv,
+            verbose=verbose,
+            pre_dispatch=pre_dispatch,
+            error_score=error_score,
+            return_train_score=return_train_score,
+        )
+        self.param_name = param_name
+        self.low = low
+        self.high = high
+        self.n_coarse = n_coarse
+        self.n_fine = n_fine
+        self.spacing = spacing
+
+    def _grid(self, low, high, n):
+        if self.spacing == "log":
+            return np.geomspace(low, high, n)
+        return np.linspace(low, high, n)
+
+    def _best(self, results):
+        metrics = [
+            key[len("mean_test_") :] for key in results if key.startswith("mean_test_")
+        ]
+        for metric in metrics:
+            if np.isnan(results[f"mean_test_{metric}"]).any():
+                bad = np.flatnonzero(np.isnan(results[f"mean_test_{metric}"]))
+                raise ValueError(
+                    f"Candidates {[results['params'][i] for i in bad]} have NaN "
+                    f"mean_test_{metric}: a fit or a score failed (e.g. a fairness "
+                    "scorer without its sensitive features). Refusing to choose "
+                    "among them."
+                )
+        if callable(self.refit):
+            return self._select_best_index(self.refit, None, results)
+        if len(metrics) > 1 or metrics != ["score"]:
+            if not isinstance(self.refit, str):
+                raise ValueError(
+                    "With several scorers, refit must name the one that picks the "
+                    "best coarse value, or be a callable such as fairest_within."
+                )
+            return self._select_best_index(self.refit, self.refit, results)
+        return self._select_best_index(self.refit, "score", results)
+
+    def _run_search(self, evaluate_candidates):
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low}) must be below high ({self.high}).")
+        if self.spacing == "log" and self.low <= 0:
+            raise ValueError("spacing='log' needs low > 0.")
+        coarse = self._grid(self.low, self.high, self.n_coarse)
+        results = evaluate_candidates([{self.param_name: v} for v in coarse])
+        best = self._best(results)
+        i = int(np.argmin(np.abs(coarse - results["params"][best][self.param_name])))
+        left = coarse[max(i - 1, 0)]
+        right = coarse[min(i + 1, len(coarse) - 1)]
+        # n_fine values strictly between the neighbours; any that coincide with
+        # an evaluated coarse value are not evaluated twice.
+        fine = self._grid(left, right, self.n_fine + 2)[1:-1]
+        fine = np.array([v for v in fine if not np.isclose(coarse, v).any()])
+        self.coarse_values_, self.fine_values_ = coarse, fine
+        if fine.size:
+            results = evaluate_candidates([{self.param_name: v} for v in fine])
+            self._best(results)
+
+    def fit(self, X, y=None, **params):
+        """Run the two-stage search, then refit the best candidate.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data.
+        y : array-like of shape (n_samples,), default=None
+            Targets.
+        **params : dict
+            Passed to the estimator's ``fit``, the scorers and the splitter,
+            as in ``GridSearchCV`` (metadata routing).
+
+        Returns
+        -------
+        self : object
+            Fitted search.
+        """
+        super().fit(X, y, **params)
+        stages = ["coarse"] * len(self.coarse_values_) + ["fine"] * len(
+            self.fine_values_
+        )
+        self.cv_results_["stage"] = np.array(stages, dtype=object)
+        return self
+
+
+def make_fedida(
+    model="logistic",
+    strategy="fedavg",
+    *,
+    fairness=1.0,
+    alpha=1e-4,
+    n_rounds=10,
+    local_epochs=5,
+    learning_rate=0.1,
+    batch_size=128,
+    hidden_layer_sizes=(100,),
+    sampler=None,
+    resample="batch",
+    sensitive=None,
+    n_jobs=None,
+    random_state=None,
+    **federated_params,
+):
+    """FedIDA in one estimator, with the paper's defaults.
+
+    Assembles :class:`~skfedida.over_sampling.FairnessAwareROSE` (applied to
+    every minibatch, Algorithm 2), a fairness-penalised estimator and a
+    federated strategy. A factory rather than a class: the result is a plain
+    :class:`~skfedida.federated.FederatedEstimator`, so there is one code path
+    to trust, every component stays inspectable, and a search tunes it by the
+    usual nested names: ``estimator__fairness`` (lambda),
+    ``estimator__alpha`` (gamma), ``sampler__shrinkage``, ``n_rounds``.
+
+    Parameters
+    ----------
+    model : {"logistic", "mlp"}, default="logistic"
+        :class:`~skfedida.linear_model.FairPenaltyLogisticRegression` or
+        :class:`~skfedida.neural_network.FairMLPClassifier` (the paper's FCNN).
+    strategy : {"fedavg", "pfedavg"}, default="fedavg"
+        Federated optimiser.
+    fairness : float, default=1.0
+        The paper's lambda.
+    alpha : float, default=1e-4
+        The paper's gamma.
+    n_rounds : int, default=10
+        Rounds (paper: 10).
+    local_epochs : int, default=5
+        Local epochs per round (paper: 5).
+    learning_rate : float, default=0.1
+        SGD step (paper: 0.1).
+    batch_size : int, default=128
+        Minibatch size (paper: 128).
+    hidden_layer_sizes : tuple of int, default=(100,)
+        Hidden layers of the ``"mlp"`` model.
+    sampler : sampler, default=None
+        Replaces the default ``FairnessAwareROSE()``.
+    resample : {"batch", "client"}, default="batch"
+        Where the sampler is applied.
+    sensitive : list, default=None
+        Column mode: columns of X holding the sensitive attributes, given to
+        every component.
+    n_jobs : int, default=None
+        Clients in parallel.
+    random_state : int, RandomState instance or None, default=None
+        Seed.
+    **federated_params : dict
+        Further :class:`~skfedida.federated.FederatedEstimator` parameters.
+
+    Returns
+    -------
+    fedida : FederatedEstimator
+
+    Examples
+    --------
+    >>> from skfedida.datasets import make_federated_classification
+    >>> from skfedida.model_selection import make_fedida
+    >>> data = make_federated_classification(1000, n_clients=3, random_state=0)
+    >>> fedida = make_fedida(n_rounds=2, random_state=0)
+    >>> fedida = fedida.fit(data.data, data.target, clients=data.clients,
+    ...                     sensitive_features=data.sensitive)
+    >>> sorted(fedida.get_params())[:3]
+    ['batch_size', 'client_fraction', 'estimator']
+    """
+    from .federated import FederatedEstimator
+    from .linear_model import FairPenaltyLogisticRegression
+    from .neural_network import FairMLPClassifier
+    from .over_sampling import FairnessAwareROSE
+
+    common = dict(
+        fairness=fairness,
+        alpha=alpha,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        sensitive=sensitive,
+    )
+    if model == "logistic":
+        estimator = FairPenaltyLogisticRegression(**common)
+    elif model == "mlp":
+        estimator = FairMLPClassifier(
+            hidden_layer_sizes=hidden_layer_sizes, solver="sgd", **common
+        )
+    else:
+        raise ValueError(f"model must be 'logistic' or 'mlp'; got {model!r}.")
+    if strategy not in ("fedavg", "pfedavg"):
+        raise ValueError(f"strategy must be 'fedavg' or 'pfedavg'; got {strategy!r}.")
+    if sampler is None:
+        sampler = FairnessAwareROSE(sensitive=sensitive)
+    return FederatedEstimator(
+        estimator,
+        strategy=strategy,
+        n_rounds=n_rounds,
+        local_epochs=local_epochs,
+        sampler=sampler,
+        resample=resample,
+        batch_size=batch_size,
+        sensitive=sensitive,
+        n_jobs=n_jobs,
+        random_state=random_state,
+        **federated_params,
+    )

@@ -1,0 +1,304 @@
+"""lambda_range, CoarseToFineSearchCV, fairest_within and make_fedida."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn import config_context
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import GridSearchCV, KFold
+
+from skfedida.datasets import make_federated_classification
+from skfedida.federated import ClientStratifiedKFold, FederatedEstimator
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.metrics import make_fairness_scorer, make_tradeoff_scorer
+from skfedida.model_selection import (
+    CoarseToFineSearchCV,
+    fairest_within,
+    lambda_range,
+    make_fedida,
+)
+from skfedida.neural_network import FairMLPClassifier
+from skfedida.over_sampling import FairnessAwareROSE
+
+
+class KnownOptimum(ClassifierMixin, BaseEstimator):
+    """Its score is -(value - target)^2, whatever the data."""
+
+    def __init__(self, value=0.0, target=0.037):
+        self.value = value
+        self.target = target
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.zeros(len(X), dtype=int)
+
+    def score(self, X, y):
+        return -((self.value - self.target) ** 2)
+
+
+X_DUMMY = np.zeros((30, 1))
+Y_DUMMY = np.tile([0, 1], 15)
+
+
+@pytest.mark.parametrize("target", [0.037, 1e-4, 0.1, 0.0555])
+@pytest.mark.parametrize("spacing", ["linear", "log"])
+def test_two_stage_search_refines_to_the_known_optimum(target, spacing):
+    search = CoarseToFineSearchCV(
+        KnownOptimum(target=target),
+        "value",
+        1e-4,
+        0.1,
+        n_coarse=10,
+        n_fine=5,
+        spacing=spacing,
+        cv=3,
+    )
+    search.fit(X_DUMMY, Y_DUMMY)
+    results = search.cv_results_
+    assert len(results["params"]) == 10 + len(search.fine_values_)
+    assert len(search.fine_values_) <= 5
+    assert list(results["stage"]).count("coarse") == 10
+    assert set(results["stage"][10:]) <= {"fine"}
+    # Within one fine step of the truth.
+    grid = np.sort(np.r_[search.coarse_values_, search.fine_values_])
+    i = np.searchsorted(grid, search.best_params_["value"])
+    step = np.max(np.diff(grid[max(i - 1, 0) : i + 2]))
+    assert abs(search.best_params_["value"] - target) <= step + 1e-12
+    # Fine values lie between the neighbours of the best coarse value.
+    coarse = search.coarse_values_
+    best_coarse = np.argmax(results["mean_test_score"][:10])
+    low = coarse[max(best_coarse - 1, 0)]
+    high = coarse[min(best_coarse + 1, 9)]
+    assert np.all((search.fine_values_ > low) & (search.fine_values_ < high))
+
+
+def test_coinciding_values_are_evaluated_once():
+    # An odd number of fine values puts the middle one on the best coarse value.
+    search = CoarseToFineSearchCV(
+        KnownOptimum(target=0.5), "value", 0.0, 1.0, n_coarse=3, n_fine=3, cv=2
+    )
+    search.fit(X_DUMMY, Y_DUMMY)
+    values = [p["value"] for p in search.cv_results_["params"]]
+    assert len(values) == len(set(np.round(values, 12))) == 5
+
+
+def _federation(n=900, seed=0):
+    data = make_federated_classification(
+        n,
+        n_clients=3,
+        n_features=5,
+        prevalence=[0.4, 0.3, 0.2, 0.1],
+        group_shift=1.0,
+        class_sep=1.5,
+        random_state=seed,
+    )
+    return data.data, data.target, data.clients, pd.DataFrame(data.sensitive)
+
+
+def test_search_of_a_federated_model_with_fairness_scorers_and_routing():
+    X, y, clients, S = _federation()
+    scoring = {
+        "auc": "roc_auc",
+        "dpd": make_fairness_scorer("dpd"),
+        "trade": make_tradeoff_scorer("roc_auc", "dpd"),
+    }
+    runs = []
+    for _ in range(2):
+        with config_context(enable_metadata_routing=True):
+            search = CoarseToFineSearchCV(
+                FederatedEstimator(
+                    FairPenaltyLogisticRegression(),
+                    n_rounds=2,
+                    local_epochs=1,
+                    sampler=FairnessAwareROSE(),
+                    random_state=0,
+                ),
+                "estimator__alpha",
+                1e-4,
+                0.1,
+                n_coarse=4,
+                n_fine=2,
+                scoring=scoring,
+                refit="trade",
+                cv=ClientStratifiedKFold(3, shuffle=True, random_state=0),
+            ).fit(X, y, clients=clients, sensitive_features=S)
+        runs.append(search.best_params_["estimator__alpha"])
+        assert len(search.cv_results_["params"]) == 4 + len(search.fine_values_)
+        assert hasattr(search, "best_estimator_")
+    assert runs[0] == runs[1]
+
+
+def test_nan_scores_stop_the_search():
+    X, y, _, _ = _federation(n=300)
+    # Routing off: the fairness scorer never receives sensitive features.
+    search = CoarseToFineSearchCV(
+        FairPenaltyLogisticRegression(fairness=0),
+        "alpha",
+        1e-4,
+        0.1,
+        n_coarse=3,
+        n_fine=2,
+        scoring={"auc": "roc_auc", "dpd": make_fairness_scorer("dpd")},
+        refit="auc",
+        cv=KFold(2),
+    )
+    with (
+        pytest.warns(UserWarning),
+        pytest.raises(ValueError, match="NaN mean_test_dpd"),
+    ):
+        search.fit(X, y)
+
+
+def test_multi_metric_needs_a_rule():
+    search = CoarseToFineSearchCV(
+        FairPenaltyLogisticRegression(fairness=0),
+        "alpha",
+        1e-4,
+        0.1,
+        n_coarse=2,
+        n_fine=1,
+        scoring={"auc": "roc_auc", "acc": "accuracy"},
+        refit=False,
+        cv=2,
+    )
+    X, y, _, _ = _federation(n=200)
+    with pytest.raises(ValueError, match="refit must name"):
+        search.fit(X, y)
+    with pytest.raises(ValueError, match="low"):
+        CoarseToFineSearchCV(KnownOptimum(), "value", 1.0, 0.5, cv=2).fit(
+            X_DUMMY, Y_DUMMY
+        )
+
+
+def test_fairest_within():
+    results = {
+        "mean_test_auc": np.array([0.86, 0.858, 0.855, 0.80]),
+        "mean_test_dpd": np.array([-0.30, -0.20, -0.20, -0.01]),
+    }
+    # Within 0.01 of 0.86: candidates 0-2; the fairest are 1 and 2, and 1
+    # performs better.
+    assert fairest_within("auc", "dpd", 0.01)(results) == 1
+    assert fairest_within("auc", "dpd", 0.0)(results) == 0
+    assert fairest_within("auc", "dpd", 1.0)(results) == 3
+    results["mean_test_dpd"][0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        fairest_within("auc", "dpd")(results)
+    with pytest.raises(ValueError, match="tolerance"):
+        fairest_within("auc", "dpd", -1)
+
+
+def test_fairest_within_as_refit_in_grid_search():
+    X, y, _, S = _federation(n=900)
+    with config_context(enable_metadata_routing=True):
+        search = GridSearchCV(
+            FairPenaltyLogisticRegression(),
+            {"fairness": [0.0, 0.5, 2.0]},
+            scoring={"auc": "roc_auc", "dpd": make_fairness_scorer("dpd")},
+            refit=fairest_within("auc", "dpd", tolerance=0.05),
+            cv=3,
+        ).fit(X, y, sensitive_features=S)
+    results = search.cv_results_
+    eligible = results["mean_test_auc"] >= results["mean_test_auc"].max() - 0.05
+    assert (
+        search.best_index_
+        == np.flatnonzero(eligible)[np.argmax(results["mean_test_dpd"][eligible])]
+    )
+
+
+class CountingLogistic(FairPenaltyLogisticRegression):
+    """Records the fairness values each client fits (in the fitting process)."""
+
+    fitted = []
+
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        CountingLogistic.fitted.append((len(y), self.fairness))
+        return super().fit(
+            X, y, sensitive_features=sensitive_features, sample_weight=sample_weight
+        )
+
+
+def test_lambda_range_stops_at_the_first_value_below_the_tolerance():
+    X, y, clients, S = _federation(n=1500, seed=1)
+    CountingLogistic.fitted = []
+    lambdas = (0.0, 0.1, 0.5, 2.0, 10.0, 50.0)
+    result = lambda_range(
+        CountingLogistic(),
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        lambdas=lambdas,
+        tolerance=0.995,
+        n_candidates=4,
+        random_state=0,
+    )
+    bounds = []
+    for record in result.per_client:
+        scores = list(record["scores"].values())
+        tried = list(record["scores"])
+        baseline = scores[0]
+        below = [s < 0.995 * baseline for s in scores[1:]]
+        if record["stopped_at"] is not None:
+            # Stopped at the first value below, and at no earlier one.
+            assert below[-1] and not any(below[:-1])
+            assert record["stopped_at"] == tried[-1]
+            assert record["bound"] == tried[-2]
+        else:
+            assert not any(below) and tried == list(lambdas)
+            assert record["bound"] == lambdas[-1]
+        bounds.append(record["bound"])
+    assert result.range == (0.0, min(bounds))
+    assert any(r["stopped_at"] is not None for r in result.per_client)
+    np.testing.assert_allclose(result.candidates, np.linspace(0, min(bounds), 4))
+    # No client tried a value after the one where it stopped.
+    assert len(CountingLogistic.fitted) == sum(
+        len(r["scores"]) for r in result.per_client
+    )
+
+
+def test_lambda_range_bad_input():
+    X, y, clients, S = _federation(n=300)
+    with pytest.raises(ValueError, match="starting at 0"):
+        lambda_range(
+            FairPenaltyLogisticRegression(),
+            X,
+            y,
+            clients=clients,
+            sensitive_features=S,
+            lambdas=(0.1, 1.0),
+        )
+    with pytest.raises(ValueError, match="needs clients"):
+        lambda_range(
+            FairPenaltyLogisticRegression(), X, y, clients=None, sensitive_features=S
+        )
+
+
+@pytest.mark.parametrize(
+    "model, Estimator",
+    [("logistic", FairPenaltyLogisticRegression), ("mlp", FairMLPClassifier)],
+)
+def test_make_fedida_has_the_paper_defaults_and_tunable_names(model, Estimator):
+    fedida = make_fedida(model, "pfedavg", fairness=2.0, random_state=0)
+    assert isinstance(fedida, FederatedEstimator)
+    assert isinstance(fedida.estimator, Estimator)
+    assert isinstance(fedida.sampler, FairnessAwareROSE)
+    params = fedida.get_params()
+    assert params["n_rounds"] == 10 and params["local_epochs"] == 5
+    assert params["estimator__learning_rate"] == 0.1
+    assert params["estimator__batch_size"] == params["batch_size"] == 128
+    assert params["estimator__fairness"] == 2.0 and params["strategy"] == "pfedavg"
+    assert params["resample"] == "batch"
+    with pytest.raises(ValueError, match="model must be"):
+        make_fedida("svm")
+    with pytest.raises(ValueError, match="strategy must be"):
+        make_fedida(strategy="local")
+
+
+def test_make_fedida_in_three_lines():
+    X, y, clients, S = _federation(n=900)
+    fedida = make_fedida(n_rounds=2, random_state=0)
+    fedida.fit(X, y, clients=clients, sensitive_features=S)
+    assert fedida.predict(X).shape == (len(y),)
