@@ -397,6 +397,14 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             self._random_state = check_random_state(self.random_state)
         if first_call or not hasattr(self, "_epochs"):
             self._epochs = 0
+        return self._train_epoch(batch)
+
+    def _train_epoch(self, batch):
+        """One epoch on validated rows (``_Batch``); ``partial_fit``'s work.
+
+        Also the federated trainer's per-minibatch path, which validates a
+        client's data once and then calls this for every resampled minibatch.
+        """
         if batch.weight_sum == 0:
             # Rows of zero total weight teach nothing: no step and no draw, so
             # a zero-weight first call only initialises the parameters.
@@ -410,8 +418,10 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         self._check_finite(params)
         self._epochs += 1
         self.n_iter_ = self._epochs
-        self.n_samples_seen_ += X_model.shape[0]
+        self.n_samples_seen_ += batch.X.shape[0]
         self.loss_ = loss
+        if hasattr(self, "t_"):
+            self.t_ = self.n_samples_seen_
         return self
 
     def _partial_fit_optimizer(self, params):

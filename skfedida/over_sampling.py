@@ -452,21 +452,53 @@ class FairnessAwareROSE(BaseSampler):
                 groups.names,
             )
         noised, X_noised = self._noised_columns(X)
-        self.noised_features_ = noised
+        X_res = self._resample_groups(
+            X,
+            y_codes,
+            class_values=classes.tolist(),
+            group_codes=group_codes,
+            group_labels=group_labels,
+            n_attributes=len(S_names),
+            noised=noised,
+            X_noised=X_noised,
+        )
+        y_res = _restore_y(y_array[self.sample_indices_], y, classes, binarize_y)
+        if return_list:
+            X_res = X_res.tolist()
+        return X_res, y_res, S
 
-        subgroup_codes = group_codes * len(classes) + y_codes
-        counts = np.bincount(subgroup_codes, minlength=len(group_labels) * len(classes))
+    def _resample_groups(
+        self,
+        X,
+        y_codes,
+        *,
+        class_values,
+        group_codes,
+        group_labels,
+        n_attributes,
+        noised,
+        X_noised,
+    ):
+        """Algorithm 1 on validated inputs: coded labels and groups.
+
+        Also the federated trainer's per-minibatch path, which validates a
+        client's data once and then calls this for every minibatch.
+        """
+        self.noised_features_ = noised
+        n_samples = X.shape[0]
+        n_classes = len(class_values)
+        subgroup_codes = group_codes * n_classes + y_codes
+        counts = np.bincount(subgroup_codes, minlength=len(group_labels) * n_classes)
         present = np.flatnonzero(counts)
-        class_values = classes.tolist()
         keys = [
-            (group_labels[code // len(classes)], class_values[code % len(classes)])
+            (group_labels[code // n_classes], class_values[code % n_classes])
             for code in present
         ]
         before = {
             key: int(counts[code]) for key, code in zip(keys, present, strict=True)
         }
-        targets = self._targets(before, len(S_names))
-        shrinkage = self._shrinkages(keys, before, targets, len(S_names))
+        targets = self._targets(before, n_attributes)
+        shrinkage = self._shrinkages(keys, before, targets, n_attributes)
 
         random_state = check_random_state(self.random_state)
         order = np.argsort(subgroup_codes, kind="stable")
@@ -524,11 +556,7 @@ class FairnessAwareROSE(BaseSampler):
         self.sampling_strategy_ = dict(targets)
         self.shrinkage_ = shrinkage
 
-        X_res = output.finish(kept, self.sample_indices_)
-        y_res = _restore_y(y_array[self.sample_indices_], y, classes, binarize_y)
-        if return_list:
-            X_res = X_res.tolist()
-        return X_res, y_res, S
+        return output.finish(kept, self.sample_indices_)
 
     def _noised_columns(self, X):
         """Mask of the columns that get noise, and those columns as floats."""

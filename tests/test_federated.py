@@ -469,3 +469,34 @@ def test_verbose_without_tqdm_prints_rounds(capsys, monkeypatch):
     ).fit(X, y, clients=clients, sensitive_features=S)
     output = capsys.readouterr().out
     assert "round 1/2" in output and "round 2/2" in output
+
+
+class GenericROSE(FairnessAwareROSE):
+    """A subclass: the trainer takes the generic fit_resample/partial_fit path."""
+
+
+@pytest.mark.parametrize(
+    "Estimator, options",
+    [
+        (FairPenaltyLogisticRegression, {}),
+        (FairMLPClassifier, {"hidden_layer_sizes": (6,)}),
+    ],
+)
+def test_per_batch_fast_path_equals_the_generic_path(Estimator, options):
+    X, y, clients, S = _federation(n=900)
+    fits = []
+    for sampler in (FairnessAwareROSE(), GenericROSE()):
+        fed = FederatedEstimator(
+            Estimator(**options),
+            n_rounds=2,
+            local_epochs=2,
+            sampler=sampler,
+            random_state=0,
+        )
+        fits.append(fed.fit(X, y, clients=clients, sensitive_features=S))
+    for fast, generic in zip(
+        get_parameters(fits[0].estimator_),
+        get_parameters(fits[1].estimator_),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(fast, generic)

@@ -23,8 +23,10 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from .._fair_base import BaseFairClassifier, _Batch
 from .._groups import encode_groups, resolve_sensitive, take_rows
 from ..metrics import demographic_parity_difference
+from ..over_sampling import FairnessAwareROSE
 from ._parameters import get_parameters, set_parameters
 
 __all__ = ["FederatedEstimator"]
@@ -70,15 +72,20 @@ def _step_size(estimator):
 
 
 class _ClientData:
-    """One client's rows: inputs, labels, sensitive features (may be None)."""
+    """One client's rows: inputs, labels, sensitive features (may be None).
 
-    def __init__(self, X, y, S):
-        self.X, self.y, self.S = X, y, S
+    ``codes`` are the rows' intersectional group codes, computed once for the
+    whole federation (None without sensitive features).
+    """
+
+    def __init__(self, X, y, S, codes=None):
+        self.X, self.y, self.S, self.codes = X, y, S, codes
         self.n = _num_samples(X)
 
     def take(self, rows):
         S = None if self.S is None else take_rows(self.S, rows)
-        return _ClientData(_safe_indexing(self.X, rows), self.y[rows], S)
+        codes = None if self.codes is None else self.codes[rows]
+        return _ClientData(_safe_indexing(self.X, rows), self.y[rows], S, codes)
 
 
 def _round_sampler(sampler, random_state):
@@ -183,11 +190,71 @@ class _Trainer:
             for _ in range(epochs):
                 self._partial_fit(estimator, local)
             return estimator
+        fast = self._fast_path(estimator, sampler, data)
         for _ in range(epochs):
             # The paper's Algorithm 2: resample every minibatch of the client.
             for rows in self._batches(data, random_state):
-                self._partial_fit(estimator, _resample(sampler, data.take(rows)))
+                if fast is not None:
+                    fast(rows)
+                else:
+                    self._partial_fit(estimator, _resample(sampler, data.take(rows)))
         return estimator
+
+    def _fast_path(self, estimator, sampler, data):
+        """Per-minibatch step on pre-validated arrays, when both parts allow it.
+
+        For skfedida's own sampler and estimators in metadata mode (and a
+        sampler whose targets are not keyed by group labels), a client's data
+        are validated once and every minibatch goes straight to
+        ``FairnessAwareROSE._resample_groups`` and the estimator's
+        ``_train_epoch``: the same draws and steps as ``fit_resample`` then
+        ``partial_fit``, without their per-call validation. Which columns are
+        noised is decided once on the client's rows instead of per minibatch.
+        """
+        if not (
+            isinstance(estimator, BaseFairClassifier)
+            and estimator.sensitive is None
+            and type(sampler) is FairnessAwareROSE
+            and sampler.sensitive is None
+            and isinstance(sampler.n_target, (str, numbers.Real))
+            and isinstance(sampler.shrinkage, numbers.Real)
+            and isinstance(data.X, np.ndarray)
+            and getattr(estimator, "classes_", None) is not None
+        ):
+            return None
+        noised, _ = sampler._noised_columns(data.X)
+        positive = estimator.classes_[1]
+        codes = data.codes if data.codes is not None else np.zeros(data.n, np.intp)
+
+        def step(rows):
+            X, y, groups = data.X[rows], data.y[rows], codes[rows]
+            classes, y_codes = np.unique(y, return_inverse=True)
+            if classes.size > 1:
+                present, group_codes = np.unique(groups, return_inverse=True)
+                X = sampler._resample_groups(
+                    X,
+                    y_codes,
+                    class_values=classes.tolist(),
+                    group_codes=group_codes,
+                    group_labels=tuple((g,) for g in present.tolist()),
+                    n_attributes=1,
+                    noised=noised,
+                    X_noised=X[:, noised].astype(np.float64) if noised.any() else None,
+                )
+                y, groups = y[sampler.sample_indices_], groups[sampler.sample_indices_]
+            present, group_codes = np.unique(groups, return_inverse=True)
+            n_groups = present.size if data.codes is not None else 1
+            estimator._train_epoch(
+                _Batch(
+                    X,
+                    (y == positive).astype(np.float64),
+                    group_codes,
+                    n_groups,
+                    np.ones(X.shape[0]),
+                )
+            )
+
+        return step
 
     def _per_fedavg_epoch(self, estimator, data, sampler, random_state):
         """First-order Per-FedAvg (Fallah et al., 2020) over pairs of batches.
@@ -515,10 +582,9 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
             S = None  # the estimator and sampler read the columns themselves
         else:
             X = self._as_array(X)
-            if S is not None:
-                # Integer codes of the intersectional groups, computed once:
-                # every client, batch and component then groups rows alike.
-                S = encode_groups(S, n_samples=n_samples).codes
+        # Intersectional group codes, computed once: the per-minibatch path
+        # groups every batch by them without re-reading S.
+        group_codes = None if S is None else encode_groups(S, n_samples=n_samples).codes
         ids, codes = self._client_codes(clients, n_samples)
         self.classes_ = np.unique(y)
         self.clients_ = ids
@@ -560,6 +626,7 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
                 _safe_indexing(X, rows),
                 y[rows],
                 None if S is None else take_rows(S, rows),
+                None if group_codes is None else group_codes[rows],
             )
             for rows in train
         ]
@@ -596,6 +663,7 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
                     _safe_indexing(X, pooled),
                     y[pooled],
                     None if S is None else take_rows(S, pooled),
+                    None if group_codes is None else group_codes[pooled],
                 )
             ]
             self._run(
