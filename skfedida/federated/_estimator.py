@@ -607,10 +607,11 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
         for k in range(n_clients):
             rows = np.flatnonzero(codes == k)
             if self.validation_fraction is not None:
+                # Stratify by label when every class has two rows to split.
+                _, class_counts = np.unique(y[rows], return_counts=True)
                 stratify = (
                     y[rows]
-                    if np.unique(y[rows]).size > 1
-                    and min(np.bincount(np.unique(y[rows], return_inverse=True)[1])) > 1
+                    if class_counts.size > 1 and class_counts.min() > 1
                     else None
                 )
                 rows, held_out = train_test_split(
