@@ -14,6 +14,7 @@ from . import (
     model_selection,
     neural_network,
     over_sampling,
+    plotting,
 )
 from .datasets import load_adult, make_federated_classification, make_roc_like
 from .federated import (
@@ -46,16 +47,19 @@ from .model_selection import (
 from .neural_network import FairMLPClassifier
 from .over_sampling import FairnessAwareROSE
 from .penalty import group_penalty, individual_penalty
+from .plotting import ClientMetricsDisplay, TradeoffDisplay
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ClientMetricsDisplay",
     "ClientStratifiedKFold",
     "CoarseToFineSearchCV",
     "FairMLPClassifier",
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
     "FederatedEstimator",
+    "TradeoffDisplay",
     "__version__",
     "datasets",
     "demographic_parity_difference",
@@ -83,6 +87,7 @@ __all__ = [
     "n_samples_seen",
     "neural_network",
     "over_sampling",
+    "plotting",
     "positive_predictive_value_difference",
     "set_parameters",
     "true_positive_rate_difference",

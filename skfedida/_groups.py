@@ -195,9 +195,15 @@ def check_sensitive_features(
         raise ValueError(f"{param_name} has columns of different lengths: {lengths}.")
     length = next(iter(lengths.values()))
     if n_samples is not None and length != n_samples:
+        hint = (
+            " A dict of columns is not sliced per fold by sklearn's searches and "
+            "cross-validation; pass a DataFrame there."
+            if isinstance(sensitive_features, Mapping)
+            else ""
+        )
         raise ValueError(
             f"{param_name} has {length} rows but X and y have {n_samples}; "
-            "give one sensitive value per row."
+            f"give one sensitive value per row.{hint}"
         )
     all_codes, all_uniques = [], []
     for name, column in zip(names, columns, strict=True):

@@ -160,3 +160,8 @@ def test_resolve_columns_of_an_array():
         resolve_sensitive(X, sensitive=["race"])
     with pytest.raises(ValueError, match="position 3 outside X's 3 columns"):
         resolve_sensitive(X, sensitive=[3])
+
+
+def test_dict_of_wrong_length_hints_at_cross_validation():
+    with pytest.raises(ValueError, match="not sliced per fold"):
+        encode_groups({"a": ["x", "y", "x"]}, n_samples=2)

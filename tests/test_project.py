@@ -14,6 +14,7 @@ MODULES = [
     "skfedida.neural_network",
     "skfedida.federated",
     "skfedida.model_selection",
+    "skfedida.plotting",
 ]
 
 

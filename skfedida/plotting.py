@@ -1,0 +1,337 @@
+"""Plots of per-client fairness and of the fairness/performance trade-off.
+
+Display objects in the manner of sklearn's ``*Display``: build one from
+results (``from_estimators``, ``from_cv_results``) or from numbers, then
+``plot()`` returns the display with ``figure_`` and ``ax_`` / ``axes_`` set.
+matplotlib is an optional dependency (``pip install skfedida[plot]``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .federated import evaluate_clients
+
+__all__ = ["ClientMetricsDisplay", "TradeoffDisplay"]
+
+_LABELS = {
+    "roc_auc": "AUROC",
+    "dpd": "DPD",
+    "dpr": "DPR",
+    "dfpr": "DFPR",
+    "dppv": "DPPV",
+    "dtpr": "DTPR",
+    "eod": "EOD",
+}
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - matplotlib is a test extra
+        raise ImportError(
+            "Plotting needs matplotlib: pip install skfedida[plot]."
+        ) from exc
+    return plt
+
+
+class ClientMetricsDisplay:
+    """Per-client metrics with confidence intervals, several setups side by side.
+
+    The paper's Figures S1-S4: one panel per metric, clients along the x axis,
+    one marker per setup with its bootstrap interval as an error bar.
+
+    Parameters
+    ----------
+    reports : dict of str to Bunch
+        Setup name to the result of
+        :func:`~skfedida.federated.evaluate_clients` (its ``per_client``
+        table, with ``<metric>_low`` / ``<metric>_high`` when bootstrapped).
+    metrics : sequence of str, default=None
+        Metrics to draw; by default those of the first report.
+
+    Attributes
+    ----------
+    figure_ : matplotlib Figure
+    axes_ : ndarray of matplotlib Axes
+        One per metric.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skfedida.datasets import make_federated_classification
+    >>> from skfedida.plotting import ClientMetricsDisplay
+    >>> data = make_federated_classification(900, n_clients=3, random_state=0)
+    >>> model = LogisticRegression().fit(data.data, data.target)
+    >>> display = ClientMetricsDisplay.from_estimators(
+    ...     {"pooled": model}, data.data, data.target, clients=data.clients,
+    ...     sensitive_features=data.sensitive, metrics=("roc_auc", "dpd"),
+    ...     n_bootstrap=20, random_state=0)
+    >>> len(display.axes_)
+    2
+    """
+
+    def __init__(self, reports, *, metrics=None):
+        self.reports = reports
+        self.metrics = metrics
+
+    @classmethod
+    def from_estimators(
+        cls,
+        estimators,
+        X,
+        y,
+        *,
+        clients,
+        sensitive_features,
+        metrics=("roc_auc", "dpd", "dpr", "dfpr", "dppv"),
+        n_bootstrap=1000,
+        confidence=0.95,
+        random_state=None,
+        ax=None,
+    ):
+        """Evaluate fitted estimators per client and plot them.
+
+        Parameters
+        ----------
+        estimators : dict of str to fitted estimator
+            Setup name to model (e.g. ``{"FedAvg": ..., "FedIDA": ...}``).
+        X, y, clients, sensitive_features :
+            Evaluation rows, as :func:`~skfedida.federated.evaluate_clients`.
+        metrics : sequence of str, default=("roc_auc", "dpd", "dpr", "dfpr", "dppv")
+            Metrics to compute and draw.
+        n_bootstrap : int, default=1000
+            Bootstrap resamples per client for the intervals.
+        confidence : float, default=0.95
+            Coverage of the intervals.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the resamples.
+        ax : array of matplotlib Axes, default=None
+            One Axes per metric; new ones by default.
+
+        Returns
+        -------
+        display : ClientMetricsDisplay
+        """
+        reports = {
+            name: evaluate_clients(
+                model,
+                X,
+                y,
+                clients=clients,
+                sensitive_features=sensitive_features,
+                metrics=tuple(metrics),
+                n_bootstrap=n_bootstrap,
+                confidence=confidence,
+                random_state=random_state,
+            )
+            for name, model in estimators.items()
+        }
+        return cls(reports, metrics=metrics).plot(ax=ax)
+
+    def plot(self, ax=None):
+        """Draw the panels.
+
+        Parameters
+        ----------
+        ax : array of matplotlib Axes, default=None
+            One Axes per metric; new ones by default.
+
+        Returns
+        -------
+        display : ClientMetricsDisplay
+            With ``figure_`` and ``axes_``.
+        """
+        plt = _pyplot()
+        if not self.reports:
+            raise ValueError("reports is empty: give at least one setup.")
+        first = next(iter(self.reports.values())).per_client
+        metrics = (
+            list(self.metrics)
+            if self.metrics is not None
+            else [c for c in first.columns if not c.endswith(("_low", "_high"))]
+        )
+        if ax is None:
+            figure, axes = plt.subplots(
+                1, len(metrics), figsize=(3.2 * len(metrics), 3.2), squeeze=False
+            )
+            axes = axes[0]
+        else:
+            axes = np.atleast_1d(ax)
+            if len(axes) != len(metrics):
+                raise ValueError(f"ax has {len(axes)} Axes for {len(metrics)} metrics.")
+            figure = axes[0].figure
+        clients = list(first.index)
+        positions = np.arange(len(clients))
+        width = 0.8 / len(self.reports)
+        for m, (axis, metric) in enumerate(zip(axes, metrics, strict=True)):
+            for s, (name, report) in enumerate(self.reports.items()):
+                table = report.per_client.loc[clients]
+                values = table[metric].to_numpy(dtype=float)
+                x = positions - 0.4 + width * (s + 0.5)
+                if f"{metric}_low" in table:
+                    low = values - table[f"{metric}_low"].to_numpy(dtype=float)
+                    high = table[f"{metric}_high"].to_numpy(dtype=float) - values
+                    axis.errorbar(
+                        x,
+                        values,
+                        yerr=np.vstack([low, high]),
+                        fmt="o",
+                        capsize=3,
+                        label=name if m == 0 else None,
+                    )
+                else:
+                    axis.plot(x, values, "o", label=name if m == 0 else None)
+            axis.set_xticks(positions, [str(c) for c in clients])
+            axis.set_xlabel("client")
+            axis.set_title(_LABELS.get(metric, metric))
+        figure.legend(loc="upper center", ncol=len(self.reports), frameon=False)
+        figure.tight_layout(rect=(0, 0, 1, 0.9))
+        self.figure_, self.axes_ = figure, axes
+        return self
+
+
+class TradeoffDisplay:
+    """Performance against disparity along a parameter, for several setups.
+
+    The fairness/accuracy trade-off curve: one line per setup (e.g. FedAvg
+    with the penalty, and FedIDA), one point per value of the parameter
+    (e.g. lambda), annotated with it.
+
+    Parameters
+    ----------
+    curves : dict of str to tuple
+        Setup name to ``(values, performance, disparity)``: parameter values
+        and the matching scores, as arrays.
+    performance_name : str, default="AUROC"
+        Axis label.
+    disparity_name : str, default="DPD"
+        Axis label.
+    parameter_name : str, default="lambda"
+        Name shown next to the points.
+
+    Attributes
+    ----------
+    figure_ : matplotlib Figure
+    ax_ : matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from skfedida.plotting import TradeoffDisplay
+    >>> display = TradeoffDisplay(
+    ...     {"FedIDA": ([0, 1, 2], [0.86, 0.85, 0.83], [0.30, 0.20, 0.12])}
+    ... ).plot()
+    >>> display.ax_.get_xlabel()
+    'DPD'
+    """
+
+    def __init__(
+        self,
+        curves,
+        *,
+        performance_name="AUROC",
+        disparity_name="DPD",
+        parameter_name="lambda",
+    ):
+        self.curves = curves
+        self.performance_name = performance_name
+        self.disparity_name = disparity_name
+        self.parameter_name = parameter_name
+
+    @classmethod
+    def from_cv_results(
+        cls,
+        results,
+        *,
+        param,
+        performance="auc",
+        fairness="dpd",
+        negated_fairness=True,
+        ax=None,
+        **kwargs,
+    ):
+        """Build the curves from searches' ``cv_results_``.
+
+        Parameters
+        ----------
+        results : dict of str to dict
+            Setup name to the ``cv_results_`` of a search over ``param`` with
+            a performance and a fairness scorer.
+        param : str
+            The searched parameter, e.g. ``"estimator__fairness"``.
+        performance : str, default="auc"
+            Name of the performance scorer.
+        fairness : str, default="dpd"
+            Name of the fairness scorer.
+        negated_fairness : bool, default=True
+            skfedida's disparity scorers are negated (greater is better); plot
+            the disparity itself.
+        ax : matplotlib Axes, default=None
+            Where to draw.
+        **kwargs : dict
+            Passed to the constructor (axis labels).
+
+        Returns
+        -------
+        display : TradeoffDisplay
+        """
+        curves = {}
+        for name, cv_results in results.items():
+            values = np.asarray([p[param] for p in cv_results["params"]], dtype=float)
+            order = np.argsort(values)
+            disparity = np.asarray(cv_results[f"mean_test_{fairness}"], dtype=float)
+            if negated_fairness:
+                disparity = -disparity
+            curves[name] = (
+                values[order],
+                np.asarray(cv_results[f"mean_test_{performance}"])[order],
+                disparity[order],
+            )
+        return cls(curves, **kwargs).plot(ax=ax)
+
+    def plot(self, ax=None):
+        """Draw the curves.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; a new figure by default.
+
+        Returns
+        -------
+        display : TradeoffDisplay
+            With ``figure_`` and ``ax_``.
+        """
+        plt = _pyplot()
+        if ax is None:
+            figure, ax = plt.subplots(figsize=(4.5, 3.5))
+        else:
+            figure = ax.figure
+        for name, (values, performance, disparity) in self.curves.items():
+            values, performance, disparity = (
+                np.asarray(a, dtype=float) for a in (values, performance, disparity)
+            )
+            if not values.shape == performance.shape == disparity.shape:
+                raise ValueError(
+                    f"curve {name!r}: values, performance and disparity must have "
+                    "the same length."
+                )
+            ax.plot(disparity, performance, "o-", label=name)
+            for value, x, y in zip(values, disparity, performance, strict=True):
+                ax.annotate(
+                    f"{value:g}",
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize=7,
+                )
+        ax.set_xlabel(self.disparity_name)
+        ax.set_ylabel(self.performance_name)
+        ax.set_title(f"trade-off along {self.parameter_name}")
+        ax.legend(frameon=False)
+        self.figure_, self.ax_ = figure, ax
+        return self

@@ -1,0 +1,122 @@
+"""ClientMetricsDisplay and TradeoffDisplay (drawn off screen)."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+from sklearn import config_context
+from sklearn.model_selection import GridSearchCV
+
+from skfedida.datasets import make_federated_classification
+from skfedida.federated import FederatedEstimator
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.metrics import make_fairness_scorer
+from skfedida.over_sampling import FairnessAwareROSE
+from skfedida.plotting import ClientMetricsDisplay, TradeoffDisplay
+
+
+@pytest.fixture(scope="module")
+def federation():
+    data = make_federated_classification(
+        1200, n_clients=3, random_state=0, as_frame=True
+    )
+    # A DataFrame: sklearn slices it per fold (a dict of columns it would not).
+    return data.data, data.target, data.clients, data.sensitive
+
+
+def test_client_metrics_display(federation):
+    X, y, clients, S = federation
+    models = {
+        "FedAvg": FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=0), n_rounds=2, random_state=0
+        ),
+        "FedIDA": FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=1),
+            n_rounds=2,
+            sampler=FairnessAwareROSE(),
+            random_state=0,
+        ),
+    }
+    for model in models.values():
+        model.fit(X, y, clients=clients, sensitive_features=S)
+    display = ClientMetricsDisplay.from_estimators(
+        models,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        metrics=("roc_auc", "dpd", "dfpr"),
+        n_bootstrap=30,
+        random_state=0,
+    )
+    assert len(display.axes_) == 3
+    assert [a.get_title() for a in display.axes_] == ["AUROC", "DPD", "DFPR"]
+    # One error-bar container per setup in every panel.
+    assert all(len(a.containers) == 2 for a in display.axes_)
+    labels = [t.get_text() for t in display.figure_.legends[0].get_texts()]
+    assert labels == ["FedAvg", "FedIDA"]
+    auc = display.reports["FedIDA"].per_client["roc_auc"].to_numpy()
+    drawn = display.axes_[0].containers[1].lines[0].get_ydata()
+    np.testing.assert_allclose(drawn, auc)
+    plt.close("all")
+
+
+def test_client_metrics_display_on_given_axes(federation):
+    X, y, clients, S = federation
+    model = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=1, random_state=0
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    figure, axes = plt.subplots(1, 2)
+    display = ClientMetricsDisplay.from_estimators(
+        {"m": model},
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        metrics=("roc_auc", "dpd"),
+        n_bootstrap=0,
+        ax=axes,
+    )
+    assert display.figure_ is figure
+    with pytest.raises(ValueError, match="2 Axes for 3 metrics"):
+        ClientMetricsDisplay(display.reports, metrics=("roc_auc", "dpd", "dpr")).plot(
+            ax=axes
+        )
+    with pytest.raises(ValueError, match="reports is empty"):
+        ClientMetricsDisplay({}).plot()
+    plt.close("all")
+
+
+def test_tradeoff_display_from_searches(federation):
+    X, y, clients, S = federation
+    results = {}
+    for name, sampler in (("penalty only", None), ("FedIDA", FairnessAwareROSE())):
+        with config_context(enable_metadata_routing=True):
+            search = GridSearchCV(
+                FederatedEstimator(
+                    FairPenaltyLogisticRegression(),
+                    n_rounds=2,
+                    sampler=sampler,
+                    random_state=0,
+                ),
+                {"estimator__fairness": [2.0, 0.0, 1.0]},
+                scoring={"auc": "roc_auc", "dpd": make_fairness_scorer("dpd")},
+                refit=False,
+                cv=2,
+            ).fit(X, y, clients=clients, sensitive_features=S)
+        results[name] = search.cv_results_
+    display = TradeoffDisplay.from_cv_results(results, param="estimator__fairness")
+    lines = display.ax_.get_lines()
+    assert [line.get_label() for line in lines] == ["penalty only", "FedIDA"]
+    # Points sorted by lambda, disparities un-negated.
+    cv = results["FedIDA"]
+    order = np.argsort([p["estimator__fairness"] for p in cv["params"]])
+    np.testing.assert_allclose(lines[1].get_xdata(), -cv["mean_test_dpd"][order])
+    np.testing.assert_allclose(lines[1].get_ydata(), cv["mean_test_auc"][order])
+    assert display.ax_.get_xlabel() == "DPD" and display.ax_.get_ylabel() == "AUROC"
+    with pytest.raises(ValueError, match="same length"):
+        TradeoffDisplay({"x": ([0, 1], [0.8], [0.1, 0.2])}).plot()
+    plt.close("all")
