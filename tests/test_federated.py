@@ -500,3 +500,24 @@ def test_per_batch_fast_path_equals_the_generic_path(Estimator, options):
         strict=True,
     ):
         np.testing.assert_array_equal(fast, generic)
+
+
+def test_evaluate_clients_soft_metrics():
+    X, y, clients, S = _federation(n=900)
+    model = FairPenaltyLogisticRegression().fit(X, y, sensitive_features=S)
+    report = evaluate_clients(
+        model,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        metrics=("soft_dpd", "soft_dfpr", "dppv"),
+        n_bootstrap=0,
+    )
+    rows = clients == 1
+    proba = model.predict_proba(X[rows])[:, 1]
+    expected = demographic_parity_difference(
+        y[rows], proba, sensitive_features=S[rows], soft=True
+    )
+    assert report.per_client.loc[1, "soft_dpd"] == pytest.approx(expected)
+    assert list(report.summary.index) == ["soft_dpd", "soft_dfpr", "dppv"]

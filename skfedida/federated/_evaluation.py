@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.utils import _safe_indexing, check_random_state
@@ -19,7 +21,8 @@ _FAIRNESS_KEYS = {
     "dtpr": "true_positive_rate_difference",
     "eod": "equalized_odds_difference",
 }
-_METRICS = ("roc_auc", *_FAIRNESS_KEYS)
+_SOFT_KEYS = {f"soft_{name}": key for name, key in _FAIRNESS_KEYS.items()}
+_METRICS = ("roc_auc", *_FAIRNESS_KEYS, *_SOFT_KEYS)
 
 
 def _metric_values(metrics, y, proba, pred, S, weight, pos_label):
@@ -30,17 +33,25 @@ def _metric_values(metrics, y, proba, pred, S, weight, pos_label):
             if np.unique(y[weight > 0] if weight is not None else y).size == 2
             else np.nan
         )
-    wanted = [m for m in metrics if m in _FAIRNESS_KEYS]
-    if wanted:
-        import warnings
-
+    for keys, scores, soft in (
+        (_FAIRNESS_KEYS, pred, False),
+        (_SOFT_KEYS, proba, True),
+    ):
+        wanted = [m for m in metrics if m in keys]
+        if not wanted:
+            continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             summary = fairness_summary(
-                y, pred, sensitive_features=S, sample_weight=weight, pos_label=pos_label
+                y,
+                scores,
+                sensitive_features=S,
+                sample_weight=weight,
+                pos_label=pos_label,
+                soft=soft,
             )
         for name in wanted:
-            values[name] = summary[_FAIRNESS_KEYS[name]]
+            values[name] = summary[keys[name]]
     return values
 
 
@@ -81,7 +92,9 @@ def evaluate_clients(
         Sensitive attributes of every row.
     metrics : tuple of str, default=("roc_auc", "dpd", "dpr", "dfpr", "dppv")
         Any of ``"roc_auc"``, ``"dpd"``, ``"dpr"``, ``"dfpr"``, ``"dppv"``,
-        ``"dtpr"``, ``"eod"``.
+        ``"dtpr"``, ``"eod"`` (on predicted labels), or the same names with a
+        ``soft_`` prefix (on predicted probabilities: the paper's
+        E[f(A) | group]; see the ``soft`` argument of the metrics).
     n_bootstrap : int, default=1000
         Bootstrap resamples per client; 0 skips the intervals.
     confidence : float, default=0.95
