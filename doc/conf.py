@@ -7,11 +7,21 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "numpydoc",
+    "sphinx_gallery.gen_gallery",
 ]
+
+# Every example runs when the docs are built (all finish within a minute).
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r".*\.py",
+    "matplotlib_animations": False,
+    "download_all_examples": False,
+}
 autosummary_generate = True
 numpydoc_show_class_members = False
 templates_path = ["_templates"]
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "auto_examples/*.ipynb"]
 html_theme = "pydata_sphinx_theme"
 intersphinx_mapping = {}
 

@@ -46,7 +46,7 @@ from skfedida.model_selection import (
     make_fedida,
 )
 
-parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+parser = argparse.ArgumentParser(description="Choose lambda and gamma on Adult.")
 parser.add_argument("--paper", action="store_true", help="the paper's full settings")
 parser.add_argument("--n-jobs", type=int, default=1)
 args = parser.parse_args()

@@ -25,6 +25,12 @@ _LABELS = {
 }
 
 
+def _label(metric):
+    if metric.startswith("soft_"):
+        return f"{_LABELS.get(metric[5:], metric[5:])} (soft)"
+    return _LABELS.get(metric, metric)
+
+
 def _pyplot():
     try:
         import matplotlib.pyplot as plt
@@ -186,7 +192,7 @@ class ClientMetricsDisplay:
                     axis.plot(x, values, "o", label=name if m == 0 else None)
             axis.set_xticks(positions, [str(c) for c in clients])
             axis.set_xlabel("client")
-            axis.set_title(_LABELS.get(metric, metric))
+            axis.set_title(_label(metric))
         figure.legend(loc="upper center", ncol=len(self.reports), frameon=False)
         figure.tight_layout(rect=(0, 0, 1, 0.9))
         self.figure_, self.axes_ = figure, axes
