@@ -339,5 +339,6 @@ class TradeoffDisplay:
         ax.set_ylabel(self.performance_name)
         ax.set_title(f"trade-off along {self.parameter_name}")
         ax.legend(frameon=False)
+        figure.tight_layout()
         self.figure_, self.ax_ = figure, ax
         return self
