@@ -21,7 +21,9 @@ Not yet done (see the issue): lambda and gamma are fixed here (``--fairness``,
 ``--alpha``), not chosen by the selection procedure of
 ``skfedida.model_selection``.
 
-Writes ``OUTDIR/results.md`` and per-client figures (PNG) to OUTDIR.
+Writes ``OUTDIR/results.md`` and, per dataset and model, the paper's
+Figures S1-S4 (per-client metrics of the six setups with 95% bootstrap
+intervals, seed 0) as ``OUTDIR/clients_<dataset>_<model>.png``.
 """
 
 import argparse
@@ -171,6 +173,21 @@ def fit_and_evaluate(model_object, train, test, n_bootstrap=0, seed=0):
     )
 
 
+def save_figure(reports, path, title):
+    """The paper's Figures S1-S4 for one dataset and model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from skfedida.plotting import ClientMetricsDisplay
+
+    display = ClientMetricsDisplay(reports, metrics=METRICS).plot()
+    display.figure_.set_size_inches(16, 4.2)
+    display.figure_.suptitle(title, y=0.99, fontsize=10)
+    display.figure_.legends[0].set_bbox_to_anchor((0.5, 0.93))
+    display.figure_.tight_layout(rect=(0, 0, 1, 0.82))
+    display.figure_.savefig(path, dpi=110)
+
+
 def table(rows, paper=None):
     header = "| setup | " + " | ".join(NAMES) + " |"
     lines = [header, "|---" * (len(NAMES) + 1) + "|"]
@@ -207,15 +224,26 @@ def main():
     for dataset in args.datasets:
         for model in args.models:
             per_setup = {setup: [] for setup in SETUPS}
+            figure_reports = {}
             for seed in range(args.seeds):
                 train, test = adult_data() if dataset == "adult" else roc_data(seed)
                 for setup in SETUPS:
+                    # Seed 0 also gets bootstrap intervals, for the figure.
                     report = fit_and_evaluate(
                         federation(setup, model, args.fairness, args.alpha, seed),
                         train,
                         test,
+                        n_bootstrap=200 if seed == 0 else 0,
                     )
                     per_setup[setup].append(report.summary)
+                    if seed == 0:
+                        figure_reports[setup] = report
+            save_figure(
+                figure_reports,
+                args.outdir / f"clients_{dataset}_{model}.png",
+                f"{dataset} / {model}, seed 0: per-client test metrics, 95% "
+                "bootstrap intervals",
+            )
             rows = {}
             for setup, summaries in per_setup.items():
                 means = np.mean([s["mean"].to_numpy() for s in summaries], axis=0)
