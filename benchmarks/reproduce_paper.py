@@ -388,6 +388,18 @@ def main():
                 f"DPD {ida[1] - base[1]:+.3f}, DPR {ida[2] - base[2]:+.3f}, "
                 f"DFPR {ida[3] - base[3]:+.3f}, DPPV {ida[4] - base[4]:+.3f}"
             )
+            ours = np.sign(ida - base)
+            theirs = np.sign(np.subtract(paper["FedIDA (FedAvg)"], paper["FedAvg"]))
+            differ = [
+                name for name, a, b in zip(NAMES, ours, theirs, strict=True) if a != b
+            ]
+            verdict += (
+                "\nDirection of every change as in the paper."
+                if not differ
+                else "\nDiffers from the paper in the direction of: "
+                + ", ".join(differ)
+                + "."
+            )
             block = f"\n## {dataset} / {model}\n\n{text}\n\n{verdict}\n"
             print(block, flush=True)
             out.append(block)
