@@ -88,24 +88,25 @@ PAPER = {
 }
 
 
+def binarise_race(S):
+    """White / non-White, as the paper's appendix describes its race attribute."""
+    return S.assign(race=np.where(S["race"] == "White", "White", "Non-White"))
+
+
 def adult_data():
     train, test = load_adult("train"), load_adult("test")
-
-    def binarise(S):
-        return S.assign(race=np.where(S["race"] == "White", "White", "Non-White"))
-
     return (
         (
             train.data,
             train.target.to_numpy(),
             train.clients.to_numpy(),
-            binarise(train.sensitive),
+            binarise_race(train.sensitive),
         ),
         (
             test.data,
             test.target.to_numpy(),
             test.clients.to_numpy(),
-            binarise(test.sensitive),
+            binarise_race(test.sensitive),
         ),
     )
 
@@ -217,11 +218,7 @@ def select_lambda_gamma(dataset, model, quick):
     if dataset == "adult":
         train = adult_data()[0]
         valid_adult = load_adult("val")
-        sens = valid_adult.sensitive.assign(
-            race=np.where(
-                valid_adult.sensitive["race"] == "White", "White", "Non-White"
-            )
-        )
+        sens = binarise_race(valid_adult.sensitive)
         valid = (
             valid_adult.data,
             valid_adult.target.to_numpy(),
