@@ -521,3 +521,46 @@ def test_evaluate_clients_soft_metrics():
     )
     assert report.per_client.loc[1, "soft_dpd"] == pytest.approx(expected)
     assert list(report.summary.index) == ["soft_dpd", "soft_dfpr", "dppv"]
+
+
+class RecordingCallback:
+    """A FitCallback that records its hooks; asks to stop after `stop_after`."""
+
+    def __init__(self, stop_after=None):
+        self.stop_after = stop_after
+        self.events = []
+
+    def setup(self, estimator, context):
+        self.events.append("setup")
+
+    def on_fit_task_begin(self, estimator, context, **kwargs):
+        self.events.append(("begin", context.task_name))
+
+    def on_fit_task_end(self, estimator, context, **kwargs):
+        self.events.append(("end", context.task_name))
+        ended = sum(event == ("end", "round") for event in self.events)
+        return context.task_name == "round" and ended == self.stop_after
+
+    def teardown(self, estimator, context):
+        self.events.append("teardown")
+
+
+def test_sklearn_callbacks_see_rounds_and_can_stop_training():
+    X, y, clients, S = _federation(n=600)
+    callback = RecordingCallback()
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=3, local_epochs=1, random_state=0
+    )
+    fed.set_callbacks(callback).fit(X, y, clients=clients, sensitive_features=S)
+    assert callback.events[0] == "setup" and callback.events[-1] == "teardown"
+    assert callback.events.count(("begin", "round")) == 3
+    assert callback.events.count(("end", "round")) == 3
+    assert callback.events[1] == ("begin", "fit")
+    assert callback.events[-2] == ("end", "fit")
+    stopping = RecordingCallback(stop_after=2)
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=5, local_epochs=1, random_state=0
+    )
+    fed.set_callbacks(stopping).fit(X, y, clients=clients, sensitive_features=S)
+    assert max(record["round"] for record in fed.history_) == 2
+    assert fed.predict(X).shape == (len(y),)

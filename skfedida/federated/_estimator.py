@@ -11,7 +11,8 @@ import warnings
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn import config_context
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.callback import CallbackSupportMixin
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 from sklearn.utils import _safe_indexing, check_random_state
@@ -320,7 +321,7 @@ def _progress(n_rounds, verbose):
     return range(n_rounds), None
 
 
-class FederatedEstimator(ClassifierMixin, BaseEstimator):
+class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     """Train a classifier across clients that never share rows.
 
     Rows belong to clients (``clients=`` in ``fit``). Every round, the
@@ -392,6 +393,9 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
     verbose : int, default=0
         Show progress per round: a tqdm bar with the mean training loss when
         tqdm is installed (``skfedida[progress]``), otherwise a printed line.
+        sklearn's callbacks (``set_callbacks``, e.g. ``ProgressBar``) see the
+        fit as a task whose subtasks are the rounds; a callback that returns
+        True at the end of a round stops training there.
     random_state : int, RandomState instance or None, default=None
         Seeds client selection and, through ``client_seeds_``, every client's
         estimator, sampler and batch order.
@@ -539,6 +543,7 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
                     "the same sensitive=."
                 )
 
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, *, clients=None, sensitive_features=None):
         """Train across clients.
 
@@ -560,11 +565,13 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
         self : object
             Fitted meta-estimator.
         """
-        self._validate_params()
         self._check_components()
         if self.sampler is not None and hasattr(self.sampler, "_validate_params"):
             clone(self.sampler)._validate_params()
         validate_data(self, X, reset=True, skip_check_array=True)
+        # sklearn's callback API: the fit is the root task, each round a subtask.
+        callback_ctx = self._init_callback_context(max_subtasks=self.n_rounds)
+        callback_ctx.call_on_fit_task_begin(estimator=self, X=X, y=y)
         n_samples = _num_samples(X)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != n_samples:
@@ -677,6 +684,7 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
         else:
             self._run(trainer, data, epochs, self.client_seeds_)
         del self._validation
+        callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
         return self
 
     def _as_array(self, X):
@@ -707,6 +715,8 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
         parallel = Parallel(n_jobs=self.n_jobs)
         rounds, bar = _progress(self.n_rounds, self.verbose)
         for round_ in rounds:
+            round_ctx = self._callback_fit_ctx.subcontext(task_name="round")
+            round_ctx.call_on_fit_task_begin(estimator=self)
             if self.strategy in ("fedavg", "pfedavg") and self.client_fraction < 1:
                 n_selected = max(1, round(self.client_fraction * n_clients))
                 selected = np.sort(
@@ -755,6 +765,10 @@ class FederatedEstimator(ClassifierMixin, BaseEstimator):
                         f"[FederatedEstimator] round {round_ + 1}/{self.n_rounds}: "
                         f"{len(selected)} clients, mean train loss {mean_loss:.4f}"
                     )
+            if round_ctx.call_on_fit_task_end(estimator=self):
+                break  # a callback asked to stop (e.g. early stopping)
+        if bar is not None:
+            bar.close()
         if self.strategy == "local":
             global_parameters = self._average(
                 [get_parameters(m) for m in models], [d.n for d in data]
