@@ -273,21 +273,34 @@ def fairest_within(performance, fairness, tolerance=0.01):
     if not (isinstance(tolerance, numbers.Real) and tolerance >= 0):
         raise ValueError(f"tolerance must be >= 0; got {tolerance!r}.")
 
-    def rule(cv_results):
-        perf = np.asarray(cv_results[f"mean_test_{performance}"], dtype=float)
-        fair = np.asarray(cv_results[f"mean_test_{fairness}"], dtype=float)
+    return _FairestWithin(performance, fairness, float(tolerance))
+
+
+class _FairestWithin:
+    """The rule of :func:`fairest_within`; a class so that searches pickle."""
+
+    def __init__(self, performance, fairness, tolerance):
+        self.performance = performance
+        self.fairness = fairness
+        self.tolerance = tolerance
+
+    def __repr__(self):
+        return (
+            f"fairest_within({self.performance!r}, {self.fairness!r}, {self.tolerance})"
+        )
+
+    def __call__(self, cv_results):
+        perf = np.asarray(cv_results[f"mean_test_{self.performance}"], dtype=float)
+        fair = np.asarray(cv_results[f"mean_test_{self.fairness}"], dtype=float)
         if np.isnan(perf).any() or np.isnan(fair).any():
             raise ValueError(
-                f"NaN in mean_test_{performance} or mean_test_{fairness}; cannot "
-                "choose a candidate (a failed fit, or a fairness scorer without its "
-                "sensitive features?)."
+                f"NaN in mean_test_{self.performance} or mean_test_{self.fairness}; "
+                "cannot choose a candidate (a failed fit, or a fairness scorer "
+                "without its sensitive features?)."
             )
-        eligible = np.flatnonzero(perf >= perf.max() - tolerance)
+        eligible = np.flatnonzero(perf >= perf.max() - self.tolerance)
         order = np.lexsort((-perf[eligible], -fair[eligible]))
         return int(eligible[order[0]])
-
-    rule.__name__ = f"fairest_within({performance!r}, {fairness!r}, {tolerance})"
-    return rule
 
 
 class CoarseToFineSearchCV(BaseSearchCV):
