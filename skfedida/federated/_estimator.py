@@ -309,6 +309,18 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
     return estimator, get_parameters(estimator), data.n, float(loss)
 
 
+def _guarded_client_round(*args):
+    """``_client_round``, returning a failure to the server instead of raising.
+
+    The server then knows which client failed in which round, and decides
+    (``on_client_error``) whether to stop or to aggregate the others.
+    """
+    try:
+        return True, _client_round(*args)
+    except Exception as exc:  # any failure of a client's own training
+        return False, exc
+
+
 def _progress(n_rounds, verbose):
     """Rounds to iterate, with a tqdm bar when verbose and tqdm is installed."""
     if verbose:
@@ -384,6 +396,12 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         Hold out this share of every client's rows (stratified) and record
         the global model's AUROC and demographic parity difference on it in
         ``history_`` after every round.
+    on_client_error : {"raise", "skip"}, default="raise"
+        A client whose training raises: stop the fit with an error naming the
+        client and the round, or skip it for that round (the round aggregates
+        the others; ``history_`` records the client with a ``skipped``
+        message). A round in which every selected client fails is an error
+        either way.
     sensitive : str, int or list, default=None
         Columns of X holding the sensitive attributes (column mode). They stay
         in X for the estimator and the sampler, which must be built with the
@@ -466,6 +484,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             None,
         ],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither"), None],
+        "on_client_error": [StrOptions({"raise", "skip"})],
         "sensitive": [str, numbers.Integral, list, tuple, None],
         "n_jobs": [numbers.Integral, None],
         "verbose": ["verbose"],
@@ -487,6 +506,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         inner_learning_rate=0.01,
         outer_learning_rate=None,
         validation_fraction=None,
+        on_client_error="raise",
         sensitive=None,
         n_jobs=None,
         verbose=0,
@@ -504,6 +524,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         self.inner_learning_rate = inner_learning_rate
         self.outer_learning_rate = outer_learning_rate
         self.validation_fraction = validation_fraction
+        self.on_client_error = on_client_error
         self.sensitive = sensitive
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -729,8 +750,8 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                 np.random.SeedSequence([int(seeds[k]), round_]).generate_state(1)[0]
                 for k in selected
             ]
-            results = parallel(
-                delayed(_client_round)(
+            outcomes = parallel(
+                delayed(_guarded_client_round)(
                     trainer,
                     models[k],
                     global_parameters if (communicate or round_ == 0) else None,
@@ -740,9 +761,37 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                 )
                 for k, seed in zip(selected, round_seeds, strict=True)
             )
+            failed = [
+                (k, error)
+                for k, (ok, error) in zip(selected, outcomes, strict=True)
+                if not ok
+            ]
+            if failed and self.on_client_error == "raise":
+                k, error = failed[0]
+                raise RuntimeError(
+                    f"Client {self._client_id(k, central)!r} failed in round "
+                    f"{round_ + 1}: {type(error).__name__}: {error} (set "
+                    "on_client_error='skip' to aggregate the other clients)."
+                ) from error
+            if len(failed) == len(selected):
+                raise RuntimeError(
+                    f"Every selected client failed in round {round_ + 1}; first: "
+                    f"{type(failed[0][1]).__name__}: {failed[0][1]}"
+                ) from failed[0][1]
+            for k, error in failed:
+                self.history_.append(
+                    {
+                        "round": round_ + 1,
+                        "client": self._client_id(k, central),
+                        "train_loss": None,
+                        "skipped": f"{type(error).__name__}: {error}",
+                    }
+                )
+            succeeded = [k for k, (ok, _) in zip(selected, outcomes, strict=True) if ok]
+            results = [outcome for ok, outcome in outcomes if ok]
             weights = []
             for k, (model, _parameters, n_rows, loss) in zip(
-                selected, results, strict=True
+                succeeded, results, strict=True
             ):
                 models[k] = model
                 weights.append(n_rows)
@@ -777,7 +826,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         self.client_estimators_ = {}
         if self.strategy == "local":
             self.client_estimators_ = {
-                self.clients_[k]: models[k] for k in range(n_clients)
+                self.clients_[k].tolist(): models[k] for k in range(n_clients)
             }
         elif self.strategy == "pfedavg":
             for k in range(n_clients):
@@ -789,7 +838,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                     ).generate_state(1)[0]
                 )
                 trainer.personalise(personal, data[k], self.personalization_steps, rng)
-                self.client_estimators_[self.clients_[k]] = personal
+                self.client_estimators_[self.clients_[k].tolist()] = personal
 
     def _record_validation(self, round_, models, global_parameters):
         """Validation AUROC and DPD of the model each client would use."""
@@ -801,8 +850,12 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         for k, (X_val, y_val, S_val) in enumerate(self._validation):
             model = models[k] if self.strategy == "local" else scratch
             record = records.setdefault(
-                self.clients_[k],
-                {"round": round_ + 1, "client": self.clients_[k], "train_loss": None},
+                self.clients_[k].tolist(),
+                {
+                    "round": round_ + 1,
+                    "client": self.clients_[k].tolist(),
+                    "train_loss": None,
+                },
             )
             if record not in self.history_:
                 self.history_.append(record)
@@ -824,7 +877,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             )
 
     def _client_id(self, k, central):
-        return "pooled" if central else self.clients_[k]
+        return "pooled" if central else self.clients_[k].tolist()
 
     @staticmethod
     def _average(parameter_lists, weights):
