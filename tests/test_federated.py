@@ -612,3 +612,38 @@ def test_client_failures_raise_or_skip():
         FederatedEstimator(FailingLogistic(), on_client_error="skip", **common).fit(
             X, y, clients=clients, sensitive_features=S
         )
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "pfedavg", "local", "central"])
+def test_warm_start_resumes_exactly(strategy):
+    X, y, clients, S = _federation(n=600)
+    common = dict(
+        strategy=strategy,
+        local_epochs=1,
+        sampler=FairnessAwareROSE(),
+        client_fraction=0.67,
+        random_state=0,
+    )
+    straight = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=4, **common
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    resumed = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=2, warm_start=True, **common
+    )
+    resumed.fit(X, y, clients=clients, sensitive_features=S)
+    resumed.fit(X, y, clients=clients, sensitive_features=S)
+    np.testing.assert_array_equal(
+        resumed.predict_proba(X, clients=clients),
+        straight.predict_proba(X, clients=clients),
+    )
+    assert [r["round"] for r in resumed.history_] == [
+        r["round"] for r in straight.history_
+    ]
+    cold = FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=2, **common)
+    cold.fit(X, y, clients=clients, sensitive_features=S)
+    cold.fit(X, y, clients=clients, sensitive_features=S)
+    assert max(r["round"] for r in cold.history_) == 2
+    with pytest.raises(ValueError, match="same clients"):
+        resumed.fit(
+            X, y, clients=np.where(clients == 2, 7, clients), sensitive_features=S
+        )

@@ -402,6 +402,11 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         the others; ``history_`` records the client with a ``skipped``
         message). A round in which every selected client fails is an error
         either way.
+    warm_start : bool, default=False
+        Resume a fitted federation for ``n_rounds`` more rounds: the clients'
+        estimators, the global parameters and every random stream carry on,
+        so fitting 2 rounds and then 2 more gives the model of 4 rounds. Fit
+        with the same data; ``history_`` grows.
     sensitive : str, int or list, default=None
         Columns of X holding the sensitive attributes (column mode). They stay
         in X for the estimator and the sampler, which must be built with the
@@ -485,6 +490,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         ],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither"), None],
         "on_client_error": [StrOptions({"raise", "skip"})],
+        "warm_start": ["boolean"],
         "sensitive": [str, numbers.Integral, list, tuple, None],
         "n_jobs": [numbers.Integral, None],
         "verbose": ["verbose"],
@@ -507,6 +513,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         outer_learning_rate=None,
         validation_fraction=None,
         on_client_error="raise",
+        warm_start=False,
         sensitive=None,
         n_jobs=None,
         verbose=0,
@@ -525,6 +532,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         self.outer_learning_rate = outer_learning_rate
         self.validation_fraction = validation_fraction
         self.on_client_error = on_client_error
+        self.warm_start = warm_start
         self.sensitive = sensitive
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -614,6 +622,18 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         # groups every batch by them without re-reading S.
         group_codes = None if S is None else encode_groups(S, n_samples=n_samples).codes
         ids, codes = self._client_codes(clients, n_samples)
+        warm = self.warm_start and hasattr(self, "_federation_state")
+        if warm and not (
+            np.array_equal(ids, self.clients_)
+            and np.array_equal(np.unique(y), self.classes_)
+        ):
+            raise ValueError(
+                "warm_start continues a federation: fit it again with the same "
+                f"clients {self.clients_.tolist()} and classes "
+                f"{self.classes_.tolist()}."
+            )
+        if not warm:
+            self.__dict__.pop("_federation_state", None)
         self.classes_ = np.unique(y)
         self.clients_ = ids
         n_clients = len(ids)
@@ -626,10 +646,11 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         if np.any(epochs < 1):
             raise ValueError(f"local_epochs must be >= 1; got {self.local_epochs!r}.")
         epochs = np.broadcast_to(epochs, (n_clients,))
-        random_state = check_random_state(self.random_state)
-        self.client_seeds_ = random_state.randint(
-            np.iinfo(np.int32).max, size=n_clients
-        )
+        if not warm:
+            random_state = check_random_state(self.random_state)
+            self.client_seeds_ = random_state.randint(
+                np.iinfo(np.int32).max, size=n_clients
+            )
 
         train, validation = [], []
         for k in range(n_clients):
@@ -726,16 +747,29 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
 
     def _run(self, trainer, data, epochs, seeds, central=False):
         n_clients = len(data)
-        models = [
-            trainer.prime(self._client_estimator(seeds[k]), data[k])
-            for k in range(n_clients)
-        ]
-        selection_rng = np.random.RandomState(seeds[0])
-        global_parameters = get_parameters(models[0])
-        self.history_ = []
+        state = getattr(self, "_federation_state", None)
+        if state is None:
+            models = [
+                trainer.prime(self._client_estimator(seeds[k]), data[k])
+                for k in range(n_clients)
+            ]
+            selection_rng = np.random.RandomState(seeds[0])
+            global_parameters = get_parameters(models[0])
+            first_round = 0
+            self.history_ = []
+        else:
+            # warm_start: the clients' estimators, the server's parameters and
+            # random streams carry on where the last fit stopped.
+            models = state["models"]
+            selection_rng = state["selection_rng"]
+            global_parameters = state["global_parameters"]
+            first_round = state["rounds"]
         parallel = Parallel(n_jobs=self.n_jobs)
         rounds, bar = _progress(self.n_rounds, self.verbose)
-        for round_ in rounds:
+        rounds_run = 0
+        for offset in rounds:
+            round_ = first_round + offset
+            rounds_run += 1
             round_ctx = self._callback_fit_ctx.subcontext(task_name="round")
             round_ctx.call_on_fit_task_begin(estimator=self)
             if self.strategy in ("fedavg", "pfedavg") and self.client_fraction < 1:
@@ -810,14 +844,22 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                 if bar is not None:
                     bar.set_postfix(clients=len(selected), loss=f"{mean_loss:.4f}")
                 else:
+                    overall = f" ({round_ + 1} overall)" if first_round else ""
                     print(
-                        f"[FederatedEstimator] round {round_ + 1}/{self.n_rounds}: "
-                        f"{len(selected)} clients, mean train loss {mean_loss:.4f}"
+                        f"[FederatedEstimator] round {offset + 1}/{self.n_rounds}"
+                        f"{overall}: {len(selected)} clients, mean train loss "
+                        f"{mean_loss:.4f}"
                     )
             if round_ctx.call_on_fit_task_end(estimator=self):
                 break  # a callback asked to stop (e.g. early stopping)
         if bar is not None:
             bar.close()
+        self._federation_state = {
+            "models": models,
+            "selection_rng": selection_rng,
+            "global_parameters": global_parameters,
+            "rounds": first_round + rounds_run,
+        }
         if self.strategy == "local":
             global_parameters = self._average(
                 [get_parameters(m) for m in models], [d.n for d in data]
@@ -830,11 +872,12 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             }
         elif self.strategy == "pfedavg":
             for k in range(n_clients):
-                # Client k adapts its own estimator, set to the global model.
-                personal = set_parameters(models[k], global_parameters)
+                # Client k adapts a copy of its own estimator, set to the global
+                # model (the original carries on if training resumes).
+                personal = set_parameters(clone_fitted(models[k]), global_parameters)
                 rng = np.random.RandomState(
                     np.random.SeedSequence(
-                        [int(seeds[k]), self.n_rounds]
+                        [int(seeds[k]), first_round + rounds_run]
                     ).generate_state(1)[0]
                 )
                 trainer.personalise(personal, data[k], self.personalization_steps, rng)
