@@ -88,7 +88,7 @@ def main():
         )
         if previous is not None:
             print(
-                f"|  | x{n / previous['n']:.0f} rows | "
+                f"|  | x{n / previous['n']:.1f} rows | "
                 f"x{row['seconds'] / previous['seconds']:.1f} time | "
                 f"x{row['peak_mib'] / previous['peak_mib']:.1f} memory | | |",
                 flush=True,
