@@ -146,20 +146,20 @@ class _Trainer:
         self.inner_learning_rate = inner_learning_rate
         self.outer_learning_rate = outer_learning_rate
 
-    def _partial_fit(self, estimator, data):
+    def _fit_kwargs(self, estimator, data):
+        """``classes``, and the rows' S when ``partial_fit`` takes them."""
         kwargs = {"classes": self.classes}
         if data.S is not None and _accepts(estimator.partial_fit, "sensitive_features"):
             kwargs["sensitive_features"] = data.S
-        estimator.partial_fit(data.X, data.y, **kwargs)
+        return kwargs
+
+    def _partial_fit(self, estimator, data):
+        estimator.partial_fit(data.X, data.y, **self._fit_kwargs(estimator, data))
 
     def prime(self, estimator, data):
         """Create the estimator's fitted attributes without learning, if it can."""
         first = data.take(np.arange(min(data.n, 2)))
-        kwargs = {"classes": self.classes}
-        if first.S is not None and _accepts(
-            estimator.partial_fit, "sensitive_features"
-        ):
-            kwargs["sensitive_features"] = first.S
+        kwargs = self._fit_kwargs(estimator, first)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -242,8 +242,12 @@ class _Trainer:
                     noised=noised,
                     X_noised=X[:, noised].astype(np.float64) if noised.any() else None,
                 )
-                y, groups = y[sampler.sample_indices_], groups[sampler.sample_indices_]
-            present, group_codes = np.unique(groups, return_inverse=True)
+                # Resampling keeps every (group, class) subgroup present, so the
+                # batch's group numbering carries over to the resampled rows.
+                y = y[sampler.sample_indices_]
+                group_codes = group_codes[sampler.sample_indices_]
+            else:
+                present, group_codes = np.unique(groups, return_inverse=True)
             n_groups = present.size if data.codes is not None else 1
             estimator._train_epoch(
                 _Batch(

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import check_random_state
 
 from .._groups import take_rows
 from ..metrics import fairness_summary
@@ -147,11 +147,7 @@ def evaluate_clients(
     for client in np.unique(clients):
         idx = np.flatnonzero(clients == client)
         y_k, proba_k, pred_k = y[idx], proba[idx], pred[idx]
-        S_k = (
-            take_rows(sensitive_features, idx)
-            if not hasattr(sensitive_features, "iloc")
-            else _safe_indexing(sensitive_features, idx)
-        )
+        S_k = take_rows(sensitive_features, idx)
         row = {
             "client": client,
             **_metric_values(metrics, y_k, proba_k, pred_k, S_k, None, pos_label),
