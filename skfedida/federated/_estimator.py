@@ -26,13 +26,19 @@ from sklearn.utils.validation import (
 
 from .._fair_base import BaseFairClassifier, _Batch
 from .._groups import encode_groups, resolve_sensitive, take_rows
-from ..metrics import demographic_parity_difference
+from ..metrics import fairness_summary
 from ..over_sampling import FairnessAwareROSE
 from ._parameters import get_parameters, set_parameters
 
 __all__ = ["FederatedEstimator"]
 
 _STRATEGIES = ("fedavg", "pfedavg", "local", "central")
+_DISPARITIES = {
+    "dpd": "demographic_parity_difference",
+    "dpr": "demographic_parity_ratio",
+    "dfpr": "false_positive_rate_difference",
+    "dppv": "positive_predictive_value_difference",
+}
 
 
 @functools.lru_cache(maxsize=256)
@@ -313,6 +319,61 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
     return estimator, get_parameters(estimator), data.n, float(loss)
 
 
+def _split_client(y, validation_fraction, seed):
+    """Positions of one client's training and held-out rows (sorted).
+
+    The split depends on the client's own labels and seed only, so a Flower
+    client holding just its rows splits them as the in-process federation does.
+    """
+    positions = np.arange(y.shape[0])
+    if validation_fraction is None:
+        return positions, None
+    # Stratify by label when every class has two rows to split.
+    _, class_counts = np.unique(y, return_counts=True)
+    stratify = y if class_counts.size > 1 and class_counts.min() > 1 else None
+    train, held_out = train_test_split(
+        positions,
+        test_size=validation_fraction,
+        stratify=stratify,
+        random_state=seed,
+    )
+    return np.sort(train), np.sort(held_out)
+
+
+def _round_seed(client_seed, round_):
+    """The seed of one client's training in one round (0-based)."""
+    return int(np.random.SeedSequence([int(client_seed), round_]).generate_state(1)[0])
+
+
+def _validation_metrics(model, X, y, S, classes):
+    """AUROC and the disparity metrics of a model on held-out rows.
+
+    Plain floats (NaN where undefined), as both the in-process history and a
+    Flower MetricRecord need them.
+    """
+    scores = model.predict_proba(X)[:, 1]
+    metrics = {
+        "roc_auc": float(roc_auc_score(y, scores)) if np.unique(y).size == 2 else np.nan
+    }
+    if S is None:
+        metrics.update(dpd=np.nan, dpr=np.nan, dfpr=np.nan, dppv=np.nan)
+        return metrics
+    summary = fairness_summary(
+        y, model.predict(X), sensitive_features=S, pos_label=classes[-1]
+    )
+    for name, key in _DISPARITIES.items():
+        metrics[name] = float(summary[key])
+    return metrics
+
+
+def _select_clients(selection_rng, n_clients, client_fraction):
+    """Indices of the clients taking part in one round, sorted."""
+    if client_fraction >= 1:
+        return np.arange(n_clients)
+    n_selected = max(1, round(client_fraction * n_clients))
+    return np.sort(selection_rng.choice(n_clients, n_selected, replace=False))
+
+
 def _guarded_client_round(*args):
     """``_client_round``, returning a failure to the server instead of raising.
 
@@ -446,8 +507,9 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     history_ : list of dict
         One record per round and client: ``round``, ``client``,
         ``train_loss`` (log-loss of the client's model on its rows after its
-        local epochs) and, with ``validation_fraction``, ``val_roc_auc`` and
-        ``val_dpd`` of the global model.
+        local epochs) and, with ``validation_fraction``, ``val_roc_auc``,
+        ``val_dpd``, ``val_dpr``, ``val_dfpr`` and ``val_dppv`` of the global
+        model (NaN where undefined).
     n_features_in_ : int
         Columns of X.
     feature_names_in_ : ndarray
@@ -659,22 +721,12 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         train, validation = [], []
         for k in range(n_clients):
             rows = np.flatnonzero(codes == k)
-            if self.validation_fraction is not None:
-                # Stratify by label when every class has two rows to split.
-                _, class_counts = np.unique(y[rows], return_counts=True)
-                stratify = (
-                    y[rows]
-                    if class_counts.size > 1 and class_counts.min() > 1
-                    else None
-                )
-                rows, held_out = train_test_split(
-                    rows,
-                    test_size=self.validation_fraction,
-                    stratify=stratify,
-                    random_state=self.client_seeds_[k],
-                )
-                validation.append(np.sort(held_out))
-            train.append(np.sort(rows))
+            train_rows, held_out = _split_client(
+                y[rows], self.validation_fraction, self.client_seeds_[k]
+            )
+            train.append(rows[train_rows])
+            if held_out is not None:
+                validation.append(rows[held_out])
         data = [
             _ClientData(
                 _safe_indexing(X, rows),
@@ -776,18 +828,14 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             rounds_run += 1
             round_ctx = self._callback_fit_ctx.subcontext(task_name="round")
             round_ctx.call_on_fit_task_begin(estimator=self)
-            if self.strategy in ("fedavg", "pfedavg") and self.client_fraction < 1:
-                n_selected = max(1, round(self.client_fraction * n_clients))
-                selected = np.sort(
-                    selection_rng.choice(n_clients, n_selected, replace=False)
+            if self.strategy in ("fedavg", "pfedavg"):
+                selected = _select_clients(
+                    selection_rng, n_clients, self.client_fraction
                 )
             else:
                 selected = np.arange(n_clients)
             communicate = self.strategy in ("fedavg", "pfedavg")
-            round_seeds = [
-                np.random.SeedSequence([int(seeds[k]), round_]).generate_state(1)[0]
-                for k in selected
-            ]
+            round_seeds = [_round_seed(seeds[k], round_) for k in selected]
             outcomes = parallel(
                 delayed(_guarded_client_round)(
                     trainer,
@@ -880,9 +928,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                 # model (the original carries on if training resumes).
                 personal = set_parameters(clone_fitted(models[k]), global_parameters)
                 rng = np.random.RandomState(
-                    np.random.SeedSequence(
-                        [int(seeds[k]), first_round + rounds_run]
-                    ).generate_state(1)[0]
+                    _round_seed(seeds[k], first_round + rounds_run)
                 )
                 trainer.personalise(personal, data[k], self.personalization_steps, rng)
                 self.client_estimators_[self.clients_[k].tolist()] = personal
@@ -906,22 +952,10 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             )
             if record not in self.history_:
                 self.history_.append(record)
-            scores = model.predict_proba(X_val)[:, 1]
-            record["val_roc_auc"] = (
-                roc_auc_score(y_val, scores) if np.unique(y_val).size == 2 else np.nan
-            )
-            record["val_dpd"] = (
-                np.nan
-                if S_val is None
-                else (
-                    demographic_parity_difference(
-                        y_val,
-                        model.predict(X_val),
-                        sensitive_features=S_val,
-                        pos_label=self.classes_[-1],
-                    )
-                )
-            )
+            for name, value in _validation_metrics(
+                model, X_val, y_val, S_val, self.classes_
+            ).items():
+                record[f"val_{name}"] = value
 
     def _client_id(self, k, central):
         return "pooled" if central else self.clients_[k].tolist()

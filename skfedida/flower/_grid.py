@@ -1,0 +1,215 @@
+"""Run a Flower ServerApp and ClientApp in one process, without a SuperLink."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import tempfile
+import uuid
+
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
+from flwr.serverapp import Grid
+from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
+
+from ._apps import load_result
+
+__all__ = ["InProcessGrid", "run_in_process"]
+
+
+@contextlib.contextmanager
+def _identity(run_id, node_id, task_id):
+    """Flower's per-process task identity, which ``Message()`` reads."""
+    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = (
+        run_id,
+        node_id,
+        task_id,
+    )
+    try:
+        yield
+    finally:
+        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+
+
+class InProcessGrid(Grid):
+    """A Flower Grid that delivers every message to a ClientApp in this process.
+
+    Each node has its own node config and node-local state, kept between
+    messages as a SuperNode keeps it (and left unchanged when the ClientApp
+    raises, whose exception becomes an error reply as in a deployment).
+    Messages are deep-copied both ways, so nothing is shared by reference
+    between the server and the clients, and replies come back in the order
+    the messages were sent. It is for tests and debugging: a deployment uses
+    a SuperLink and SuperNodes.
+
+    Parameters
+    ----------
+    client_app : flwr.clientapp.ClientApp
+        The app every node runs.
+    node_configs : list of dict
+        One node config per node, e.g. ``{"partition-id": 0,
+        "num-partitions": 3}``.
+    run_config : dict, default=None
+        The run config every node sees.
+    run_id : int, default=1
+        Id of the simulated run.
+
+    Attributes
+    ----------
+    replies : list of flwr.app.Message
+        Every reply the server received, in order (for inspecting what the
+        clients sent).
+
+    See Also
+    --------
+    run_in_process : Run a ServerApp against this grid.
+
+    Examples
+    --------
+    >>> from flwr.clientapp import ClientApp
+    >>> from skfedida.flower import InProcessGrid
+    >>> grid = InProcessGrid(ClientApp(), [{"partition-id": 0, "num-partitions": 1}])
+    >>> list(grid.get_node_ids())
+    [1001]
+    """
+
+    def __init__(self, client_app, node_configs, run_config=None, run_id=1):
+        self.client_app = client_app
+        self.run_config = dict(run_config or {})
+        self.run_id = run_id
+        self.contexts = {
+            1001 + i: Context(
+                run_id=run_id,
+                node_id=1001 + i,
+                node_config=dict(config),
+                state=RecordDict(),
+                run_config=dict(self.run_config),
+            )
+            for i, config in enumerate(node_configs)
+        }
+        self.replies = []
+        self._pending = {}
+        self._run = Run.create_empty(run_id)
+
+    def set_run(self, run):
+        self._run = run
+
+    @property
+    def run(self):
+        return self._run
+
+    def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
+        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+    def get_node_ids(self):
+        return list(self.contexts)
+
+    def _deliver(self, message):
+        node = message.metadata.dst_node_id
+        if node not in self.contexts:
+            raise ValueError(f"No node {node} in this grid.")
+        context = copy.deepcopy(self.contexts[node])
+        with _identity(self.run_id, node, node):
+            try:
+                reply = self.client_app(message=message, context=context)
+            except Exception as exc:  # a ClientApp failure becomes an error reply
+                reply = Message(
+                    Error(
+                        code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION,
+                        reason=f"{type(exc)}:<'{exc}'>",
+                    ),
+                    reply_to=message,
+                )
+            else:
+                self.contexts[node] = context
+        return reply
+
+    def push_messages(self, messages):
+        ids = []
+        for message in messages:
+            message = copy.deepcopy(message)
+            message.metadata.__dict__["_message_id"] = uuid.uuid4().hex
+            reply = copy.deepcopy(self._deliver(message))
+            self._pending[message.metadata.message_id] = reply
+            ids.append(message.metadata.message_id)
+        return ids
+
+    def pull_messages(self, message_ids):
+        replies = [self._pending.pop(i) for i in message_ids if i in self._pending]
+        self.replies.extend(replies)
+        return replies
+
+    def send_and_receive(self, messages, *, timeout=None):
+        return self.pull_messages(self.push_messages(messages))
+
+
+def run_in_process(server_app, client_app, *, num_partitions, run_config=None):
+    """Run a skfedida ServerApp against ``num_partitions`` in-process clients.
+
+    The same apps that ``flwr run`` deploys, driven by :class:`InProcessGrid`
+    instead of a SuperLink: no network, no Ray, no subprocesses. Node ``K``
+    gets the node config ``partition-id=K num-partitions=num_partitions``.
+
+    Parameters
+    ----------
+    server_app : flwr.serverapp.ServerApp
+        From :func:`make_server_app`.
+    client_app : flwr.clientapp.ClientApp
+        From :func:`make_client_app`.
+    num_partitions : int
+        Number of clients.
+    run_config : dict, default=None
+        The run config (``num-server-rounds``, ``local-epochs``, ``seed``...).
+
+    Returns
+    -------
+    federation : FederatedEstimator
+        The fitted federation the ServerApp produced.
+
+    Raises
+    ------
+    RuntimeError
+        When a client fails (``on_client_error="raise"``) or every client of a
+        round fails.
+
+    Examples
+    --------
+    >>> from skfedida.datasets import make_federated_classification
+    >>> from skfedida.federated import FederatedEstimator
+    >>> from skfedida.flower import make_client_app, make_server_app, run_in_process
+    >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+    >>> data = make_federated_classification(900, n_clients=3, random_state=0)
+    >>> def load_data(context):
+    ...     rows = data.clients == context.node_config["partition-id"]
+    ...     return {"X": data.data[rows], "y": data.target[rows],
+    ...             "sensitive_features": {name: values[rows] for name, values
+    ...                                    in data.sensitive.items()}}
+    >>> federation = FederatedEstimator(FairPenaltyLogisticRegression(),
+    ...                                 n_rounds=2, local_epochs=1, random_state=0)
+    >>> fitted = run_in_process(make_server_app(federation),
+    ...                         make_client_app(federation, load_data),
+    ...                         num_partitions=3)
+    >>> fitted.history_[0]["round"], fitted.history_[0]["client"]
+    (1, 0)
+    """
+    run_config = dict(run_config or {})
+    node_configs = [
+        {"partition-id": k, "num-partitions": num_partitions}
+        for k in range(num_partitions)
+    ]
+    with tempfile.TemporaryDirectory() as scratch:
+        run_config.setdefault("result-path", os.path.join(scratch, "result.joblib"))
+        grid = InProcessGrid(client_app, node_configs, run_config)
+        context = Context(
+            run_id=grid.run_id,
+            node_id=SUPERLINK_NODE_ID,
+            node_config={},
+            state=RecordDict(),
+            run_config=run_config,
+        )
+        with _identity(grid.run_id, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID):
+            server_app(grid, context)
+        return load_result(run_config["result-path"])

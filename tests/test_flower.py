@@ -1,0 +1,341 @@
+"""The Flower backend: the real ClientApp and ServerApp, driven in-process."""
+
+import numpy as np
+import pytest
+from sklearn.neural_network import MLPClassifier
+
+pytest.importorskip("flwr")
+
+from flwr.app import Context, RecordDict
+from flwr.common.constant import SUPERLINK_NODE_ID
+
+from skfedida.datasets import make_federated_classification
+from skfedida.federated import FederatedEstimator, get_parameters
+from skfedida.flower import (
+    InProcessGrid,
+    load_result,
+    make_client_app,
+    make_server_app,
+    run_in_process,
+)
+from skfedida.flower._apps import REPLY_CONFIG, REPLY_METRICS
+from skfedida.flower._grid import _identity
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.neural_network import FairMLPClassifier
+from skfedida.over_sampling import FairnessAwareROSE
+
+N_CLIENTS = 3
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_federated_classification(1200, n_clients=N_CLIENTS, random_state=3)
+
+
+def _loader(data, fail=None):
+    def load_data(context):
+        k = context.node_config["partition-id"]
+        if fail is not None:
+            fail(k, context)
+        rows = data.clients == k
+        return {
+            "X": data.data[rows],
+            "y": data.target[rows],
+            "sensitive_features": {
+                name: values[rows] for name, values in data.sensitive.items()
+            },
+        }
+
+    return load_data
+
+
+def _in_process(federation, data):
+    return FederatedEstimator(**federation.get_params(deep=False)).fit(
+        data.data,
+        data.target,
+        clients=data.clients,
+        sensitive_features=data.sensitive,
+    )
+
+
+def _on_flower(federation, data, run_config=None, **loader):
+    return run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, _loader(data, **loader)),
+        num_partitions=N_CLIENTS,
+        run_config=run_config,
+    )
+
+
+def _assert_same_model(flower, local):
+    for a, b in zip(
+        get_parameters(flower.estimator_),
+        get_parameters(local.estimator_),
+        strict=True,
+    ):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes()  # to the last bit
+
+
+FEDERATIONS = {
+    "fedida-logistic": lambda: FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        n_rounds=3,
+        local_epochs=2,
+        validation_fraction=0.25,
+        random_state=0,
+    ),
+    "fedida-mlp-adam": lambda: FederatedEstimator(
+        FairMLPClassifier(hidden_layer_sizes=(8,), solver="adam", fairness=0.5),
+        sampler=FairnessAwareROSE(),
+        n_rounds=2,
+        local_epochs=[1, 2, 1],
+        random_state=1,
+    ),
+    "sklearn-mlp-generic-path": lambda: FederatedEstimator(
+        MLPClassifier(hidden_layer_sizes=(6,), learning_rate_init=0.01),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=2,
+    ),
+    "pfedavg-client-fraction": lambda: FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.5),
+        strategy="pfedavg",
+        sampler=FairnessAwareROSE(),
+        client_fraction=0.67,
+        n_rounds=3,
+        local_epochs=1,
+        random_state=4,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FEDERATIONS))
+def test_flower_apps_give_the_in_process_model_to_the_last_bit(data, name):
+    federation = FEDERATIONS[name]()
+    local = _in_process(federation, data)
+    flower = _on_flower(federation, data)
+    _assert_same_model(flower, local)
+    np.testing.assert_array_equal(flower.client_sizes_, local.client_sizes_)
+    np.testing.assert_array_equal(flower.client_seeds_, local.client_seeds_)
+    np.testing.assert_array_equal(flower.classes_, local.classes_)
+    np.testing.assert_array_equal(flower.predict(data.data), local.predict(data.data))
+    # Same clients trained in the same rounds, with the same losses.
+    trained = [
+        (r["round"], r["client"], r["train_loss"])
+        for r in flower.history_
+        if r.get("train_loss") is not None
+    ]
+    assert trained == [
+        (r["round"], r["client"], r["train_loss"]) for r in local.history_
+    ]
+    if local.validation_fraction is not None:
+        # Clients evaluate on the same held-out rows as in-process validation.
+        for ours, theirs in zip(flower.history_, local.history_, strict=True):
+            for key in ("val_roc_auc", "val_dpd", "val_dpr", "val_dfpr", "val_dppv"):
+                np.testing.assert_equal(ours[key], theirs[key])
+
+
+def test_pfedavg_clients_report_their_personalised_models(data):
+    federation = FEDERATIONS["pfedavg-client-fraction"]()
+    flower = _on_flower(federation, data)
+    last = [r for r in flower.history_ if r["round"] == 3]
+    local = _in_process(federation, data)
+    for record in last:
+        personal = local.client_estimators_[record["client"]]
+        rows = data.clients == record["client"]
+        # Without evaluation rows or validation_fraction, clients evaluate on
+        # their training rows: the personalised model's AUROC there.
+        from sklearn.metrics import roc_auc_score
+
+        expected = roc_auc_score(
+            data.target[rows], personal.predict_proba(data.data[rows])[:, 1]
+        )
+        assert record["val_personal_roc_auc"] == pytest.approx(expected, abs=1e-12)
+    assert set(flower.federated_metrics_) == {1, 2, 3}
+    assert "val_personal_dpd" in flower.federated_metrics_[3]
+
+
+def test_run_config_overrides_rounds_epochs_and_seed(data):
+    federation = FEDERATIONS["fedida-logistic"]()
+    flower = _on_flower(
+        federation, data, {"num-server-rounds": 2, "local-epochs": 1, "seed": 7}
+    )
+    local = _in_process(
+        federation.set_params(n_rounds=2, local_epochs=1, random_state=7), data
+    )
+    _assert_same_model(flower, local)
+    assert max(r["round"] for r in flower.history_) == 2
+
+
+def test_aggregated_evaluation_is_the_weighted_mean_over_clients(data):
+    flower = _on_flower(FEDERATIONS["fedida-logistic"](), data)
+    for round_, aggregated in flower.federated_metrics_.items():
+        records = [r for r in flower.history_ if r["round"] == round_]
+        held_out = np.ceil(0.25 * flower.client_sizes_ / 0.75)
+        for key in ("val_roc_auc", "val_dpd"):
+            values = np.array([r[key] for r in records])
+            # Weights are the clients' evaluation rows.
+            weights = np.array([np.sum(data.clients == r["client"]) for r in records])
+            weights = weights - flower.client_sizes_
+            assert np.allclose(weights, held_out, atol=1)
+            assert aggregated[key] == pytest.approx(
+                np.average(values, weights=weights), rel=1e-12
+            )
+
+
+def test_the_server_receives_only_parameters_counts_and_metrics(data):
+    federation = FEDERATIONS["fedida-logistic"]()
+    client_app = make_client_app(federation, _loader(data))
+    grid = InProcessGrid(
+        client_app,
+        [{"partition-id": k, "num-partitions": N_CLIENTS} for k in range(N_CLIENTS)],
+    )
+    context = Context(1, SUPERLINK_NODE_ID, {}, RecordDict(), {})
+    with _identity(1, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID):
+        make_server_app(federation)(grid, context)
+    shapes = None
+    n_rows = len(data.target)
+    assert grid.replies
+    for reply in grid.replies:
+        content = reply.content
+        for record in content.array_records.values():
+            arrays = record.to_numpy_ndarrays()
+            if shapes is None:
+                shapes = [a.shape for a in arrays]
+            # Parameter arrays only: the model's shapes, never a row dimension.
+            assert [a.shape for a in arrays] == shapes
+            assert all(n_rows // N_CLIENTS not in a.shape for a in arrays)
+        for record in content.metric_records.values():
+            assert set(record) <= REPLY_METRICS
+            assert all(isinstance(v, (int, float)) for v in record.values())
+        for record in content.config_records.values():
+            assert set(record) <= REPLY_CONFIG
+
+
+class FailingLogistic(FairPenaltyLogisticRegression):
+    """Raises in training (not in its zero-weight initialisation) for some seeds."""
+
+    failing_seeds = set()
+
+    def partial_fit(
+        self, X, y, classes=None, *, sensitive_features=None, sample_weight=None
+    ):
+        if sample_weight is None and self.random_state in self.failing_seeds:
+            raise ArithmeticError("simulated client failure")
+        return super().partial_fit(
+            X,
+            y,
+            classes,
+            sensitive_features=sensitive_features,
+            sample_weight=sample_weight,
+        )
+
+
+def test_a_failing_client_is_an_error_naming_it_or_a_recorded_skip(data):
+    common = dict(n_rounds=2, local_epochs=1, random_state=0)
+    seeds = _in_process(
+        FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1, random_state=0),
+        data,
+    ).client_seeds_
+    FailingLogistic.failing_seeds = {int(seeds[1])}
+    federation = FederatedEstimator(FailingLogistic(), **common)
+    with pytest.raises(
+        RuntimeError, match=r"Client 1 \(node \d+\) failed in round 1 \(training\)"
+    ) as info:
+        _on_flower(federation, data)
+    assert "simulated client failure" in str(info.value)
+
+    skipping = FederatedEstimator(FailingLogistic(), on_client_error="skip", **common)
+    flower = _on_flower(skipping, data)
+    local = _in_process(skipping, data)
+    _assert_same_model(flower, local)  # the round aggregates the other clients
+    skipped = [(r["round"], r["client"]) for r in flower.history_ if "skipped" in r]
+    assert skipped == [(1, 1), (2, 1)]
+    assert "simulated client failure" in flower.history_[1]["skipped"]
+
+    FailingLogistic.failing_seeds = {int(s) for s in seeds}
+    with pytest.raises(RuntimeError, match="Every selected client failed in round 1"):
+        _on_flower(skipping, data)
+    FailingLogistic.failing_seeds = set()
+
+
+def test_a_failed_run_leaves_its_error_in_the_result_file(data, tmp_path):
+    def fail(k, context):
+        if k == 2:
+            raise OSError("partition 2's data are unreadable")
+
+    federation = FEDERATIONS["fedida-logistic"]()
+    path = tmp_path / "result.joblib"
+    with pytest.raises(RuntimeError, match="unreadable"):
+        _on_flower(federation, data, {"result-path": str(path)}, fail=fail)
+    with pytest.raises(RuntimeError, match=r"The Flower run failed: .*unreadable"):
+        load_result(path)
+    with pytest.raises(FileNotFoundError, match="did not finish"):
+        load_result(tmp_path / "missing.joblib")
+
+
+def test_node_and_federation_misconfiguration_is_named(data):
+    with pytest.raises(ValueError, match="strategy='fedavg' or 'pfedavg'"):
+        make_client_app(
+            FederatedEstimator(FairPenaltyLogisticRegression(), strategy="local"),
+            _loader(data),
+        )
+    with pytest.raises(TypeError, match="FederatedEstimator"):
+        make_server_app(FairPenaltyLogisticRegression())
+    with pytest.raises(TypeError, match="load_data must be a callable"):
+        make_client_app(FederatedEstimator(FairPenaltyLogisticRegression()), "x.csv")
+
+    federation = FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1)
+    client_app = make_client_app(federation, _loader(data))
+    grid = InProcessGrid(
+        client_app,
+        [
+            {"partition-id": 0, "num-partitions": 2},
+            {"partition-id": 0, "num-partitions": 2},
+        ],
+    )
+    context = Context(1, SUPERLINK_NODE_ID, {}, RecordDict(), {})
+    with (
+        _identity(1, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID),
+        pytest.raises(ValueError, match="both have partition-id 0"),
+    ):
+        make_server_app(federation)(grid, context)
+    grid = InProcessGrid(client_app, [{"num-partitions": 1}])
+    with (
+        _identity(1, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID),
+        pytest.raises(RuntimeError, match="node config has no 'partition-id'"),
+    ):
+        make_server_app(federation)(grid, context)
+
+
+def test_a_single_class_client_needs_the_federation_classes(data):
+    def load_one_class(context):
+        loaded = _loader(data)(context)
+        if context.node_config["partition-id"] == 0:
+            keep = loaded["y"] == 0
+            loaded = {
+                "X": loaded["X"][keep],
+                "y": loaded["y"][keep],
+                "sensitive_features": {
+                    n: v[keep] for n, v in loaded["sensitive_features"].items()
+                },
+            }
+        return loaded
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=1, local_epochs=1, random_state=0
+    )
+    with pytest.raises(RuntimeError, match=r"single class \[0\].*classes=\[\.\.\.\]"):
+        run_in_process(
+            make_server_app(federation),
+            make_client_app(federation, load_one_class),
+            num_partitions=N_CLIENTS,
+        )
+    fitted = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, load_one_class, classes=[0, 1]),
+        num_partitions=N_CLIENTS,
+    )
+    np.testing.assert_array_equal(fitted.classes_, [0, 1])
