@@ -1,0 +1,1 @@
+"""FedIDA on Flower: the federation and each SuperNode's data are in task.py."""
