@@ -9,6 +9,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
@@ -319,7 +320,7 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
     return estimator, get_parameters(estimator), data.n, float(loss)
 
 
-def _split_client(y, validation_fraction, seed):
+def _split_client(y, validation_fraction, seed, client=None):
     """Positions of one client's training and held-out rows (sorted).
 
     The split depends on the client's own labels and seed only, so a Flower
@@ -328,6 +329,13 @@ def _split_client(y, validation_fraction, seed):
     positions = np.arange(y.shape[0])
     if validation_fraction is None:
         return positions, None
+    n_held_out = int(np.ceil(validation_fraction * y.shape[0]))
+    if y.shape[0] < 2 or n_held_out >= y.shape[0]:
+        raise ValueError(
+            f"Client {client!r} has {y.shape[0]} row(s): validation_fraction="
+            f"{validation_fraction} leaves it no training rows. Lower "
+            "validation_fraction or merge the client's rows into another."
+        )
     # Stratify by label when every class has two rows to split.
     _, class_counts = np.unique(y, return_counts=True)
     stratify = y if class_counts.size > 1 and class_counts.min() > 1 else None
@@ -364,6 +372,15 @@ def _validation_metrics(model, X, y, S, classes):
     for name, key in _DISPARITIES.items():
         metrics[name] = float(summary[key])
     return metrics
+
+
+def _check_sampler_input(sampler, X):
+    """Refuse sparse X for FairnessAwareROSE before any client starts."""
+    if isinstance(sampler, FairnessAwareROSE) and sp.issparse(X):
+        raise TypeError(
+            "FairnessAwareROSE does not accept sparse X (synthetic rows add dense "
+            "noise): convert X with X.toarray(), or use a sampler without noise."
+        )
 
 
 def _select_clients(selection_rng, n_clients, client_fraction):
@@ -619,7 +636,9 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                 f"shape {clients.shape}."
             )
         if (clients.dtype.kind == "f" and np.isnan(clients).any()) or (
-            clients.dtype.kind == "O" and any(c is None for c in clients)
+            # NaN is the one value unequal to itself.
+            clients.dtype.kind == "O"
+            and (np.equal(clients, None) | (clients != clients)).any()
         ):
             raise ValueError("clients has missing values; every row needs a client.")
         ids, codes = np.unique(clients, return_inverse=True)
@@ -684,6 +703,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             S = None  # the estimator and sampler read the columns themselves
         else:
             X = self._as_array(X)
+        _check_sampler_input(self.sampler, X)
         # Intersectional group codes, computed once: the per-minibatch path
         # groups every batch by them without re-reading S.
         group_codes = None if S is None else encode_groups(S, n_samples=n_samples).codes
@@ -722,7 +742,10 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         for k in range(n_clients):
             rows = np.flatnonzero(codes == k)
             train_rows, held_out = _split_client(
-                y[rows], self.validation_fraction, self.client_seeds_[k]
+                y[rows],
+                self.validation_fraction,
+                self.client_seeds_[k],
+                ids[k].tolist(),
             )
             train.append(rows[train_rows])
             if held_out is not None:

@@ -29,6 +29,7 @@ from sklearn.utils.validation import _num_samples, validate_data
 from .._groups import encode_groups, resolve_sensitive, take_rows
 from ..federated._estimator import (
     FederatedEstimator,
+    _check_sampler_input,
     _client_round,
     _ClientData,
     _round_seed,
@@ -160,7 +161,10 @@ class _ClientSide:
                 f"{self.n_partitions}."
             )
         self.epochs = int(epochs[self.partition] if epochs.ndim else epochs)
-        train, held_out = _split_client(y, federation.validation_fraction, seed)
+        _check_sampler_input(federation.sampler, X)
+        train, held_out = _split_client(
+            y, federation.validation_fraction, seed, self.partition
+        )
         codes = None if S is None else encode_groups(S).codes
         self.train = _ClientData(
             _safe_indexing(X, train),

@@ -1,0 +1,405 @@
+"""Bad input across the public API: one test per row of the user guide's table.
+
+Each case gives a clear error naming the problem, or a documented behaviour
+(doc/user_guide.rst, "Bad input and edge cases").
+"""
+
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.linear_model import SGDClassifier
+
+from skfedida.federated import FederatedEstimator, get_parameters
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.metrics import demographic_parity_difference, fairness_summary
+from skfedida.neural_network import FairMLPClassifier
+from skfedida.over_sampling import FairnessAwareROSE
+
+N = 90
+SETTINGS = settings(max_examples=15, deadline=None)
+
+
+def _data(n=N, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 3)
+    y = (X[:, 0] + 0.5 * rng.randn(n) > 0).astype(int)
+    S = rng.choice(["a", "b", "c"], n)
+    clients = np.arange(n) % 3
+    return X, y, S, clients
+
+
+def _estimators():
+    return [
+        FairPenaltyLogisticRegression(),
+        FairMLPClassifier(hidden_layer_sizes=(4,), max_iter=3, random_state=0),
+    ]
+
+
+def _fitters():
+    """Every public fitting entry point, as f(X, y, S, clients)."""
+    fitters = {}
+    for estimator in _estimators():
+        name = type(estimator).__name__
+        fitters[f"{name}.fit"] = lambda X, y, S, c, e=estimator: e.fit(
+            X, y, sensitive_features=S
+        )
+        fitters[f"{name}.partial_fit"] = lambda X, y, S, c, e=estimator: e.partial_fit(
+            X, y, classes=[0, 1], sensitive_features=S
+        )
+    fitters["FairnessAwareROSE.fit_resample"] = lambda X, y, S, c: FairnessAwareROSE(
+        random_state=0
+    ).fit_resample(X, y, sensitive_features=S)
+    fitters["FederatedEstimator.fit"] = lambda X, y, S, c: FederatedEstimator(
+        FairPenaltyLogisticRegression(),
+        sampler=FairnessAwareROSE(),
+        n_rounds=1,
+        local_epochs=1,
+        random_state=0,
+    ).fit(X, y, clients=c, sensitive_features=S)
+    return fitters
+
+
+FITTERS = _fitters()
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*max_iter.*")
+        yield
+
+
+@pytest.mark.parametrize("name", sorted(FITTERS))
+@SETTINGS
+@given(
+    row=st.integers(0, N - 1),
+    column=st.integers(0, 2),
+    value=st.sampled_from([np.nan, np.inf, -np.inf]),
+)
+def test_nan_or_inf_in_X_is_an_error_naming_X(name, row, column, value):
+    X, y, S, clients = _data()
+    X[row, column] = value
+    with pytest.raises(ValueError, match=r"X (contains|column .* has) (NaN|inf)"):
+        FITTERS[name](X, y, S, clients)
+
+
+def test_nan_or_inf_in_X_at_predict_is_an_error():
+    X, y, S, clients = _data()
+    fitted = [e.fit(X, y, sensitive_features=S) for e in _estimators()]
+    fitted.append(
+        FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1).fit(
+            X, y, clients=clients, sensitive_features=S
+        )
+    )
+    X[5, 1] = np.nan
+    for model in fitted:
+        with pytest.raises(ValueError, match="Input X contains NaN"):
+            model.predict(X)
+
+
+@pytest.mark.parametrize("name", sorted(FITTERS))
+@SETTINGS
+@given(row=st.integers(0, N - 1), missing=st.sampled_from([None, np.nan]))
+def test_missing_sensitive_values_are_an_error_naming_the_first_row(name, row, missing):
+    X, y, S, clients = _data()
+    S = S.astype(object)
+    S[row] = missing
+    with pytest.raises(
+        ValueError,
+        match=rf"sensitive_features column .* missing value\(s\) \(first at row "
+        rf"position {row}\)",
+    ):
+        FITTERS[name](X, y, S, clients)
+    with pytest.raises(ValueError, match="missing value"):
+        demographic_parity_difference(y, y, sensitive_features=S)
+
+
+@SETTINGS
+@given(row=st.integers(0, N - 1), missing=st.sampled_from([None, np.nan]))
+def test_missing_client_ids_are_an_error(row, missing):
+    X, y, S, clients = _data()
+    clients = clients.astype(object)
+    clients[row] = missing
+    with pytest.raises(ValueError, match="clients has missing values"):
+        FITTERS["FederatedEstimator.fit"](X, y, S, clients)
+
+
+@pytest.mark.parametrize("name", sorted(FITTERS))
+@SETTINGS
+@given(
+    which=st.sampled_from(["y", "sensitive_features", "clients"]),
+    delta=st.sampled_from([-5, -1, 1, 7]),
+)
+def test_wrong_lengths_are_an_error_naming_the_parameter(name, which, delta):
+    X, y, S, clients = _data()
+    parts = {"y": y, "sensitive_features": S, "clients": clients}
+    parts[which] = np.resize(parts[which], N + delta)
+    if which == "clients" and not name.startswith("Federated"):
+        return  # only FederatedEstimator takes clients
+    with pytest.raises(ValueError, match=which if which != "y" else r"\by\b"):
+        FITTERS[name](X, parts["y"], parts["sensitive_features"], parts["clients"])
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(FITTERS) if "partial" not in n])
+def test_a_single_class_overall_is_an_error_naming_it(name):
+    X, _, S, clients = _data()
+    with pytest.raises(ValueError, match=r"(only one class|one class only): \[1\]"):
+        FITTERS[name](X, np.ones(N, dtype=int), S, clients)
+
+
+@pytest.mark.parametrize("estimator", _estimators(), ids=lambda e: type(e).__name__)
+def test_partial_fit_on_a_single_class_batch_learns_given_the_classes(estimator):
+    # As sklearn's partial_fit: a minibatch may hold one class when the
+    # classes are given.
+    X, _, S, _ = _data()
+    estimator.partial_fit(
+        X, np.ones(N, dtype=int), classes=[0, 1], sensitive_features=S
+    )
+    assert estimator.predict_proba(X)[:, 1].mean() > 0.5
+    with pytest.raises(ValueError, match="classes"):
+        type(estimator)().partial_fit(X, np.ones(N, dtype=int), sensitive_features=S)
+
+
+def test_a_single_class_in_one_client_warns_and_trains():
+    X, y, S, clients = _data()
+    y[clients == 2] = 1
+    with pytest.warns(UserWarning, match="Client 2 has a single class"):
+        fitted = FITTERS["FederatedEstimator.fit"](X, y, S, clients)
+    assert np.isfinite(get_parameters(fitted.estimator_)[0]).all()
+
+
+def test_groups_unseen_at_fit_do_not_reach_the_model():
+    X, y, S, _ = _data()
+    model = FairPenaltyLogisticRegression().fit(X, y, sensitive_features=S)
+    # predict takes no sensitive features: a new group at predict time changes
+    # nothing; a metric on new groups treats them as groups like any other.
+    assert "sensitive_features" not in model.predict.__code__.co_varnames
+    new_groups = np.where(S == "a", "z", S)
+    summary = fairness_summary(y, model.predict(X), sensitive_features=new_groups)
+    assert np.isfinite(summary["demographic_parity_difference"])
+    with pytest.raises(ValueError, match=r"n_target names subgroup \(\('z',\), 1\)"):
+        FairnessAwareROSE(n_target={(("z",), 1): 40}).fit_resample(
+            X, y, sensitive_features=S
+        )
+
+
+def test_column_mode_ignores_new_values_in_sensitive_columns_at_predict():
+    X, y, S, _ = _data()
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2"]).assign(group=S)
+    model = FairPenaltyLogisticRegression(sensitive="group").fit(frame, y)
+    changed = frame.assign(group="never-seen")
+    np.testing.assert_array_equal(model.predict(changed), model.predict(frame))
+
+
+def test_clients_unseen_at_fit_get_the_global_model_with_a_warning():
+    X, y, S, clients = _data()
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(), strategy="local", n_rounds=1
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    with pytest.warns(UserWarning, match=r"Clients \[9\] were not seen in fit"):
+        predicted = fed.predict(X[:4], clients=[9, 9, 0, 0])
+    np.testing.assert_array_equal(predicted[:2], fed.estimator_.predict(X[:2]))
+
+
+def test_a_client_too_small_to_split_is_an_error_naming_it():
+    X, y, S, clients = _data()
+    clients = clients.copy()
+    clients[0] = 42
+    with pytest.raises(ValueError, match=r"Client 42 has 1 row\(s\)"):
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(), validation_fraction=0.2
+        ).fit(X, y, clients=clients, sensitive_features=S)
+
+
+def test_an_empty_flower_client_is_an_error():
+    pytest.importorskip("flwr")
+    from skfedida.flower import make_client_app, make_server_app, run_in_process
+
+    X, y, S, clients = _data()
+
+    def load_data(context):
+        k = context.node_config["partition-id"]
+        rows = (clients == k) & (k != 1)  # partition 1 has no rows
+        return {"X": X[rows], "y": y[rows], "sensitive_features": S[rows]}
+
+    fed = FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1)
+    with pytest.raises(RuntimeError, match=r"failed the initialisation.*0 sample"):
+        run_in_process(
+            make_server_app(fed),
+            make_client_app(fed, load_data, classes=[0, 1]),
+            num_partitions=3,
+        )
+
+
+@pytest.mark.parametrize("rows", [1, 2, 5])
+def test_clients_smaller_than_a_batch_train_on_one_batch(rows):
+    X, y, S, clients = _data()
+    clients = clients.copy()
+    small = np.flatnonzero(y == 1)[:rows]
+    clients[small] = 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # single-class small client
+        fed = FederatedEstimator(
+            FairPenaltyLogisticRegression(), n_rounds=2, batch_size=32
+        ).fit(X, y, clients=clients, sensitive_features=S)
+    assert fed.client_sizes_[list(fed.clients_).index(7)] == rows
+    assert np.isfinite(get_parameters(fed.estimator_)[0]).all()
+
+
+LABELINGS = {
+    "minus-one-one": lambda y: 2 * y - 1,
+    "strings": lambda y: np.where(y == 1, "yes", "no"),
+    "booleans": lambda y: y.astype(bool),
+}
+
+
+@pytest.mark.parametrize("coding", sorted(LABELINGS))
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: FairPenaltyLogisticRegression(),
+        lambda: FairMLPClassifier(hidden_layer_sizes=(4,), max_iter=3, random_state=0),
+        lambda: FederatedEstimator(
+            FairPenaltyLogisticRegression(),
+            sampler=FairnessAwareROSE(),
+            n_rounds=2,
+            random_state=0,
+        ),
+    ],
+)
+def test_other_label_codings_give_the_same_model_with_the_greater_label_positive(
+    make, coding
+):
+    X, y, S, clients = _data()
+    recoded = LABELINGS[coding](y)
+    kwargs = {"sensitive_features": S}
+    if isinstance(make(), FederatedEstimator):
+        kwargs["clients"] = clients
+    ours = make().fit(X, recoded, **kwargs)
+    reference = make().fit(X, y, **kwargs)
+    np.testing.assert_array_equal(ours.classes_, np.unique(recoded))
+    np.testing.assert_array_equal(ours.predict_proba(X), reference.predict_proba(X))
+    np.testing.assert_array_equal(
+        ours.predict(X), LABELINGS[coding](reference.predict(X))
+    )
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in sorted(FITTERS) if "ROSE" not in n and "partial" not in n]
+)
+def test_multiclass_y_is_an_error_for_the_fair_models(name):
+    X, _, S, clients = _data()
+    with pytest.raises(ValueError, match="Only binary classification is supported"):
+        FITTERS[name](X, np.arange(N) % 3, S, clients)
+
+
+def test_fairness_aware_rose_balances_multiclass_subgroups():
+    X, _, S, _ = _data()
+    y = np.arange(N) % 3
+    sampler = FairnessAwareROSE(random_state=0)
+    _, y_res = sampler.fit_resample(X, y, sensitive_features=S)
+    assert len(set(sampler.subgroup_counts_after_.values())) == 1
+    assert set(np.unique(y_res)) == {0, 1, 2}
+
+
+def test_sparse_X_is_accepted_by_the_models_and_refused_by_rose():
+    X, y, S, clients = _data()
+    X_sparse = sp.csr_matrix(X)
+    for estimator in _estimators():
+        dense = estimator.fit(X, y, sensitive_features=S).predict_proba(X)
+        sparse = estimator.fit(X_sparse, y, sensitive_features=S).predict_proba(
+            X_sparse
+        )
+        np.testing.assert_allclose(sparse, dense, rtol=1e-10, atol=1e-12)
+    fed = FederatedEstimator(SGDClassifier(loss="log_loss", random_state=0), n_rounds=1)
+    assert fed.fit(X_sparse, y, clients=clients).predict(X_sparse).shape == (N,)
+    with pytest.raises(TypeError, match="does not accept sparse X"):
+        FairnessAwareROSE().fit_resample(X_sparse, y, sensitive_features=S)
+    with pytest.raises(TypeError, match="does not accept sparse X"):
+        FITTERS["FederatedEstimator.fit"](X_sparse, y, S, clients)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**16))
+def test_pandas_indexes_are_ignored_rows_are_matched_by_position(seed):
+    X, y, S, clients = _data()
+    rng = np.random.RandomState(seed)
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
+    shuffled = {
+        "X": frame.set_axis(rng.permutation(N) + 1000),
+        "y": pd.Series(y, index=rng.permutation(N)),
+        "S": pd.Series(S, index=rng.permutation(N), name="group"),
+        "clients": pd.Series(clients, index=rng.permutation(N)),
+    }
+    plain = {
+        "X": frame,
+        "y": pd.Series(y),
+        "S": pd.Series(S, name="group"),
+        "clients": pd.Series(clients),
+    }
+    for name in ("FairPenaltyLogisticRegression.fit", "FederatedEstimator.fit"):
+        a = FITTERS[name](*[shuffled[k] for k in ("X", "y", "S", "clients")])
+        b = FITTERS[name](*[plain[k] for k in ("X", "y", "S", "clients")])
+        model_a = getattr(a, "estimator_", a)
+        model_b = getattr(b, "estimator_", b)
+        for p, q in zip(get_parameters(model_a), get_parameters(model_b), strict=True):
+            np.testing.assert_array_equal(p, q)
+    X_a, y_a = FITTERS["FairnessAwareROSE.fit_resample"](
+        *[shuffled[k] for k in ("X", "y", "S", "clients")]
+    )
+    X_b, y_b = FITTERS["FairnessAwareROSE.fit_resample"](
+        *[plain[k] for k in ("X", "y", "S", "clients")]
+    )
+    np.testing.assert_array_equal(X_a.to_numpy(), X_b.to_numpy())
+    np.testing.assert_array_equal(np.asarray(y_a), np.asarray(y_b))
+    # Resampled rows (synthetic ones have no index) get a fresh RangeIndex.
+    assert X_a.index.equals(pd.RangeIndex(len(X_a)))
+
+
+@pytest.mark.parametrize("name", sorted(FITTERS))
+def test_float32_X_gives_the_float64_result(name):
+    X, y, S, clients = _data()
+    X32 = X.astype(np.float32)
+    a = FITTERS[name](X32, y, S, clients)
+    b = FITTERS[name](X32.astype(np.float64), y, S, clients)
+    if isinstance(a, tuple):  # a sampler keeps the input's dtype
+        assert a[0].dtype == np.float32
+        np.testing.assert_allclose(a[0], b[0], rtol=1e-6)
+        return
+    if isinstance(a, FederatedEstimator):
+        # Its sampler keeps float32 too: synthetic rows are rounded to float32.
+        np.testing.assert_allclose(
+            a.predict_proba(X32), b.predict_proba(X32), rtol=1e-6
+        )
+        return
+    # The models compute in float64: float32 input gives the float64 model.
+    np.testing.assert_array_equal(a.predict_proba(X32), b.predict_proba(X32))
+
+
+def test_every_error_message_names_its_parameter():
+    # The messages the table quotes, as a user would see them.
+    X, y, S, clients = _data()
+    messages = []
+    for call in (
+        lambda: FairPenaltyLogisticRegression(fairness=-1).fit(X, y),
+        lambda: FairnessAwareROSE(shrinkage=-2).fit_resample(
+            X, y, sensitive_features=S
+        ),
+        lambda: FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=0).fit(
+            X, y, clients=clients
+        ),
+        lambda: FederatedEstimator(FairPenaltyLogisticRegression()).fit(X, y),
+    ):
+        with pytest.raises((ValueError, TypeError)) as info:
+            call()
+        messages.append(str(info.value))
+    for message, parameter in zip(
+        messages, ["fairness", "shrinkage", "n_rounds", "clients"], strict=True
+    ):
+        assert re.search(rf"\b{parameter}\b", message), message
