@@ -4,6 +4,8 @@ Edit ``load_partition`` to read your institution's own data: it runs on the
 SuperNode, and its rows never leave it.
 """
 
+import functools
+
 from skfedida.datasets import load_adult
 from skfedida.federated import FederatedEstimator
 from skfedida.linear_model import FairPenaltyLogisticRegression
@@ -18,6 +20,11 @@ federation = FederatedEstimator(
 )
 
 
+# A deployed ClientApp is a fresh process per message; run in one process
+# (run_in_process), it reads the data once.
+_adult = functools.cache(load_adult)
+
+
 def load_partition(context):
     """This SuperNode's Adult client, chosen by its node config ``partition-id``.
 
@@ -25,7 +32,7 @@ def load_partition(context):
     its test rows for the per-round evaluation.
     """
     k = context.node_config["partition-id"]
-    train, test = load_adult("train"), load_adult("test")
+    train, test = _adult("train"), _adult("test")
     client = sorted(train.clients.unique())[k]
     fit_rows = (train.clients == client).to_numpy()
     eval_rows = (test.clients == client).to_numpy()
