@@ -339,3 +339,37 @@ def test_a_single_class_client_needs_the_federation_classes(data):
         num_partitions=N_CLIENTS,
     )
     np.testing.assert_array_equal(fitted.classes_, [0, 1])
+
+
+def test_column_mode_on_flower_matches_in_process(data):
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        data.data, columns=[f"x{i}" for i in range(data.data.shape[1])]
+    )
+    frame = frame.assign(**data.sensitive)
+    columns = list(data.sensitive)
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(sensitive=columns),
+        sampler=FairnessAwareROSE(sensitive=columns),
+        sensitive=columns,
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+    )
+    local = FederatedEstimator(**federation.get_params(deep=False)).fit(
+        frame, data.target, clients=data.clients
+    )
+
+    def load_data(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {"X": frame[rows], "y": data.target[rows]}
+
+    flower = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, load_data),
+        num_partitions=N_CLIENTS,
+    )
+    _assert_same_model(flower, local)
+    np.testing.assert_array_equal(flower.feature_names_in_, frame.columns)
+    np.testing.assert_array_equal(flower.predict(frame), local.predict(frame))

@@ -532,6 +532,12 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     feature_names_in_ : ndarray
         Column names of X, when they are strings.
 
+    See Also
+    --------
+    skfedida.flower.make_client_app : The same client routine as a Flower
+        ClientApp, for clients on separate machines.
+    skfedida.flower.make_server_app : The matching Flower ServerApp.
+
     Examples
     --------
     >>> from skfedida.datasets import make_federated_classification
