@@ -403,3 +403,43 @@ def test_every_error_message_names_its_parameter():
         messages, ["fairness", "shrinkage", "n_rounds", "clients"], strict=True
     ):
         assert re.search(rf"\b{parameter}\b", message), message
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("nan-X", "Input X contains NaN"),
+        ("missing-S", r"sensitive_features column .* missing value"),
+        ("short-y", r"y must hold one label per row of X: 30 rows"),
+        ("three-classes", r"labels \[2\] that are not in classes=\[0, 1\]"),
+    ],
+)
+def test_a_flower_client_checks_its_rows_as_fit_does(damage, message):
+    pytest.importorskip("flwr")
+    from skfedida.flower import make_client_app, make_server_app, run_in_process
+
+    X, y, S, clients = _data()
+
+    def load_data(context):
+        rows = clients == context.node_config["partition-id"]
+        part = {"X": X[rows].copy(), "y": y[rows].copy(), "sensitive_features": S[rows]}
+        if context.node_config["partition-id"] == 2:
+            if damage == "nan-X":
+                part["X"][3, 0] = np.nan
+            elif damage == "missing-S":
+                part["sensitive_features"] = np.where(
+                    np.arange(30) == 4, None, part["sensitive_features"]
+                )
+            elif damage == "short-y":
+                part["y"] = part["y"][:-1]
+            else:
+                part["y"][0] = 2
+        return part
+
+    fed = FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1)
+    with pytest.raises(RuntimeError, match=rf"failed the initialisation.*{message}"):
+        run_in_process(
+            make_server_app(fed),
+            make_client_app(fed, load_data, classes=[0, 1]),
+            num_partitions=3,
+        )
