@@ -1,5 +1,6 @@
 """The Flower backend: the real ClientApp and ServerApp, driven in-process."""
 
+import joblib
 import numpy as np
 import pytest
 from sklearn.neural_network import MLPClassifier
@@ -373,3 +374,31 @@ def test_column_mode_on_flower_matches_in_process(data):
     _assert_same_model(flower, local)
     np.testing.assert_array_equal(flower.feature_names_in_, frame.columns)
     np.testing.assert_array_equal(flower.predict(frame), local.predict(frame))
+
+
+def test_clients_keep_the_model_they_use_on_their_node(data, tmp_path):
+    federation = FEDERATIONS["pfedavg-client-fraction"]()
+    paths = [str(tmp_path / f"site-{k}" / "model.joblib") for k in range(N_CLIENTS)]
+    run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, _loader(data)),
+        num_partitions=N_CLIENTS,
+        node_configs=[{"model-path": path} for path in paths],
+    )
+    local = _in_process(federation, data)
+    for k, path in enumerate(paths):
+        # The personalised model, as FederatedEstimator gives client k.
+        personal = joblib.load(path)
+        for a, b in zip(
+            get_parameters(personal),
+            get_parameters(local.client_estimators_[k]),
+            strict=True,
+        ):
+            assert a.tobytes() == b.tobytes()
+    with pytest.raises(ValueError, match="node_configs has 1 entries for 3"):
+        run_in_process(
+            make_server_app(federation),
+            make_client_app(federation, _loader(data)),
+            num_partitions=N_CLIENTS,
+            node_configs=[{}],
+        )

@@ -271,6 +271,11 @@ def make_client_app(federation, load_data, *, classes=None):
         Labels of the whole federation. By default each client's own labels,
         which must then be both classes; give them when a client may lack one.
 
+        The node config (``flower-supernode --node-config``) gives
+        ``partition-id`` and ``num-partitions``, and optionally ``model-path``:
+        where the node writes, with joblib, the model it uses after the last
+        round (its personalised model under Per-FedAvg, else the global one).
+
     Returns
     -------
     app : flwr.clientapp.ClientApp
@@ -403,6 +408,10 @@ def make_client_app(federation, load_data, *, classes=None):
             personal = _validation_metrics(model, X_eval, y_eval, S_eval, side.classes)
             metrics["val_personal_roc_auc"] = personal["roc_auc"]
             metrics["val_personal_dpd"] = personal["dpd"]
+        path = context.node_config.get("model-path")
+        if path and int(message.content["config"]["server-round"]) == fed.n_rounds:
+            # The model this client uses from now on stays on its node.
+            _write(path, model)
         metrics["num-examples"] = int(_num_samples(X_eval))
         return _reply(message, metrics=metrics, config={"partition-id": side.partition})
 

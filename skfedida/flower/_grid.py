@@ -146,7 +146,9 @@ class InProcessGrid(Grid):
         return self.pull_messages(self.push_messages(messages))
 
 
-def run_in_process(server_app, client_app, *, num_partitions, run_config=None):
+def run_in_process(
+    server_app, client_app, *, num_partitions, run_config=None, node_configs=None
+):
     """Run a skfedida ServerApp against ``num_partitions`` in-process clients.
 
     The same apps that ``flwr run`` deploys, driven by :class:`InProcessGrid`
@@ -163,6 +165,9 @@ def run_in_process(server_app, client_app, *, num_partitions, run_config=None):
         Number of clients.
     run_config : dict, default=None
         The run config (``num-server-rounds``, ``local-epochs``, ``seed``...).
+    node_configs : list of dict, default=None
+        More node config for each node, in partition order (e.g.
+        ``model-path``).
 
     Returns
     -------
@@ -196,9 +201,14 @@ def run_in_process(server_app, client_app, *, num_partitions, run_config=None):
     (1, 0)
     """
     run_config = dict(run_config or {})
+    extra = [{}] * num_partitions if node_configs is None else list(node_configs)
+    if len(extra) != num_partitions:
+        raise ValueError(
+            f"node_configs has {len(extra)} entries for {num_partitions} partitions."
+        )
     node_configs = [
-        {"partition-id": k, "num-partitions": num_partitions}
-        for k in range(num_partitions)
+        {**config, "partition-id": k, "num-partitions": num_partitions}
+        for k, config in enumerate(extra)
     ]
     with tempfile.TemporaryDirectory() as scratch:
         run_config.setdefault("result-path", os.path.join(scratch, "result.joblib"))
