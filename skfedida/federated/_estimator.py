@@ -383,6 +383,13 @@ def _check_sampler_input(sampler, X):
         )
 
 
+def _client_seeds(random_state, n_clients):
+    """The seed of every client's estimator, sampler and batch order."""
+    return check_random_state(random_state).randint(
+        np.iinfo(np.int32).max, size=n_clients
+    )
+
+
 def _select_clients(selection_rng, n_clients, client_fraction):
     """Indices of the clients taking part in one round, sorted."""
     if client_fraction >= 1:
@@ -688,28 +695,11 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         self._check_components()
         if self.sampler is not None and hasattr(self.sampler, "_validate_params"):
             clone(self.sampler)._validate_params()
-        validate_data(self, X, reset=True, skip_check_array=True)
+        X, y, S, S_metrics = self._validated_rows(X, y, sensitive_features, reset=True)
         # sklearn's callback API: the fit is the root task, each round a subtask.
         callback_ctx = self._init_callback_context(max_subtasks=self.n_rounds)
         callback_ctx.call_on_fit_task_begin(estimator=self, X=X, y=y)
         n_samples = _num_samples(X)
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != n_samples:
-            raise ValueError(
-                f"y must hold one label per row: {n_samples} rows, got shape {y.shape}."
-            )
-        _, S = resolve_sensitive(
-            X,
-            sensitive_features=sensitive_features,
-            sensitive=self.sensitive,
-            drop=False,
-        )
-        S_metrics = S
-        if self.sensitive is not None:
-            S = None  # the estimator and sampler read the columns themselves
-        else:
-            X = self._as_array(X)
-        _check_sampler_input(self.sampler, X)
         # Intersectional group codes, computed once: the per-minibatch path
         # groups every batch by them without re-reading S.
         group_codes = None if S is None else encode_groups(S, n_samples=n_samples).codes
@@ -729,20 +719,9 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         self.classes_ = np.unique(y)
         self.clients_ = ids
         n_clients = len(ids)
-        epochs = np.asarray(self.local_epochs)
-        if epochs.ndim and epochs.shape != (n_clients,):
-            raise ValueError(
-                f"local_epochs has {epochs.size} values but there are {n_clients} "
-                "clients."
-            )
-        if np.any(epochs < 1):
-            raise ValueError(f"local_epochs must be >= 1; got {self.local_epochs!r}.")
-        epochs = np.broadcast_to(epochs, (n_clients,))
+        epochs = self._client_epochs(n_clients)
         if not warm:
-            random_state = check_random_state(self.random_state)
-            self.client_seeds_ = random_state.randint(
-                np.iinfo(np.int32).max, size=n_clients
-            )
+            self.client_seeds_ = _client_seeds(self.random_state, n_clients)
 
         train, validation = [], []
         for k in range(n_clients):
@@ -774,15 +753,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                     stacklevel=2,
                 )
         self.client_sizes_ = np.array([client.n for client in data])
-        trainer = _Trainer(
-            sampler=self.sampler,
-            resample=self.resample,
-            batch_size=self.batch_size,
-            classes=self.classes_,
-            strategy=self.strategy,
-            inner_learning_rate=self.inner_learning_rate,
-            outer_learning_rate=self.outer_learning_rate,
-        )
+        trainer = self._trainer(self.classes_)
         self._validation = [
             (
                 _safe_indexing(X, rows),
@@ -813,6 +784,60 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         del self._validation
         callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
         return self
+
+    def _validated_rows(self, X, y, sensitive_features, *, reset, suffix=""):
+        """X, y and the sensitive features of training (or evaluation) rows.
+
+        The checks of ``fit``, also run by a Flower client on its own rows.
+        Returns X for the estimator, y, S for the sampler and estimator (None
+        in column mode, where they read the columns themselves) and S for the
+        metrics. ``suffix`` names the arrays in errors (``"_eval"``).
+        """
+        validate_data(self, X, reset=reset, skip_check_array=True)
+        n_samples = _num_samples(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n_samples:
+            raise ValueError(
+                f"y{suffix} must hold one label per row of X{suffix}: {n_samples} "
+                f"rows, got shape {y.shape}."
+            )
+        _, S = resolve_sensitive(
+            X,
+            sensitive_features=sensitive_features,
+            sensitive=self.sensitive,
+            drop=False,
+        )
+        S_metrics = S
+        if self.sensitive is not None:
+            S = None  # the estimator and sampler read the columns themselves
+        X = self._as_array(X)
+        if reset:
+            _check_sampler_input(self.sampler, X)
+        return X, y, S, S_metrics
+
+    def _client_epochs(self, n_clients):
+        """``local_epochs`` as one count per client, checked."""
+        epochs = np.asarray(self.local_epochs)
+        if epochs.ndim and epochs.shape != (n_clients,):
+            raise ValueError(
+                f"local_epochs has {epochs.size} values but there are {n_clients} "
+                "clients."
+            )
+        if np.any(epochs < 1):
+            raise ValueError(f"local_epochs must be >= 1; got {self.local_epochs!r}.")
+        return np.broadcast_to(epochs, (n_clients,))
+
+    def _trainer(self, classes):
+        """The client routine with this federation's parameters."""
+        return _Trainer(
+            sampler=self.sampler,
+            resample=self.resample,
+            batch_size=self.batch_size,
+            classes=classes,
+            strategy=self.strategy,
+            inner_learning_rate=self.inner_learning_rate,
+            outer_learning_rate=self.outer_learning_rate,
+        )
 
     def _as_array(self, X):
         """Model inputs as one numeric array (metadata mode), validated once."""

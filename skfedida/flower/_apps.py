@@ -23,19 +23,18 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 from flwr.serverapp.strategy import FedAvg
 from sklearn.base import clone
-from sklearn.utils import _safe_indexing, check_random_state
-from sklearn.utils.validation import _num_samples, validate_data
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import _num_samples
 
-from .._groups import encode_groups, resolve_sensitive, take_rows
+from .._groups import encode_groups, take_rows
 from ..federated._estimator import (
     FederatedEstimator,
-    _check_sampler_input,
     _client_round,
+    _client_seeds,
     _ClientData,
     _round_seed,
     _select_clients,
     _split_client,
-    _Trainer,
     _validation_metrics,
     clone_fitted,
 )
@@ -97,18 +96,6 @@ def _configured(federation, run_config):
     return federation
 
 
-def _trainer(federation, classes):
-    return _Trainer(
-        sampler=federation.sampler,
-        resample=federation.resample,
-        batch_size=federation.batch_size,
-        classes=classes,
-        strategy=federation.strategy,
-        inner_learning_rate=federation.inner_learning_rate,
-        outer_learning_rate=federation.outer_learning_rate,
-    )
-
-
 def _node_partition(context):
     """This node's ``partition-id`` and ``num-partitions``, checked."""
     try:
@@ -150,18 +137,11 @@ class _ClientSide:
                 "(and optionally 'sensitive_features', 'X_eval', 'y_eval', "
                 f"'sensitive_features_eval'); got {type(loaded).__name__}."
             )
-        X, y, S, S_metrics = self._validated(
-            loaded["X"], loaded["y"], loaded.get("sensitive_features"), "fit"
+        X, y, S, S_metrics = federation._validated_rows(
+            loaded["X"], loaded["y"], loaded.get("sensitive_features"), reset=True
         )
         self.classes = self._classes(y, classes)
-        epochs = np.asarray(federation.local_epochs)
-        if epochs.ndim and epochs.shape != (self.n_partitions,):
-            raise ValueError(
-                f"local_epochs has {epochs.size} values but num-partitions is "
-                f"{self.n_partitions}."
-            )
-        self.epochs = int(epochs[self.partition] if epochs.ndim else epochs)
-        _check_sampler_input(federation.sampler, X)
+        self.epochs = int(federation._client_epochs(self.n_partitions)[self.partition])
         train, held_out = _split_client(
             y, federation.validation_fraction, seed, self.partition
         )
@@ -173,11 +153,12 @@ class _ClientSide:
             None if codes is None else codes[train],
         )
         if "X_eval" in loaded:
-            X_eval, y_eval, _, S_eval = self._validated(
+            X_eval, y_eval, _, S_eval = federation._validated_rows(
                 loaded["X_eval"],
                 loaded["y_eval"],
                 loaded.get("sensitive_features_eval"),
-                "eval",
+                reset=False,
+                suffix="_eval",
             )
             self.evaluation = (X_eval, y_eval, S_eval)
         else:
@@ -187,26 +168,6 @@ class _ClientSide:
                 y[rows],
                 None if S_metrics is None else take_rows(S_metrics, rows),
             )
-
-    def _validated(self, X, y, S, which):
-        federation = self.federation
-        suffix = "" if which == "fit" else "_eval"
-        validate_data(federation, X, reset=which == "fit", skip_check_array=True)
-        n_samples = _num_samples(X)
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != n_samples:
-            raise ValueError(
-                f"y{suffix} must hold one label per row of X{suffix}: {n_samples} "
-                f"rows, got shape {y.shape}."
-            )
-        _, S = resolve_sensitive(
-            X, sensitive_features=S, sensitive=federation.sensitive, drop=False
-        )
-        S_metrics = S
-        if federation.sensitive is not None:
-            S = None
-        X = federation._as_array(X)
-        return X, y, S, S_metrics
 
     def _classes(self, y, classes):
         present = np.unique(y)
@@ -335,7 +296,7 @@ def make_client_app(federation, load_data, *, classes=None):
         seed = int(message.content["config"]["client-seed"])
         side = client_side(context, seed)
         fed = side.federation
-        estimator = _trainer(fed, side.classes).prime(
+        estimator = fed._trainer(side.classes).prime(
             fed._client_estimator(seed), side.train
         )
         context.state[_STATE_KEY] = ConfigRecord(
@@ -363,7 +324,7 @@ def make_client_app(federation, load_data, *, classes=None):
         round_ = int(message.content["config"]["server-round"]) - 1
         parameters = message.content["arrays"].to_numpy_ndarrays()
         estimator, parameters, n_rows, loss = _client_round(
-            _trainer(side.federation, side.classes),
+            side.federation._trainer(side.classes),
             estimator,
             parameters,
             side.train,
@@ -399,7 +360,7 @@ def make_client_app(federation, load_data, *, classes=None):
             round_ = int(message.content["config"]["server-round"])
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="fairness=.* has no effect")
-                _trainer(fed, side.classes).personalise(
+                fed._trainer(side.classes).personalise(
                     model,
                     side.train,
                     fed.personalization_steps,
@@ -627,7 +588,7 @@ def _template(federation, seed, n_features, feature_names, classes):
         X = pd.DataFrame(X, columns=feature_names)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _trainer(federation, classes).prime(
+        return federation._trainer(classes).prime(
             estimator, _ClientData(X, np.asarray(classes), None)
         )
 
@@ -636,9 +597,7 @@ def _federate(federation, grid, *, timeout, connect_timeout):
     """The server's side of ``FederatedEstimator.fit``, over a Flower grid."""
     nodes = _discover(grid, timeout, connect_timeout)
     n_clients = len(nodes)
-    seeds = check_random_state(federation.random_state).randint(
-        np.iinfo(np.int32).max, size=n_clients
-    )
+    seeds = _client_seeds(federation.random_state, n_clients)
     contents = [
         RecordDict({"config": ConfigRecord({"client-seed": int(seed)})})
         for seed in seeds
