@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import assert_same_parameters
 from sklearn import config_context
 from sklearn.linear_model import SGDClassifier
 from sklearn.neural_network import MLPClassifier
@@ -32,11 +33,6 @@ def _quiet():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
-
-
-def _same(a, b):
-    for p, q in zip(get_parameters(a), get_parameters(b), strict=True):
-        assert p.tobytes() == q.tobytes()
 
 
 STANDALONE = {
@@ -75,7 +71,7 @@ def test_fair_estimators_are_reproducible(data, name):
         for _ in range(1 if method == "fit" else 3):
             getattr(model, method)(data.data, data.target, **kwargs)
         models.append(model)
-    _same(models[0], models[1])
+    assert_same_parameters(models[0], models[1])
     if name.startswith("mlp") or method == "partial_fit":
         # The seed matters where there is randomness (initial weights, shuffling).
         assert any(
@@ -129,10 +125,10 @@ def test_federated_fits_are_identical_across_repeats_and_n_jobs(data, name, stra
             )
         )
     for other in fits[1:]:
-        _same(fits[0].estimator_, other.estimator_)
+        assert_same_parameters(fits[0].estimator_, other.estimator_)
         assert fits[0].client_estimators_.keys() == other.client_estimators_.keys()
         for client, model in fits[0].client_estimators_.items():
-            _same(model, other.client_estimators_[client])
+            assert_same_parameters(model, other.client_estimators_[client])
         assert [r["train_loss"] for r in fits[0].history_] == [
             r["train_loss"] for r in other.history_
         ]
@@ -185,4 +181,6 @@ def test_model_selection_is_identical_with_n_jobs(data):
         np.testing.assert_array_equal(
             results[0].cv_results_[key], results[1].cv_results_[key]
         )
-    _same(results[0].best_estimator_.estimator_, results[1].best_estimator_.estimator_)
+    assert_same_parameters(
+        results[0].best_estimator_.estimator_, results[1].best_estimator_.estimator_
+    )

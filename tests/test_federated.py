@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import FailingLogistic
 from sklearn import config_context
 from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import roc_auc_score
@@ -566,31 +567,12 @@ def test_sklearn_callbacks_see_rounds_and_can_stop_training():
     assert fed.predict(X).shape == (len(y),)
 
 
-class FailingLogistic(FairPenaltyLogisticRegression):
-    """Raises in training (not in its zero-weight initialisation) for one seed."""
-
-    failing_seed = None
-
-    def partial_fit(
-        self, X, y, classes=None, *, sensitive_features=None, sample_weight=None
-    ):
-        if sample_weight is None and self.random_state in FailingLogistic.failing_seed:
-            raise ArithmeticError("simulated client failure")
-        return super().partial_fit(
-            X,
-            y,
-            classes,
-            sensitive_features=sensitive_features,
-            sample_weight=sample_weight,
-        )
-
-
 def test_client_failures_raise_or_skip():
     X, y, clients, S = _federation(n=600)
     probe = FederatedEstimator(
         FairPenaltyLogisticRegression(), n_rounds=1, random_state=0
     ).fit(X, y, clients=clients, sensitive_features=S)
-    FailingLogistic.failing_seed = {int(probe.client_seeds_[1])}
+    FailingLogistic.failing_seeds = {int(probe.client_seeds_[1])}
     common = dict(n_rounds=2, local_epochs=1, random_state=0)
     with pytest.raises(
         RuntimeError,
@@ -607,7 +589,7 @@ def test_client_failures_raise_or_skip():
     trained = [r for r in fed.history_ if "skipped" not in r]
     assert sorted({r["client"] for r in trained}) == [0, 2]
     assert np.isfinite(fed.predict_proba(X)).all()
-    FailingLogistic.failing_seed = {int(s) for s in probe.client_seeds_}
+    FailingLogistic.failing_seeds = {int(s) for s in probe.client_seeds_}
     with pytest.raises(RuntimeError, match="Every selected client failed in round 1"):
         FederatedEstimator(FailingLogistic(), on_client_error="skip", **common).fit(
             X, y, clients=clients, sensitive_features=S

@@ -7,11 +7,12 @@ from sklearn.neural_network import MLPClassifier
 
 pytest.importorskip("flwr")
 
+from _helpers import FailingLogistic, assert_same_parameters
 from flwr.app import Context, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import FederatedEstimator, get_parameters
+from skfedida.federated import FederatedEstimator
 from skfedida.flower import (
     InProcessGrid,
     load_result,
@@ -69,13 +70,7 @@ def _on_flower(federation, data, run_config=None, **loader):
 
 
 def _assert_same_model(flower, local):
-    for a, b in zip(
-        get_parameters(flower.estimator_),
-        get_parameters(local.estimator_),
-        strict=True,
-    ):
-        assert a.dtype == b.dtype and a.shape == b.shape
-        assert a.tobytes() == b.tobytes()  # to the last bit
+    assert_same_parameters(flower.estimator_, local.estimator_)
 
 
 FEDERATIONS = {
@@ -215,25 +210,6 @@ def test_the_server_receives_only_parameters_counts_and_metrics(data):
             assert set(record) <= REPLY_CONFIG
 
 
-class FailingLogistic(FairPenaltyLogisticRegression):
-    """Raises in training (not in its zero-weight initialisation) for some seeds."""
-
-    failing_seeds = set()
-
-    def partial_fit(
-        self, X, y, classes=None, *, sensitive_features=None, sample_weight=None
-    ):
-        if sample_weight is None and self.random_state in self.failing_seeds:
-            raise ArithmeticError("simulated client failure")
-        return super().partial_fit(
-            X,
-            y,
-            classes,
-            sensitive_features=sensitive_features,
-            sample_weight=sample_weight,
-        )
-
-
 def test_a_failing_client_is_an_error_naming_it_or_a_recorded_skip(data):
     common = dict(n_rounds=2, local_epochs=1, random_state=0)
     seeds = _in_process(
@@ -259,7 +235,7 @@ def test_a_failing_client_is_an_error_naming_it_or_a_recorded_skip(data):
     FailingLogistic.failing_seeds = {int(s) for s in seeds}
     with pytest.raises(RuntimeError, match="Every selected client failed in round 1"):
         _on_flower(skipping, data)
-    FailingLogistic.failing_seeds = set()
+    FailingLogistic.failing_seeds = frozenset()
 
 
 def test_a_failed_run_leaves_its_error_in_the_result_file(data, tmp_path):
@@ -388,13 +364,7 @@ def test_clients_keep_the_model_they_use_on_their_node(data, tmp_path):
     local = _in_process(federation, data)
     for k, path in enumerate(paths):
         # The personalised model, as FederatedEstimator gives client k.
-        personal = joblib.load(path)
-        for a, b in zip(
-            get_parameters(personal),
-            get_parameters(local.client_estimators_[k]),
-            strict=True,
-        ):
-            assert a.tobytes() == b.tobytes()
+        assert_same_parameters(joblib.load(path), local.client_estimators_[k])
     with pytest.raises(ValueError, match="node_configs has 1 entries for 3"):
         run_in_process(
             make_server_app(federation),

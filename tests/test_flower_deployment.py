@@ -24,7 +24,8 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from skfedida.federated import get_parameters
+from _helpers import assert_same_parameters
+
 from skfedida.flower import (
     load_result,
     make_client_app,
@@ -219,12 +220,7 @@ def test_flwr_run_on_loopback_matches_the_in_process_federation(deployment):
         num_partitions=N_NODES,
         run_config={"num-server-rounds": 1, "local-epochs": 1},
     )
-    for a, b in zip(
-        get_parameters(deployed.estimator_),
-        get_parameters(local.estimator_),
-        strict=True,
-    ):
-        assert a.tobytes() == b.tobytes()
+    assert_same_parameters(deployed.estimator_, local.estimator_)
     assert [r["train_loss"] for r in deployed.history_] == [
         r["train_loss"] for r in local.history_
     ]
