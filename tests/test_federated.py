@@ -416,7 +416,7 @@ def test_evaluate_clients():
     pd.testing.assert_frame_equal(report.per_client, again.per_client)
     with pytest.raises(ValueError, match="not among"):
         evaluate_clients(
-            fed, X, y, clients=clients, sensitive_features=S, metrics=("accuracy",)
+            fed, X, y, clients=clients, sensitive_features=S, metrics=("f1",)
         )
 
 

@@ -1,7 +1,8 @@
-"""Per-client evaluation with bootstrap confidence intervals."""
+"""Per-client evaluation at an operating point, with bootstrap intervals."""
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -10,6 +11,11 @@ from sklearn.utils import check_random_state
 
 from .._groups import take_rows
 from ..metrics import fairness_summary
+from ..metrics._operating_point import (
+    DEFAULT_N_BINS,
+    score_histogram,
+    threshold_at_rate,
+)
 
 __all__ = ["evaluate_clients"]
 
@@ -22,17 +28,38 @@ _FAIRNESS_KEYS = {
     "eod": "equalized_odds_difference",
 }
 _SOFT_KEYS = {f"soft_{name}": key for name, key in _FAIRNESS_KEYS.items()}
-_METRICS = ("roc_auc", *_FAIRNESS_KEYS, *_SOFT_KEYS)
+_RATE_METRICS = ("selection_rate", "accuracy", "brier")
+_METRICS = ("roc_auc", *_RATE_METRICS, *_FAIRNESS_KEYS, *_SOFT_KEYS)
+_DEFAULT_METRICS = (
+    "roc_auc",
+    "selection_rate",
+    "brier",
+    "accuracy",
+    "dpd",
+    "dpr",
+    "dfpr",
+    "dppv",
+    "soft_dpd",
+)
 
 
-def _metric_values(metrics, y, proba, pred, S, weight, pos_label):
+def _metric_values(metrics, y, proba, pred, S, weight, min_group_size):
+    """Metrics of one client's rows; ``y`` and ``pred`` coded 0/1."""
     values = {}
+    w = np.ones_like(proba) if weight is None else weight
+    total = w.sum()
     if "roc_auc" in metrics:
         values["roc_auc"] = (
             roc_auc_score(y, proba, sample_weight=weight)
-            if np.unique(y[weight > 0] if weight is not None else y).size == 2
+            if np.unique(y[w > 0]).size == 2
             else np.nan
         )
+    if "selection_rate" in metrics:
+        values["selection_rate"] = float(np.dot(w, pred) / total)
+    if "accuracy" in metrics:
+        values["accuracy"] = float(np.dot(w, pred == y) / total)
+    if "brier" in metrics:
+        values["brier"] = float(np.dot(w, (proba - y) ** 2) / total)
     for keys, scores, soft in (
         (_FAIRNESS_KEYS, pred, False),
         (_SOFT_KEYS, proba, True),
@@ -47,12 +74,49 @@ def _metric_values(metrics, y, proba, pred, S, weight, pos_label):
                 scores,
                 sensitive_features=S,
                 sample_weight=weight,
-                pos_label=pos_label,
+                pos_label=1,
+                min_group_size=min_group_size,
                 soft=soft,
             )
         for name in wanted:
             values[name] = summary[keys[name]]
     return values
+
+
+def _rate_of(threshold, estimator, prevalence, y_positive):
+    """Target selection rate of a ``threshold`` rule, or None for a fixed one."""
+    if isinstance(threshold, str):
+        if threshold != "prevalence":
+            raise ValueError(
+                "threshold must be a probability in (0, 1), 'prevalence' or "
+                f"{{'selection_rate': rate}}; got {threshold!r}."
+            )
+        if prevalence is not None:
+            return float(prevalence)
+        prior = getattr(estimator, "class_prior_", None)
+        if prior is not None:
+            return float(prior[-1])
+        return float(y_positive.mean())
+    if isinstance(threshold, dict):
+        rate = threshold.get("selection_rate")
+        if set(threshold) != {"selection_rate"} or not (
+            isinstance(rate, numbers.Real) and 0 <= rate <= 1
+        ):
+            raise ValueError(
+                "A threshold given as a dict must be {'selection_rate': r} with r "
+                f"in [0, 1]; got {threshold!r}."
+            )
+        return float(rate)
+    if not (
+        isinstance(threshold, numbers.Real)
+        and not isinstance(threshold, bool)
+        and 0 < threshold < 1
+    ):
+        raise ValueError(
+            "threshold must be a probability in (0, 1), 'prevalence' or "
+            f"{{'selection_rate': rate}}; got {threshold!r}."
+        )
+    return None
 
 
 def evaluate_clients(
@@ -62,26 +126,40 @@ def evaluate_clients(
     *,
     clients,
     sensitive_features,
-    metrics=("roc_auc", "dpd", "dpr", "dfpr", "dppv"),
+    metrics=_DEFAULT_METRICS,
+    threshold=0.5,
+    prevalence=None,
+    min_group_size=1,
+    n_bins=DEFAULT_N_BINS,
     n_bootstrap=1000,
     confidence=0.95,
     personalised=True,
     random_state=None,
 ):
-    """Per-client metrics with bootstrap confidence intervals.
+    """Per-client metrics at an operating point, with bootstrap intervals.
 
-    For every client: AUROC and the disparity metrics on its rows, and a
-    percentile bootstrap interval from ``n_bootstrap`` resamples of those rows
-    (drawn as multinomial row weights, so each resample costs one weighted
-    pass). Then the mean and standard deviation across clients, as in the
-    FedIDA paper's Tables 2-3 and Figures S1-S4.
+    For every client: AUROC, the selection rate, accuracy and Brier score, and
+    the disparity metrics of the *decisions* ``proba > t`` on its rows, where
+    ``t`` is the operating point chosen by ``threshold``; the ``soft_``
+    metrics are the disparities of the predicted probabilities (the paper's
+    E[f(A) | group]), which need no threshold. Then a percentile bootstrap
+    interval from ``n_bootstrap`` resamples of each client's rows (drawn as
+    multinomial row weights, so each resample costs one weighted pass; the
+    threshold stays fixed), and the mean and standard deviation across
+    clients, as in the FedIDA paper's Tables 2-3 and Figures S1-S4.
+
+    Compare models at ``threshold="prevalence"``: a model that compresses its
+    scores, or shifts them toward one class, can look fair at 0.5 (it selects
+    almost nobody, or almost everybody); at a matched selection rate both
+    models select the same share of people, and a lower disparity means the
+    selected people are spread more evenly over the groups.
 
     Parameters
     ----------
     estimator : fitted classifier
         A :class:`FederatedEstimator` (its personalised or local models are
-        used for their clients when ``personalised=True``) or any classifier
-        with ``predict_proba``.
+        used for their clients when ``personalised=True``) or any binary
+        classifier with ``predict_proba``.
     X : array-like or DataFrame of shape (n_samples, n_features)
         Evaluation rows.
     y : array-like of shape (n_samples,)
@@ -90,11 +168,35 @@ def evaluate_clients(
         Client of every row.
     sensitive_features : array-like, DataFrame or dict
         Sensitive attributes of every row.
-    metrics : tuple of str, default=("roc_auc", "dpd", "dpr", "dfpr", "dppv")
-        Any of ``"roc_auc"``, ``"dpd"``, ``"dpr"``, ``"dfpr"``, ``"dppv"``,
-        ``"dtpr"``, ``"eod"`` (on predicted labels), or the same names with a
-        ``soft_`` prefix (on predicted probabilities: the paper's
-        E[f(A) | group]; see the ``soft`` argument of the metrics).
+    metrics : tuple of str, default=("roc_auc", "selection_rate", "brier", \
+"accuracy", "dpd", "dpr", "dfpr", "dppv", "soft_dpd")
+        Any of ``"roc_auc"``, ``"brier"`` (on probabilities),
+        ``"selection_rate"``, ``"accuracy"``, ``"dpd"``, ``"dpr"``,
+        ``"dfpr"``, ``"dppv"``, ``"dtpr"``, ``"eod"`` (on decisions at the
+        threshold), or a disparity name with a ``soft_`` prefix (on
+        probabilities; see the ``soft`` argument of the metrics).
+    threshold : float, "prevalence" or dict, default=0.5
+        The operating point, on the probability of the positive class:
+
+        - a float in (0, 1): that threshold for every client (0.5 gives the
+          decisions of ``predict``);
+        - ``"prevalence"``: the threshold at which the federation's selection
+          rate on these rows equals its training prevalence (``prevalence``,
+          else the estimator's ``class_prior_``, else the share of positives in
+          ``y``). It is found as a server would: every client makes a
+          histogram of its scores on a shared grid (:func:`score_histogram
+          <skfedida.metrics.score_histogram>`), and the threshold comes from
+          their sum (:func:`~skfedida.metrics.threshold_at_rate`), so no score
+          leaves its client;
+        - ``{"selection_rate": r}``: the same, for the overall rate r.
+    prevalence : float in [0, 1], default=None
+        Training prevalence for ``threshold="prevalence"``.
+    min_group_size : int, default=1
+        Groups whose rate rests on fewer rows are left out of the disparities,
+        as in the metrics.
+    n_bins : int, default=1000
+        Bins of the shared score grid for ``"prevalence"`` and
+        ``"selection_rate"`` thresholds.
     n_bootstrap : int, default=1000
         Bootstrap resamples per client; 0 skips the intervals.
     confidence : float, default=0.95
@@ -109,7 +211,9 @@ def evaluate_clients(
     report : :class:`~sklearn.utils.Bunch`
         ``per_client``: a DataFrame indexed by client with, for each metric,
         its value and ``<metric>_low`` / ``<metric>_high``; ``summary``: a
-        DataFrame with the ``mean`` and ``sd`` of each metric across clients.
+        DataFrame with the ``mean`` and ``sd`` of each metric across clients;
+        ``threshold``: the probability threshold used; ``target_rate``: the
+        selection rate it was chosen for (None for a fixed threshold).
 
     Examples
     --------
@@ -121,9 +225,12 @@ def evaluate_clients(
     >>> report = evaluate_clients(model, data.data, data.target,
     ...                           clients=data.clients,
     ...                           sensitive_features=data.sensitive,
+    ...                           threshold="prevalence",
     ...                           n_bootstrap=50, random_state=0)
     >>> list(report.summary.columns)
     ['mean', 'sd']
+    >>> bool(abs(report.target_rate - data.target.mean()) < 1e-12)
+    True
     """
     import pandas as pd
     from sklearn.utils import Bunch
@@ -133,24 +240,40 @@ def evaluate_clients(
         raise ValueError(f"metrics {unknown} are not among {list(_METRICS)}.")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+    if prevalence is not None and not (
+        isinstance(prevalence, numbers.Real) and 0 <= prevalence <= 1
+    ):
+        raise ValueError(f"prevalence must be in [0, 1]; got {prevalence!r}.")
+    if not (isinstance(min_group_size, numbers.Integral) and min_group_size >= 1):
+        raise ValueError(f"min_group_size must be an int >= 1; got {min_group_size!r}.")
     clients = np.asarray(clients)
     y = np.asarray(y)
     kwargs = {}
     if personalised and hasattr(estimator, "client_estimators_"):
         kwargs["clients"] = clients
     proba = estimator.predict_proba(X, **kwargs)[:, 1]
-    pred = estimator.predict(X, **kwargs)
-    pos_label = estimator.classes_[-1]
+    y_positive = (y == estimator.classes_[-1]).astype(np.float64)
+    ids = np.unique(clients)
+    client_rows = [np.flatnonzero(clients == client) for client in ids]
+    target_rate = _rate_of(threshold, estimator, prevalence, y_positive)
+    if target_rate is None:
+        cut = float(threshold)
+    else:
+        # Each client's histogram is all the server needs to place the cut.
+        histograms = [
+            score_histogram(proba[rows], n_bins=n_bins) for rows in client_rows
+        ]
+        cut = threshold_at_rate(histograms, target_rate)
+    pred = (proba > cut).astype(np.float64)
     rng = check_random_state(random_state)
     tail = (1 - confidence) / 2
     rows = []
-    for client in np.unique(clients):
-        idx = np.flatnonzero(clients == client)
-        y_k, proba_k, pred_k = y[idx], proba[idx], pred[idx]
+    for client, idx in zip(ids, client_rows, strict=True):
+        y_k, proba_k, pred_k = y_positive[idx], proba[idx], pred[idx]
         S_k = take_rows(sensitive_features, idx)
         row = {
             "client": client,
-            **_metric_values(metrics, y_k, proba_k, pred_k, S_k, None, pos_label),
+            **_metric_values(metrics, y_k, proba_k, pred_k, S_k, None, min_group_size),
         }
         if n_bootstrap:
             weights = rng.multinomial(
@@ -159,7 +282,7 @@ def evaluate_clients(
             draws = {m: [] for m in metrics}
             for weight in weights:
                 values = _metric_values(
-                    metrics, y_k, proba_k, pred_k, S_k, weight, pos_label
+                    metrics, y_k, proba_k, pred_k, S_k, weight, min_group_size
                 )
                 for m in metrics:
                     draws[m].append(values[m])
@@ -176,4 +299,9 @@ def evaluate_clients(
     per_client = pd.DataFrame(rows).set_index("client")
     values = per_client[list(metrics)]
     summary = pd.DataFrame({"mean": values.mean(), "sd": values.std(ddof=1)})
-    return Bunch(per_client=per_client, summary=summary)
+    return Bunch(
+        per_client=per_client,
+        summary=summary,
+        threshold=cut,
+        target_rate=target_rate,
+    )

@@ -14,6 +14,7 @@ from ._fairness import (
     positive_predictive_value_difference,
     true_positive_rate_difference,
 )
+from ._operating_point import score_histogram, selection_rate, threshold_at_rate
 from ._scorer import FAIRNESS_METRICS, make_fairness_scorer, make_tradeoff_scorer
 
 __all__ = [
@@ -27,5 +28,8 @@ __all__ = [
     "make_fairness_scorer",
     "make_tradeoff_scorer",
     "positive_predictive_value_difference",
+    "score_histogram",
+    "selection_rate",
+    "threshold_at_rate",
     "true_positive_rate_difference",
 ]

@@ -16,6 +16,7 @@ import numbers
 from functools import partial
 from inspect import signature
 
+import numpy as np
 from sklearn.metrics import get_scorer
 from sklearn.metrics._scorer import _BaseScorer, _cached_call, _Scorer
 from sklearn.utils._metadata_requests import MetadataRequest, MethodMetadataRequest
@@ -30,6 +31,7 @@ from ._fairness import (
     positive_predictive_value_difference,
     true_positive_rate_difference,
 )
+from ._operating_point import DEFAULT_N_BINS, score_histogram, threshold_at_rate
 
 __all__ = ["FAIRNESS_METRICS", "make_fairness_scorer", "make_tradeoff_scorer"]
 
@@ -97,15 +99,102 @@ class _SensitiveCallMixin:
         return self._score(partial(_cached_call, None), estimator, X, y_true, **kwargs)
 
 
+def _check_threshold(threshold):
+    """None, a probability in (0, 1), "prevalence" or {"selection_rate": r}."""
+    if threshold is None or threshold == "prevalence":
+        return threshold
+    if isinstance(threshold, dict):
+        rate = threshold.get("selection_rate")
+        if set(threshold) == {"selection_rate"} and (
+            isinstance(rate, numbers.Real) and 0 <= rate <= 1
+        ):
+            return threshold
+    elif (
+        isinstance(threshold, numbers.Real)
+        and not isinstance(threshold, bool)
+        and 0 < threshold < 1
+    ):
+        return float(threshold)
+    raise ValueError(
+        "threshold must be None, a probability in (0, 1), 'prevalence' or "
+        f"{{'selection_rate': r}} with r in [0, 1]; got {threshold!r}."
+    )
+
+
+def _training_prevalence(estimator):
+    """The estimator's training prevalence, if it (or a pipeline's last step) knows."""
+    for candidate in (estimator, getattr(estimator, "steps", [(None, None)])[-1][1]):
+        prior = getattr(candidate, "class_prior_", None)
+        if prior is not None and np.ndim(prior) == 1 and len(prior) == 2:
+            return float(prior[-1])
+    return None
+
+
+class _AtThreshold:
+    """A label metric applied to the decisions ``score > t`` of an operating point.
+
+    A class (not a closure) so that scorers pickle.
+    """
+
+    def __init__(self, metric, threshold, n_bins):
+        self.metric = metric
+        self.threshold = threshold
+        self.n_bins = n_bins
+        self.__name__ = getattr(metric, "__name__", repr(metric))
+
+    def __call__(
+        self,
+        y_true,
+        y_score,
+        *,
+        sensitive_features,
+        positive_label,
+        rate=None,
+        pos_label=None,
+        sample_weight=None,
+        **kwargs,
+    ):
+        y_score = np.asarray(y_score, dtype=np.float64)
+        if rate is None:
+            cut = self.threshold
+        else:
+            cut = threshold_at_rate(
+                score_histogram(
+                    y_score, n_bins=self.n_bins, sample_weight=sample_weight
+                ),
+                rate,
+            )
+        positive = (np.asarray(y_true) == positive_label).astype(np.int64)
+        decisions = (y_score > cut).astype(np.int64)
+        return self.metric(
+            positive,
+            decisions,
+            sensitive_features=sensitive_features,
+            sample_weight=sample_weight,
+            pos_label=1,
+            **kwargs,
+        )
+
+
 class _FairnessScorer(_SensitiveCallMixin, _Scorer):
     """A scorer of a fairness metric; built by :func:`make_fairness_scorer`."""
 
     __metadata_request__score = {"sensitive_features": True}
 
-    def __init__(self, score_func, sign, kwargs, response_method, sensitive, name):
+    def __init__(
+        self,
+        score_func,
+        sign,
+        kwargs,
+        response_method,
+        sensitive,
+        name,
+        threshold=None,
+    ):
         super().__init__(score_func, sign, kwargs, response_method)
         self._sensitive = sensitive
         self._name = name
+        self._threshold = threshold
 
     def __repr__(self):
         options = "".join(
@@ -114,6 +203,11 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
         sensitive = (
             "" if self._sensitive is None else f", sensitive={self._sensitive!r}"
         )
+        if self._threshold is not None:
+            return (
+                f"make_fairness_scorer({self._name!r}, "
+                f"threshold={self._threshold!r}{sensitive}{options})"
+            )
         return (
             f"make_fairness_scorer({self._name!r}, "
             f"response_method={self._response_method!r}{sensitive}{options})"
@@ -128,6 +222,20 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
         )
         if sensitive_features is None:
             raise _missing_sensitive_error(self)
+        if self._threshold is not None:
+            positive = self._kwargs.get("pos_label")
+            if positive is None:
+                positive = estimator.classes_[-1]
+            kwargs["positive_label"] = positive
+            if self._threshold == "prevalence":
+                prevalence = _training_prevalence(estimator)
+                kwargs["rate"] = (
+                    float(np.mean(np.asarray(y_true) == positive))
+                    if prevalence is None
+                    else prevalence
+                )
+            elif isinstance(self._threshold, dict):
+                kwargs["rate"] = float(self._threshold["selection_rate"])
         return super()._score(
             method_caller,
             estimator,
@@ -163,6 +271,8 @@ def make_fairness_scorer(
     pos_label=None,
     min_group_size=1,
     greater_is_better=None,
+    threshold=None,
+    n_bins=DEFAULT_N_BINS,
 ):
     """Make an sklearn scorer from a group fairness metric.
 
@@ -198,6 +308,25 @@ def make_fairness_scorer(
     greater_is_better : bool, default=None
         Override the direction; by default True only for the ratio (and False
         for a callable).
+    threshold : float, "prevalence" or dict, default=None
+        Score the decisions ``predict_proba(X)[:, 1] > t`` at an operating
+        point instead of ``predict``'s (``response_method`` must then be
+        ``"predict"``):
+
+        - a float in (0, 1): that threshold;
+        - ``"prevalence"``: the threshold at which the scored rows' selection
+          rate equals the training prevalence (the estimator's
+          ``class_prior_`` when it has one, as ``FederatedEstimator`` does,
+          else the share of positives in the scored rows), so that every
+          candidate of a search is judged selecting the same share of people
+          and a model cannot look fair by compressing its scores;
+        - ``{"selection_rate": r}``: the threshold of selection rate r.
+
+        The threshold comes from a histogram of the scores on ``n_bins``
+        equal bins (:func:`threshold_at_rate`), as in a federation.
+    n_bins : int, default=1000
+        Bins of the score histogram for ``"prevalence"`` and
+        ``"selection_rate"`` thresholds.
 
     Returns
     -------
@@ -220,8 +349,12 @@ def make_fairness_scorer(
     >>> scorer = make_fairness_scorer("dpd")
     >>> scorer(clf, X, y, sensitive_features=sex)
     -0.0
+    >>> matched = make_fairness_scorer("dpd", threshold="prevalence")
+    >>> matched(clf, X, y, sensitive_features=sex)
+    -0.0
     """
     func, default_greater, name = _resolve_metric(metric)
+    threshold = _check_threshold(threshold)
     if response_method not in _RESPONSE_METHODS:
         raise ValueError(
             f"response_method must be one of {_RESPONSE_METHODS}; got "
@@ -244,9 +377,25 @@ def make_fairness_scorer(
                 "probabilities; use response_method='predict'."
             )
         kwargs["soft"] = True
-    return _FairnessScorer(
-        func, 1 if greater_is_better else -1, kwargs, response_method, sensitive, name
-    )
+    sign = 1 if greater_is_better else -1
+    if threshold is not None:
+        if response_method != "predict":
+            raise ValueError(
+                "threshold= scores decisions at an operating point; it cannot be "
+                "combined with response_method='predict_proba' (soft metrics)."
+            )
+        if not (isinstance(n_bins, numbers.Integral) and n_bins >= 1):
+            raise ValueError(f"n_bins must be an int >= 1; got {n_bins!r}.")
+        return _FairnessScorer(
+            _AtThreshold(func, threshold, int(n_bins)),
+            sign,
+            kwargs,
+            "predict_proba",
+            sensitive,
+            name,
+            threshold,
+        )
+    return _FairnessScorer(func, sign, kwargs, response_method, sensitive, name)
 
 
 class _TradeoffScorer(_SensitiveCallMixin, _BaseScorer):
@@ -302,6 +451,7 @@ def make_tradeoff_scorer(
     fairness_response_method="predict",
     pos_label=None,
     min_group_size=1,
+    threshold=None,
 ):
     """Make a scorer of performance minus a weighted disparity.
 
@@ -330,6 +480,9 @@ def make_tradeoff_scorer(
         Favourable label for the fairness metric.
     min_group_size : int, default=1
         Smallest group the fairness metric keeps.
+    threshold : float, "prevalence" or dict, default=None
+        Operating point of the fairness metric, as in
+        :func:`make_fairness_scorer`; ignored when ``fairness`` is a scorer.
 
     Returns
     -------
@@ -359,6 +512,7 @@ def make_tradeoff_scorer(
             sensitive=sensitive,
             pos_label=pos_label,
             min_group_size=min_group_size,
+            threshold=threshold,
         )
     performance_scorer = (
         get_scorer(performance) if isinstance(performance, str) else performance
