@@ -67,7 +67,14 @@ REPLY_METRICS = frozenset(
     }
 )
 REPLY_CONFIG = frozenset(
-    {"partition-id", "num-partitions", "n-features", "classes", "feature-names"}
+    {
+        "partition-id",
+        "num-partitions",
+        "n-features",
+        "classes",
+        "class-counts",
+        "feature-names",
+    }
 )
 
 
@@ -307,6 +314,8 @@ def make_client_app(federation, load_data, *, classes=None):
             "num-partitions": side.n_partitions,
             "n-features": int(fed.n_features_in_),
             "classes": side.classes.tolist(),
+            # Training rows per class: the federation's prevalence is their sum.
+            "class-counts": [int(np.sum(side.train.y == c)) for c in side.classes],
         }
         if hasattr(fed, "feature_names_in_"):
             config["feature-names"] = fed.feature_names_in_.tolist()
@@ -634,6 +643,10 @@ def _federate(federation, grid, *, timeout, connect_timeout):
     fitted.client_sizes_ = np.array(
         [int(reply["metrics"]["num-examples"]) for reply in replies]
     )
+    class_counts = sum(
+        np.array(reply["config"]["class-counts"], dtype=np.int64) for reply in replies
+    )
+    fitted.class_prior_ = class_counts / class_counts.sum()
     fitted.client_seeds_ = seeds
     fitted.n_features_in_ = n_features
     if feature_names is not None:

@@ -1,0 +1,48 @@
+"""Warnings of skfedida."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+__all__ = ["DegenerateModelWarning"]
+
+#: A model whose decisions put at least this share of rows in one class.
+_DEGENERATE_SHARE = 0.99
+
+
+class DegenerateModelWarning(UserWarning):
+    """A fitted model whose decisions are (almost) all one class.
+
+    Such a model has tiny disparities at its own threshold (it selects almost
+    nobody, or almost everybody, in every group) without treating the groups
+    more alike. It usually means the fairness weight is too large for the
+    data: the penalty was lowered by shrinking every score to one value.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import DegenerateModelWarning
+    >>> warnings.simplefilter("error", DegenerateModelWarning)
+    """
+
+
+def warn_if_degenerate(positive_share, owner, stacklevel=3):
+    """Warn when decisions put >= 99% of the training rows in one class."""
+    if not np.isfinite(positive_share):
+        return
+    if positive_share <= 1 - _DEGENERATE_SHARE or positive_share >= _DEGENERATE_SHARE:
+        side = "positive" if positive_share >= _DEGENERATE_SHARE else "negative"
+        share = max(positive_share, 1 - positive_share)
+        warnings.warn(
+            f"{owner} predicts the {side} class for {share:.1%} "
+            "of its training rows: its disparities at the 0.5 threshold are "
+            "near 0 because it treats (almost) everybody alike, not because it "
+            "treats the groups alike. Lower the fairness weight, use "
+            "penalty='group_standardized' (which cannot be lowered by shrinking "
+            "the scores), and compare models at a matched selection rate "
+            "(evaluate_clients(..., threshold='prevalence')).",
+            DegenerateModelWarning,
+            stacklevel=stacklevel,
+        )
