@@ -57,10 +57,17 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         Weight of the squared L2 norm of the coefficients (the paper's gamma),
         >= 0. ``alpha`` corresponds to sklearn's ``LogisticRegression`` with
         ``C = 1 / (2 * alpha * n_samples)``.
-    penalty : {"group", "individual"}, default="group"
+    penalty : {"group", "individual", "group_standardized"}, default="group"
         Berk et al.'s group penalty (squared differences of mean scores of
-        label-matched cross-group pairs) or individual penalty (mean squared
-        score differences of those pairs).
+        label-matched cross-group pairs, the paper's), individual penalty
+        (mean squared score differences of those pairs), or the group penalty
+        divided by the within-label variance of the scores
+        (:func:`~skfedida.penalty.standardized_group_penalty`). The first two
+        are cheapest to lower by shrinking every score toward one value,
+        which changes the decisions at a matched selection rate little and
+        worsens calibration; the standardized penalty is scale-invariant, so
+        only treating the groups more alike lowers it (use a smaller
+        ``fairness``, about 0.5).
     fit_intercept : bool, default=True
         Whether to fit an (unpenalised) intercept.
     max_iter : int, default=1000

@@ -93,8 +93,9 @@ class FairMLPClassifier(BaseFairClassifier):
         Weight of the fairness penalty (the paper's lambda), >= 0.
     alpha : float, default=1e-4
         Weight of the squared L2 norm of the weights (the paper's gamma).
-    penalty : {"group", "individual"}, default="group"
-        Group or individual fairness penalty.
+    penalty : {"group", "individual", "group_standardized"}, default="group"
+        Group, individual or standardized group fairness penalty (see
+        :class:`~skfedida.linear_model.FairPenaltyLogisticRegression`).
     learning_rate : float, default=0.1
         SGD's initial step, or Adam's step size (use about 1e-3 for Adam).
         Unlike sklearn's ``MLPClassifier``, this is the value itself.

@@ -24,7 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PENALTIES", "group_penalty", "individual_penalty"]
+__all__ = [
+    "PENALTIES",
+    "group_penalty",
+    "individual_penalty",
+    "standardized_group_penalty",
+]
 
 
 def _cell_sums(scores, y, groups, n_groups, sample_weight):
@@ -162,5 +167,78 @@ def individual_penalty(scores, y, groups, n_groups=None, sample_weight=None):
     return float(value), gradient
 
 
+def standardized_group_penalty(scores, y, groups, n_groups=None, sample_weight=None):
+    r"""The group penalty divided by the pooled within-label variance of the scores.
+
+    :func:`group_penalty` is cheapest to lower by shrinking every score toward
+    the same value: the gaps between groups fall with the scale of the scores
+    while their order, and so the decisions at a matched selection rate, hardly
+    change, and the probabilities lose their calibration. Dividing by
+
+    .. math:: v = \frac{1}{n} \sum_i (s_i - \bar s_{y_i})^2
+
+    (the weighted variance of the scores around their label's mean) makes the
+    penalty scale-invariant: multiplying every score by a constant leaves it
+    unchanged, so only treating the groups more alike lowers it. It is a ratio
+    of between-group to within-label spread, bounded, and 0 where the groups'
+    label-conditional mean scores are equal; unlike the group penalty it is not
+    convex in the scores.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_samples,)
+        Model scores (logits) of every row.
+    y : ndarray of shape (n_samples,) of int
+        Labels coded 0/1.
+    groups : ndarray of shape (n_samples,) of int
+        Intersectional group codes in ``range(n_groups)``.
+    n_groups : int, default=None
+        Number of groups; ``groups.max() + 1`` by default.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Non-negative row weights.
+
+    Returns
+    -------
+    value : float
+        ``group_penalty / v``; 0.0 when the scores do not vary within labels.
+    gradient : ndarray of shape (n_samples,)
+        Derivative of the value with respect to every score.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.penalty import group_penalty, standardized_group_penalty
+    >>> scores = np.array([2.0, 0.0, 1.0, -1.0])
+    >>> y = np.array([1, 0, 1, 0])
+    >>> groups = np.array([0, 0, 1, 1])
+    >>> value, _ = standardized_group_penalty(scores, y, groups)
+    >>> scaled, _ = standardized_group_penalty(10 * scores, y, groups)
+    >>> bool(np.isclose(value, scaled))
+    True
+    """
+    value, gradient = group_penalty(scores, y, groups, n_groups, sample_weight)
+    weight = np.ones_like(scores) if sample_weight is None else sample_weight
+    labels = y.astype(np.intp, copy=False)
+    label_weight = np.bincount(labels, weights=weight, minlength=2)
+    label_sum = np.bincount(labels, weights=weight * scores, minlength=2)
+    label_mean = np.divide(
+        label_sum, label_weight, out=np.zeros(label_sum.shape), where=label_weight > 0
+    )
+    residual = scores - label_mean[labels]
+    total = weight.sum()
+    variance = float(np.dot(weight, residual * residual) / total) if total > 0 else 0.0
+    if variance <= np.finfo(np.float64).tiny or value == 0.0:
+        return 0.0, np.zeros_like(scores)
+    # d v / d s_i = 2 w_i (s_i - mean of its label) / total: the label means'
+    # own derivatives cancel, as residuals sum to 0 within each label.
+    variance_gradient = 2.0 * weight * residual / total
+    ratio = value / variance
+    return ratio, (gradient - ratio * variance_gradient) / variance
+
+
 #: Penalties by the name of the estimators' ``penalty`` parameter.
-PENALTIES = {"group": group_penalty, "individual": individual_penalty}
+PENALTIES = {
+    "group": group_penalty,
+    "individual": individual_penalty,
+    "group_standardized": standardized_group_penalty,
+}
