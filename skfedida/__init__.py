@@ -8,6 +8,7 @@ components.
 
 from . import (
     datasets,
+    exceptions,
     federated,
     linear_model,
     metrics,
@@ -17,6 +18,7 @@ from . import (
     plotting,
 )
 from .datasets import load_adult, make_federated_classification, make_roc_like
+from .exceptions import DegenerateModelWarning
 from .federated import (
     ClientStratifiedKFold,
     FederatedEstimator,
@@ -36,6 +38,9 @@ from .metrics import (
     make_fairness_scorer,
     make_tradeoff_scorer,
     positive_predictive_value_difference,
+    score_histogram,
+    selection_rate,
+    threshold_at_rate,
     true_positive_rate_difference,
 )
 from .model_selection import (
@@ -46,7 +51,7 @@ from .model_selection import (
 )
 from .neural_network import FairMLPClassifier
 from .over_sampling import FairnessAwareROSE
-from .penalty import group_penalty, individual_penalty
+from .penalty import group_penalty, individual_penalty, standardized_group_penalty
 from .plotting import ClientMetricsDisplay, TradeoffDisplay
 
 __version__ = "0.1.0.dev0"
@@ -55,6 +60,7 @@ __all__ = [
     "ClientMetricsDisplay",
     "ClientStratifiedKFold",
     "CoarseToFineSearchCV",
+    "DegenerateModelWarning",
     "FairMLPClassifier",
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
@@ -66,6 +72,7 @@ __all__ = [
     "demographic_parity_ratio",
     "equalized_odds_difference",
     "evaluate_clients",
+    "exceptions",
     "fairest_within",
     "fairness_summary",
     "false_positive_rate_difference",
@@ -89,6 +96,10 @@ __all__ = [
     "over_sampling",
     "plotting",
     "positive_predictive_value_difference",
+    "score_histogram",
+    "selection_rate",
     "set_parameters",
+    "standardized_group_penalty",
+    "threshold_at_rate",
     "true_positive_rate_difference",
 ]

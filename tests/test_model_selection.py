@@ -5,12 +5,17 @@ import pandas as pd
 import pytest
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import make_scorer
 from sklearn.model_selection import GridSearchCV, KFold
 
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import ClientStratifiedKFold, FederatedEstimator
 from skfedida.linear_model import FairPenaltyLogisticRegression
-from skfedida.metrics import make_fairness_scorer, make_tradeoff_scorer
+from skfedida.metrics import (
+    make_fairness_scorer,
+    make_tradeoff_scorer,
+    selection_rate,
+)
 from skfedida.model_selection import (
     CoarseToFineSearchCV,
     fairest_within,
@@ -177,12 +182,24 @@ def test_fairest_within():
     results = {
         "mean_test_auc": np.array([0.86, 0.858, 0.855, 0.80]),
         "mean_test_dpd": np.array([-0.30, -0.20, -0.20, -0.01]),
+        "mean_test_selection_rate": np.array([0.2, 0.2, 0.2, 0.2]),
     }
     # Within 0.01 of 0.86: candidates 0-2; the fairest are 1 and 2, and 1
     # performs better.
     assert fairest_within("auc", "dpd", 0.01)(results) == 1
     assert fairest_within("auc", "dpd", 0.0)(results) == 0
     assert fairest_within("auc", "dpd", 1.0)(results) == 3
+    # A candidate selecting (almost) nobody is never chosen, however fair.
+    results["mean_test_selection_rate"][3] = 0.005
+    assert fairest_within("auc", "dpd", 1.0)(results) == 1
+    assert fairest_within("auc", "dpd", 1.0, selection_rate=None)(results) == 3
+    results["mean_test_selection_rate"][:] = 0.995
+    with pytest.raises(ValueError, match="degenerate"):
+        fairest_within("auc", "dpd", 1.0)(results)
+    with pytest.raises(ValueError, match="make_scorer"):
+        fairest_within("auc", "dpd")({k: results[k] for k in list(results)[:2]})
+    with pytest.raises(ValueError, match="band"):
+        fairest_within("auc", "dpd", band=(0.5, 0.2))
     results["mean_test_dpd"][0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         fairest_within("auc", "dpd")(results)
@@ -196,7 +213,11 @@ def test_fairest_within_as_refit_in_grid_search():
         search = GridSearchCV(
             FairPenaltyLogisticRegression(),
             {"fairness": [0.0, 0.5, 2.0]},
-            scoring={"auc": "roc_auc", "dpd": make_fairness_scorer("dpd")},
+            scoring={
+                "auc": "roc_auc",
+                "dpd": make_fairness_scorer("dpd", threshold="prevalence"),
+                "selection_rate": make_scorer(selection_rate),
+            },
             refit=fairest_within("auc", "dpd", tolerance=0.05),
             cv=3,
         ).fit(X, y, sensitive_features=S)

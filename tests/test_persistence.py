@@ -7,11 +7,16 @@ import warnings
 import joblib
 import numpy as np
 import pytest
+from sklearn.metrics import make_scorer
 
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator
 from skfedida.linear_model import FairPenaltyLogisticRegression
-from skfedida.metrics import make_fairness_scorer, make_tradeoff_scorer
+from skfedida.metrics import (
+    make_fairness_scorer,
+    make_tradeoff_scorer,
+    selection_rate,
+)
 from skfedida.model_selection import CoarseToFineSearchCV, fairest_within
 from skfedida.neural_network import FairMLPClassifier
 from skfedida.over_sampling import FairnessAwareROSE
@@ -54,7 +59,11 @@ def _fitted():
                 0.1,
                 n_coarse=2,
                 n_fine=1,
-                scoring={"auc": "roc_auc", "acc": "accuracy"},
+                scoring={
+                    "auc": "roc_auc",
+                    "acc": "accuracy",
+                    "selection_rate": make_scorer(selection_rate),
+                },
                 refit=fairest_within("auc", "acc", 0.01),
                 cv=2,
             ).fit(X, y),
