@@ -114,6 +114,7 @@ def test_flower_apps_give_the_in_process_model_to_the_last_bit(data, name):
     flower = _on_flower(federation, data)
     _assert_same_model(flower, local)
     np.testing.assert_array_equal(flower.client_sizes_, local.client_sizes_)
+    np.testing.assert_allclose(flower.class_prior_, local.class_prior_, rtol=0, atol=0)
     np.testing.assert_array_equal(flower.client_seeds_, local.client_seeds_)
     np.testing.assert_array_equal(flower.classes_, local.classes_)
     np.testing.assert_array_equal(flower.predict(data.data), local.predict(data.data))

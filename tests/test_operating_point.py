@@ -1,0 +1,433 @@
+"""Fairness at the operating point: thresholds, calibration, selection, warnings."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import check_grad
+from sklearn.linear_model import LogisticRegression, SGDClassifier
+from sklearn.metrics import accuracy_score, brier_score_loss
+
+from skfedida.datasets import make_federated_classification
+from skfedida.exceptions import DegenerateModelWarning, warn_if_degenerate
+from skfedida.federated import FederatedEstimator, evaluate_clients
+from skfedida.federated._estimator import _prior_weights
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.metrics import (
+    demographic_parity_difference,
+    false_positive_rate_difference,
+    make_fairness_scorer,
+    make_tradeoff_scorer,
+    score_histogram,
+    selection_rate,
+    threshold_at_rate,
+)
+from skfedida.model_selection import fairest_within, lambda_range, make_fedida
+from skfedida.over_sampling import FairnessAwareROSE
+from skfedida.penalty import group_penalty, standardized_group_penalty
+
+
+@pytest.fixture(scope="module")
+def data():
+    data = make_federated_classification(3000, n_clients=3, random_state=0)
+    # One 2-D array of the attributes, so that tests can slice rows of it.
+    data.sensitive = np.column_stack(list(data.sensitive.values()))
+    return data
+
+
+# -- thresholds from aggregated histograms ---------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n_clients=st.integers(1, 5),
+    rate=st.floats(0.0, 1.0),
+    n_bins=st.sampled_from([10, 100, 1000]),
+)
+def test_threshold_from_summed_histograms_is_the_pooled_quantile_within_a_bin(
+    seed, n_clients, rate, n_bins
+):
+    rng = np.random.default_rng(seed)
+    clients = [
+        rng.beta(rng.uniform(0.3, 5), rng.uniform(0.3, 5), size=rng.integers(1, 400))
+        for _ in range(n_clients)
+    ]
+    pooled = np.sort(np.concatenate(clients))[::-1]
+    t = threshold_at_rate([score_histogram(s, n_bins=n_bins) for s in clients], rate)
+    # Any threshold in [k+1-th largest, k-th largest) selects k = rate * n rows.
+    k = rate * pooled.size
+    upper = pooled[int(np.floor(k)) - 1] if k >= 1 else 1.0
+    lower = pooled[min(int(np.ceil(k)), pooled.size - 1)] if k < pooled.size else 0.0
+    width = 1.0 / n_bins
+    assert lower - width - 1e-12 <= t <= upper + width + 1e-12
+
+
+def test_histograms_add_up_and_bad_input_is_named():
+    a, b = np.array([0.0, 0.5, 1.0]), np.array([0.25, 0.999])
+    np.testing.assert_array_equal(
+        score_histogram(np.r_[a, b], n_bins=8),
+        score_histogram(a, n_bins=8) + score_histogram(b, n_bins=8),
+    )
+    with pytest.raises(ValueError, match="probabilities"):
+        score_histogram([0.2, 1.5])
+    with pytest.raises(ValueError, match="probabilities"):
+        score_histogram([0.2, np.nan])
+    with pytest.raises(ValueError, match="n_bins"):
+        score_histogram([0.2], n_bins=0)
+    with pytest.raises(ValueError, match="rate"):
+        threshold_at_rate(score_histogram(a), 1.5)
+    with pytest.raises(ValueError, match="no rows"):
+        threshold_at_rate(np.zeros(10), 0.5)
+
+
+def test_selection_rate():
+    assert selection_rate([0, 1, 1, 0], ["a", "b", "b", "b"], pos_label="b") == 0.75
+    assert selection_rate([0, 1], [1, 0], sample_weight=[3, 1]) == 0.75
+    with pytest.raises(ValueError, match="same length"):
+        selection_rate([0, 1], [1])
+
+
+# -- evaluate_clients at an operating point --------------------------------
+
+
+def test_evaluate_clients_at_the_prevalence_matches_the_training_share(data):
+    X, y, clients, S = data.data, data.target, data.clients, data.sensitive
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.0), n_rounds=2, random_state=0
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    assert fed.class_prior_[-1] == pytest.approx(y.mean())
+    report = evaluate_clients(
+        fed,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        threshold="prevalence",
+        n_bootstrap=0,
+    )
+    assert report.target_rate == fed.class_prior_[-1]
+    proba = fed.predict_proba(X)[:, 1]
+    decisions = (proba > report.threshold).astype(int)
+    # The federation selects its training prevalence (to a bin's worth).
+    assert abs(decisions.mean() - y.mean()) < 0.01
+    rows = clients == 1
+    expected = {
+        "selection_rate": decisions[rows].mean(),
+        "accuracy": accuracy_score(y[rows], decisions[rows]),
+        "brier": brier_score_loss(y[rows], proba[rows]),
+        "dpd": demographic_parity_difference(
+            y[rows], decisions[rows], sensitive_features=S[rows]
+        ),
+        "soft_dpd": demographic_parity_difference(
+            y[rows], proba[rows], sensitive_features=S[rows], soft=True
+        ),
+    }
+    for name, value in expected.items():
+        assert report.per_client.loc[1, name] == pytest.approx(value), name
+    # A stated prevalence or selection rate moves the cut; 0.5 is predict's.
+    lower = evaluate_clients(
+        fed,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        prevalence=0.1,
+        n_bootstrap=0,
+        threshold="prevalence",
+    )
+    assert lower.threshold > report.threshold
+    rate = evaluate_clients(
+        fed,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        threshold={"selection_rate": 0.1},
+        n_bootstrap=0,
+    )
+    assert rate.threshold == pytest.approx(lower.threshold)
+    half = evaluate_clients(
+        fed, X, y, clients=clients, sensitive_features=S, n_bootstrap=0
+    )
+    assert half.threshold == 0.5 and half.target_rate is None
+    assert half.per_client.loc[1, "dpd"] == pytest.approx(
+        demographic_parity_difference(
+            y[rows], fed.predict(X[rows]), sensitive_features=S[rows]
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "threshold", [0.0, 1.0, "median", {"rate": 0.2}, {"selection_rate": 2}, True]
+)
+def test_evaluate_clients_refuses_a_bad_threshold(data, threshold):
+    model = LogisticRegression().fit(data.data, data.target)
+    with pytest.raises(ValueError, match="threshold"):
+        evaluate_clients(
+            model,
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+            threshold=threshold,
+            n_bootstrap=0,
+        )
+
+
+def test_evaluate_clients_min_group_size_leaves_small_groups_out(data):
+    model = LogisticRegression().fit(data.data, data.target)
+    kwargs = dict(
+        clients=data.clients,
+        sensitive_features=data.sensitive,
+        n_bootstrap=0,
+        metrics=("dpd",),
+    )
+    everything = evaluate_clients(model, data.data, data.target, **kwargs)
+    nothing = evaluate_clients(
+        model, data.data, data.target, min_group_size=10**6, **kwargs
+    )
+    assert everything.per_client["dpd"].notna().all()
+    assert nothing.per_client["dpd"].isna().all()
+
+
+# -- scorers at an operating point -------------------------------------------
+
+
+def test_fairness_scorer_at_a_threshold_scores_those_decisions(data):
+    X, y, S = data.data, data.target, data.sensitive
+    model = LogisticRegression().fit(X, y)
+    proba = model.predict_proba(X)[:, 1]
+    at = make_fairness_scorer("dfpr", threshold=0.3)
+    assert at(model, X, y, sensitive_features=S) == pytest.approx(
+        -false_positive_rate_difference(
+            y, (proba > 0.3).astype(int), sensitive_features=S
+        )
+    )
+    matched = make_fairness_scorer("dpd", threshold="prevalence")
+    t = threshold_at_rate(score_histogram(proba), y.mean())
+    assert matched(model, X, y, sensitive_features=S) == pytest.approx(
+        -demographic_parity_difference(y, (proba > t).astype(int), sensitive_features=S)
+    )
+    assert "threshold='prevalence'" in repr(matched)
+    again = pickle.loads(pickle.dumps(matched))
+    assert again(model, X, y, sensitive_features=S) == matched(
+        model, X, y, sensitive_features=S
+    )
+    trade = make_tradeoff_scorer("roc_auc", "dpd", threshold="prevalence")
+    assert trade(model, X, y, sensitive_features=S) < 1.0
+    with pytest.raises(ValueError, match="threshold"):
+        make_fairness_scorer("dpd", threshold="median")
+    with pytest.raises(ValueError, match="soft"):
+        make_fairness_scorer("dpd", threshold=0.5, response_method="predict_proba")
+
+
+def test_scorer_prevalence_comes_from_the_federation(data):
+    X, y, clients, S = data.data, data.target, data.clients, data.sensitive
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.0), n_rounds=1, random_state=0
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    scorer = make_fairness_scorer("dpd", threshold="prevalence")
+    # Scored on rows of a different prevalence, it still selects the
+    # federation's training prevalence.
+    rows = np.flatnonzero(y == 1)[:200].tolist() + np.flatnonzero(y == 0)[:200].tolist()
+    proba = fed.predict_proba(X[rows])[:, 1]
+    t = threshold_at_rate(score_histogram(proba), fed.class_prior_[-1])
+    expected = -demographic_parity_difference(
+        y[rows], (proba > t).astype(int), sensitive_features=S[rows]
+    )
+    assert scorer(fed, X[rows], y[rows], sensitive_features=S[rows]) == pytest.approx(
+        expected
+    )
+
+
+# -- calibrated resampling -----------------------------------------------------
+
+
+def test_prior_weights_restore_the_label_shares():
+    y = np.array([0] * 90 + [1] * 10)
+    resampled = np.array([0] * 50 + [1] * 50)
+    weight = _prior_weights(y, resampled, 2)
+    assert weight.mean() == pytest.approx(1.0)
+    assert np.dot(weight, resampled) / weight.sum() == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    "estimator, resample",
+    [
+        (FairPenaltyLogisticRegression(fairness=0.0), "batch"),
+        (FairPenaltyLogisticRegression(fairness=0.0), "client"),
+        (
+            SGDClassifier(
+                loss="log_loss",
+                alpha=1e-4,
+                learning_rate="constant",
+                eta0=0.05,
+                average=True,
+            ),
+            "batch",
+        ),
+    ],
+    ids=["fast-path", "per-client", "sklearn-generic"],
+)
+def test_prior_correction_keeps_the_mean_probability_at_the_prevalence(
+    estimator, resample
+):
+    data = make_federated_classification(
+        6000, n_clients=3, prevalence=[0.1, 0.2, 0.3, 0.4], random_state=1
+    )
+    prevalence = data.target.mean()
+
+    def mean_probability(correction):
+        fed = FederatedEstimator(
+            estimator,
+            sampler=FairnessAwareROSE(),
+            resample=resample,
+            n_rounds=5,
+            prior_correction=correction,
+            random_state=0,
+        ).fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+        return fed.predict_proba(data.data)[:, 1].mean()
+
+    assert abs(mean_probability("weights") - prevalence) < 0.01
+    # Without the correction the balanced resampling pulls it toward 1/2.
+    assert mean_probability(None) - prevalence > 0.1
+
+
+# -- the standardized penalty --------------------------------------------------
+
+
+def test_standardized_penalty_is_scale_invariant_with_the_right_gradient():
+    rng = np.random.default_rng(0)
+    n = 80
+    y = rng.integers(0, 2, n)
+    groups = rng.integers(0, 3, n)
+    weight = rng.uniform(0.1, 2.0, n)
+    scores = rng.normal(size=n) + groups
+
+    def value(s):
+        return standardized_group_penalty(s, y, groups, 3, weight)[0]
+
+    def gradient(s):
+        return standardized_group_penalty(s, y, groups, 3, weight)[1]
+
+    assert check_grad(value, gradient, scores) < 1e-6 * (
+        1 + np.abs(gradient(scores)).max()
+    )
+    assert value(7.5 * scores) == pytest.approx(value(scores))
+    assert value(scores + 3.0) == pytest.approx(value(scores))
+    # It is the group penalty over the weighted within-label variance.
+    means = np.array(
+        [np.average(scores[y == c], weights=weight[y == c]) for c in (0, 1)]
+    )
+    variance = np.average((scores - means[y]) ** 2, weights=weight)
+    assert value(scores) == pytest.approx(
+        group_penalty(scores, y, groups, 3, weight)[0] / variance
+    )
+    flat = np.ones(n)
+    assert standardized_group_penalty(flat, y, groups, 3)[0] == 0.0
+
+
+def test_make_fedida_defaults_to_the_standardized_penalty_with_correction():
+    fedida = make_fedida()
+    assert fedida.estimator.penalty == "group_standardized"
+    assert fedida.estimator.fairness == 0.5
+    assert fedida.prior_correction == "weights"
+
+
+# -- selection never returns a degenerate model -----------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.5, 1.0), st.floats(-1.0, 0.0), st.floats(0.0, 1.0)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.floats(0.0, 0.2),
+)
+def test_fairest_within_never_returns_a_candidate_outside_the_band(rows, tolerance):
+    perf, fair, rate = (np.array(column) for column in zip(*rows, strict=True))
+    results = {
+        "mean_test_auc": perf,
+        "mean_test_dpd": fair,
+        "mean_test_selection_rate": rate,
+    }
+    rule = fairest_within("auc", "dpd", tolerance)
+    inside = (rate >= 0.01) & (rate <= 0.99)
+    if not inside.any():
+        with pytest.raises(ValueError, match="degenerate"):
+            rule(results)
+        return
+    chosen = rule(results)
+    assert inside[chosen]
+    assert perf[chosen] >= perf[inside].max() - tolerance
+
+
+class _CollapsingLogistic(FairPenaltyLogisticRegression):
+    """Predicts no positive at all once fairness exceeds 0.3."""
+
+    def predict(self, X):
+        pred = super().predict(X)
+        return np.zeros_like(pred) if self.fairness > 0.3 else pred
+
+
+def test_lambda_range_stops_at_a_degenerate_model(data):
+    def always_perfect(estimator, X, y):
+        return 1.0
+
+    kwargs = dict(
+        clients=data.clients,
+        sensitive_features=data.sensitive,
+        lambdas=(0, 0.2, 0.5, 1.0),
+        scoring=always_perfect,
+        random_state=0,
+    )
+    result = lambda_range(_CollapsingLogistic(), data.data, data.target, **kwargs)
+    assert result.range == (0.0, 0.2)
+    assert all(r["stopped_at"] == 0.5 for r in result.per_client)
+    unchecked = lambda_range(
+        _CollapsingLogistic(), data.data, data.target, band=None, **kwargs
+    )
+    assert unchecked.range == (0.0, 1.0)
+    with pytest.raises(ValueError, match="band"):
+        lambda_range(
+            _CollapsingLogistic(), data.data, data.target, band=(0.9, 0.1), **kwargs
+        )
+
+
+# -- warnings users need -----------------------------------------------------------
+
+
+def test_degenerate_model_warning_fires_where_it_should():
+    with pytest.warns(DegenerateModelWarning, match="negative class for 99.5%"):
+        warn_if_degenerate(0.005, "Model")
+    with pytest.warns(DegenerateModelWarning, match="positive class"):
+        warn_if_degenerate(0.999, "Model")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateModelWarning)
+        warn_if_degenerate(0.02, "Model")
+        warn_if_degenerate(0.98, "Model")
+
+
+def test_a_federation_predicting_no_positive_warns_and_a_sound_one_does_not(data):
+    X, clients, S = data.data, data.clients, data.sensitive
+    rare = (X[:, 0] > np.quantile(X[:, 0], 0.995)).astype(int)
+    rare[:3] = 1  # every client keeps both classes
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.0), n_rounds=1, random_state=0
+    )
+    with pytest.warns(DegenerateModelWarning, match="FederatedEstimator"):
+        fed.fit(X, rare, clients=clients, sensitive_features=S)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateModelWarning)
+        fed.fit(X, data.target, clients=clients, sensitive_features=S)
