@@ -265,8 +265,9 @@ def test_prior_weights_restore_the_label_shares():
                 loss="log_loss",
                 alpha=1e-4,
                 learning_rate="constant",
-                eta0=0.05,
-                average=True,
+                # Plain SGD's own noise moves the mean probability by about
+                # 0.017 at eta0=0.05 even without resampling; 0.01 keeps it small.
+                eta0=0.01,
             ),
             "batch",
         ),
