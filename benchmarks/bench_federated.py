@@ -65,6 +65,7 @@ def main():
                 n_rounds=10,
                 local_epochs=5,
                 sampler=sampler,
+                prior_correction=None,  # the paper's FedIDA, as the README times it
                 batch_size=128,
                 n_jobs=n_jobs,
                 random_state=0,

@@ -154,6 +154,7 @@ def federation(setup, model, fairness, alpha, seed, fedida_alpha=None):
         n_rounds=10,
         local_epochs=5,
         sampler=FairnessAwareROSE() if fedida else None,
+        prior_correction=None,  # the paper's FedIDA trains on the resampled balance
         random_state=seed,
     )
 
@@ -424,6 +425,7 @@ def ablation(args):
                 n_rounds=10,
                 local_epochs=5,
                 sampler=FairnessAwareROSE() if rose else None,
+                prior_correction=None,
                 random_state=0,
             )
             means = fit_and_evaluate(model, train, test).summary["mean"].to_numpy()
