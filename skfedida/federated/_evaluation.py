@@ -13,6 +13,7 @@ from .._groups import take_rows
 from ..metrics import fairness_summary
 from ..metrics._operating_point import (
     DEFAULT_N_BINS,
+    _check_threshold,
     score_histogram,
     threshold_at_rate,
 )
@@ -85,12 +86,10 @@ def _metric_values(metrics, y, proba, pred, S, weight, min_group_size):
 
 def _rate_of(threshold, estimator, prevalence, y_positive):
     """Target selection rate of a ``threshold`` rule, or None for a fixed one."""
-    if isinstance(threshold, str):
-        if threshold != "prevalence":
-            raise ValueError(
-                "threshold must be a probability in (0, 1), 'prevalence' or "
-                f"{{'selection_rate': rate}}; got {threshold!r}."
-            )
+    threshold = _check_threshold(threshold)
+    if threshold is None:
+        raise ValueError("threshold must be given; 0.5 gives predict's decisions.")
+    if threshold == "prevalence":
         if prevalence is not None:
             return float(prevalence)
         prior = getattr(estimator, "class_prior_", None)
@@ -98,24 +97,7 @@ def _rate_of(threshold, estimator, prevalence, y_positive):
             return float(prior[-1])
         return float(y_positive.mean())
     if isinstance(threshold, dict):
-        rate = threshold.get("selection_rate")
-        if set(threshold) != {"selection_rate"} or not (
-            isinstance(rate, numbers.Real) and 0 <= rate <= 1
-        ):
-            raise ValueError(
-                "A threshold given as a dict must be {'selection_rate': r} with r "
-                f"in [0, 1]; got {threshold!r}."
-            )
-        return float(rate)
-    if not (
-        isinstance(threshold, numbers.Real)
-        and not isinstance(threshold, bool)
-        and 0 < threshold < 1
-    ):
-        raise ValueError(
-            "threshold must be a probability in (0, 1), 'prevalence' or "
-            f"{{'selection_rate': rate}}; got {threshold!r}."
-        )
+        return float(threshold["selection_rate"])
     return None
 
 

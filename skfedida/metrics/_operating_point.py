@@ -32,6 +32,28 @@ def _check_n_bins(n_bins):
     return int(n_bins)
 
 
+def _check_threshold(threshold):
+    """None, a probability in (0, 1), "prevalence" or {"selection_rate": r}."""
+    if threshold is None or threshold == "prevalence":
+        return threshold
+    if isinstance(threshold, dict):
+        rate = threshold.get("selection_rate")
+        if set(threshold) == {"selection_rate"} and (
+            isinstance(rate, numbers.Real) and 0 <= rate <= 1
+        ):
+            return threshold
+    elif (
+        isinstance(threshold, numbers.Real)
+        and not isinstance(threshold, bool)
+        and 0 < threshold < 1
+    ):
+        return float(threshold)
+    raise ValueError(
+        "threshold must be None, a probability in (0, 1), 'prevalence' or "
+        f"{{'selection_rate': r}} with r in [0, 1]; got {threshold!r}."
+    )
+
+
 def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
     """Counts of probability scores on a shared grid of equal bins on [0, 1].
 

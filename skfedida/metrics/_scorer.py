@@ -31,7 +31,12 @@ from ._fairness import (
     positive_predictive_value_difference,
     true_positive_rate_difference,
 )
-from ._operating_point import DEFAULT_N_BINS, score_histogram, threshold_at_rate
+from ._operating_point import (
+    DEFAULT_N_BINS,
+    _check_threshold,
+    score_histogram,
+    threshold_at_rate,
+)
 
 __all__ = ["FAIRNESS_METRICS", "make_fairness_scorer", "make_tradeoff_scorer"]
 
@@ -97,28 +102,6 @@ class _SensitiveCallMixin:
         if sensitive_features is not None:
             kwargs["sensitive_features"] = sensitive_features
         return self._score(partial(_cached_call, None), estimator, X, y_true, **kwargs)
-
-
-def _check_threshold(threshold):
-    """None, a probability in (0, 1), "prevalence" or {"selection_rate": r}."""
-    if threshold is None or threshold == "prevalence":
-        return threshold
-    if isinstance(threshold, dict):
-        rate = threshold.get("selection_rate")
-        if set(threshold) == {"selection_rate"} and (
-            isinstance(rate, numbers.Real) and 0 <= rate <= 1
-        ):
-            return threshold
-    elif (
-        isinstance(threshold, numbers.Real)
-        and not isinstance(threshold, bool)
-        and 0 < threshold < 1
-    ):
-        return float(threshold)
-    raise ValueError(
-        "threshold must be None, a probability in (0, 1), 'prevalence' or "
-        f"{{'selection_rate': r}} with r in [0, 1]; got {threshold!r}."
-    )
 
 
 def _training_prevalence(estimator):
