@@ -173,6 +173,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="3 rounds x 2 epochs")
+    parser.add_argument(
+        "--plot", metavar="PNG", help="draw the trade-off along lambda (matplotlib)"
+    )
     args = parser.parse_args()
     rounds, epochs = (3, 2) if args.quick else (10, 5)
     seeds = range(args.seeds)
@@ -199,7 +202,9 @@ def main():
     train, test = adult(True)
     print("| lambda | AUROC | Brier | rate@0.5 | DPD matched | DFPR matched |")
     print("|---|---|---|---|---|---|")
-    for fairness in (0.0, 0.25, 0.5, 0.75, 1.0):
+    lambdas = (0.0, 0.25, 0.5, 0.75, 1.0)
+    curve = []
+    for fairness in lambdas:
         row = run(
             lambda f=fairness: make_fedida(
                 fairness=f, random_state=0, n_rounds=rounds, local_epochs=epochs
@@ -207,10 +212,24 @@ def main():
             train,
             test,
         )
+        curve.append((row["roc_auc"], row["dpd"]))
         print(
             f"| {fairness} | {row['roc_auc']:.3f} | {row['brier']:.3f} | "
             f"{row['rate_05']:.3f} | {row['dpd']:.3f} | {row['dfpr']:.3f} |"
         )
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from skfedida.plotting import TradeoffDisplay
+
+        auroc, dpd = zip(*curve, strict=True)
+        display = TradeoffDisplay(
+            {"make_fedida": (lambdas, auroc, dpd)},
+            disparity_name="DPD of decisions at the matched selection rate",
+        ).plot()
+        display.figure_.savefig(args.plot, dpi=120)
+        print(f"trade-off drawn to {args.plot}")
     print(f"\n{time.perf_counter() - start:.0f} s in all")
 
 

@@ -9,8 +9,21 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXPECTED = {
-    "quickstart.py": ["FedAvg: test split", "FedIDA: test split", "mean"],
-    "select_lambda_gamma.py": ["lambda range", "chosen gamma", "coarse", "fine"],
+    "quickstart.py": [
+        "Legend",
+        "FedAvg: matched threshold",
+        "FedIDA: matched threshold",
+        "DPD mat.",
+        "Brier",
+        "mean",
+    ],
+    "select_lambda_gamma.py": [
+        "lambda range",
+        "chosen gamma",
+        "coarse",
+        "fine",
+        "matched-rate DPD: FedIDA",
+    ],
     "rose_in_imblearn_pipeline.py": ["subgroup", "none of them sensitive: True"],
     "federated_sgdclassifier.py": ["FedAvg + ROSE", "soft_dpd"],
     "fairness_scorers_grid_search.py": ["chosen: alpha"],
@@ -32,6 +45,11 @@ def test_example_runs(script):
     assert result.returncode == 0, result.stderr[-2000:]
     for text in EXPECTED[script]:
         assert text in result.stdout
+    if script == "select_lambda_gamma.py":
+        # The selected model must be fairer than FedAvg where users act.
+        last = result.stdout.strip().splitlines()[-1].split()
+        fedida, fedavg = float(last[3]), float(last[-1])
+        assert fedida < fedavg, result.stdout[-500:]
 
 
 def test_every_example_is_tested():
