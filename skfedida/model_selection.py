@@ -27,6 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
 from ._groups import resolve_sensitive, take_rows
+from .exceptions import DegenerateModelWarning
 from .metrics._scorer import _SensitiveCallMixin
 
 __all__ = [
@@ -63,18 +64,33 @@ def _outside_band(model, X, band):
     return not band[0] <= rate <= band[1]
 
 
+def _score_spread(model, X):
+    """Standard deviation of the model's scores (logits where it has them)."""
+    if hasattr(model, "decision_function"):
+        return float(np.std(model.decision_function(X)))
+    proba = np.clip(model.predict_proba(X)[:, -1], 1e-12, 1 - 1e-12)
+    return float(np.std(np.log(proba) - np.log1p(-proba)))
+
+
+#: A model whose score spread falls below this share of the unpenalised
+#: model's has collapsed its scores.
+_COLLAPSED_SPREAD = 0.1
+
+
 def _client_lambda_path(
     estimator, param, lambdas, scorer, tolerance, train, valid, band=None
 ):
-    """Scores of one client along lambda, stopping at the first value below.
+    """Scores of one client along lambda, and why the path stopped (or None).
 
-    A model whose validation decisions select a share of rows outside ``band``
-    is degenerate and stops the path as a score below the tolerance does.
+    The path stops at the first value whose score falls below ``tolerance``
+    times the baseline's ("score"), whose validation decisions select a share
+    of rows outside ``band`` ("selection rate"), or whose scores spread less
+    than a tenth of the unpenalised model's ("score spread").
     """
     X_train, y_train, S_train = train
     X_valid, y_valid, S_valid = valid
     scores = []
-    baseline = None
+    baseline = baseline_spread = None
     for value in lambdas:
         model = clone(estimator).set_params(**{param: value})
         with warnings.catch_warnings():
@@ -87,9 +103,17 @@ def _client_lambda_path(
         scores.append(score)
         if baseline is None:
             baseline = score
-        elif score < tolerance * baseline or _outside_band(model, X_valid, band):
-            break
-    return scores
+            baseline_spread = _score_spread(model, X_valid)
+            continue
+        if score < tolerance * baseline:
+            return scores, "score"
+        if _outside_band(model, X_valid, band):
+            return scores, "selection rate"
+        if band is not None and (
+            _score_spread(model, X_valid) < _COLLAPSED_SPREAD * baseline_spread
+        ):
+            return scores, "score spread"
+    return scores, None
 
 
 def lambda_range(
@@ -157,8 +181,12 @@ def lambda_range(
     band : (float, float) or None, default=(0.01, 0.99)
         A lambda whose model predicts the positive class for a share of the
         client's held-out rows outside this band is degenerate (it predicts
-        almost no, or almost only, positives) and ends the client's range as
-        a score below the tolerance does. None turns the check off.
+        almost no, or almost only, positives), and so is one whose scores
+        spread less than a tenth as widely (standard deviation on the held-out
+        rows) as the lambda = 0 model's; either ends the client's range as a
+        score below the tolerance does, with a
+        :class:`~skfedida.exceptions.DegenerateModelWarning`. None turns both
+        checks off.
     n_jobs : int, default=None
         Clients in parallel.
     random_state : int, RandomState instance or None, default=None
@@ -169,7 +197,8 @@ def lambda_range(
     result : :class:`~sklearn.utils.Bunch`
         ``range`` (low, high), ``candidates`` (ndarray), and ``per_client`` (a
         list of dicts: ``client``, ``baseline``, ``bound``, ``stopped_at``
-        (the first value below the tolerance or outside ``band``, or None) and
+        (the first value that ended the range, or None), ``stopped_because``
+        (``"score"``, ``"selection rate"``, ``"score spread"`` or None) and
         ``scores``).
 
     Examples
@@ -245,15 +274,30 @@ def lambda_range(
         for train, valid in tasks
     )
     per_client = []
-    for client, scores in zip(ids, paths, strict=True):
-        stopped = len(scores) < lambdas.size or scores[-1] < tolerance * scores[0]
+    for client, (scores, reason) in zip(ids, paths, strict=True):
+        stopped = reason is not None
         bound = lambdas[len(scores) - 2] if stopped else lambdas[len(scores) - 1]
+        client_id = client.item() if hasattr(client, "item") else client
+        if reason in ("selection rate", "score spread"):
+            what = (
+                f"selects a share of its held-out rows outside {band}"
+                if reason == "selection rate"
+                else "spreads its scores less than a tenth as widely as at "
+                "lambda = 0 (they collapsed toward one value)"
+            )
+            warnings.warn(
+                f"Client {client_id!r}: the model at lambda = "
+                f"{lambdas[len(scores) - 1]} {what}; its range ends at {bound}.",
+                DegenerateModelWarning,
+                stacklevel=2,
+            )
         per_client.append(
             {
-                "client": client.item() if hasattr(client, "item") else client,
+                "client": client_id,
                 "baseline": scores[0],
                 "bound": float(bound),
                 "stopped_at": float(lambdas[len(scores) - 1]) if stopped else None,
+                "stopped_because": reason,
                 "scores": dict(
                     zip(lambdas[: len(scores)].tolist(), scores, strict=True)
                 ),
