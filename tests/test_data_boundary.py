@@ -110,7 +110,18 @@ def test_aggregation_receives_only_parameters_and_row_counts(
     assert all(
         set(record)
         <= {"round", "client", "train_loss", "skipped"}
-        | {f"val_{m}" for m in ("roc_auc", "dpd", "dpr", "dfpr", "dppv")}
+        | {
+            f"val_{m}"
+            for m in (
+                "roc_auc",
+                "selection_rate",
+                "brier",
+                "dpd",
+                "dpr",
+                "dfpr",
+                "dppv",
+            )
+        }
         for record in fed.history_
     )
 

@@ -323,7 +323,8 @@ def test_standardized_penalty_is_scale_invariant_with_the_right_gradient():
     assert check_grad(value, gradient, scores) < 1e-6 * (
         1 + np.abs(gradient(scores)).max()
     )
-    assert value(7.5 * scores) == pytest.approx(value(scores))
+    # Scale-invariant where the scores spread (variance >> the 0.1 floor).
+    assert value(75 * scores) == pytest.approx(value(10 * scores), rel=0.01)
     assert value(scores + 3.0) == pytest.approx(value(scores))
     # It is the group penalty over the weighted within-label variance.
     means = np.array(
@@ -331,7 +332,7 @@ def test_standardized_penalty_is_scale_invariant_with_the_right_gradient():
     )
     variance = np.average((scores - means[y]) ** 2, weights=weight)
     assert value(scores) == pytest.approx(
-        group_penalty(scores, y, groups, 3, weight)[0] / variance
+        group_penalty(scores, y, groups, 3, weight)[0] / (variance + 0.1)
     )
     flat = np.ones(n)
     assert standardized_group_penalty(flat, y, groups, 3)[0] == 0.0
@@ -382,27 +383,66 @@ class _CollapsingLogistic(FairPenaltyLogisticRegression):
         return np.zeros_like(pred) if self.fairness > 0.3 else pred
 
 
-def test_lambda_range_stops_at_a_degenerate_model(data):
-    def always_perfect(estimator, X, y):
-        return 1.0
+class _ShrinkingLogistic(FairPenaltyLogisticRegression):
+    """Scores shrunk 20-fold (same decisions) once fairness exceeds 0.3."""
 
-    kwargs = dict(
+    def decision_function(self, X):
+        scores = super().decision_function(X)
+        return scores / 20 if self.fairness > 0.3 else scores
+
+
+def _always_perfect(estimator, X, y):
+    return 1.0
+
+
+def _lambda_kwargs(data, lambdas=(0, 0.2, 0.5, 1.0)):
+    return dict(
         clients=data.clients,
         sensitive_features=data.sensitive,
-        lambdas=(0, 0.2, 0.5, 1.0),
-        scoring=always_perfect,
+        lambdas=lambdas,
+        scoring=_always_perfect,
         random_state=0,
     )
-    result = lambda_range(_CollapsingLogistic(), data.data, data.target, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "estimator, reason",
+    [(_CollapsingLogistic(), "selection rate"), (_ShrinkingLogistic(), "score spread")],
+    ids=["no-positive", "shrunk-scores"],
+)
+def test_lambda_range_stops_at_a_degenerate_model(data, estimator, reason):
+    with pytest.warns(DegenerateModelWarning, match="lambda = 0.5"):
+        result = lambda_range(estimator, data.data, data.target, **_lambda_kwargs(data))
     assert result.range == (0.0, 0.2)
     assert all(r["stopped_at"] == 0.5 for r in result.per_client)
-    unchecked = lambda_range(
-        _CollapsingLogistic(), data.data, data.target, band=None, **kwargs
-    )
+    assert all(r["stopped_because"] == reason for r in result.per_client)
+    # Degenerate at the last lambda of the grid: still not taken as the bound.
+    with pytest.warns(DegenerateModelWarning):
+        last = lambda_range(
+            estimator, data.data, data.target, **_lambda_kwargs(data, (0, 0.2, 0.5))
+        )
+    assert last.range == (0.0, 0.2)
+
+
+def test_lambda_range_band_can_be_turned_off_and_is_checked(data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateModelWarning)
+        unchecked = lambda_range(
+            _CollapsingLogistic(),
+            data.data,
+            data.target,
+            band=None,
+            **_lambda_kwargs(data),
+        )
     assert unchecked.range == (0.0, 1.0)
+    assert all(r["stopped_because"] is None for r in unchecked.per_client)
     with pytest.raises(ValueError, match="band"):
         lambda_range(
-            _CollapsingLogistic(), data.data, data.target, band=(0.9, 0.1), **kwargs
+            _CollapsingLogistic(),
+            data.data,
+            data.target,
+            band=(0.9, 0.1),
+            **_lambda_kwargs(data),
         )
 
 
@@ -432,3 +472,32 @@ def test_a_federation_predicting_no_positive_warns_and_a_sound_one_does_not(data
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegenerateModelWarning)
         fed.fit(X, data.target, clients=clients, sensitive_features=S)
+
+
+def test_the_standardized_penalty_trains_from_zero_parameters():
+    # All-equal scores (the zero start) have no within-label spread; a ratio
+    # without a floor jumps from 0 to O(1) at any step, so no step was taken.
+    data = make_federated_classification(
+        900,
+        n_clients=3,
+        n_features=5,
+        prevalence=[0.4, 0.3, 0.2, 0.1],
+        group_shift=1.0,
+        random_state=0,
+    )
+    for estimator in (
+        FairPenaltyLogisticRegression(fairness=0.5, penalty="group_standardized"),
+    ):
+        fed = FederatedEstimator(
+            estimator, sampler=FairnessAwareROSE(), n_rounds=2, random_state=0
+        ).fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+        assert np.abs(fed.estimator_.coef_).max() > 0.1
+    value, gradient = standardized_group_penalty(
+        np.zeros(4), np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])
+    )
+    assert value == 0.0 and not gradient.any()

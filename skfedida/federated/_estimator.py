@@ -398,20 +398,27 @@ def _round_seed(client_seed, round_):
 
 
 def _validation_metrics(model, X, y, S, classes):
-    """AUROC and the disparity metrics of a model on held-out rows.
+    """AUROC, selection rate, Brier score and disparities on held-out rows.
 
-    Plain floats (NaN where undefined), as both the in-process history and a
-    Flower MetricRecord need them.
+    The disparities are those of ``predict``'s decisions. Plain floats (NaN
+    where undefined), as both the in-process history and a Flower
+    MetricRecord need them.
     """
     scores = model.predict_proba(X)[:, 1]
+    predicted = model.predict(X)
+    positive = (np.asarray(y) == classes[-1]).astype(np.float64)
     metrics = {
-        "roc_auc": float(roc_auc_score(y, scores)) if np.unique(y).size == 2 else np.nan
+        "roc_auc": float(roc_auc_score(y, scores))
+        if np.unique(y).size == 2
+        else np.nan,
+        "selection_rate": float(np.mean(predicted == classes[-1])),
+        "brier": float(np.mean((scores - positive) ** 2)),
     }
     if S is None:
         metrics.update(dpd=np.nan, dpr=np.nan, dfpr=np.nan, dppv=np.nan)
         return metrics
     summary = fairness_summary(
-        y, model.predict(X), sensitive_features=S, pos_label=classes[-1]
+        y, predicted, sensitive_features=S, pos_label=classes[-1]
     )
     for name, key in _DISPARITIES.items():
         metrics[name] = float(summary[key])
@@ -594,8 +601,9 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         One record per round and client: ``round``, ``client``,
         ``train_loss`` (log-loss of the client's model on its rows after its
         local epochs) and, with ``validation_fraction``, ``val_roc_auc``,
-        ``val_dpd``, ``val_dpr``, ``val_dfpr`` and ``val_dppv`` of the global
-        model (NaN where undefined).
+        ``val_selection_rate``, ``val_brier``, ``val_dpd``, ``val_dpr``,
+        ``val_dfpr`` and ``val_dppv`` of the global model's decisions at 0.5
+        (NaN where undefined).
     n_features_in_ : int
         Columns of X.
     feature_names_in_ : ndarray

@@ -27,6 +27,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from .._groups import encode_groups, take_rows
+from ..exceptions import warn_if_degenerate
 from ..federated._estimator import (
     FederatedEstimator,
     _client_round,
@@ -58,6 +59,8 @@ REPLY_METRICS = frozenset(
         "num-examples",
         "train-loss",
         "val_roc_auc",
+        "val_selection_rate",
+        "val_brier",
         "val_dpd",
         "val_dpr",
         "val_dfpr",
@@ -660,6 +663,14 @@ def _federate(federation, grid, *, timeout, connect_timeout):
         int(round_): dict(metrics)
         for round_, metrics in result.evaluate_metrics_clientapp.items()
     }
+    if fitted.federated_metrics_:
+        # The server never sees training decisions; the clients' evaluation
+        # rows of the last round tell it whether the model is degenerate.
+        last = fitted.federated_metrics_[max(fitted.federated_metrics_)]
+        warn_if_degenerate(
+            float(last.get("val_selection_rate", np.nan)),
+            "The federated model (on the clients' evaluation rows)",
+        )
     return fitted
 
 
