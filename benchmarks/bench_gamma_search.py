@@ -17,10 +17,11 @@ import warnings
 import numpy as np
 import pandas as pd
 from sklearn import config_context
+from sklearn.metrics import make_scorer
 from sklearn.model_selection import PredefinedSplit
 
 from skfedida.datasets import load_adult
-from skfedida.metrics import make_fairness_scorer
+from skfedida.metrics import make_fairness_scorer, selection_rate
 from skfedida.model_selection import CoarseToFineSearchCV, fairest_within, make_fedida
 
 
@@ -53,6 +54,7 @@ def main():
                     "soft_dpd": make_fairness_scorer(
                         "dpd", response_method="predict_proba"
                     ),
+                    "selection_rate": make_scorer(selection_rate),
                 },
                 refit=fairest_within("auc", "soft_dpd", tolerance=0.01),
                 cv=cv,

@@ -42,6 +42,10 @@ from skfedida.over_sampling import FairnessAwareROSE
 
 METRICS = ("roc_auc", "soft_dpd", "soft_dpr", "soft_dfpr", "dppv")
 NAMES = ("AUROC", "DPD", "DPR", "DFPR", "DPPV")
+# Beside the paper's probability metrics, every table shows the decisions a
+# user acts on: Brier score, selection rate at 0.5, and the disparities of the
+# decisions at the matched selection rate (the training prevalence).
+OPERATING = ("Brier", "rate@0.5", "DPD matched", "DFPR matched")
 SETUPS = (
     "Central",
     "Local",
@@ -160,12 +164,13 @@ def federation(setup, model, fairness, alpha, seed, fedida_alpha=None):
 
 
 def fit_and_evaluate(model_object, train, test, n_bootstrap=0, seed=0):
+    """The paper's metrics (a report), and the operating-point means."""
     X, y, clients, S = train
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model_object.fit(X, y, clients=clients, sensitive_features=S)
     X_t, y_t, clients_t, S_t = test
-    return evaluate_clients(
+    report = evaluate_clients(
         model_object,
         X_t,
         y_t,
@@ -175,6 +180,29 @@ def fit_and_evaluate(model_object, train, test, n_bootstrap=0, seed=0):
         n_bootstrap=n_bootstrap,
         random_state=seed,
     )
+    kwargs = dict(
+        clients=clients_t, sensitive_features=S_t, min_group_size=30, n_bootstrap=0
+    )
+    matched = evaluate_clients(
+        model_object,
+        X_t,
+        y_t,
+        metrics=("brier", "dpd", "dfpr"),
+        threshold="prevalence",
+        **kwargs,
+    ).summary["mean"]
+    at_half = evaluate_clients(
+        model_object, X_t, y_t, metrics=("selection_rate",), **kwargs
+    ).summary["mean"]
+    operating = np.array(
+        [matched["brier"], at_half["selection_rate"], matched["dpd"], matched["dfpr"]]
+    )
+    return report, operating
+
+
+def degenerate(rate):
+    """Marks a selection rate at 0.5 below 1% or above 99%."""
+    return " (degenerate)" if not 0.01 <= rate <= 0.99 else ""
 
 
 def split_validation(train, seed, fraction=0.125):
@@ -206,9 +234,10 @@ def select_lambda_gamma(dataset, model, quick):
     (soft DPD), scored on the clients' validation rows.
     """
     from sklearn import config_context
+    from sklearn.metrics import make_scorer
     from sklearn.model_selection import PredefinedSplit
 
-    from skfedida.metrics import make_fairness_scorer
+    from skfedida.metrics import make_fairness_scorer, selection_rate
     from skfedida.model_selection import (
         CoarseToFineSearchCV,
         fairest_within,
@@ -248,7 +277,12 @@ def select_lambda_gamma(dataset, model, quick):
     n_coarse, n_fine = (4, 2) if quick else (10, 10)
     search = CoarseToFineSearchCV(
         make_fedida(
-            "logistic" if model == "LR" else "mlp", fairness=fairness, random_state=0
+            "logistic" if model == "LR" else "mlp",
+            fairness=fairness,
+            # The paper's FedIDA: its group penalty, trained on the resampled balance.
+            penalty="group",
+            prior_correction=None,
+            random_state=0,
         ),
         "estimator__alpha",
         1e-4,
@@ -258,6 +292,8 @@ def select_lambda_gamma(dataset, model, quick):
         scoring={
             "auc": "roc_auc",
             "soft_dpd": make_fairness_scorer("dpd", response_method="predict_proba"),
+            # Lets the refit rule refuse a degenerate candidate.
+            "selection_rate": make_scorer(selection_rate),
         },
         refit=False,
         cv=cv,
@@ -348,12 +384,13 @@ def main():
                 print(chosen, flush=True)
                 out.append(chosen)
             per_setup = {setup: [] for setup in SETUPS}
+            operating = {setup: [] for setup in SETUPS}
             figure_reports = {}
             for seed in range(args.seeds):
                 train, test = adult_data() if dataset == "adult" else roc_data(seed)
                 for setup in SETUPS:
                     # Seed 0 also gets bootstrap intervals, for the figure.
-                    report = fit_and_evaluate(
+                    report, at_operating_point = fit_and_evaluate(
                         federation(
                             setup, model, fairness, args.alpha, seed, fedida_alpha
                         ),
@@ -362,6 +399,7 @@ def main():
                         n_bootstrap=200 if seed == 0 else 0,
                     )
                     per_setup[setup].append(report.summary)
+                    operating[setup].append(at_operating_point)
                     if seed == 0:
                         figure_reports[setup] = report
             save_figure(
@@ -398,7 +436,29 @@ def main():
                 + ", ".join(differ)
                 + "."
             )
-            block = f"\n## {dataset} / {model}\n\n{text}\n\n{verdict}\n"
+            lines = [
+                "At the operating point (mean over clients and seeds; groups with "
+                "< 30 test rows left out):\n",
+                "| setup | AUROC | " + " | ".join(OPERATING) + " |",
+                "|---" * (len(OPERATING) + 2) + "|",
+            ]
+            for setup in SETUPS:
+                brier, rate, dpd, dfpr = np.mean(operating[setup], axis=0)
+                lines.append(
+                    f"| {setup} | {rows[setup][0][0]:.3f} | {brier:.3f} | "
+                    f"{rate:.3f}{degenerate(rate)} | {dpd:.3f} | {dfpr:.3f} |"
+                )
+            base_op = np.mean(operating["FedAvg"], axis=0)
+            ida_op = np.mean(operating["FedIDA (FedAvg)"], axis=0)
+            change = ida_op / base_op - 1
+            lines.append(
+                f"\nFedIDA(FedAvg) vs FedAvg at the matched rate: DPD "
+                f"{change[2]:+.0%}, DFPR {change[3]:+.0%}; "
+                f"Brier x{ida_op[0] / base_op[0]:.2f}, rate@0.5 "
+                f"{base_op[1]:.3f} -> {ida_op[1]:.3f}"
+            )
+            op_text = "\n".join(lines)
+            block = f"\n## {dataset} / {model}\n\n{text}\n\n{verdict}\n\n{op_text}\n"
             print(block, flush=True)
             out.append(block)
     out.append(ablation(args))
@@ -410,8 +470,8 @@ def main():
 def ablation(args):
     lines = [
         "\n## Ablation (paper's Table 4), logistic model, FedAvg, seed 0\n",
-        "| dataset | variant | lambda | ROSE | " + " | ".join(NAMES) + " |",
-        "|---" * (len(NAMES) + 4) + "|",
+        "| dataset | variant | lambda | ROSE | " + " | ".join(NAMES + OPERATING) + " |",
+        "|---" * (len(NAMES) + len(OPERATING) + 4) + "|",
     ]
     for dataset in args.datasets:
         train, test = adult_data() if dataset == "adult" else roc_data(0)
@@ -428,11 +488,13 @@ def ablation(args):
                 prior_correction=None,
                 random_state=0,
             )
-            means = fit_and_evaluate(model, train, test).summary["mean"].to_numpy()
+            report, (brier, rate, dpd, dfpr) = fit_and_evaluate(model, train, test)
+            means = report.summary["mean"].to_numpy()
             lines.append(
                 f"| {dataset} | {name} | {lam} | {'yes' if rose else ''} | "
                 + " | ".join(f"{v:.3f}" for v in means)
-                + " |"
+                + f" | {brier:.3f} | {rate:.3f}{degenerate(rate)} | {dpd:.3f} | "
+                f"{dfpr:.3f} |"
             )
     text = "\n".join(lines) + "\n"
     print(text, flush=True)
@@ -451,7 +513,7 @@ def variance_check(args):
     for dataset in args.datasets:
         train, test = adult_data() if dataset == "adult" else roc_data(0)
         for setup in ("FedAvg", "FedIDA (FedAvg)"):
-            report = fit_and_evaluate(
+            report, _ = fit_and_evaluate(
                 federation(setup, "LR", args.fairness, args.alpha, 0),
                 train,
                 test,
