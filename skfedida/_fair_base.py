@@ -31,7 +31,12 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._groups import column_positions, encode_groups, resolve_sensitive
+from ._groups import (
+    check_labels_complete,
+    column_positions,
+    encode_groups,
+    resolve_sensitive,
+)
 from .penalty import PENALTIES
 
 # Armijo condition for the minibatch step: accept a step of size eta when the
@@ -40,6 +45,31 @@ from .penalty import PENALTIES
 # quadratic (Vaswani et al., 2019, "Painless stochastic gradient").
 _ARMIJO = 0.5
 _MAX_HALVINGS = 40
+
+
+#: Features whose largest absolute values differ by more than this factor
+#: make one step size wrong for some of them.
+_SCALE_RATIO = 1e4
+
+
+def warn_if_unscaled(X, owner, stacklevel=3):
+    """Warn when SGD would see features on very different scales."""
+    if sp.issparse(X):
+        scale = np.asarray(abs(X).max(axis=0).todense()).ravel()
+    else:
+        scale = np.max(np.abs(X), axis=0) if X.shape[0] else np.zeros(0)
+    scale = scale[scale > 0]
+    if scale.size and scale.max() > _SCALE_RATIO * scale.min():
+        warnings.warn(
+            f"{owner} trains by stochastic gradient steps, and its features "
+            f"differ in scale by a factor of {scale.max() / scale.min():.3g} "
+            f"(largest absolute values from {scale.min():.3g} to "
+            f"{scale.max():.3g}): one step size cannot suit them all, and the "
+            "model may learn nothing (AUROC 0.5). Scale the features first, "
+            "e.g. with sklearn.preprocessing.StandardScaler.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
 
 
 class _Batch:
@@ -175,6 +205,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             y = y.ravel()
         if y.shape[0] != n_samples:
             raise ValueError(f"X has {n_samples} rows but y has {y.shape[0]}.")
+        check_labels_complete(y)
         if getattr(self, "classes_", None) is not None and y.ndim == 1:
             # Known classes: _to01 checks every label against them, which is
             # all type_of_target would add (and it is slow on small batches).
@@ -388,6 +419,8 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             raise
         batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
         if first_call:
+            if weight.any():  # not a federation's zero-weight initialisation
+                warn_if_unscaled(X_model, type(self).__name__, stacklevel=4)
             self._random_state = check_random_state(self.random_state)
             self._set_params_list(
                 self._initial_parameters(X_model.shape[1], self._random_state)

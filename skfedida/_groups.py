@@ -129,8 +129,64 @@ def _as_1d(column, param_name, name):
     return array
 
 
+def _kind(value_type):
+    if issubclass(value_type, (bool, np.bool_)):
+        return "boolean"
+    if issubclass(value_type, numbers.Number):
+        return "number"
+    if issubclass(value_type, str):
+        return "string"
+    return value_type.__name__
+
+
+def value_kinds(values):
+    """Kinds ("boolean", "number", "string", or a type name) of object values.
+
+    Compared by type, not by value: ``True == 1`` and ``1 == 1.0`` merge in a
+    set or a hash table, so mixed kinds would silently merge or split groups.
+    """
+    return sorted({_kind(t) for t in set(map(type, values))})
+
+
+def check_one_kind(values, what):
+    """Refuse an object array mixing kinds of values (e.g. 1 and "1")."""
+    values = np.asarray(values)
+    if values.dtype.kind != "O":
+        return
+    values = values.ravel()
+    # Missing values (None, NaN, pd.NA) are reported as such elsewhere.
+    if pd is not None:
+        present = ~pd.isna(values)
+    else:
+        present = ~(np.equal(values, None) | (values != values))
+    kinds = value_kinds(values[present].tolist())
+    if len(kinds) > 1:
+        raise ValueError(
+            f"{what} mixes values of different kinds ({', '.join(kinds)}), which "
+            "would silently merge (True and 1) or split (1 and '1') groups; "
+            "give every value the same type."
+        )
+
+
+def check_labels_complete(y, name="y"):
+    """Refuse labels with missing values (None or NaN), naming the first."""
+    y = np.asarray(y)
+    if y.dtype.kind == "f":
+        missing = np.isnan(y)
+    elif y.dtype.kind == "O":
+        missing = np.equal(y, None) | (y != y)
+    else:
+        return
+    if missing.any():
+        raise ValueError(
+            f"{name} has {int(missing.sum())} missing value(s) (first at row "
+            f"position {int(np.flatnonzero(missing)[0])}); every row needs a label."
+        )
+
+
 def _factorize(column, param_name, name):
     """Sorted codes and unique values of one column; -1 marks a missing value."""
+    check_one_kind(column, f"{param_name} column {name!r}")
     if pd is not None:
         try:
             codes, uniques = pd.factorize(column, sort=True, use_na_sentinel=True)

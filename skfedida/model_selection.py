@@ -256,6 +256,13 @@ def lambda_range(
 
     for client in ids:
         rows = np.flatnonzero(clients == client)
+        if np.unique(y[rows]).size < 2:
+            raise ValueError(
+                f"Client {client.item() if hasattr(client, 'item') else client!r} "
+                f"has a single class ({np.unique(y[rows]).tolist()}) in its rows: "
+                "its accuracy cannot set a bound on lambda. Leave it out of "
+                "lambda_range (it can still train in the federation)."
+            )
         if validation is not None:
             valid = part(X_val, y_val, S_val, np.flatnonzero(clients_val == client))
             tasks.append((part(X, y, S, rows), valid))

@@ -426,3 +426,210 @@ def test_a_flower_client_checks_its_rows_as_fit_does(damage, message):
             make_client_app(fed, load_data, classes=[0, 1]),
             num_partitions=3,
         )
+
+
+# -- Silent wrong results found by a careful and a hostile user (issue 14) ------
+
+
+def _federation_data():
+    from skfedida.datasets import make_federated_classification
+
+    d = make_federated_classification(900, n_clients=3, random_state=0)
+    S = np.column_stack(list(d.sensitive.values()))
+    return d.data, d.target, d.clients, S
+
+
+def _fedida(**kwargs):
+    return FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "pfedavg", "local", "central"])
+@pytest.mark.parametrize("batch_size", [128, 300, 1000])
+def test_every_client_trains_whatever_its_number_of_batches(strategy, batch_size):
+    X, y, clients, S = _federation_data()
+    fed = _fedida(strategy=strategy, batch_size=batch_size)
+    fed.fit(X, y, clients=clients, sensitive_features=S)
+    # The global model, and every client's own or personalised model.
+    for model in [fed.estimator_, *fed.client_estimators_.values()]:
+        assert np.abs(model.coef_).max() > 1e-3
+
+
+def test_warm_start_applies_changed_parameters_and_refuses_another_model():
+    X, y, clients, S = _federation_data()
+    kw = dict(clients=clients, sensitive_features=S)
+    fed = _fedida(warm_start=True).fit(X, y, **kw)
+    fed.set_params(estimator__fairness=0.0).fit(X, y, **kw)
+    assert fed.estimator_.fairness == 0.0
+    for model in fed._federation_state["models"]:
+        assert model.fairness == 0.0
+    # Same as a cold federation whose second half had fairness=0: the seeds
+    # carry on, so compare with one long fit whose parameter changed midway.
+    fed.set_params(estimator=SGDClassifier(loss="log_loss"))
+    with pytest.raises(ValueError, match=r"warm_start.*SGDClassifier"):
+        fed.fit(X, y, **kw)
+
+
+def test_warm_start_with_other_features_fails_before_changing_anything():
+    X, y, clients, S = _federation_data()
+    kw = dict(clients=clients, sensitive_features=S)
+    fed = _fedida(warm_start=True).fit(X, y, **kw)
+    before = fed.predict_proba(X)
+    with pytest.raises(ValueError, match=r"4 features.*expecting 10"):
+        fed.fit(X[:, :4], y, **kw)
+    assert fed.n_features_in_ == 10
+    np.testing.assert_array_equal(fed.predict_proba(X), before)
+
+
+def test_a_pos_label_not_among_the_labels_is_an_error():
+    y_true = np.array([">50K", "<=50K"] * 10)
+    y_pred = y_true[::-1]
+    S = np.array(["a", "b"] * 10)
+    with pytest.raises(ValueError, match=r"pos_label='>50K\.'.*'<=50K', '>50K'"):
+        demographic_parity_difference(
+            y_true, y_pred, sensitive_features=S, pos_label=">50K."
+        )
+    # One label present: a pos_label absent from it is still a valid label.
+    assert (
+        demographic_parity_difference(
+            np.zeros(4), np.zeros(4), sensitive_features=S[:4], pos_label=1
+        )
+        == 0.0
+    )
+
+
+@pytest.mark.parametrize("kind", ["str", "object", "category", "string"])
+def test_string_client_ids_give_the_model_of_integer_ids(kind):
+    X, y, clients, S = _federation_data()
+    names = np.array(["a", "b", "c"])[clients]
+    ids = {
+        "str": names,
+        "object": names.astype(object),
+        "category": pd.Series(names).astype("category"),
+        "string": pd.Series(names, dtype="string"),
+    }[kind]
+    named = _fedida().fit(X, y, clients=ids, sensitive_features=S)
+    numbered = _fedida().fit(X, y, clients=clients, sensitive_features=S)
+    assert named.clients_.tolist() == ["a", "b", "c"]
+    np.testing.assert_array_equal(named.estimator_.coef_, numbered.estimator_.coef_)
+
+
+@pytest.mark.parametrize(
+    "values, kinds",
+    [
+        ([1, "1"], "number.*string"),
+        ([True, 1], "boolean.*number"),
+        (["x", 2.5], "number.*string"),
+    ],
+)
+def test_mixed_types_in_client_ids_or_a_sensitive_column_are_an_error(values, kinds):
+    X, y, clients, S = _federation_data()
+    mixed = np.array(values + values[:1], dtype=object)[clients]
+    with pytest.raises(ValueError, match=f"clients mixes.*{kinds}"):
+        _fedida().fit(X, y, clients=mixed, sensitive_features=S)
+    frame = pd.DataFrame({"race": mixed, "gender": S[:, 1]})
+    with pytest.raises(ValueError, match=f"column 'race' mixes.*{kinds}"):
+        demographic_parity_difference(y, y, sensitive_features=frame)
+
+
+@pytest.mark.parametrize("epochs", [[1.9] * 3, 1.5, [1, 2, "3"]])
+def test_non_integer_local_epochs_are_an_error(epochs):
+    X, y, clients, S = _federation_data()
+    with pytest.raises((ValueError, TypeError), match="local_epochs"):
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(), local_epochs=epochs, n_rounds=1
+        ).fit(X, y, clients=clients, sensitive_features=S)
+
+
+def test_an_estimator_without_probabilities_is_refused_up_front():
+    X, y, clients, S = _federation_data()
+    with pytest.raises(ValueError, match="predict_proba"):
+        FederatedEstimator(SGDClassifier(loss="hinge"), n_rounds=1).fit(
+            X, y, clients=clients, sensitive_features=S
+        )
+
+
+@pytest.mark.parametrize(
+    "name", ["FairPenaltyLogisticRegression.fit", "FederatedEstimator.fit"]
+)
+def test_missing_labels_are_an_error_naming_y(name):
+    X, y, S, clients = _data()
+    y = y.astype(object)
+    y[5] = None
+    with pytest.raises(ValueError, match=r"y has 1 missing value.*position 5"):
+        _fitters()[name](X, y, S, clients)
+
+
+def test_lambda_range_names_a_client_with_one_class():
+    from skfedida.model_selection import lambda_range
+
+    X, y, S, clients = _data()
+    y = y.copy()
+    y[clients == 1] = 0
+    with pytest.raises(ValueError, match="Client 1 has a single class"):
+        lambda_range(
+            FairPenaltyLogisticRegression(),
+            X,
+            y,
+            clients=clients,
+            sensitive_features=S,
+            random_state=0,
+        )
+
+
+@pytest.mark.parametrize("content", [b"", b"plain text\n", "joblib-list"])
+def test_load_result_on_a_file_that_is_not_a_result_says_so(tmp_path, content):
+    pytest.importorskip("flwr")
+    import joblib
+
+    from skfedida.flower import load_result
+
+    path = tmp_path / "result.joblib"
+    if content == "joblib-list":
+        joblib.dump([1, 2, 3], path)
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ValueError, match="not a skfedida result"):
+        load_result(path)
+
+
+def test_evaluate_clients_draws_resamples_in_bounded_chunks(monkeypatch):
+    from skfedida.federated import _evaluation, evaluate_clients
+
+    X, y, clients, S = _federation_data()
+    model = FairPenaltyLogisticRegression().fit(X, y)
+    kwargs = dict(
+        clients=clients,
+        sensitive_features=S,
+        n_bootstrap=50,
+        random_state=0,
+        metrics=("roc_auc", "dpd"),
+    )
+    whole = evaluate_clients(model, X, y, **kwargs)
+    # At most 7 resamples' weights in memory at once: the same intervals.
+    monkeypatch.setattr(_evaluation, "_BOOTSTRAP_CHUNK_CELLS", 7 * 300)
+    chunked = evaluate_clients(model, X, y, **kwargs)
+    pd.testing.assert_frame_equal(whole.per_client, chunked.per_client)
+
+
+def test_features_on_very_different_scales_warn_for_sgd_training():
+    X, y, clients, S = _federation_data()
+    X = X.copy()
+    X[:, 0] *= 1e8
+    with pytest.warns(UserWarning, match="scale"):
+        FairPenaltyLogisticRegression().partial_fit(X, y, classes=[0, 1])
+    with pytest.warns(UserWarning, match="scale"):
+        FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1).fit(
+            X, y, clients=clients, sensitive_features=S
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        FairPenaltyLogisticRegression(fairness=0).partial_fit(
+            X[:, 1:], y, classes=[0, 1]
+        )

@@ -25,8 +25,14 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._fair_base import BaseFairClassifier, _Batch
-from .._groups import encode_groups, resolve_sensitive, take_rows
+from .._fair_base import BaseFairClassifier, _Batch, warn_if_unscaled
+from .._groups import (
+    check_labels_complete,
+    check_one_kind,
+    encode_groups,
+    resolve_sensitive,
+    take_rows,
+)
 from ..exceptions import warn_if_degenerate
 from ..metrics import fairness_summary
 from ..over_sampling import FairnessAwareROSE
@@ -319,8 +325,16 @@ class _Trainer:
         at step alpha; the meta-gradient at theta' on D2 is read off one
         ``partial_fit`` on D2 at step beta from theta' (beta * g = theta' -
         theta''), and theta moves by -beta * g.
+
+        Batches are used in pairs; an unpaired last batch (a client of one
+        batch, or of an odd number) is split in two halves for its meta-step,
+        so every client of two rows or more trains.
         """
         batches = self._batches(data, random_state)
+        if len(batches) % 2 and batches[-1].size >= 2:
+            last = batches.pop()
+            half = last.size // 2
+            batches += [last[:half], last[half:]]
         beta = self.outer_learning_rate or _step_size(estimator)
         for first, second in zip(batches[0::2], batches[1::2], strict=False):
             theta = get_parameters(estimator)
@@ -506,7 +520,10 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : estimator
-        Unfitted classifier with ``partial_fit``.
+        Unfitted classifier with ``partial_fit`` and ``predict_proba`` (the
+        clients report their log-loss, the reports AUROC and Brier scores):
+        skfedida's estimators, sklearn's ``MLPClassifier``, or
+        ``SGDClassifier(loss="log_loss")`` (not the default hinge loss).
     strategy : {"fedavg", "pfedavg", "local", "central"}, default="fedavg"
         Federated optimiser.
     n_rounds : int, default=10
@@ -637,7 +654,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     __metadata_request__decision_function = {"clients": True}
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["partial_fit", "predict"])],
+        "estimator": [HasMethods(["partial_fit", "predict", "predict_proba"])],
         "strategy": [StrOptions(set(_STRATEGIES))],
         "n_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
         "local_epochs": [
@@ -727,6 +744,11 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             and (np.equal(clients, None) | (clients != clients)).any()
         ):
             raise ValueError("clients has missing values; every row needs a client.")
+        check_one_kind(clients, "clients")
+        if clients.dtype.kind == "O":
+            # Python strings (pandas' string and categorical ids, object
+            # arrays) or numbers become a plain numpy array of one type.
+            clients = np.asarray(clients.tolist())
         ids, codes = np.unique(clients, return_inverse=True)
         return ids, codes
 
@@ -768,7 +790,14 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         self._check_components()
         if self.sampler is not None and hasattr(self.sampler, "_validate_params"):
             clone(self.sampler)._validate_params()
-        X, y, S, S_metrics = self._validated_rows(X, y, sensitive_features, reset=True)
+        warm = self.warm_start and hasattr(self, "_federation_state")
+        if warm:
+            self._check_warm_start()
+        # A continued federation keeps its inputs: checked, never reset, so a
+        # mismatch fails before any fitted state changes.
+        X, y, S, S_metrics = self._validated_rows(
+            X, y, sensitive_features, reset=not warm
+        )
         # sklearn's callback API: the fit is the root task, each round a subtask.
         callback_ctx = self._init_callback_context(max_subtasks=self.n_rounds)
         callback_ctx.call_on_fit_task_begin(estimator=self, X=X, y=y)
@@ -777,7 +806,6 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         # groups every batch by them without re-reading S.
         group_codes = None if S is None else encode_groups(S, n_samples=n_samples).codes
         ids, codes = self._client_codes(clients, n_samples)
-        warm = self.warm_start and hasattr(self, "_federation_state")
         if warm and not (
             np.array_equal(ids, self.clients_)
             and np.array_equal(np.unique(y), self.classes_)
@@ -787,7 +815,9 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                 f"clients {self.clients_.tolist()} and classes "
                 f"{self.classes_.tolist()}."
             )
-        if not warm:
+        if warm:
+            self._carry_parameters_over()
+        else:
             self.__dict__.pop("_federation_state", None)
         self.classes_ = np.unique(y)
         self.clients_ = ids
@@ -867,6 +897,31 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
         return self
 
+    def _check_warm_start(self):
+        """A continued federation must keep its kind of model and strategy."""
+        state = self._federation_state
+        fitted = type(state["models"][0])
+        if type(self.estimator) is not fitted or self.strategy != state["strategy"]:
+            raise ValueError(
+                "warm_start continues a federation of "
+                f"{fitted.__name__} with strategy={state['strategy']!r}; it "
+                f"cannot continue as {type(self.estimator).__name__} with "
+                f"strategy={self.strategy!r}. Set warm_start=False to start anew."
+            )
+
+    def _carry_parameters_over(self):
+        """Apply the estimator's current hyperparameters to the clients' models.
+
+        As sklearn's warm_start: parameters changed with ``set_params`` since
+        the last fit apply to the continued fit; each client keeps its seed.
+        """
+        if hasattr(self.estimator, "_validate_params"):
+            clone(self.estimator)._validate_params()
+        params = self.estimator.get_params(deep=False)
+        params.pop("random_state", None)
+        for model in self._federation_state["models"]:
+            model.set_params(**params)
+
     def _warn_if_degenerate(self, data):
         """Warn when the models' decisions on the training rows are one class.
 
@@ -900,6 +955,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                 f"y{suffix} must hold one label per row of X{suffix}: {n_samples} "
                 f"rows, got shape {y.shape}."
             )
+        check_labels_complete(y, f"y{suffix}")
         _, S = resolve_sensitive(
             X,
             sensitive_features=sensitive_features,
@@ -912,11 +968,24 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         X = self._as_array(X)
         if reset:
             _check_sampler_input(self.sampler, X)
+            if self.sensitive is None:
+                warn_if_unscaled(X, type(self).__name__, stacklevel=4)
         return X, y, S, S_metrics
 
     def _client_epochs(self, n_clients):
         """``local_epochs`` as one count per client, checked."""
         epochs = np.asarray(self.local_epochs)
+        if epochs.dtype.kind == "f" and np.all(np.isfinite(epochs)):
+            whole = epochs == np.round(epochs)
+        else:
+            whole = np.full(epochs.shape, epochs.dtype.kind in "iu")
+        if epochs.dtype.kind == "b" or not np.all(whole):
+            # An epoch count of 1.9 would silently run 1 epoch.
+            raise ValueError(
+                "local_epochs must be whole numbers of epochs; got "
+                f"{self.local_epochs!r}."
+            )
+        epochs = epochs.astype(np.int64)
         if epochs.ndim and epochs.shape != (n_clients,):
             raise ValueError(
                 f"local_epochs has {epochs.size} values but there are {n_clients} "
@@ -1065,6 +1134,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             "selection_rng": selection_rng,
             "global_parameters": global_parameters,
             "rounds": first_round + rounds_run,
+            "strategy": self.strategy,
         }
         if self.strategy == "local":
             global_parameters = self._average(

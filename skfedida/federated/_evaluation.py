@@ -30,6 +30,8 @@ _FAIRNESS_KEYS = {
 }
 _SOFT_KEYS = {f"soft_{name}": key for name, key in _FAIRNESS_KEYS.items()}
 _RATE_METRICS = ("selection_rate", "accuracy", "brier")
+#: Resample weights held in memory at once (rows x resamples): 80 MB.
+_BOOTSTRAP_CHUNK_CELLS = 10_000_000
 _METRICS = ("roc_auc", *_RATE_METRICS, *_FAIRNESS_KEYS, *_SOFT_KEYS)
 _DEFAULT_METRICS = (
     "roc_auc",
@@ -258,16 +260,23 @@ def evaluate_clients(
             **_metric_values(metrics, y_k, proba_k, pred_k, S_k, None, min_group_size),
         }
         if n_bootstrap:
-            weights = rng.multinomial(
-                idx.size, np.full(idx.size, 1 / idx.size), size=n_bootstrap
-            ).astype(float)
             draws = {m: [] for m in metrics}
-            for weight in weights:
-                values = _metric_values(
-                    metrics, y_k, proba_k, pred_k, S_k, weight, min_group_size
-                )
-                for m in metrics:
-                    draws[m].append(values[m])
+            # Drawn in chunks of bounded size (2M rows x 1000 resamples would
+            # be 16 GB at once); consecutive draws from one stream are the
+            # draws of one call, so the intervals do not depend on the chunks.
+            chunk = max(1, _BOOTSTRAP_CHUNK_CELLS // idx.size)
+            for start in range(0, n_bootstrap, chunk):
+                weights = rng.multinomial(
+                    idx.size,
+                    np.full(idx.size, 1 / idx.size),
+                    size=min(chunk, n_bootstrap - start),
+                ).astype(float)
+                for weight in weights:
+                    values = _metric_values(
+                        metrics, y_k, proba_k, pred_k, S_k, weight, min_group_size
+                    )
+                    for m in metrics:
+                        draws[m].append(values[m])
             for m in metrics:
                 finite = np.asarray(draws[m], dtype=float)
                 finite = finite[np.isfinite(finite)]

@@ -784,6 +784,13 @@ def load_result(path):
         When the run failed; the message is the ServerApp's error.
     FileNotFoundError
         When there is no result: the run did not reach its end.
+    ValueError
+        When the file is not a result file (empty, truncated, foreign).
+
+    Warnings
+    --------
+    A result file is a joblib (pickle) file, and loading a pickle can run
+    code: load only results written by a ServerApp you trust.
 
     Examples
     --------
@@ -798,7 +805,18 @@ def load_result(path):
             f"No result at {os.fspath(path)!r}: the ServerApp did not finish "
             "(see `flwr log <run-id>`)."
         )
-    payload = joblib.load(path)
+    try:
+        payload = joblib.load(path)
+    except Exception as exc:  # empty, truncated, text or foreign files
+        raise ValueError(
+            f"{os.fspath(path)!r} is not a skfedida result file: it could not be "
+            f"read ({type(exc).__name__}: {exc})."
+        ) from exc
+    if not isinstance(payload, dict) or not ({"error", "estimator"} & set(payload)):
+        raise ValueError(
+            f"{os.fspath(path)!r} is not a skfedida result file: it holds a "
+            f"{type(payload).__name__}, not a ServerApp's result."
+        )
     if "error" in payload:
         raise RuntimeError(f"The Flower run failed: {payload['error']}")
     return payload["estimator"]

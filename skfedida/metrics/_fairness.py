@@ -53,10 +53,20 @@ _SHORT_NAMES = {
 
 
 def _resolve_pos_label(pos_label, labels):
-    """sklearn's rule: labels in {0, 1} or {-1, 1} need no pos_label."""
-    if pos_label is not None:
-        return pos_label
+    """sklearn's rule: labels in {0, 1} or {-1, 1} need no pos_label.
+
+    A given pos_label must be one of two labels present (with one label
+    present it may be the absent one, as in a fold where nobody is positive):
+    a typo would otherwise count every row as negative.
+    """
     labels = np.asarray(labels)
+    if pos_label is not None:
+        if labels.size == 2 and not np.isin(pos_label, labels.astype(object)):
+            raise ValueError(
+                f"pos_label={pos_label!r} is not a valid label: y_true and y_pred "
+                f"take the values {labels.tolist()}."
+            )
+        return pos_label
     if labels.dtype.kind in "biuf" and np.isin(labels, [-1, 0, 1]).all():
         return True if labels.dtype.kind == "b" else 1
     raise ValueError(
