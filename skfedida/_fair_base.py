@@ -33,6 +33,7 @@ from sklearn.utils.validation import (
 
 from ._groups import (
     check_labels_complete,
+    check_not_resampled_with,
     column_positions,
     encode_groups,
     resolve_sensitive,
@@ -250,6 +251,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         warn,
         allow_all_zero_weights=False,
     ):
+        check_not_resampled_with(X, sensitive_features, type(self).__name__)
         X_model, S = self._model_inputs(
             X, reset=reset, sensitive_features=sensitive_features
         )

@@ -12,7 +12,9 @@ values of all attributes is one intersectional group.
 
 from __future__ import annotations
 
+import collections
 import numbers
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -166,6 +168,44 @@ def check_one_kind(values, what):
             "would silently merge (True and 1) or split (1 and '1') groups; "
             "give every value the same type."
         )
+
+
+# The (resampled X, consumed S) pairs of the last few resamplings in metadata
+# mode, as weak references: nothing is kept alive by them.
+_RECENT_RESAMPLINGS = collections.deque(maxlen=16)
+
+
+def remember_resampling(X_resampled, sensitive_features):
+    """Note that a sampler turned rows with these S into ``X_resampled``."""
+    try:
+        pair = (weakref.ref(X_resampled), weakref.ref(sensitive_features))
+    except TypeError:  # lists and other objects without weak references
+        return
+    _RECENT_RESAMPLINGS.append(pair)
+
+
+def check_not_resampled_with(X, sensitive_features, owner):
+    """Refuse S that belongs to the rows a sampler had *before* producing X.
+
+    In an imbalanced-learn Pipeline every step receives the original routed
+    metadata (imbalanced-learn issue #1085), so a fair estimator after
+    FairnessAwareROSE would pair resampled rows with the original S: a
+    misalignment that trains without error whenever the lengths happen to
+    agree.
+    """
+    if sensitive_features is None:
+        return
+    for X_ref, S_ref in _RECENT_RESAMPLINGS:
+        if X_ref() is X and S_ref() is sensitive_features:
+            raise ValueError(
+                f"{owner} received the sensitive_features that a sampler used "
+                "to produce its X: they describe the rows before resampling, "
+                "not these rows. In an imbalanced-learn Pipeline every step "
+                "receives the original metadata (imbalanced-learn issue #1085); "
+                "use column mode instead (sensitive=[columns of X] on the "
+                "sampler and the estimator), or FederatedEstimator(sampler=...), "
+                "which resamples X, y and S together."
+            )
 
 
 def check_labels_complete(y, name="y"):

@@ -30,6 +30,7 @@ from ._groups import (
     column_positions,
     encode_groups,
     pd,
+    remember_resampling,
     resolve_sensitive,
     take_rows,
 )
@@ -344,6 +345,7 @@ class FairnessAwareROSE(BaseSampler):
             Resampled outcomes, of the type of y.
         """
         X_res, y_res, _ = self._fit_resample(X, y, sensitive_features)
+        remember_resampling(X_res, sensitive_features)
         return X_res, y_res
 
     @_fit_context(prefer_skip_nested_validation=True)

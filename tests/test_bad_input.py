@@ -633,3 +633,31 @@ def test_features_on_very_different_scales_warn_for_sgd_training():
         FairPenaltyLogisticRegression(fairness=0).partial_fit(
             X[:, 1:], y, classes=[0, 1]
         )
+
+
+def test_a_fair_estimator_after_rose_in_an_imblearn_pipeline_refuses_routed_s():
+    from imblearn.pipeline import Pipeline
+    from sklearn import config_context
+
+    # Balanced subgroups: ROSE returns as many rows as it gets, so only the
+    # order differs and nothing else would notice the misaligned S.
+    rng = np.random.RandomState(0)
+    S = np.repeat(["a", "b"], 100)
+    y = np.tile(np.repeat([0, 1], 50), 2)
+    X = rng.randn(200, 3) + y[:, None]
+    with config_context(enable_metadata_routing=True):
+        pipeline = Pipeline(
+            [
+                (
+                    "rose",
+                    FairnessAwareROSE(random_state=0).set_fit_resample_request(
+                        sensitive_features=True
+                    ),
+                ),
+                ("clf", FairPenaltyLogisticRegression()),
+            ]
+        )
+        with pytest.raises(ValueError, match=r"issue #1085.*column mode"):
+            pipeline.fit(X, y, sensitive_features=S)
+    # The same S with the original rows is fine.
+    FairPenaltyLogisticRegression().fit(X, y, sensitive_features=S)
