@@ -16,8 +16,9 @@ with w_kk' = n_k n_k' / sum_{l<l'} n_l n_l' (Berk et al., 2017, generalised to
 K groups). The paper prints Eq. 2 without the square; summed over ordered
 pairs the unsquared sum is identically zero. Both penalties are computed in
 closed form from per-(group, label) sums of scores (and of squared scores), in
-O(n + K^2) time; nothing loops over rows or pairs. Sample weights replace the
-counts by sums of weights.
+O(n + K) time and memory: nothing loops over rows or pairs and nothing K x K is
+built, so a sensitive attribute with as many values as rows still fits. Sample
+weights replace the counts by sums of weights.
 """
 
 from __future__ import annotations
@@ -90,20 +91,40 @@ def group_penalty(scores, y, groups, n_groups=None, sample_weight=None):
     W, totals = _pair_normaliser(n)
     if W <= 0:
         return 0.0, np.zeros_like(scores)
-    # With a_ky = n_ky / n_k and P_ky = S_ky / n_k:
-    #   Delta[k, k'] = sum_y P_ky a_k'y - a_ky P_k'y   (antisymmetric)
-    safe = np.where(totals > 0, totals, 1.0)[:, None]
-    a = n / safe
-    P = S / safe
-    delta = P @ a.T - a @ P.T
-    outer = np.outer(totals, totals)
-    value = 0.5 * np.sum(outer * delta**2) / W
-    # d value / d s_i for row i in cell (k, y): (2 / W) sum_k' Delta[k, k'] n_k'y.
-    cell_gradient = (2.0 / W) * (delta @ n)
+    W = float(W)
+    # Columns n_k0, n_k1, S_k0, S_k1. Delta only compares means within a
+    # label, so shifting the scores of label y by a constant leaves it
+    # unchanged: centring each label at its weighted mean stops the moments
+    # below from cancelling a large common offset (an absent label has n = 0).
+    X = np.concatenate((n, S), axis=1)
+    label = X.sum(axis=0)
+    X[:, 2:] -= n * (label[2:] / (label[:2] + (label[:2] == 0)))
+    # Columns a_ky = n_ky / n_k and P_ky = S_ky / n_k (0 for empty groups), with
+    #   Delta[k, k'] = sum_y P_ky a_k'y - a_ky P_k'y   (antisymmetric).
+    Y = X / (totals + (totals == 0))[:, None]
+    # Expanding the square in sum_{k,k'} n_k n_k' Delta[k, k']^2 separates k
+    # from k' into products of label x label moments, so nothing K x K is built:
+    #   A = sum_k n_k a_k a_k^T,  B = sum_k n_k P_k P_k^T,  C = sum_k n_k a_k P_k^T
+    # are the blocks of M = X^T Y = [[A, C], [C^T, B]]; the double sum is
+    # 2 sum_{y,y'} (A_yy' B_yy' - C_yy' C_y'y), so the value is that sum / W.
+    # Python scalars: 2 x 2 array ops would cost more than all of this at small K.
+    M = X.T @ Y
+    (a00, a01, c00, c01), (a10, a11, c10, c11), (_, _, b00, b01), (_, _, b10, b11) = (
+        M.tolist()
+    )
+    value = a00 * b00 + a01 * b01 + a10 * b10 + a11 * b11
+    value -= c00 * c00 + 2.0 * c01 * c10 + c11 * c11
+    # A sum of squares: clip the round-off of a (nearly) zero one.
+    value = max(value / W, 0.0)
+    # d value / d s_i for row i in cell (k, y) is (2 / W) sum_k' Delta[k, k'] n_k'y;
+    # with n_k'y = n_k' a_k'y that sum is (P A - a C^T)[k, y] = (Y R)[k, y]
+    # for R = [-C^T; A] (A is symmetric).
+    R = np.concatenate((-M[:2, 2:].T, M[:2, :2])) * (2.0 / W)
+    cell_gradient = Y @ R
     gradient = cell_gradient.ravel()[cells]
     if sample_weight is not None:
         gradient = gradient * sample_weight
-    return float(value), gradient
+    return value, gradient
 
 
 def individual_penalty(scores, y, groups, n_groups=None, sample_weight=None):
