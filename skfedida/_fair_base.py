@@ -48,6 +48,9 @@ _ARMIJO = 0.5
 _MAX_HALVINGS = 40
 
 
+#: Inputs beyond this magnitude make squared gradient norms overflow.
+_MAX_MAGNITUDE = 1e100
+
 #: Features whose largest absolute values differ by more than this factor
 #: make one step size wrong for some of them.
 _SCALE_RATIO = 1e4
@@ -71,6 +74,18 @@ def warn_if_unscaled(X, owner, stacklevel=3):
             UserWarning,
             stacklevel=stacklevel,
         )
+
+
+def normalised_weight(weight):
+    """Row weights scaled to a largest value of 1.
+
+    The objective (a weighted mean loss, and a penalty of ratios of weighted
+    group sums) does not change when every weight is multiplied by one
+    factor; its group sums and their products would overflow (weights near
+    1e160) or underflow (near 1e-170, silently switching the penalty off).
+    """
+    largest = weight.max() if weight.size else 0.0
+    return weight / largest if largest > 0 else weight
 
 
 class _Batch:
@@ -263,8 +278,23 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             ensure_non_negative=True,
             allow_all_zero_weights=allow_all_zero_weights,
         )
+        if sample_weight is not None:
+            weight = normalised_weight(weight)
+        self._check_magnitude(X_model)
         groups, n_groups = self._groups_of(S, X_model.shape[0], warn)
         return X_model, y, groups, n_groups, weight
+
+    @staticmethod
+    def _check_magnitude(X):
+        """Refuse inputs whose products with the weights overflow float64."""
+        largest = abs(X).max() if X.shape[0] else 0.0
+        if largest > _MAX_MAGNITUDE:
+            raise ValueError(
+                f"X holds values up to {float(largest):.3g}: scores and gradients "
+                "of such inputs overflow float64, and training would stop "
+                "silently at a constant model. Scale the features (e.g. "
+                "sklearn.preprocessing.StandardScaler)."
+            )
 
     def _binary_labels(self, y):
         y_type = type_of_target(y, input_name="y")
@@ -389,7 +419,12 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
     def _armijo_step(self, params, minibatch, value, gradients):
         squared_norm = sum(float(np.vdot(g, g)) for g in gradients)
-        if not np.isfinite(squared_norm) or squared_norm == 0.0:
+        if not np.isfinite(squared_norm):
+            raise FloatingPointError(
+                "The minibatch gradient is not finite; check X for extreme "
+                "values (scale the features) and sample_weight."
+            )
+        if squared_norm == 0.0:
             return
         step = self.learning_rate
         for _ in range(_MAX_HALVINGS):

@@ -90,6 +90,12 @@ def _float_block(X, columns, copy=False):
     return np.array(X[:, columns], dtype=np.float64, copy=copy or None)
 
 
+def _column_units(X):
+    """Largest absolute value of every column (1 where a column is all 0)."""
+    unit = np.max(np.abs(X), axis=0) if X.shape[0] else np.ones(X.shape[1])
+    return np.where(unit > 0, unit, 1.0)
+
+
 def _has_missing(X, j):
     if _is_frame(X):
         return bool(X.iloc[:, j].isna().any())
@@ -717,14 +723,23 @@ class FairnessAwareROSE(BaseSampler):
         if explicit_factor is not None:
             return random_state.standard_normal((n_new, n_noised)) @ explicit_factor.T
         if self.covariance == "full":
-            centred = X_group - X_group.mean(axis=0)
+            # On columns divided by their largest absolute value, then scaled
+            # back: squares of values near 1e200 would overflow.
+            unit = _column_units(X_group)
+            centred = (X_group - X_group.mean(axis=0)) / unit
             covariance = centred.T @ centred / X_group.shape[0]
             factor = self._matrix_square_root(covariance, "the subgroup covariance")
             draws = random_state.standard_normal((n_new, n_noised))
-            return scale * (draws @ factor.T)
+            return scale * (draws @ factor.T) * unit
         # Same draws and formula as imblearn's RandomOverSampler(shrinkage=...).
         draws = random_state.randn(n_new, n_noised)
-        draws *= scale * np.std(X_group, axis=0)
+        std = np.std(X_group, axis=0)
+        if not np.all(np.isfinite(std)):
+            # Squares overflowed (values near 1e155 or more): the same
+            # standard deviation, computed on unit-scaled columns.
+            unit = _column_units(X_group)
+            std = np.std(X_group / unit, axis=0) * unit
+        draws *= scale * std
         return draws
 
 

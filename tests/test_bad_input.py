@@ -661,3 +661,38 @@ def test_a_fair_estimator_after_rose_in_an_imblearn_pipeline_refuses_routed_s():
             pipeline.fit(X, y, sensitive_features=S)
     # The same S with the original rows is fine.
     FairPenaltyLogisticRegression().fit(X, y, sensitive_features=S)
+
+
+@pytest.mark.parametrize("factor", [1e-170, 1e-20, 1e160])
+def test_the_fair_models_do_not_depend_on_the_scale_of_the_weights(factor):
+    X, y, _, S = _federation_data()
+    plain = FairPenaltyLogisticRegression(fairness=1.0).fit(X, y, sensitive_features=S)
+    scaled = FairPenaltyLogisticRegression(fairness=1.0).fit(
+        X, y, sensitive_features=S, sample_weight=np.full(len(y), factor)
+    )
+    np.testing.assert_allclose(scaled.coef_, plain.coef_, rtol=1e-6, atol=1e-8)
+
+
+def test_one_huge_weight_gives_a_finite_model_led_by_that_row():
+    X, y, _, S = _federation_data()
+    weight = np.ones(len(y))
+    weight[0] = 1e300
+    model = FairPenaltyLogisticRegression(fairness=1.0).fit(
+        X, y, sensitive_features=S, sample_weight=weight
+    )
+    assert np.all(np.isfinite(model.coef_))
+    assert model.predict(X[:1])[0] == y[0]
+
+
+def test_inputs_that_overflow_are_an_error_and_rose_stays_finite():
+    X, y, _, S = _federation_data()
+    with pytest.raises(ValueError, match=r"X holds values up to [0-9.]+e\+200"):
+        FairPenaltyLogisticRegression().fit(X * 1e200, y, sensitive_features=S)
+    for covariance in ("diag", "full"):
+        huge, _ = FairnessAwareROSE(random_state=0, covariance=covariance).fit_resample(
+            X * 1e200, y, sensitive_features=S
+        )
+        plain, _ = FairnessAwareROSE(
+            random_state=0, covariance=covariance
+        ).fit_resample(X, y, sensitive_features=S)
+        np.testing.assert_allclose(huge / 1e200, plain, rtol=1e-9)

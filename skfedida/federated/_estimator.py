@@ -25,7 +25,12 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._fair_base import BaseFairClassifier, _Batch, warn_if_unscaled
+from .._fair_base import (
+    BaseFairClassifier,
+    _Batch,
+    normalised_weight,
+    warn_if_unscaled,
+)
 from .._groups import (
     check_labels_complete,
     check_one_kind,
@@ -126,7 +131,9 @@ def _prior_weights(y_codes, resampled_codes, n_classes):
     original label prevalence (so the model's probabilities are not shifted
     toward the resampled balance) while the resampled balance *within* and
     *across* sensitive groups is kept. The weights average to 1 over the
-    resampled rows, so step sizes are unchanged.
+    resampled rows, so an estimator whose steps scale with the weights
+    (sklearn's SGDClassifier) keeps its step size; skfedida's estimators
+    minimise a weighted mean, which no common factor changes.
     """
     before = np.bincount(y_codes, minlength=n_classes) / y_codes.shape[0]
     after = np.bincount(resampled_codes, minlength=n_classes)
@@ -296,7 +303,10 @@ class _Trainer:
                 # batch's group numbering carries over to the resampled rows.
                 resampled_codes = y_codes[sampler.sample_indices_]
                 weight = (
-                    _prior_weights(y_codes, resampled_codes, classes.size)
+                    # As partial_fit would scale them: the same bits either way.
+                    normalised_weight(
+                        _prior_weights(y_codes, resampled_codes, classes.size)
+                    )
                     if self.prior_correction == "weights"
                     else np.ones(X.shape[0])
                 )
