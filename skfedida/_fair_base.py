@@ -246,6 +246,15 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                 )
             return np.zeros(n_samples, dtype=np.intp), 1
         groups = encode_groups(S, n_samples=n_samples)
+        if warn and self.fairness > 0 and groups.n_groups > max(n_samples // 2, 1):
+            warnings.warn(
+                f"The sensitive attributes split {n_samples} rows into "
+                f"{groups.n_groups} groups, most of them single rows: they look "
+                "like an identifier, not a group membership, and the penalty "
+                "then compares individuals. Check sensitive_features.",
+                UserWarning,
+                stacklevel=4,
+            )
         if warn and groups.n_groups < 2 and self.fairness > 0:
             warnings.warn(
                 f"The sensitive attributes take a single value {groups.labels[0]}, "

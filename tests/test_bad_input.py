@@ -374,7 +374,9 @@ def test_every_error_message_names_its_parameter():
         lambda: FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=0).fit(
             X, y, clients=clients
         ),
-        lambda: FederatedEstimator(FairPenaltyLogisticRegression()).fit(X, y),
+        lambda: FederatedEstimator(FairPenaltyLogisticRegression()).fit(
+            X, y, clients=clients[:10]
+        ),
     ):
         with pytest.raises((ValueError, TypeError)) as info:
             call()
@@ -696,3 +698,13 @@ def test_inputs_that_overflow_are_an_error_and_rose_stays_finite():
             random_state=0, covariance=covariance
         ).fit_resample(X, y, sensitive_features=S)
         np.testing.assert_allclose(huge / 1e200, plain, rtol=1e-9)
+
+
+def test_an_identifier_as_sensitive_attribute_warns_and_fits_in_memory():
+    rng = np.random.RandomState(0)
+    X = rng.randn(20000, 5)
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.warns(UserWarning, match="look like an identifier"):
+        FairPenaltyLogisticRegression(fairness=1.0, max_iter=5).fit(
+            X, y, sensitive_features=np.arange(20000)
+        )

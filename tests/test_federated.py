@@ -306,8 +306,8 @@ def test_small_and_single_class_clients():
 def test_bad_input():
     X, y, clients, S = _federation(n=300)
     fed = FederatedEstimator(FairPenaltyLogisticRegression())
-    with pytest.raises(ValueError, match="needs clients="):
-        fed.fit(X, y, sensitive_features=S)
+    # Without clients every row is one client's.
+    assert fed.fit(X, y, sensitive_features=S).clients_.tolist() == [0]
     with pytest.raises(ValueError, match="one id per row"):
         fed.fit(X, y, clients=clients[:10], sensitive_features=S)
     with pytest.raises(ValueError, match="local_epochs has 2 values but there are 3"):
@@ -629,3 +629,32 @@ def test_warm_start_resumes_exactly(strategy):
         resumed.fit(
             X, y, clients=np.where(clients == 2, 7, clients), sensitive_features=S
         )
+
+
+@pytest.mark.parametrize(
+    "federation",
+    [
+        FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=2),
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(), n_rounds=2, sampler=FairnessAwareROSE()
+        ),
+        FederatedEstimator(SGDClassifier(loss="log_loss"), n_rounds=2),
+        FederatedEstimator(
+            FairMLPClassifier(hidden_layer_sizes=(4,)), n_rounds=2, strategy="pfedavg"
+        ),
+    ],
+    ids=["logistic", "fedida", "sgd", "mlp-pfedavg"],
+)
+def test_federated_estimator_passes_sklearns_estimator_checks(federation):
+    # Without clients= every row is one client's, as the checks fit it.
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(federation, on_fail=None)
+    failed = [
+        (r["check_name"], str(r["exception"])[:200])
+        for r in results
+        if r["status"] == "failed"
+    ]
+    assert not failed

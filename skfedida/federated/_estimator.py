@@ -16,7 +16,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.callback import CallbackSupportMixin
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import (
+    _safe_indexing,
+    check_random_state,
+    column_or_1d,
+    get_tags,
+)
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import (
     _num_samples,
@@ -734,14 +739,25 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # What the federated model accepts is what its estimator (and
+        # sampler) accept.
+        inner = get_tags(self.estimator)
+        tags.classifier_tags.multi_class = inner.classifier_tags.multi_class
+        tags.input_tags.sparse = inner.input_tags.sparse and not isinstance(
+            self.sampler, FairnessAwareROSE
+        )
+        tags.input_tags.allow_nan = False
+        return tags
+
     # -- input handling ---------------------------------------------------------
 
     def _client_codes(self, clients, n_samples):
         if clients is None:
-            raise ValueError(
-                "FederatedEstimator.fit needs clients=: the client id of every "
-                "row (with metadata routing on, pass it to the search's fit)."
-            )
+            # One client holding every row: the non-federated model (what
+            # sklearn's estimator checks and a plain Pipeline fit exercise).
+            return np.array([0]), np.zeros(n_samples, dtype=np.intp)
         clients = np.asarray(clients)
         if clients.ndim != 1 or clients.shape[0] != n_samples:
             raise ValueError(
@@ -785,9 +801,10 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             Rows of every client.
         y : array-like of shape (n_samples,)
             Labels.
-        clients : array-like of shape (n_samples,)
+        clients : array-like of shape (n_samples,), default=None
             Client id of every row. Rows of one client never reach another
-            client's training.
+            client's training. None makes every row one client's (client
+            ``0``): the model trained without federation.
         sensitive_features : array-like, DataFrame or dict, default=None
             Sensitive attributes of every row (metadata mode), given to the
             sampler and to the estimator's ``partial_fit`` when it takes them.
@@ -959,7 +976,13 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         """
         validate_data(self, X, reset=reset, skip_check_array=True)
         n_samples = _num_samples(X)
+        if y is None:
+            raise ValueError(
+                "FederatedEstimator requires y to be passed, but the target y is None."
+            )
         y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
         if y.ndim != 1 or y.shape[0] != n_samples:
             raise ValueError(
                 f"y{suffix} must hold one label per row of X{suffix}: {n_samples} "
@@ -1019,12 +1042,15 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         )
 
     def _as_array(self, X):
-        """Model inputs as one numeric array (metadata mode), validated once."""
+        """Model inputs as one float64 array (metadata mode), validated once.
+
+        float64 whatever X's dtype: the server averages float64 parameters,
+        and an estimator primed on float32 rows (sklearn's SGDClassifier)
+        could not continue from them.
+        """
         if self.sensitive is not None:
             return X
-        return check_array(
-            X, accept_sparse="csr", dtype=[np.float64, np.float32], input_name="X"
-        )
+        return check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
 
     # -- the federation -------------------------------------------------------
 
@@ -1210,8 +1236,10 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
 
     def _dispatch(self, method, X, clients):
         check_is_fitted(self)
+        # The array check first: a 1-D X gets sklearn's "Reshape your data".
+        X_checked = self._as_array(X)
         validate_data(self, X, reset=False, skip_check_array=True)
-        X = self._as_array(X)
+        X = X_checked
         if clients is None or not self.client_estimators_:
             return getattr(self.estimator_, method)(X)
         clients = np.asarray(clients)
