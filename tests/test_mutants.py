@@ -1,0 +1,229 @@
+"""Tests that kill mutants which survived the rest of the suite (issue 22).
+
+Each test derives its expectation independently of the code under test: a
+hand-computed value, another library (scipy), or a statistical property
+whose false-failure rate is stated.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from skfedida.datasets import make_federated_classification
+from skfedida.federated import FederatedEstimator, evaluate_clients
+from skfedida.federated._estimator import _client_seeds, _round_seed
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.metrics import false_positive_rate_difference, group_report
+from skfedida.model_selection import CoarseToFineSearchCV
+from skfedida.over_sampling import FairnessAwareROSE
+
+# -- metrics: which rows a rate rests on -------------------------------------
+
+
+def test_fpr_min_group_size_counts_the_negatives_of_a_group():
+    # Group a: 10 rows, 2 of them negative; group b: 10 rows, 6 negative.
+    y_true = np.r_[[0, 0] + [1] * 8, [0] * 6 + [1] * 4]
+    y_pred = np.r_[[1, 0] + [1] * 8, [0] * 6 + [1] * 4]
+    S = np.repeat(["a", "b"], 10)
+    # FPR: a = 1/2 (from 2 negatives), b = 0/6. With min_group_size=3 group a
+    # rests on 2 negatives (< 3) and is left out: one group left, difference 0.
+    assert false_positive_rate_difference(y_true, y_pred, sensitive_features=S) == 0.5
+    assert (
+        false_positive_rate_difference(
+            y_true, y_pred, sensitive_features=S, min_group_size=3
+        )
+        == 0.0
+    )
+    report = group_report(y_true, y_pred, sensitive_features=S, min_group_size=3)
+    assert np.isnan(report.loc["a", "false_positive_rate"])
+    assert report.loc["a", "left_out"] == "FPR: fewer than 3 rows"
+
+
+# -- the sampler ------------------------------------------------------------
+
+
+def _two_subgroups(n_large=200, n_small=20, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(size=(n_large, 2)), rng.normal(3, 1, size=(n_small, 2))])
+    y = np.r_[np.zeros(n_large, int), np.ones(n_small, int)]
+    return X, y
+
+
+def test_undersampling_draws_distinct_rows():
+    X, y = _two_subgroups()
+    rose = FairnessAwareROSE(n_target=100, random_state=0)
+    _, y_res = rose.fit_resample(X, y)
+    kept_large = rose.sample_indices_[(y_res == 0)]
+    assert kept_large.size == 100
+    # Without replacement: 100 different rows of the 200 (with replacement,
+    # 100 draws from 200 repeat a row with probability 1 - 1e-11).
+    assert np.unique(kept_large).size == 100
+
+
+def test_per_subgroup_shrinkage_applies_to_its_subgroup():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 2))
+    y = np.r_[np.zeros(40, int), np.ones(40, int)]
+    S = np.tile(np.repeat(["a", "b"], 20), 2)
+    shrinkage = {("a", 0): 0.0, ("b", 0): 1.0, ("a", 1): 2.0, ("b", 1): 0.0}
+    rose = FairnessAwareROSE(n_target=60, shrinkage=shrinkage, random_state=0)
+    X_res, y_res = rose.fit_resample(X, y, sensitive_features=S)
+    synthetic = np.arange(len(y_res)) >= rose.n_original_
+    seeds = rose.sample_indices_
+    noise = np.abs(X_res - X[seeds]).max(axis=1)
+    group = S[seeds]
+    for (g, label), factor in shrinkage.items():
+        rows = synthetic & (group == g) & (y_res == label)
+        assert rows.sum() == 40
+        if factor == 0:
+            assert np.all(noise[rows] == 0)  # a plain bootstrap: exact copies
+        else:
+            assert np.all(noise[rows] > 0)
+
+
+@pytest.mark.parametrize("covariance", ["diag", "full"])
+def test_noise_scales_linearly_with_shrinkage(covariance):
+    X, y = _two_subgroups()
+
+    def noise(shrinkage):
+        rose = FairnessAwareROSE(
+            n_target=200, shrinkage=shrinkage, covariance=covariance, random_state=0
+        )
+        X_res, _ = rose.fit_resample(X, y)
+        return X_res - X[rose.sample_indices_]
+
+    # Same draws, so the noise of shrinkage 2 is twice that of 1, and 0 none.
+    np.testing.assert_allclose(noise(2.0), 2.0 * noise(1.0), rtol=1e-12, atol=1e-15)
+    assert not np.any(noise(0.0))
+    assert np.any(noise(1.0))
+
+
+# -- federated seeding ------------------------------------------------------
+
+
+def _federation():
+    data = make_federated_classification(600, n_clients=3, random_state=0)
+    S = np.column_stack(list(data.sensitive.values()))
+    return data.data, data.target, data.clients, S
+
+
+def test_random_state_changes_client_seeds_and_the_model():
+    X, y, clients, S = _federation()
+    assert not np.array_equal(_client_seeds(0, 3), _client_seeds(1, 3))
+    fits = [
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(),
+            sampler=FairnessAwareROSE(),
+            n_rounds=2,
+            local_epochs=1,
+            random_state=seed,
+        ).fit(X, y, clients=clients, sensitive_features=S)
+        for seed in (0, 1)
+    ]
+    assert not np.array_equal(fits[0].client_seeds_, fits[1].client_seeds_)
+    assert not np.array_equal(fits[0].estimator_.coef_, fits[1].estimator_.coef_)
+
+
+class _OrderRecorder(FairPenaltyLogisticRegression):
+    """Records the first column (a row id) of every minibatch it trains on."""
+
+    orders = []
+
+    def _train_epoch(self, batch):
+        if batch.weight_sum:  # not the zero-weight initialisation
+            type(self).orders.append(np.asarray(batch.X)[:, 0].copy())
+        return super()._train_epoch(batch)
+
+
+def test_every_round_draws_fresh_batches():
+    assert _round_seed(7, 0) != _round_seed(7, 1)
+    X, y, clients, S = _federation()
+    rows = clients == 0
+    X = np.column_stack([np.arange(len(y)) / len(y), X])[rows]
+    _OrderRecorder.orders = []
+    FederatedEstimator(
+        _OrderRecorder(fairness=0.0),
+        n_rounds=2,
+        local_epochs=1,
+        sampler=FairnessAwareROSE(),
+        batch_size=50,
+        random_state=0,
+    ).fit(X, y[rows], clients=clients[rows], sensitive_features=S[rows])
+    # One client, 200 rows, batches of 50: four resampled batches per round.
+    assert len(_OrderRecorder.orders) == 8
+    first, second = _OrderRecorder.orders[:4], _OrderRecorder.orders[4:]
+    assert not any(
+        a.shape == b.shape and np.array_equal(a, b)
+        for a, b in zip(first, second, strict=True)
+    )
+
+
+# -- the coarse-to-fine search ----------------------------------------------
+
+
+@pytest.mark.parametrize("n_fine", [1, 3, 4])
+def test_fine_grid_is_n_fine_values_strictly_between_the_neighbours(n_fine):
+    from test_model_selection import X_DUMMY, Y_DUMMY, KnownOptimum
+
+    search = CoarseToFineSearchCV(
+        KnownOptimum(target=0.5), "value", 0.0, 1.0, n_coarse=5, n_fine=n_fine, cv=2
+    ).fit(X_DUMMY, Y_DUMMY)
+    # Coarse 0, .25, .5, .75, 1; best 0.5; its neighbours 0.25 and 0.75.
+    expected = np.linspace(0.25, 0.75, n_fine + 2)[1:-1]
+    expected = expected[~np.isclose(expected, 0.5)]
+    np.testing.assert_allclose(search.fine_values_, expected)
+    assert len(search.cv_results_["params"]) == 5 + expected.size
+
+
+# -- bootstrap intervals ----------------------------------------------------
+
+
+class _FixedScores:
+    """A 'model' whose positive-class probabilities are given."""
+
+    classes_ = np.array([0, 1])
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def predict_proba(self, X):
+        return np.column_stack([1 - self.scores, self.scores])
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.95])
+def test_bootstrap_intervals_have_the_width_of_their_confidence(confidence):
+    # 2,000 rows, 30% of them selected: the bootstrap distribution of the
+    # selection rate is close to normal with sd sqrt(p(1-p)/n).
+    rng = np.random.default_rng(0)
+    n, p = 2000, 0.3
+    selected = rng.permutation(np.r_[np.ones(int(p * n)), np.zeros(n - int(p * n))])
+    scores = np.where(selected == 1, 0.9, 0.1)
+    y = rng.integers(0, 2, n)
+    report = evaluate_clients(
+        _FixedScores(scores),
+        np.zeros((n, 1)),
+        y,
+        clients=np.zeros(n, int),
+        sensitive_features=rng.integers(0, 2, n),
+        metrics=("selection_rate",),
+        n_bootstrap=2000,
+        confidence=confidence,
+        random_state=0,
+    )
+    row = report.per_client.iloc[0]
+    expected = 2 * stats.norm.ppf(0.5 + confidence / 2) * np.sqrt(p * (1 - p) / n)
+    width = row["selection_rate_high"] - row["selection_rate_low"]
+    # The quantiles of 2,000 resamples estimate the width within about 5%
+    # (sd); 15% is three of those.
+    assert width == pytest.approx(expected, rel=0.15)
+    # scipy's percentile bootstrap of the same statistic agrees.
+    scipy_ci = stats.bootstrap(
+        (selected,),
+        np.mean,
+        confidence_level=confidence,
+        n_resamples=2000,
+        method="percentile",
+        random_state=1,
+    ).confidence_interval
+    assert width == pytest.approx(scipy_ci.high - scipy_ci.low, rel=0.15)
+    assert row["selection_rate_low"] < p < row["selection_rate_high"]
