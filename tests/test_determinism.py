@@ -25,7 +25,10 @@ from skfedida.over_sampling import FairnessAwareROSE
 
 @pytest.fixture(scope="module")
 def data():
-    return make_federated_classification(900, n_clients=3, random_state=5)
+    # Unequal client sizes, so that weighting by n_k matters in averaging.
+    return make_federated_classification(
+        900, n_clients=3, client_sizes=[0.5, 0.3, 0.2], random_state=5
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -359,8 +359,31 @@ def test_grid_search_with_client_splitter_and_routing():
             refit="auc",
             cv=ClientStratifiedKFold(3, shuffle=True, random_state=0),
         ).fit(X, y, clients=clients, sensitive_features=S)
-    assert np.isfinite(search.cv_results_["mean_test_dpd"]).all()
-    assert search.best_params_["estimator__alpha"] in (1e-4, 1e-2)
+    # Every candidate's mean AUROC is that of a federation fitted on the
+    # split's training rows (with their clients and S) and scored on its test
+    # rows: routing delivered exactly the rows of each fold.
+    cv = ClientStratifiedKFold(3, shuffle=True, random_state=0)
+    for index, alpha in enumerate((1e-4, 1e-2)):
+        aucs = []
+        for train, test in cv.split(X, y, clients=clients):
+            fed = FederatedEstimator(
+                FairPenaltyLogisticRegression(alpha=alpha),
+                n_rounds=2,
+                local_epochs=1,
+                sampler=FairnessAwareROSE(),
+                random_state=0,
+            ).fit(
+                X[train],
+                y[train],
+                clients=clients[train],
+                sensitive_features=S.iloc[train],
+            )
+            aucs.append(roc_auc_score(y[test], fed.predict_proba(X[test])[:, 1]))
+        assert search.cv_results_["mean_test_auc"][index] == pytest.approx(
+            np.mean(aucs), abs=1e-12
+        )
+    best = int(np.argmax(search.cv_results_["mean_test_auc"]))
+    assert search.best_params_["estimator__alpha"] == (1e-4, 1e-2)[best]
 
 
 def test_client_splitter_stratifies_within_clients():

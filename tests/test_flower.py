@@ -31,7 +31,11 @@ N_CLIENTS = 3
 
 @pytest.fixture(scope="module")
 def data():
-    return make_federated_classification(1200, n_clients=N_CLIENTS, random_state=3)
+    # Unequal client sizes: FedAvg's n_k weights differ from uniform ones.
+    sizes = np.linspace(1.0, 2.0, N_CLIENTS)
+    return make_federated_classification(
+        1200, n_clients=N_CLIENTS, client_sizes=sizes, random_state=3
+    )
 
 
 def _loader(data, fail=None):

@@ -327,14 +327,16 @@ def make_fairness_scorer(
     >>> from skfedida.metrics import make_fairness_scorer
     >>> X = [[0.0], [1.0], [2.0], [3.0]]
     >>> y = [0, 0, 1, 1]
-    >>> sex = ["F", "M", "F", "M"]
+    >>> sex = ["F", "F", "M", "F"]
     >>> clf = LogisticRegression().fit(X, y)
+    >>> clf.predict(X)  # selects 1 of 3 women and the man
+    array([0, 0, 1, 1])
     >>> scorer = make_fairness_scorer("dpd")
-    >>> scorer(clf, X, y, sensitive_features=sex)
-    -0.0
+    >>> round(scorer(clf, X, y, sensitive_features=sex), 3)
+    -0.667
     >>> matched = make_fairness_scorer("dpd", threshold="prevalence")
-    >>> matched(clf, X, y, sensitive_features=sex)
-    -0.0
+    >>> round(matched(clf, X, y, sensitive_features=sex), 3)
+    -0.667
     """
     func, default_greater, name = _resolve_metric(metric)
     threshold = _check_threshold(threshold)
@@ -478,11 +480,11 @@ def make_tradeoff_scorer(
     >>> from skfedida.metrics import make_tradeoff_scorer
     >>> X = [[0.0], [1.0], [2.0], [3.0]]
     >>> y = [0, 0, 1, 1]
-    >>> sex = ["F", "M", "F", "M"]
+    >>> sex = ["F", "F", "M", "F"]
     >>> clf = LogisticRegression().fit(X, y)
-    >>> scorer = make_tradeoff_scorer("roc_auc", "dpd", weight=2.0)
-    >>> scorer(clf, X, y, sensitive_features=sex)
-    1.0
+    >>> scorer = make_tradeoff_scorer("roc_auc", "dpd", weight=0.3)
+    >>> round(scorer(clf, X, y, sensitive_features=sex), 3)  # 1.0 - 0.3 x 2/3
+    0.8
     """
     if not (isinstance(weight, numbers.Real) and weight >= 0):
         raise ValueError(f"weight must be a non-negative number; got {weight!r}.")
