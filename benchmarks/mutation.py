@@ -55,7 +55,12 @@ EVALUATION_TESTS = (
     "tests/test_operating_point.py",
     "tests/test_federated.py",
 )
-ESTIMATOR_TESTS = ("tests/test_fair_estimators.py", "tests/test_operating_point.py")
+ESTIMATOR_TESTS = (
+    "tests/test_mutants.py",
+    "tests/test_fair_estimators.py",
+    "tests/test_operating_point.py",
+)
+OPERATING_POINT_TESTS = ("tests/test_mutants.py", "tests/test_operating_point.py")
 
 
 @dataclass(frozen=True)
@@ -105,14 +110,14 @@ MUTANTS = [
         "skfedida/metrics/_operating_point.py",
         "fraction = 0.0 if inside <= 0 else (above[j] - wanted) / inside",
         "fraction = 0.0",
-        ("tests/test_operating_point.py",),
+        OPERATING_POINT_TESTS,
     ),
     Mutant(
         "score_histogram puts 1.0 in the wrong bin",
         "skfedida/metrics/_operating_point.py",
         "bins = np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)",
         "bins = np.minimum((scores * n_bins).astype(np.intp), n_bins - 2)",
-        ("tests/test_operating_point.py",),
+        OPERATING_POINT_TESTS,
     ),
     # -- penalties
     Mutant(

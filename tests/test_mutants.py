@@ -13,7 +13,12 @@ from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator, evaluate_clients
 from skfedida.federated._estimator import _client_seeds, _round_seed
 from skfedida.linear_model import FairPenaltyLogisticRegression
-from skfedida.metrics import false_positive_rate_difference, group_report
+from skfedida.metrics import (
+    false_positive_rate_difference,
+    group_report,
+    score_histogram,
+    threshold_at_rate,
+)
 from skfedida.model_selection import CoarseToFineSearchCV
 from skfedida.over_sampling import FairnessAwareROSE
 
@@ -227,3 +232,31 @@ def test_bootstrap_intervals_have_the_width_of_their_confidence(confidence):
     ).confidence_interval
     assert width == pytest.approx(scipy_ci.high - scipy_ci.low, rel=0.15)
     assert row["selection_rate_low"] < p < row["selection_rate_high"]
+
+
+def test_threshold_at_rate_interpolates_within_its_bin():
+    # 10,000 evenly spread scores in 10 bins: the cut of a quarter lies inside
+    # bin 7, and interpolation selects 2,500 rows (a bin edge would give 3,000).
+    scores = (np.arange(10_000) + 0.5) / 10_000
+    t = threshold_at_rate(score_histogram(scores, n_bins=10), 0.25)
+    assert t == pytest.approx(0.75)
+    assert (scores > t).sum() == 2500
+
+
+def test_armijo_halves_until_the_decrease_is_sufficient(monkeypatch):
+    # On f(w) = (L / 2) ||w||^2 with L = 15 a step of 0.1 lowers f (to f / 4)
+    # but by less than half the predicted decrease; 0.05 is the first step
+    # with f(w - eta g) <= f(w) - eta ||g||^2 / 2, and lands at w / 4.
+    curvature = 15.0
+    model = FairPenaltyLogisticRegression(learning_rate=0.1)
+
+    def quadratic(params, batch, with_gradient=True):
+        (w,) = params
+        value = 0.5 * curvature * float(np.vdot(w, w))
+        return value, [curvature * w] if with_gradient else None
+
+    monkeypatch.setattr(model, "_objective", quadratic)
+    w = np.array([1.0, -2.0])
+    value, gradients = quadratic([w], None)
+    model._armijo_step([w], None, value, gradients)
+    np.testing.assert_allclose(w, [0.25, -0.5])
