@@ -214,6 +214,27 @@ MUTANTS = [
         FEDERATED_TESTS,
     ),
     Mutant(
+        "fairness weight doubled in the objective's value",
+        "skfedida/_fair_base.py",
+        "value += self.fairness * penalty",
+        "value += 2.0 * self.fairness * penalty",
+        ESTIMATOR_TESTS,
+    ),
+    Mutant(
+        "fairness weight doubled in the objective's gradient",
+        "skfedida/_fair_base.py",
+        "score_gradient += self.fairness * penalty_gradient",
+        "score_gradient += 2.0 * self.fairness * penalty_gradient",
+        ESTIMATOR_TESTS,
+    ),
+    Mutant(
+        "L2 term on the intercept too",
+        "skfedida/linear_model.py",
+        "return [params[0]]",
+        "return [params[0], params[1]]",
+        ESTIMATOR_TESTS,
+    ),
+    Mutant(
         "Armijo accepts any decrease",
         "skfedida/_fair_base.py",
         "if trial_value <= value - _ARMIJO * step * squared_norm:",

@@ -5,8 +5,12 @@ hand-computed value, another library (scipy), or a statistical property
 whose false-failure rate is stated.
 """
 
+import warnings
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from skfedida.datasets import make_federated_classification
@@ -260,3 +264,124 @@ def test_armijo_halves_until_the_decrease_is_sufficient(monkeypatch):
     value, gradients = quadratic([w], None)
     model._armijo_step([w], None, value, gradients)
     np.testing.assert_allclose(w, [0.25, -0.5])
+
+
+# -- the objective, composed by hand ---------------------------------------------------
+
+
+def test_objective_is_log_loss_plus_weighted_penalty_plus_l2():
+    from scipy.special import expit
+
+    from skfedida.penalty import group_penalty
+
+    X, y, _, S = _federation()
+    groups = np.unique(S[:, 0] + "|" + S[:, 1], return_inverse=True)[1]
+    model = FairPenaltyLogisticRegression(fairness=0.7, alpha=0.01).fit(
+        X, y, sensitive_features=S
+    )
+    scores = X @ model.coef_[0] + model.intercept_[0]
+    p = expit(scores)
+    log_loss = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+    penalty, _ = group_penalty(scores, y, groups)
+    expected = log_loss + 0.7 * penalty + 0.01 * np.sum(model.coef_**2)
+    assert model.objective(X, y, sensitive_features=S) == pytest.approx(
+        expected, rel=1e-10
+    )
+
+
+def test_objective_gradient_matches_finite_differences():
+    from scipy.optimize import approx_fprime
+
+    from skfedida._fair_base import _Batch
+
+    X, y, _, S = _federation()
+    groups = np.unique(S[:, 0] + "|" + S[:, 1], return_inverse=True)[1]
+    model = FairPenaltyLogisticRegression(fairness=2.0, alpha=0.05)
+    batch = _Batch(X, y.astype(float), groups, groups.max() + 1, np.ones(len(y)))
+    rng = np.random.default_rng(0)
+    theta = rng.normal(scale=0.3, size=X.shape[1] + 1)
+
+    def unpack(t):
+        return [t[:-1].reshape(1, -1), t[-1:].copy()]
+
+    def value(t):
+        return model._objective(unpack(t), batch, with_gradient=False)[0]
+
+    _, (coef_gradient, intercept_gradient) = model._objective(unpack(theta), batch)
+    analytic = np.r_[coef_gradient.ravel(), intercept_gradient]
+    numeric = approx_fprime(theta, value, 1e-6)
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-4, atol=1e-6)
+
+
+# -- the metrics against a plain per-group oracle --------------------------------------
+
+
+def _oracle_rates(y_true, y_pred, groups, weight, min_group_size, soft, positive):
+    """Selection rate and FPR per group by a direct loop, NaN when left out."""
+    selection, fpr = [], []
+    for g in np.unique(groups):
+        rows = groups == g
+        w = weight[rows]
+        predicted = y_pred[rows] if soft else (y_pred[rows] == positive)
+        negative = y_true[rows] != positive
+        selection.append(
+            np.average(predicted, weights=w)
+            if rows.sum() >= min_group_size and w.sum() > 0
+            else np.nan
+        )
+        fpr.append(
+            np.average(predicted[negative], weights=w[negative])
+            if negative.sum() >= min_group_size and w[negative].sum() > 0
+            else np.nan
+        )
+    return np.array(selection), np.array(fpr)
+
+
+def _spread(rates):
+    rates = rates[~np.isnan(rates)]
+    return rates.max() - rates.min() if rates.size else np.nan
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(4, 60),
+    min_group_size=st.integers(1, 6),
+    soft=st.booleans(),
+    labels=st.sampled_from([(0, 1), ("no", "yes"), (-1, 1)]),
+    zero_weights=st.booleans(),
+)
+def test_metrics_equal_a_per_group_loop(
+    seed, n, min_group_size, soft, labels, zero_weights
+):
+    from skfedida.metrics import demographic_parity_difference
+
+    rng = np.random.default_rng(seed)
+    negative, positive = labels
+    y_true = np.where(rng.random(n) < 0.4, positive, negative)
+    if soft:
+        y_pred = rng.random(n)
+    else:
+        y_pred = np.where(rng.random(n) < 0.5, positive, negative)
+    groups = rng.choice(["a", "b", "c"], n)
+    weight = rng.uniform(0.5, 2.0, n)
+    if zero_weights:
+        weight[rng.random(n) < 0.3] = 0.0
+    if weight.sum() == 0:
+        weight[0] = 1.0
+    kwargs = dict(
+        sensitive_features=groups,
+        sample_weight=weight,
+        pos_label=None if labels != ("no", "yes") else "yes",
+        min_group_size=min_group_size,
+        soft=soft,
+    )
+    selection, fpr = _oracle_rates(
+        y_true, y_pred, groups, weight, min_group_size, soft, positive
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dpd = demographic_parity_difference(y_true, y_pred, **kwargs)
+        dfpr = false_positive_rate_difference(y_true, y_pred, **kwargs)
+    np.testing.assert_allclose(dpd, _spread(selection), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(dfpr, _spread(fpr), rtol=1e-9, atol=1e-12)
