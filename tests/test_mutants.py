@@ -385,3 +385,9 @@ def test_metrics_equal_a_per_group_loop(
         dfpr = false_positive_rate_difference(y_true, y_pred, **kwargs)
     np.testing.assert_allclose(dpd, _spread(selection), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(dfpr, _spread(fpr), rtol=1e-9, atol=1e-12)
+
+
+def test_score_histogram_bins_by_hand():
+    # Bins of 0.25: [0, .25), [.25, .5), [.5, .75), [.75, 1]; 1.0 in the last.
+    counts = score_histogram([0.0, 0.1, 0.25, 0.5, 0.74, 0.75, 0.99, 1.0], n_bins=4)
+    np.testing.assert_array_equal(counts, [2, 1, 2, 3])
