@@ -375,3 +375,28 @@ def test_soft_rates_are_group_means_of_scores():
     ppv_a = (0.9 + 0.6) / proba[:3].sum()
     ppv_b = 0.8 / proba[3:].sum()
     assert dppv == pytest.approx(abs(ppv_a - ppv_b))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "demographic_parity_difference",
+        "demographic_parity_ratio",
+        "false_positive_rate_difference",
+        "true_positive_rate_difference",
+        "positive_predictive_value_difference",
+        "equalized_odds_difference",
+        "fairness_summary",
+        "group_report",
+    ],
+)
+def test_every_metric_documents_its_parameters_and_returns(name):
+    from numpydoc.docscrape import FunctionDoc
+
+    import skfedida.metrics
+
+    doc = FunctionDoc(getattr(skfedida.metrics, name))
+    parameters = [p.name for p in doc["Parameters"]]
+    assert parameters[:3] == ["y_true", "y_pred", "sensitive_features"]
+    assert "Returns" not in parameters
+    assert doc["Returns"], f"{name} lost its Returns section"

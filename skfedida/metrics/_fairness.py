@@ -228,7 +228,10 @@ _COMMON_PARAMETERS = """
 
 
 def _document(func):
-    func.__doc__ = func.__doc__.replace("    %(parameters)s\n", _COMMON_PARAMETERS)
+    # The blank line after the parameters starts the next numpydoc section.
+    func.__doc__ = func.__doc__.replace(
+        "    %(parameters)s\n", _COMMON_PARAMETERS + "\n"
+    )
     return func
 
 
