@@ -18,7 +18,7 @@ from . import (
     plotting,
 )
 from .datasets import load_adult, make_federated_classification, make_roc_like
-from .exceptions import DegenerateModelWarning
+from .exceptions import DegenerateModelWarning, InactivePenaltyWarning
 from .federated import (
     ClientStratifiedKFold,
     FederatedEstimator,
@@ -65,6 +65,7 @@ __all__ = [
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
     "FederatedEstimator",
+    "InactivePenaltyWarning",
     "TradeoffDisplay",
     "__version__",
     "datasets",

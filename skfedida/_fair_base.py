@@ -38,6 +38,7 @@ from ._groups import (
     encode_groups,
     resolve_sensitive,
 )
+from .exceptions import InactivePenaltyWarning
 from .penalty import PENALTIES
 
 # Armijo condition for the minibatch step: accept a step of size eta when the
@@ -241,7 +242,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                     f"fairness={self.fairness} has no effect: no sensitive "
                     "attributes were given (pass sensitive_features, or name "
                     "columns of X with sensitive=).",
-                    UserWarning,
+                    InactivePenaltyWarning,
                     stacklevel=4,
                 )
             return np.zeros(n_samples, dtype=np.intp), 1
@@ -259,7 +260,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             warnings.warn(
                 f"The sensitive attributes take a single value {groups.labels[0]}, "
                 "so the fairness penalty is 0.",
-                UserWarning,
+                InactivePenaltyWarning,
                 stacklevel=4,
             )
         return groups.codes, groups.n_groups

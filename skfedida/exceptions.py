@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["DegenerateModelWarning"]
+__all__ = ["DegenerateModelWarning", "InactivePenaltyWarning"]
 
 #: A model whose decisions put at least this share of rows in one class.
 _DEGENERATE_SHARE = 0.99
@@ -25,6 +25,22 @@ class DegenerateModelWarning(UserWarning):
     >>> import warnings
     >>> from skfedida.exceptions import DegenerateModelWarning
     >>> warnings.simplefilter("error", DegenerateModelWarning)
+    """
+
+
+class InactivePenaltyWarning(UserWarning):
+    """A fairness weight was set, but the penalty cannot act.
+
+    Raised when ``fairness > 0`` and no sensitive attributes were given, or
+    they take a single value: the model is then the unpenalised one. Filter it
+    by this class, not by its message, where that is expected (e.g. the
+    ``fairness=0`` baseline of a lambda search).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import InactivePenaltyWarning
+    >>> warnings.simplefilter("ignore", InactivePenaltyWarning)
     """
 
 

@@ -27,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
 from ._groups import resolve_sensitive, take_rows
-from .exceptions import DegenerateModelWarning
+from .exceptions import DegenerateModelWarning, InactivePenaltyWarning
 from .metrics._scorer import _SensitiveCallMixin
 
 __all__ = [
@@ -94,7 +94,7 @@ def _client_lambda_path(
     for value in lambdas:
         model = clone(estimator).set_params(**{param: value})
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="fairness=.* has no effect")
+            warnings.simplefilter("ignore", InactivePenaltyWarning)
             model.fit(X_train, y_train, sensitive_features=S_train)
         if S_valid is not None and isinstance(scorer, _SensitiveCallMixin):
             score = float(scorer(model, X_valid, y_valid, sensitive_features=S_valid))

@@ -27,6 +27,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from ._groups import (
+    _is_frame,
     column_positions,
     encode_groups,
     pd,
@@ -36,10 +37,6 @@ from ._groups import (
 )
 
 __all__ = ["FairnessAwareROSE"]
-
-
-def _is_frame(X):
-    return pd is not None and isinstance(X, pd.DataFrame)
 
 
 def _column_names(X):

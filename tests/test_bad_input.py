@@ -708,3 +708,18 @@ def test_an_identifier_as_sensitive_attribute_warns_and_fits_in_memory():
         FairPenaltyLogisticRegression(fairness=1.0, max_iter=5).fit(
             X, y, sensitive_features=np.arange(20000)
         )
+
+
+def test_an_inactive_penalty_warns_with_its_own_class():
+    from skfedida.exceptions import InactivePenaltyWarning
+
+    X, y, S, _ = _data()
+    with pytest.warns(InactivePenaltyWarning, match="no sensitive attributes"):
+        FairPenaltyLogisticRegression(fairness=1.0).fit(X, y)
+    with pytest.warns(InactivePenaltyWarning, match="single value"):
+        FairPenaltyLogisticRegression(fairness=1.0).fit(
+            X, y, sensitive_features=np.full(len(y), "a")
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InactivePenaltyWarning)
+        FairPenaltyLogisticRegression(fairness=0.0).fit(X, y)

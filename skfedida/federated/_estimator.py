@@ -43,7 +43,7 @@ from .._groups import (
     resolve_sensitive,
     take_rows,
 )
-from ..exceptions import warn_if_degenerate
+from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
 from ..metrics import fairness_summary
 from ..over_sampling import FairnessAwareROSE
 from ._parameters import get_parameters, set_parameters
@@ -386,7 +386,7 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
         warnings.catch_warnings(),
         config_context(skip_parameter_validation=True, assume_finite=True),
     ):
-        warnings.filterwarnings("ignore", message="fairness=.* has no effect")
+        warnings.simplefilter("ignore", InactivePenaltyWarning)
         trainer.train(estimator, data, epochs, random_state)
     proba = np.clip(estimator.predict_proba(data.X), 1e-15, 1 - 1e-15)
     loss = log_loss(data.y, proba, labels=trainer.classes)

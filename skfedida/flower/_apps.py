@@ -27,7 +27,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from .._groups import encode_groups, take_rows
-from ..exceptions import warn_if_degenerate
+from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
 from ..federated._estimator import (
     FederatedEstimator,
     _client_round,
@@ -371,7 +371,7 @@ def make_client_app(federation, load_data, *, classes=None):
             # what FederatedEstimator(n_rounds=round) gives it.
             round_ = int(message.content["config"]["server-round"])
             with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="fairness=.* has no effect")
+                warnings.simplefilter("ignore", InactivePenaltyWarning)
                 fed._trainer(side.classes).personalise(
                     model,
                     side.train,
