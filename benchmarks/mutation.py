@@ -180,14 +180,14 @@ MUTANTS = [
     # -- federated averaging, seeding, training
     Mutant(
         "client seeds ignore random_state",
-        "skfedida/federated/_estimator.py",
+        "skfedida/federated/_client.py",
         "return check_random_state(random_state).randint(",
         "return check_random_state(0).randint(",
         FEDERATED_TESTS,
     ),
     Mutant(
         "round seed ignores the round",
-        "skfedida/federated/_estimator.py",
+        "skfedida/federated/_client.py",
         "np.random.SeedSequence([int(client_seed), round_])",
         "np.random.SeedSequence([int(client_seed), 0])",
         FEDERATED_TESTS,
@@ -201,14 +201,14 @@ MUTANTS = [
     ),
     Mutant(
         "Per-FedAvg meta-step in the wrong direction",
-        "skfedida/federated/_estimator.py",
+        "skfedida/federated/_client.py",
         "[t - (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)]",
         "[t + (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)]",
         FEDERATED_TESTS,
     ),
     Mutant(
         "prior-correction weights inverted",
-        "skfedida/federated/_estimator.py",
+        "skfedida/federated/_client.py",
         "ratio = np.divide(before, after, out=np.ones(n_classes), where=after > 0)",
         "ratio = np.divide(after, before, out=np.ones(n_classes), where=before > 0)",
         FEDERATED_TESTS,

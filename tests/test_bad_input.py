@@ -713,7 +713,7 @@ def test_an_identifier_as_sensitive_attribute_warns_and_fits_in_memory():
 def test_an_inactive_penalty_warns_with_its_own_class():
     from skfedida.exceptions import InactivePenaltyWarning
 
-    X, y, S, _ = _data()
+    X, y, _, _ = _data()
     with pytest.warns(InactivePenaltyWarning, match="no sensitive attributes"):
         FairPenaltyLogisticRegression(fairness=1.0).fit(X, y)
     with pytest.warns(InactivePenaltyWarning, match="single value"):

@@ -14,7 +14,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.neural_network import MLPClassifier
 
 from skfedida.federated import FederatedEstimator, get_parameters
-from skfedida.federated._estimator import _ClientData
+from skfedida.federated._client import _ClientData
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.neural_network import FairMLPClassifier
 from skfedida.over_sampling import FairnessAwareROSE

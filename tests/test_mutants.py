@@ -15,7 +15,7 @@ from scipy import stats
 
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator, evaluate_clients
-from skfedida.federated._estimator import _client_seeds, _round_seed
+from skfedida.federated._client import _client_seeds, _round_seed
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.metrics import (
     false_positive_rate_difference,

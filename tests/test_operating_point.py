@@ -14,7 +14,7 @@ from sklearn.metrics import accuracy_score, brier_score_loss
 from skfedida.datasets import make_federated_classification
 from skfedida.exceptions import DegenerateModelWarning, warn_if_degenerate
 from skfedida.federated import FederatedEstimator, evaluate_clients
-from skfedida.federated._estimator import _prior_weights
+from skfedida.federated._client import _prior_weights
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.metrics import (
     demographic_parity_difference,

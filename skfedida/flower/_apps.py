@@ -28,8 +28,7 @@ from sklearn.utils.validation import _num_samples
 
 from .._groups import encode_groups, take_rows
 from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
-from ..federated._estimator import (
-    FederatedEstimator,
+from ..federated._client import (
     _client_round,
     _client_seeds,
     _ClientData,
@@ -39,6 +38,7 @@ from ..federated._estimator import (
     _validation_metrics,
     clone_fitted,
 )
+from ..federated._estimator import FederatedEstimator
 from ..federated._parameters import get_parameters, set_parameters
 
 __all__ = ["load_result", "make_client_app", "make_server_app"]

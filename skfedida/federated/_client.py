@@ -1,0 +1,486 @@
+"""One client's side of a federation: its rows, trainer and round.
+
+What a client runs, in-process (``FederatedEstimator``, one joblib task per
+client), or on its own machine (a Flower ClientApp): its data, the per-round
+sampler and prior correction, local epochs (FedAvg) or meta-steps
+(Per-FedAvg), its split into training and held-out rows, its seeds, and the
+metrics it reports on held-out rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn import config_context
+from sklearn.base import clone
+from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.model_selection import train_test_split
+from sklearn.utils import (
+    _safe_indexing,
+    check_random_state,
+)
+from sklearn.utils.validation import (
+    _num_samples,
+)
+
+from .._fair_base import (
+    BaseFairClassifier,
+    _Batch,
+    normalised_weight,
+)
+from .._groups import (
+    take_rows,
+)
+from ..exceptions import InactivePenaltyWarning
+from ..metrics import fairness_summary
+from ..over_sampling import FairnessAwareROSE
+from ._parameters import get_parameters, set_parameters
+
+_DISPARITIES = {
+    "dpd": "demographic_parity_difference",
+    "dpr": "demographic_parity_ratio",
+    "dfpr": "false_positive_rate_difference",
+    "dppv": "positive_predictive_value_difference",
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _parameters_of(function):
+    return frozenset(inspect.signature(function).parameters)
+
+
+def _accepts(method, name):
+    """Whether a (bound) method takes a parameter; cached per class method."""
+    return name in _parameters_of(getattr(method, "__func__", method))
+
+
+def _set_step_size(estimator, step):
+    """Set the SGD step of an estimator, whatever it calls it."""
+    params = estimator.get_params(deep=False)
+    if isinstance(params.get("learning_rate"), numbers.Real) and not isinstance(
+        params.get("learning_rate"), bool
+    ):
+        estimator.set_params(learning_rate=step)
+    elif "eta0" in params:  # SGDClassifier
+        estimator.set_params(learning_rate="constant", eta0=step)
+    elif "learning_rate_init" in params:  # MLPClassifier
+        estimator.set_params(learning_rate_init=step)
+    else:
+        raise TypeError(
+            f"Per-FedAvg needs to set the step size of {type(estimator).__name__}, "
+            "which has no learning_rate, eta0 or learning_rate_init parameter."
+        )
+
+
+def _step_size(estimator):
+    params = estimator.get_params(deep=False)
+    for name in ("learning_rate", "eta0", "learning_rate_init"):
+        value = params.get(name)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value)
+    return 0.01
+
+
+class _ClientData:
+    """One client's rows: inputs, labels, sensitive features (may be None).
+
+    ``codes`` are the rows' intersectional group codes, computed once for the
+    whole federation (None without sensitive features). ``weight`` holds the
+    prior-correction weights of resampled rows (None: unweighted).
+    """
+
+    def __init__(self, X, y, S, codes=None, weight=None):
+        self.X, self.y, self.S, self.codes = X, y, S, codes
+        self.weight = weight
+        self.n = _num_samples(X)
+
+    def take(self, rows):
+        S = None if self.S is None else take_rows(self.S, rows)
+        codes = None if self.codes is None else self.codes[rows]
+        weight = None if self.weight is None else self.weight[rows]
+        return _ClientData(_safe_indexing(self.X, rows), self.y[rows], S, codes, weight)
+
+
+def _round_sampler(sampler, random_state):
+    """The client's sampler for one round, drawing from its own seeded stream."""
+    if sampler is None:
+        return None
+    sampler = clone(sampler)
+    if "random_state" in sampler.get_params(deep=False):
+        sampler.set_params(
+            random_state=np.random.RandomState(random_state.randint(2**31 - 1))
+        )
+    return sampler
+
+
+def _prior_weights(y_codes, resampled_codes, n_classes):
+    """Weights that give resampled rows the label shares of the original rows.
+
+    A row of class c gets ``p_c / q_c``, with ``p_c`` the share of class c
+    before resampling and ``q_c`` after. The weighted rows then have the
+    original label prevalence (so the model's probabilities are not shifted
+    toward the resampled balance) while the resampled balance *within* and
+    *across* sensitive groups is kept. The weights average to 1 over the
+    resampled rows, so an estimator whose steps scale with the weights
+    (sklearn's SGDClassifier) keeps its step size; skfedida's estimators
+    minimise a weighted mean, which no common factor changes.
+    """
+    before = np.bincount(y_codes, minlength=n_classes) / y_codes.shape[0]
+    after = np.bincount(resampled_codes, minlength=n_classes)
+    after = after / resampled_codes.shape[0]
+    ratio = np.divide(before, after, out=np.ones(n_classes), where=after > 0)
+    return ratio[resampled_codes]
+
+
+def _resample(sampler, data, prior_correction=None):
+    """Resample one client's rows (or one batch) jointly with S."""
+    if sampler is None or np.unique(data.y).size < 2:
+        return data
+    kwargs = {}
+    if data.S is not None and _accepts(sampler.fit_resample, "sensitive_features"):
+        kwargs["sensitive_features"] = data.S
+    X_res, y_res = sampler.fit_resample(data.X, data.y, **kwargs)
+    S_res = None
+    if data.S is not None:
+        if not hasattr(sampler, "sample_indices_"):
+            raise TypeError(
+                f"{type(sampler).__name__} does not report sample_indices_, so the "
+                "sensitive features cannot follow the resampled rows."
+            )
+        S_res = take_rows(data.S, sampler.sample_indices_)
+    y_res = np.asarray(y_res)
+    weight = None
+    if prior_correction == "weights":
+        classes, y_codes = np.unique(data.y, return_inverse=True)
+        resampled_codes = np.searchsorted(classes, y_res)
+        weight = _prior_weights(y_codes, resampled_codes, classes.size)
+    return _ClientData(X_res, y_res, S_res, weight=weight)
+
+
+class _Trainer:
+    """The client routine: what one client runs in one round.
+
+    It is a plain object of parameters so that the in-process federation, the
+    joblib workers and a Flower ClientApp all run the same code.
+    """
+
+    def __init__(
+        self,
+        *,
+        sampler,
+        resample,
+        batch_size,
+        classes,
+        strategy,
+        inner_learning_rate,
+        outer_learning_rate,
+        prior_correction=None,
+    ):
+        self.sampler = sampler
+        self.prior_correction = prior_correction
+        self.resample = resample
+        self.prior_correction = prior_correction
+        self.batch_size = batch_size
+        self.classes = classes
+        self.strategy = strategy
+        self.inner_learning_rate = inner_learning_rate
+        self.outer_learning_rate = outer_learning_rate
+
+    def _fit_kwargs(self, estimator, data):
+        """``classes``, and the rows' S when ``partial_fit`` takes them."""
+        kwargs = {"classes": self.classes}
+        if data.S is not None and _accepts(estimator.partial_fit, "sensitive_features"):
+            kwargs["sensitive_features"] = data.S
+        if data.weight is not None:
+            kwargs["sample_weight"] = data.weight
+        return kwargs
+
+    def _resample(self, sampler, data):
+        return _resample(sampler, data, self.prior_correction)
+
+    def _partial_fit(self, estimator, data):
+        estimator.partial_fit(data.X, data.y, **self._fit_kwargs(estimator, data))
+
+    def prime(self, estimator, data):
+        """Create the estimator's fitted attributes without learning, if it can."""
+        first = data.take(np.arange(min(data.n, 2)))
+        kwargs = self._fit_kwargs(estimator, first)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                estimator.partial_fit(
+                    first.X, first.y, sample_weight=np.zeros(first.n), **kwargs
+                )
+            except ValueError:
+                # Estimators that refuse all-zero weights (MLPClassifier) learn
+                # from these rows; the server's parameters replace it anyway.
+                estimator.partial_fit(first.X, first.y, **kwargs)
+        return estimator
+
+    def _batches(self, data, random_state):
+        order = random_state.permutation(data.n)
+        return [
+            order[start : start + self.batch_size]
+            for start in range(0, data.n, self.batch_size)
+        ]
+
+    def train(self, estimator, data, epochs, random_state):
+        """Local epochs from the estimator's current parameters."""
+        sampler = _round_sampler(self.sampler, random_state)
+        if self.strategy == "pfedavg":
+            for _ in range(epochs):
+                self._per_fedavg_epoch(estimator, data, sampler, random_state)
+            return estimator
+        if sampler is None or self.resample == "client":
+            local = self._resample(sampler, data)
+            for _ in range(epochs):
+                self._partial_fit(estimator, local)
+            return estimator
+        fast = self._fast_path(estimator, sampler, data)
+        for _ in range(epochs):
+            # The paper's Algorithm 2: resample every minibatch of the client.
+            for rows in self._batches(data, random_state):
+                if fast is not None:
+                    fast(rows)
+                else:
+                    self._partial_fit(
+                        estimator, self._resample(sampler, data.take(rows))
+                    )
+        return estimator
+
+    def _fast_path(self, estimator, sampler, data):
+        """Per-minibatch step on pre-validated arrays, when both parts allow it.
+
+        For skfedida's own sampler and estimators in metadata mode (and a
+        sampler whose targets are not keyed by group labels), a client's data
+        are validated once and every minibatch goes straight to
+        ``FairnessAwareROSE._resample_groups`` and the estimator's
+        ``_train_epoch``: the same draws and steps as ``fit_resample`` then
+        ``partial_fit``, without their per-call validation. Which columns are
+        noised is decided once on the client's rows instead of per minibatch.
+        """
+        if not (
+            isinstance(estimator, BaseFairClassifier)
+            and estimator.sensitive is None
+            and type(sampler) is FairnessAwareROSE
+            and sampler.sensitive is None
+            and isinstance(sampler.n_target, (str, numbers.Real))
+            and isinstance(sampler.shrinkage, numbers.Real)
+            and isinstance(data.X, np.ndarray)
+            and getattr(estimator, "classes_", None) is not None
+        ):
+            return None
+        noised, _ = sampler._noised_columns(data.X)
+        positive = estimator.classes_[1]
+        codes = data.codes if data.codes is not None else np.zeros(data.n, np.intp)
+
+        def step(rows):
+            X, y, groups = data.X[rows], data.y[rows], codes[rows]
+            classes, y_codes = np.unique(y, return_inverse=True)
+            if classes.size > 1:
+                present, group_codes = np.unique(groups, return_inverse=True)
+                X = sampler._resample_groups(
+                    X,
+                    y_codes,
+                    class_values=classes.tolist(),
+                    group_codes=group_codes,
+                    group_labels=tuple((g,) for g in present.tolist()),
+                    n_attributes=1,
+                    noised=noised,
+                    X_noised=X[:, noised].astype(np.float64) if noised.any() else None,
+                )
+                # Resampling keeps every (group, class) subgroup present, so the
+                # batch's group numbering carries over to the resampled rows.
+                resampled_codes = y_codes[sampler.sample_indices_]
+                weight = (
+                    # As partial_fit would scale them: the same bits either way.
+                    normalised_weight(
+                        _prior_weights(y_codes, resampled_codes, classes.size)
+                    )
+                    if self.prior_correction == "weights"
+                    else np.ones(X.shape[0])
+                )
+                y = y[sampler.sample_indices_]
+                group_codes = group_codes[sampler.sample_indices_]
+            else:
+                present, group_codes = np.unique(groups, return_inverse=True)
+                weight = np.ones(X.shape[0])
+            n_groups = present.size if data.codes is not None else 1
+            estimator._train_epoch(
+                _Batch(
+                    X,
+                    (y == positive).astype(np.float64),
+                    group_codes,
+                    n_groups,
+                    weight,
+                )
+            )
+
+        return step
+
+    def _per_fedavg_epoch(self, estimator, data, sampler, random_state):
+        """First-order Per-FedAvg (Fallah et al., 2020) over pairs of batches.
+
+        theta' = theta - alpha * grad f(theta; D1) is one ``partial_fit`` on D1
+        at step alpha; the meta-gradient at theta' on D2 is read off one
+        ``partial_fit`` on D2 at step beta from theta' (beta * g = theta' -
+        theta''), and theta moves by -beta * g.
+
+        Batches are used in pairs; an unpaired last batch (a client of one
+        batch, or of an odd number) is split in two halves for its meta-step,
+        so every client of two rows or more trains.
+        """
+        batches = self._batches(data, random_state)
+        if len(batches) % 2 and batches[-1].size >= 2:
+            last = batches.pop()
+            half = last.size // 2
+            batches += [last[:half], last[half:]]
+        beta = self.outer_learning_rate or _step_size(estimator)
+        for first, second in zip(batches[0::2], batches[1::2], strict=False):
+            theta = get_parameters(estimator)
+            _set_step_size(estimator, self.inner_learning_rate)
+            self._partial_fit(estimator, self._resample(sampler, data.take(first)))
+            adapted = get_parameters(estimator)
+            _set_step_size(estimator, beta)
+            self._partial_fit(estimator, self._resample(sampler, data.take(second)))
+            stepped = get_parameters(estimator)
+            set_parameters(
+                estimator,
+                [t - (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)],
+            )
+        _set_step_size(estimator, beta)
+
+    def personalise(self, estimator, data, steps, random_state):
+        """Per-FedAvg's personalised model: a few steps of size alpha."""
+        _set_step_size(estimator, self.inner_learning_rate)
+        sampler = _round_sampler(self.sampler, random_state)
+        for _ in range(steps):
+            rows = random_state.permutation(data.n)[: self.batch_size]
+            self._partial_fit(estimator, self._resample(sampler, data.take(rows)))
+        return estimator
+
+
+def _client_round(trainer, estimator, parameters, data, epochs, seed):
+    """Run one client's round; return its estimator and what the server sees."""
+    random_state = np.random.RandomState(seed)
+    if parameters is not None:
+        set_parameters(estimator, parameters)
+    # Parameters were validated when the client's estimator was initialised
+    # and the sampler when fit began; X was checked to be finite once.
+    with (
+        warnings.catch_warnings(),
+        config_context(skip_parameter_validation=True, assume_finite=True),
+    ):
+        warnings.simplefilter("ignore", InactivePenaltyWarning)
+        trainer.train(estimator, data, epochs, random_state)
+    proba = np.clip(estimator.predict_proba(data.X), 1e-15, 1 - 1e-15)
+    loss = log_loss(data.y, proba, labels=trainer.classes)
+    return estimator, get_parameters(estimator), data.n, float(loss)
+
+
+def _split_client(y, validation_fraction, seed, client=None):
+    """Positions of one client's training and held-out rows (sorted).
+
+    The split depends on the client's own labels and seed only, so a Flower
+    client holding just its rows splits them as the in-process federation does.
+    """
+    positions = np.arange(y.shape[0])
+    if validation_fraction is None:
+        return positions, None
+    n_held_out = int(np.ceil(validation_fraction * y.shape[0]))
+    if y.shape[0] < 2 or n_held_out >= y.shape[0]:
+        raise ValueError(
+            f"Client {client!r} has {y.shape[0]} row(s): validation_fraction="
+            f"{validation_fraction} leaves it no training rows. Lower "
+            "validation_fraction or merge the client's rows into another."
+        )
+    # Stratify by label when every class has two rows to split.
+    _, class_counts = np.unique(y, return_counts=True)
+    stratify = y if class_counts.size > 1 and class_counts.min() > 1 else None
+    train, held_out = train_test_split(
+        positions,
+        test_size=validation_fraction,
+        stratify=stratify,
+        random_state=seed,
+    )
+    return np.sort(train), np.sort(held_out)
+
+
+def _round_seed(client_seed, round_):
+    """The seed of one client's training in one round (0-based)."""
+    return int(np.random.SeedSequence([int(client_seed), round_]).generate_state(1)[0])
+
+
+def _validation_metrics(model, X, y, S, classes):
+    """AUROC, selection rate, Brier score and disparities on held-out rows.
+
+    The disparities are those of ``predict``'s decisions. Plain floats (NaN
+    where undefined), as both the in-process history and a Flower
+    MetricRecord need them.
+    """
+    scores = model.predict_proba(X)[:, 1]
+    predicted = model.predict(X)
+    positive = (np.asarray(y) == classes[-1]).astype(np.float64)
+    metrics = {
+        "roc_auc": float(roc_auc_score(y, scores))
+        if np.unique(y).size == 2
+        else np.nan,
+        "selection_rate": float(np.mean(predicted == classes[-1])),
+        "brier": float(np.mean((scores - positive) ** 2)),
+    }
+    if S is None:
+        metrics.update(dpd=np.nan, dpr=np.nan, dfpr=np.nan, dppv=np.nan)
+        return metrics
+    summary = fairness_summary(
+        y, predicted, sensitive_features=S, pos_label=classes[-1]
+    )
+    for name, key in _DISPARITIES.items():
+        metrics[name] = float(summary[key])
+    return metrics
+
+
+def _check_sampler_input(sampler, X):
+    """Refuse sparse X for FairnessAwareROSE before any client starts."""
+    if isinstance(sampler, FairnessAwareROSE) and sp.issparse(X):
+        raise TypeError(
+            "FairnessAwareROSE does not accept sparse X (synthetic rows add dense "
+            "noise): convert X with X.toarray(), or use a sampler without noise."
+        )
+
+
+def _client_seeds(random_state, n_clients):
+    """The seed of every client's estimator, sampler and batch order."""
+    return check_random_state(random_state).randint(
+        np.iinfo(np.int32).max, size=n_clients
+    )
+
+
+def _select_clients(selection_rng, n_clients, client_fraction):
+    """Indices of the clients taking part in one round, sorted."""
+    if client_fraction >= 1:
+        return np.arange(n_clients)
+    n_selected = max(1, round(client_fraction * n_clients))
+    return np.sort(selection_rng.choice(n_clients, n_selected, replace=False))
+
+
+def _guarded_client_round(*args):
+    """``_client_round``, returning a failure to the server instead of raising.
+
+    The server then knows which client failed in which round, and decides
+    (``on_client_error``) whether to stop or to aggregate the others.
+    """
+    try:
+        return True, _client_round(*args)
+    except Exception as exc:  # any failure of a client's own training
+        return False, exc
+
+
+def clone_fitted(estimator):
+    """A deep copy of a fitted estimator."""
+    return copy.deepcopy(estimator)
