@@ -194,10 +194,24 @@ MUTANTS = [
     ),
     Mutant(
         "FedAvg averages with uniform weights, not n_k / n",
-        "skfedida/federated/_estimator.py",
+        "skfedida/federated/_aggregation.py",
         "weights = weights / weights.sum()",
         "weights = np.ones_like(weights) / weights.size",
         FEDERATED_TESTS,
+    ),
+    Mutant(
+        "median aggregation is the mean",
+        "skfedida/federated/_aggregation.py",
+        "np.asarray(np.median(np.stack(layers), axis=0))",
+        "np.asarray(np.mean(np.stack(layers), axis=0))",
+        ("tests/test_aggregation.py",),
+    ),
+    Mutant(
+        "trimmed mean cuts nothing",
+        "skfedida/federated/_aggregation.py",
+        "lowercut = int(cut_fraction * nobs)",
+        "lowercut = 0",
+        ("tests/test_aggregation.py",),
     ),
     Mutant(
         "Per-FedAvg meta-step in the wrong direction",

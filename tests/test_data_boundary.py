@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator
 from sklearn.linear_model import SGDClassifier
 from sklearn.neural_network import MLPClassifier
 
-from skfedida.federated import FederatedEstimator, get_parameters
+from skfedida.federated import FederatedEstimator, WeightedMean, get_parameters
 from skfedida.federated._client import _ClientData
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.neural_network import FairMLPClassifier
@@ -78,13 +78,14 @@ def test_aggregation_receives_only_parameters_and_row_counts(
 ):
     X, y, S, clients = _federation()
     received = []
-    average = FederatedEstimator._average
+    # The aggregation seam: every parameter the server combines passes here.
+    average = WeightedMean.aggregate
 
-    def recording_average(parameter_lists, weights):
+    def recording_average(self, parameter_lists, weights):
         received.append((parameter_lists, list(weights)))
-        return average(parameter_lists, weights)
+        return average(self, parameter_lists, weights)
 
-    monkeypatch.setattr(FederatedEstimator, "_average", staticmethod(recording_average))
+    monkeypatch.setattr(WeightedMean, "aggregate", recording_average)
     sampler = None if name.startswith("sklearn") else FairnessAwareROSE()
     fed = FederatedEstimator(
         ESTIMATORS[name](),

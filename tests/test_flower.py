@@ -12,7 +12,7 @@ from flwr.app import Context, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import FederatedEstimator
+from skfedida.federated import FederatedEstimator, TrimmedMean
 from skfedida.flower import (
     InProcessGrid,
     load_result,
@@ -78,6 +78,21 @@ def _assert_same_model(flower, local):
 
 
 FEDERATIONS = {
+    "median": lambda: FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        aggregation="median",
+        n_rounds=2,
+        local_epochs=1,
+        random_state=4,
+    ),
+    "trimmed-mean": lambda: FederatedEstimator(
+        FairMLPClassifier(hidden_layer_sizes=(5,), fairness=0.5),
+        aggregation=TrimmedMean(beta=0.34),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=5,
+    ),
     "fedida-logistic": lambda: FederatedEstimator(
         FairPenaltyLogisticRegression(fairness=1.0),
         sampler=FairnessAwareROSE(),

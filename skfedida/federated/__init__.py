@@ -1,5 +1,6 @@
 """Federated training: the meta-estimator, evaluation, splitting, parameters."""
 
+from ._aggregation import Median, TrimmedMean, WeightedMean
 from ._estimator import FederatedEstimator
 from ._evaluation import evaluate_clients
 from ._parameters import get_parameters, n_samples_seen, set_parameters
@@ -8,6 +9,9 @@ from ._split import ClientStratifiedKFold
 __all__ = [
     "ClientStratifiedKFold",
     "FederatedEstimator",
+    "Median",
+    "TrimmedMean",
+    "WeightedMean",
     "evaluate_clients",
     "get_parameters",
     "n_samples_seen",

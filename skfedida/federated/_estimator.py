@@ -34,6 +34,7 @@ from .._groups import (
 )
 from ..exceptions import warn_if_degenerate
 from ..over_sampling import FairnessAwareROSE
+from ._aggregation import WeightedMean, check_aggregation
 from ._client import (
     _check_sampler_input,
     _client_seeds,
@@ -116,6 +117,17 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         through the sampler's ``sample_indices_``.
     resample : {"batch", "client"}, default="batch"
         Where the sampler is applied.
+    aggregation : {"mean", "median", "trimmed_mean"} or aggregator, \
+default="mean"
+        How the server combines the clients' parameters each round:
+        ``"mean"`` (:class:`WeightedMean`, FedAvg's n_k-weighted mean),
+        ``"median"`` (:class:`Median`, coordinate-wise, Flower's FedMedian)
+        or ``"trimmed_mean"`` (:class:`TrimmedMean` with ``beta=0.2``,
+        Flower's FedTrimmedAvg), or an aggregator object. The median and the
+        trimmed mean bound what a minority of broken or hostile clients can
+        do to the global model, at some cost in efficiency (they ignore row
+        counts). On Flower the matching Flower strategy runs, with the same
+        result to the last bit.
     prior_correction : {"weights"} or None, default="weights"
         Keep the model's probabilities calibrated when ``sampler`` changes
         the label balance. A sampler that balances outcomes (FairnessAwareROSE
@@ -241,6 +253,10 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         ],
         "sampler": [HasMethods(["fit_resample"]), None],
         "resample": [StrOptions({"batch", "client"})],
+        "aggregation": [
+            StrOptions({"mean", "median", "trimmed_mean"}),
+            HasMethods(["aggregate"]),
+        ],
         "prior_correction": [StrOptions({"weights"}), None],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "client_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
@@ -268,6 +284,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         local_epochs=5,
         sampler=None,
         resample="batch",
+        aggregation="mean",
         prior_correction="weights",
         batch_size=128,
         client_fraction=1.0,
@@ -288,6 +305,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         self.local_epochs = local_epochs
         self.sampler = sampler
         self.resample = resample
+        self.aggregation = aggregation
         self.prior_correction = prior_correction
         self.batch_size = batch_size
         self.client_fraction = client_fraction
@@ -378,6 +396,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             Fitted meta-estimator.
         """
         self._check_components()
+        check_aggregation(self.aggregation)  # a bad one fails before training
         if self.sampler is not None and hasattr(self.sampler, "_validate_params"):
             clone(self.sampler)._validate_params()
         warm = self.warm_start and hasattr(self, "_federation_state")
@@ -711,7 +730,9 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                     }
                 )
             if communicate or self.strategy == "central":
-                global_parameters = self._average([r[1] for r in results], weights)
+                global_parameters = self._aggregator.aggregate(
+                    [r[1] for r in results], weights
+                )
             self._record_validation(round_, models, global_parameters)
             if self.verbose:
                 mean_loss = np.average([r[3] for r in results], weights=weights)
@@ -736,7 +757,9 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             "strategy": self.strategy,
         }
         if self.strategy == "local":
-            global_parameters = self._average(
+            # Clients never communicated: the reported global model is their
+            # n_k-weighted mean, whatever the aggregation.
+            global_parameters = WeightedMean().aggregate(
                 [get_parameters(m) for m in models], [d.n for d in data]
             )
         self.estimator_ = set_parameters(clone_fitted(models[0]), global_parameters)
@@ -783,17 +806,9 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     def _client_id(self, k, central):
         return "pooled" if central else self.clients_[k].tolist()
 
-    @staticmethod
-    def _average(parameter_lists, weights):
-        weights = np.asarray(weights, dtype=np.float64)
-        weights = weights / weights.sum()
-        return [
-            sum(
-                w * params[i]
-                for w, params in zip(weights, parameter_lists, strict=True)
-            )
-            for i in range(len(parameter_lists[0]))
-        ]
+    @property
+    def _aggregator(self):
+        return check_aggregation(self.aggregation)
 
     # -- prediction -----------------------------------------------------------
 

@@ -21,13 +21,14 @@ from flwr.app import (
 )
 from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
-from flwr.serverapp.strategy import FedAvg
+from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from .._groups import encode_groups, take_rows
 from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
+from ..federated._aggregation import check_aggregation
 from ..federated._client import (
     _client_round,
     _client_seeds,
@@ -413,17 +414,31 @@ def _weighted_metrics(records, weight_key):
     return MetricRecord(aggregated)
 
 
-class _FederationStrategy(FedAvg):
-    """Flower's FedAvg, with FederatedEstimator's client selection and checks.
+def _federation_strategy(federation, nodes, seeds, history):
+    """The Flower strategy of the federation's aggregation, with its checks.
 
-    Aggregation is FedAvg's own (weights ``num-examples``); replies are put in
-    partition order first, so the sum runs in the same order as in-process and
-    the result is the same to the last bit. Clients are selected with the
-    federation's seeded stream (Flower's sampling is unseeded), and a failed or
-    missing reply is an error or a recorded skip (Flower would carry on).
+    FedAvg, FedMedian or FedTrimmedAvg from ``flwr.serverapp.strategy``: the
+    aggregation is Flower's own, and ``FederatedEstimator`` in-process runs
+    the same arithmetic (``skfedida.federated``'s aggregators).
+    """
+    aggregator = check_aggregation(federation.aggregation)
+    base = getattr(flwr_strategies, aggregator.flower_strategy)
+    strategy_class = type("_FederationStrategy", (_FederationChecks, base), {})
+    return strategy_class(federation, nodes, seeds, history, aggregator)
+
+
+class _FederationChecks:
+    """A Flower strategy with FederatedEstimator's client selection and checks.
+
+    Aggregation is the Flower strategy's own (FedAvg weights ``num-examples``);
+    replies are put in partition order first, so the arithmetic runs in the
+    same order as in-process and the result is the same to the last bit.
+    Clients are selected with the federation's seeded stream (Flower's
+    sampling is unseeded), and a failed or missing reply is an error or a
+    recorded skip (Flower would carry on).
     """
 
-    def __init__(self, federation, nodes, seeds, history):
+    def __init__(self, federation, nodes, seeds, history, aggregator):
         n_clients = len(nodes)
         super().__init__(
             min_train_nodes=n_clients,
@@ -431,6 +446,7 @@ class _FederationStrategy(FedAvg):
             min_available_nodes=n_clients,
             train_metrics_aggr_fn=_weighted_metrics,
             evaluate_metrics_aggr_fn=_weighted_metrics,
+            **aggregator.flower_options(),
         )
         self.federation = federation
         self.nodes = nodes
@@ -632,7 +648,7 @@ def _federate(federation, grid, *, timeout, connect_timeout):
             )
     n_features, classes, feature_names = described[0]
     history = []
-    strategy = _FederationStrategy(federation, nodes, seeds, history)
+    strategy = _federation_strategy(federation, nodes, seeds, history)
     result = strategy.start(
         grid=grid,
         # Like the in-process federation, start from client 0's initial model.
@@ -686,14 +702,16 @@ def _write(path, payload):
 def make_server_app(
     federation, *, result_path=None, timeout=3600.0, connect_timeout=300.0
 ):
-    """Build a Flower ServerApp that runs a FederatedEstimator with Flower's FedAvg.
+    """Build a Flower ServerApp that runs a FederatedEstimator with Flower's strategies.
 
     The ServerApp finds the clients (every SuperNode reports its
     ``partition-id`` and ``num-partitions``; it waits until all have
     connected), sends each its seed (drawn from ``random_state`` as
     ``FederatedEstimator`` draws ``client_seeds_``), starts from client 0's
-    initial parameters, and runs ``n_rounds`` rounds of Flower's ``FedAvg``
-    (weighted by the clients' ``num-examples``), each followed by an
+    initial parameters, and runs ``n_rounds`` rounds of the Flower strategy of
+    the federation's ``aggregation`` (``FedAvg``, weighted by the clients'
+    ``num-examples``, by default; ``FedMedian`` or ``FedTrimmedAvg``), each
+    followed by an
     evaluation on every client (AUROC, DPD, DPR, DFPR and DPPV, aggregated by
     a weighted mean over the clients where defined). The result is the fitted
     ``FederatedEstimator`` that the same data would give in-process.

@@ -1,0 +1,207 @@
+"""How the server combines the clients' parameters: one seam, Flower's arithmetic.
+
+Each aggregator takes the parameter arrays of the clients that replied in a
+round (in client order) and their row counts, and returns the global
+parameters. The same aggregator runs in-process and, on the Flower path, as
+the Flower strategy it names, with the same arithmetic, so both give the same
+model to the last bit.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["Median", "TrimmedMean", "WeightedMean", "check_aggregation"]
+
+
+class _Aggregator:
+    """Base of the aggregators (not for direct use)."""
+
+    #: Name of the Flower strategy with the same arithmetic.
+    flower_strategy = "FedAvg"
+
+    def flower_options(self):
+        """Keyword arguments of the Flower strategy."""
+        return {}
+
+    def aggregate(self, parameter_lists, weights):
+        raise NotImplementedError
+
+    def __repr__(self):
+        options = ", ".join(f"{k}={v!r}" for k, v in self.flower_options().items())
+        return f"{type(self).__name__}({options})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and repr(self) == repr(other)
+
+    def __hash__(self):
+        return hash(repr(self))
+
+
+class WeightedMean(_Aggregator):
+    """FedAvg's mean of the clients' parameters, weighted by their row counts.
+
+    The default. Flower's ``FedAvg`` computes the same sum in the same order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.federated import WeightedMean
+    >>> WeightedMean().aggregate([[np.array([0.0])], [np.array([3.0])]], [2, 1])
+    [array([1.])]
+    """
+
+    flower_strategy = "FedAvg"
+
+    def aggregate(self, parameter_lists, weights):
+        """The n_k-weighted mean of each parameter array.
+
+        Parameters
+        ----------
+        parameter_lists : list of list of ndarray
+            Per client, its parameter arrays.
+        weights : array-like of shape (n_clients,)
+            Row counts of the clients.
+
+        Returns
+        -------
+        parameters : list of ndarray
+        """
+        weights = np.asarray(weights, dtype=np.float64)
+        weights = weights / weights.sum()
+        return [
+            sum(
+                w * params[i]
+                for w, params in zip(weights, parameter_lists, strict=True)
+            )
+            for i in range(len(parameter_lists[0]))
+        ]
+
+
+class Median(_Aggregator):
+    """The coordinate-wise median of the clients' parameters (unweighted).
+
+    Robust to a minority of clients sending arbitrary parameters: one client
+    among three cannot move a coordinate beyond the other two. Flower's
+    ``FedMedian``. Row counts are ignored, so a small client weighs as much
+    as a large one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.federated import Median
+    >>> Median().aggregate(
+    ...     [[np.array([0.0])], [np.array([1.0])], [np.array([1e6])]], [1, 1, 1])
+    [array([1.])]
+    """
+
+    flower_strategy = "FedMedian"
+
+    def aggregate(self, parameter_lists, weights):
+        """The coordinate-wise median of each parameter array.
+
+        Parameters
+        ----------
+        parameter_lists : list of list of ndarray
+            Per client, its parameter arrays.
+        weights : array-like of shape (n_clients,)
+            Ignored.
+
+        Returns
+        -------
+        parameters : list of ndarray
+        """
+        return [
+            np.asarray(np.median(np.stack(layers), axis=0))
+            for layers in zip(*parameter_lists, strict=True)
+        ]
+
+
+class TrimmedMean(_Aggregator):
+    """The coordinate-wise mean after cutting a share of the extreme values.
+
+    For every coordinate, the ``beta`` share of the lowest and of the highest
+    client values are dropped and the rest averaged (unweighted). Flower's
+    ``FedTrimmedAvg``, with its arithmetic.
+
+    Parameters
+    ----------
+    beta : float in [0, 0.5), default=0.2
+        Share cut at each end.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.federated import TrimmedMean
+    >>> values = [[np.array([v])] for v in (0.0, 1.0, 2.0, 3.0, 1e6)]
+    >>> TrimmedMean(beta=0.2).aggregate(values, [1] * 5)
+    [array([2.])]
+    """
+
+    flower_strategy = "FedTrimmedAvg"
+
+    def __init__(self, beta=0.2):
+        self.beta = beta
+
+    def flower_options(self):
+        return {"beta": self.beta}
+
+    def aggregate(self, parameter_lists, weights):
+        """The trimmed mean of each parameter array.
+
+        Parameters
+        ----------
+        parameter_lists : list of list of ndarray
+            Per client, its parameter arrays.
+        weights : array-like of shape (n_clients,)
+            Ignored.
+
+        Returns
+        -------
+        parameters : list of ndarray
+        """
+        return [
+            np.asarray(_trim_mean(np.stack(layers), self.beta))
+            for layers in zip(*parameter_lists, strict=True)
+        ]
+
+
+def _trim_mean(array, cut_fraction):
+    """Flower's ``trim_mean`` (flwr.serverapp.strategy.fedtrimmedavg), verbatim
+    in its arithmetic: partition, then the mean of the kept slice."""
+    axis = 0
+    nobs = array.shape[axis]
+    lowercut = int(cut_fraction * nobs)
+    uppercut = nobs - lowercut
+    atmp = np.partition(array, (lowercut, uppercut - 1), axis)
+    slice_list = [slice(None)] * atmp.ndim
+    slice_list[axis] = slice(lowercut, uppercut)
+    return np.mean(atmp[tuple(slice_list)], axis=axis)
+
+
+_BY_NAME = {"mean": WeightedMean, "median": Median, "trimmed_mean": TrimmedMean}
+
+
+def check_aggregation(aggregation):
+    """An aggregator from ``FederatedEstimator``'s ``aggregation`` parameter."""
+    if isinstance(aggregation, str):
+        if aggregation not in _BY_NAME:
+            raise ValueError(
+                f"aggregation must be one of {sorted(_BY_NAME)} or an aggregator "
+                f"(WeightedMean, Median, TrimmedMean); got {aggregation!r}."
+            )
+        return _BY_NAME[aggregation]()
+    if isinstance(aggregation, TrimmedMean) and not (
+        isinstance(aggregation.beta, numbers.Real) and 0 <= aggregation.beta < 0.5
+    ):
+        raise ValueError(
+            f"TrimmedMean's beta must be in [0, 0.5); got {aggregation.beta!r}."
+        )
+    if not isinstance(aggregation, _Aggregator):
+        raise ValueError(
+            "aggregation must be 'mean', 'median', 'trimmed_mean' or an "
+            f"aggregator (WeightedMean, Median, TrimmedMean); got {aggregation!r}."
+        )
+    return aggregation
