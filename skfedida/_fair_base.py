@@ -22,15 +22,15 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import _check_partial_fit_first_call, type_of_target
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_array,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ._compat import (
+    Interval,
+    StrOptions,
+    _check_partial_fit_first_call,
+    _check_sample_weight,
+)
 from ._groups import (
     check_labels_complete,
     check_not_resampled_with,

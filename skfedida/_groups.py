@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import _safe_indexing
+
+from ._compat import _safe_indexing
 
 try:  # pandas is optional; it only makes factorising faster and reads frames.
     import pandas as pd

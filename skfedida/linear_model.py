@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import minimize
-from sklearn.base import _fit_context
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.optimize import _check_optimize_result
 
+from ._compat import _check_optimize_result, _fit_context
 from ._fair_base import BaseFairClassifier, _Batch
 
 __all__ = ["FairPenaltyLogisticRegression"]

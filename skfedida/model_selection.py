@@ -21,11 +21,9 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import train_test_split
-from sklearn.model_selection._search import BaseSearchCV
-from sklearn.utils import Bunch, _safe_indexing
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples
+from sklearn.utils import Bunch
 
+from ._compat import BaseSearchCV, Interval, StrOptions, _num_samples, _safe_indexing
 from ._groups import resolve_sensitive, take_rows
 from .exceptions import DegenerateModelWarning, InactivePenaltyWarning
 from .metrics._scorer import _SensitiveCallMixin

@@ -8,13 +8,12 @@ import warnings
 
 import numpy as np
 from scipy.special import expit
-from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 
+from ._compat import Interval, StrOptions, _fit_context
 from ._fair_base import BaseFairClassifier, _Batch
 
 __all__ = ["FairMLPClassifier"]

@@ -16,16 +16,22 @@ from collections.abc import Mapping
 import numpy as np
 import scipy.sparse as sp
 from imblearn.base import BaseSampler
-from imblearn.utils._tags import InputTags, SamplerTags, Tags
-from imblearn.utils._validation import check_target_type
-from sklearn.base import _fit_context
 from sklearn.preprocessing import label_binarize
 from sklearn.utils import check_random_state, column_or_1d
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils._tags import TargetTags
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import _check_feature_names, _check_n_features
 
+from ._compat import (
+    InputTags,
+    Interval,
+    SamplerTags,
+    StrOptions,
+    Tags,
+    TargetTags,
+    _check_feature_names,
+    _check_n_features,
+    _fit_context,
+    check_target_type,
+)
 from ._groups import (
     _is_frame,
     column_positions,

@@ -61,3 +61,24 @@ def test_top_level_reexports_every_public_name():
         for name in module.__all__:
             if not name.isupper():
                 assert getattr(skfedida, name) is getattr(module, name)
+
+
+def test_private_sklearn_and_imblearn_names_are_imported_only_in_compat():
+    import ast
+
+    offending = []
+    for path in (ROOT / "skfedida").rglob("*.py"):
+        if path.name == "_compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            if node.module.split(".")[0] not in ("sklearn", "imblearn"):
+                continue
+            private_module = any(
+                part.startswith("_") for part in node.module.split(".")
+            )
+            private_names = [a.name for a in node.names if a.name.startswith("_")]
+            if private_module or private_names:
+                offending.append(f"{path.relative_to(ROOT)}: from {node.module}")
+    assert not offending, offending

@@ -21,14 +21,9 @@ from sklearn import config_context
 from sklearn.base import clone
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
-from sklearn.utils import (
-    _safe_indexing,
-    check_random_state,
-)
-from sklearn.utils.validation import (
-    _num_samples,
-)
+from sklearn.utils import check_random_state
 
+from .._compat import _num_samples, _safe_indexing
 from .._fair_base import (
     BaseFairClassifier,
     _Batch,

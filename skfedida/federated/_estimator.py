@@ -7,21 +7,19 @@ import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.callback import CallbackSupportMixin
-from sklearn.utils import (
-    _safe_indexing,
-    column_or_1d,
-    get_tags,
-)
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import (
-    _num_samples,
-    check_array,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils import column_or_1d, get_tags
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from .._compat import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    _fit_context,
+    _num_samples,
+    _safe_indexing,
+)
 from .._fair_base import (
     warn_if_unscaled,
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
-from sklearn.model_selection._split import _BaseKFold
+
+from .._compat import _BaseKFold
 
 __all__ = ["ClientStratifiedKFold"]
 

@@ -23,9 +23,8 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
-from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _num_samples
 
+from .._compat import _num_samples, _safe_indexing
 from .._groups import encode_groups, take_rows
 from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
 from ..federated._aggregation import check_aggregation

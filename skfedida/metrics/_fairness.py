@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils import Bunch, check_consistent_length, column_or_1d
-from sklearn.utils.validation import _check_sample_weight
 
+from .._compat import _check_sample_weight
 from .._groups import SensitiveGroups, encode_groups, pd
 
 __all__ = [

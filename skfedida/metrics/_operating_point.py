@@ -14,7 +14,8 @@ import numbers
 
 import numpy as np
 from sklearn.utils import column_or_1d
-from sklearn.utils.validation import _check_sample_weight
+
+from .._compat import _check_sample_weight
 
 __all__ = [
     "score_histogram",

@@ -18,10 +18,15 @@ from inspect import signature
 
 import numpy as np
 from sklearn.metrics import get_scorer
-from sklearn.metrics._scorer import _BaseScorer, _cached_call, _Scorer
-from sklearn.utils._metadata_requests import MetadataRequest, MethodMetadataRequest
-from sklearn.utils.metadata_routing import _raise_for_params
 
+from .._compat import (
+    MetadataRequest,
+    MethodMetadataRequest,
+    _BaseScorer,
+    _cached_call,
+    _raise_for_params,
+    _Scorer,
+)
 from .._groups import resolve_sensitive
 from ._fairness import (
     demographic_parity_difference,
