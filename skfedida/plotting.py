@@ -11,17 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from .federated import evaluate_clients
+from .metrics._fairness import DISPARITY_ALIASES
 
 __all__ = ["ClientMetricsDisplay", "TradeoffDisplay"]
 
 _LABELS = {
     "roc_auc": "AUROC",
-    "dpd": "DPD",
-    "dpr": "DPR",
-    "dfpr": "DFPR",
-    "dppv": "DPPV",
-    "dtpr": "DTPR",
-    "eod": "EOD",
+    "brier": "Brier",
+    "accuracy": "accuracy",
+    "selection_rate": "selection rate",
+    **{alias: alias.upper() for alias in DISPARITY_ALIASES},
 }
 
 

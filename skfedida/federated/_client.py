@@ -34,14 +34,13 @@ from .._groups import (
 )
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
+from ..metrics._fairness import DISPARITY_ALIASES
 from ..over_sampling import FairnessAwareROSE
 from ._parameters import get_parameters, set_parameters
 
+# The disparities every client reports on its held-out rows (the paper's four).
 _DISPARITIES = {
-    "dpd": "demographic_parity_difference",
-    "dpr": "demographic_parity_ratio",
-    "dfpr": "false_positive_rate_difference",
-    "dppv": "positive_predictive_value_difference",
+    name: DISPARITY_ALIASES[name] for name in ("dpd", "dpr", "dfpr", "dppv")
 }
 
 

@@ -11,6 +11,7 @@ from sklearn.utils import check_random_state
 
 from .._groups import take_rows
 from ..metrics import fairness_summary
+from ..metrics._fairness import DISPARITY_ALIASES
 from ..metrics._operating_point import (
     DEFAULT_N_BINS,
     _check_threshold,
@@ -20,14 +21,7 @@ from ..metrics._operating_point import (
 
 __all__ = ["evaluate_clients"]
 
-_FAIRNESS_KEYS = {
-    "dpd": "demographic_parity_difference",
-    "dpr": "demographic_parity_ratio",
-    "dfpr": "false_positive_rate_difference",
-    "dppv": "positive_predictive_value_difference",
-    "dtpr": "true_positive_rate_difference",
-    "eod": "equalized_odds_difference",
-}
+_FAIRNESS_KEYS = DISPARITY_ALIASES
 _SOFT_KEYS = {f"soft_{name}": key for name, key in _FAIRNESS_KEYS.items()}
 _RATE_METRICS = ("selection_rate", "accuracy", "brier")
 #: Resample weights held in memory at once (rows x resamples): 80 MB.

@@ -43,6 +43,17 @@ _RATES = {
     ),
 }
 
+#: The one registry of the disparity metrics' short names (scorers, reports,
+#: validation history and plots all read it).
+DISPARITY_ALIASES = {
+    "dpd": "demographic_parity_difference",
+    "dpr": "demographic_parity_ratio",
+    "dfpr": "false_positive_rate_difference",
+    "dtpr": "true_positive_rate_difference",
+    "dppv": "positive_predictive_value_difference",
+    "eod": "equalized_odds_difference",
+}
+
 _SHORT_NAMES = {
     "selection_rate": "selection rate",
     "false_positive_rate": "FPR",

@@ -29,6 +29,7 @@ from .._compat import (
 )
 from .._groups import resolve_sensitive
 from ._fairness import (
+    DISPARITY_ALIASES,
     demographic_parity_difference,
     demographic_parity_ratio,
     equalized_odds_difference,
@@ -58,14 +59,7 @@ FAIRNESS_METRICS = {
     "equalized_odds_difference": (equalized_odds_difference, False),
 }
 
-_ALIASES = {
-    "dpd": "demographic_parity_difference",
-    "dpr": "demographic_parity_ratio",
-    "dfpr": "false_positive_rate_difference",
-    "dtpr": "true_positive_rate_difference",
-    "dppv": "positive_predictive_value_difference",
-    "eod": "equalized_odds_difference",
-}
+_ALIASES = DISPARITY_ALIASES
 
 _RESPONSE_METHODS = ("predict", "predict_proba")
 
