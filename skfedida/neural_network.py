@@ -14,7 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ._compat import Interval, StrOptions, _fit_context
-from ._fair_base import BaseFairClassifier, _Batch
+from ._fair_base import BaseFairClassifier, _Batch, warn_if_unscaled
 
 __all__ = ["FairMLPClassifier"]
 
@@ -351,6 +351,7 @@ class FairMLPClassifier(BaseFairClassifier):
         X_model, y, groups, n_groups, weight = self._prepare(
             X, y, sensitive_features, sample_weight, reset=True, warn=True
         )
+        warn_if_unscaled(X_model, type(self).__name__)
         self.classes_ = self._binary_labels(y)
         batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
         random_state = check_random_state(self.random_state)

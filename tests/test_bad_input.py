@@ -627,6 +627,8 @@ def test_features_on_very_different_scales_warn_for_sgd_training():
     with pytest.warns(UserWarning, match="scale"):
         FairPenaltyLogisticRegression().partial_fit(X, y, classes=[0, 1])
     with pytest.warns(UserWarning, match="scale"):
+        FairMLPClassifier(hidden_layer_sizes=(3,), max_iter=2).fit(X, y)
+    with pytest.warns(UserWarning, match="scale"):
         FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1).fit(
             X, y, clients=clients, sensitive_features=S
         )
