@@ -55,9 +55,11 @@ def warn_if_degenerate(positive_share, owner, stacklevel=3):
             f"{owner} predicts the {side} class for {share:.1%} "
             "of its training rows: its disparities at the 0.5 threshold are "
             "near 0 because it treats (almost) everybody alike, not because it "
-            "treats the groups alike. Lower the fairness weight, use "
-            "penalty='group_standardized' (which cannot be lowered by shrinking "
-            "the scores), and compare models at a matched selection rate "
+            "treats the groups alike. Lower the fairness weight (with "
+            "penalty='group', shrinking every score is the cheapest way to lower "
+            "the penalty; penalty='group_standardized' avoids that at moderate "
+            "weights, but at large ones a constant model is its optimum too), "
+            "and compare models at a matched selection rate "
             "(evaluate_clients(..., threshold='prevalence')).",
             DegenerateModelWarning,
             stacklevel=stacklevel,

@@ -211,7 +211,12 @@ def standardized_group_penalty(scores, y, groups, n_groups=None, sample_weight=N
     mean scores are equal. The floor keeps it continuous where all scores are
     equal (the zero start of training), where the bare ratio would jump from 0
     to its full size at any step and stop training. Unlike the group penalty
-    it is not convex in the scores.
+    it is not convex in the scores. Like any penalty blind to the scale, it is
+    (near) 0 for a constant model: when ``fairness`` times the penalty of a
+    good model exceeds the log-loss that model gains over a constant one, the
+    constant model is the optimum (measured on Adult with 10 race x gender
+    groups: lambda 0.5 at batch 512 predicts no positive, at batch 128 it does
+    not), and the federation warns (``DegenerateModelWarning``).
 
     Parameters
     ----------
