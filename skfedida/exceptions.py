@@ -44,8 +44,8 @@ class InactivePenaltyWarning(UserWarning):
     """
 
 
-def warn_if_degenerate(positive_share, owner, stacklevel=3):
-    """Warn when decisions put >= 99% of the training rows in one class."""
+def warn_if_degenerate(positive_share, owner, stacklevel=3, rows="training rows"):
+    """Warn when decisions put >= 99% of the ``rows`` in one class."""
     if not np.isfinite(positive_share):
         return
     if positive_share <= 1 - _DEGENERATE_SHARE or positive_share >= _DEGENERATE_SHARE:
@@ -53,7 +53,7 @@ def warn_if_degenerate(positive_share, owner, stacklevel=3):
         share = max(positive_share, 1 - positive_share)
         warnings.warn(
             f"{owner} predicts the {side} class for {share:.1%} "
-            "of its training rows: its disparities at the 0.5 threshold are "
+            f"of its {rows}: its disparities at the 0.5 threshold are "
             "near 0 because it treats (almost) everybody alike, not because it "
             "treats the groups alike. Lower the fairness weight (with "
             "penalty='group', shrinking every score is the cheapest way to lower "

@@ -93,6 +93,10 @@ def _float_block(X, columns, copy=False):
     return np.array(X[:, columns], dtype=np.float64, copy=copy or None)
 
 
+def _num_rows(X):
+    return X.shape[0] if hasattr(X, "shape") else len(X)
+
+
 def _column_units(X):
     """Largest absolute value of every column (1 where a column is all 0)."""
     unit = np.max(np.abs(X), axis=0) if X.shape[0] else np.ones(X.shape[1])
@@ -354,7 +358,12 @@ class FairnessAwareROSE(BaseSampler):
             Resampled outcomes, of the type of y.
         """
         X_res, y_res, _ = self._fit_resample(X, y, sensitive_features)
-        remember_resampling(X_res, sensitive_features)
+        indices = self.sample_indices_
+        if indices.shape[0] != _num_rows(X) or np.any(
+            indices != np.arange(indices.size)
+        ):
+            # Only rows that moved make the given S wrong for X_res.
+            remember_resampling(X_res, sensitive_features)
         return X_res, y_res
 
     @_fit_context(prefer_skip_nested_validation=True)

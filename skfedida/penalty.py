@@ -251,6 +251,8 @@ def standardized_group_penalty(scores, y, groups, n_groups=None, sample_weight=N
     True
     """
     value, gradient = group_penalty(scores, y, groups, n_groups, sample_weight)
+    if value == 0.0:
+        return 0.0, np.zeros_like(scores)
     weight = np.ones_like(scores) if sample_weight is None else sample_weight
     labels = y.astype(np.intp, copy=False)
     label_weight = np.bincount(labels, weights=weight, minlength=2)
@@ -261,8 +263,6 @@ def standardized_group_penalty(scores, y, groups, n_groups=None, sample_weight=N
     residual = scores - label_mean[labels]
     total = weight.sum()
     variance = float(np.dot(weight, residual * residual) / total) if total > 0 else 0.0
-    if value == 0.0:
-        return 0.0, np.zeros_like(scores)
     variance += _VARIANCE_FLOOR
     # d v / d s_i = 2 w_i (s_i - mean of its label) / total: the label means'
     # own derivatives cancel, as residuals sum to 0 within each label.

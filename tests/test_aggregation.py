@@ -88,3 +88,15 @@ def test_a_bad_aggregation_is_named(bad):
         FederatedEstimator(FairPenaltyLogisticRegression(), aggregation=bad).fit(
             data.data, data.target, clients=data.clients
         )
+
+
+def test_an_object_that_is_not_one_of_the_aggregators_is_refused_up_front():
+    class Mine:
+        def aggregate(self, parameter_lists, weights):
+            return parameter_lists[0]
+
+    data = make_federated_classification(300, n_clients=3, random_state=0)
+    with pytest.raises(ValueError, match="aggregation"):
+        FederatedEstimator(FairPenaltyLogisticRegression(), aggregation=Mine()).fit(
+            data.data, data.target, clients=data.clients
+        )

@@ -643,11 +643,12 @@ def test_a_fair_estimator_after_rose_in_an_imblearn_pipeline_refuses_routed_s():
     from imblearn.pipeline import Pipeline
     from sklearn import config_context
 
-    # Balanced subgroups: ROSE returns as many rows as it gets, so only the
-    # order differs and nothing else would notice the misaligned S.
+    # Subgroups of 60, 40, 50 and 50 rows: ROSE cuts one by 10 and adds 10
+    # synthetic rows to another, so it returns as many rows as it gets, and
+    # nothing but this check would notice the misaligned S.
     rng = np.random.RandomState(0)
     S = np.repeat(["a", "b"], 100)
-    y = np.tile(np.repeat([0, 1], 50), 2)
+    y = np.r_[np.repeat([0, 1], [60, 40]), np.repeat([0, 1], 50)]
     X = rng.randn(200, 3) + y[:, None]
     with config_context(enable_metadata_routing=True):
         pipeline = Pipeline(
@@ -725,3 +726,28 @@ def test_an_inactive_penalty_warns_with_its_own_class():
     with warnings.catch_warnings():
         warnings.simplefilter("error", InactivePenaltyWarning)
         FairPenaltyLogisticRegression(fairness=0.0).fit(X, y)
+
+
+def test_rose_that_moves_no_row_leaves_s_aligned():
+    # Balanced already and no undersampling: every row stays where it was,
+    # so the sensitive features still describe X_res.
+    rng = np.random.RandomState(0)
+    S = np.repeat(["a", "b"], 100)
+    y = np.tile(np.repeat([0, 1], 50), 2)
+    X = rng.randn(200, 3)
+    rose = FairnessAwareROSE(random_state=0)
+    X_res, y_res = rose.fit_resample(X, y, sensitive_features=S)
+    if np.array_equal(rose.sample_indices_, np.arange(200)):
+        FairPenaltyLogisticRegression().fit(X_res, y_res, sensitive_features=S)
+
+
+def test_column_mode_federation_does_not_claim_sparse_input():
+    from sklearn.utils import get_tags
+
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(sensitive=[0]), sensitive=[0]
+    )
+    assert not get_tags(fed).input_tags.sparse
+    assert get_tags(
+        FederatedEstimator(FairPenaltyLogisticRegression())
+    ).input_tags.sparse

@@ -85,7 +85,10 @@ def test_histograms_add_up_and_bad_input_is_named():
 
 
 def test_selection_rate():
-    assert selection_rate([0, 1, 1, 0], ["a", "b", "b", "b"], pos_label="b") == 0.75
+    assert (
+        selection_rate(["a", "b", "a", "b"], ["a", "b", "b", "b"], pos_label="b")
+        == 0.75
+    )
     assert selection_rate([0, 1], [1, 0], sample_weight=[3, 1]) == 0.75
     with pytest.raises(ValueError, match="same length"):
         selection_rate([0, 1], [1])
@@ -501,3 +504,65 @@ def test_the_standardized_penalty_trains_from_zero_parameters():
         np.zeros(4), np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])
     )
     assert value == 0.0 and not gradient.any()
+
+
+# -- found by a review of the change ------------------------------------------------
+
+
+def test_selection_rate_resolves_labels_as_the_metrics_do():
+    with pytest.raises(ValueError, match="pos_label"):
+        selection_rate(["no", "yes", "yes", "no"], ["no", "yes", "yes", "yes"])
+    assert selection_rate(["no", "yes"], ["yes", "yes"], pos_label="yes") == 1.0
+    with pytest.raises(ValueError, match="pos_label='1'"):
+        selection_rate([-1, 1], [1, 1], pos_label="1")
+
+
+def test_scorer_prevalence_is_that_of_the_positive_label():
+    from sklearn.naive_bayes import GaussianNB
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] > 1.0).astype(int)  # about 16% positive
+    S = rng.integers(0, 2, 400)
+    model = GaussianNB().fit(X, y)
+    scorer = make_fairness_scorer("dpd", threshold="prevalence", pos_label=0)
+    proba = model.predict_proba(X)[:, 0]
+    t = threshold_at_rate(score_histogram(proba), model.class_prior_[0])
+    expected = -demographic_parity_difference(
+        y, np.where(proba > t, 0, 1), sensitive_features=S, pos_label=0
+    )
+    assert scorer(model, X, y, sensitive_features=S) == pytest.approx(expected)
+
+
+def test_fairest_within_band_none_skips_the_check():
+    results = {
+        "mean_test_auc": np.array([0.8, 0.7]),
+        "mean_test_dpd": np.array([-0.3, -0.0]),
+        "mean_test_selection_rate": np.array([0.2, 0.0]),
+    }
+    assert fairest_within("auc", "dpd", 1.0, band=None)(results) == 1
+    assert fairest_within("auc", "dpd", 1.0)(results) == 0
+
+
+def test_tied_scores_at_the_threshold_warn_and_report_the_achieved_rate():
+    class Constant:
+        classes_ = np.array([0, 1])
+
+        def predict_proba(self, X):
+            p = np.where(np.arange(len(X)) % 5 == 0, 0.9, 0.3)
+            return np.column_stack([1 - p, p])
+
+    n = 500
+    y = np.arange(n) % 2
+    with pytest.warns(UserWarning, match="tied"):
+        report = evaluate_clients(
+            Constant(),
+            np.zeros((n, 1)),
+            y,
+            clients=np.zeros(n, int),
+            sensitive_features=np.arange(n) % 3,
+            threshold="prevalence",
+            n_bootstrap=0,
+        )
+    assert report.target_rate == 0.5
+    assert report.achieved_rate == pytest.approx(0.2)

@@ -277,8 +277,9 @@ class _Trainer:
         def step(rows):
             X, y, groups = data.X[rows], data.y[rows], codes[rows]
             classes, y_codes = np.unique(y, return_inverse=True)
+            present, group_codes = np.unique(groups, return_inverse=True)
+            weight = np.ones(X.shape[0])
             if classes.size > 1:
-                present, group_codes = np.unique(groups, return_inverse=True)
                 X = sampler._resample_groups(
                     X,
                     y_codes,
@@ -302,9 +303,6 @@ class _Trainer:
                 )
                 y = y[sampler.sample_indices_]
                 group_codes = group_codes[sampler.sample_indices_]
-            else:
-                present, group_codes = np.unique(groups, return_inverse=True)
-                weight = np.ones(X.shape[0])
             n_groups = present.size if data.codes is not None else 1
             estimator._train_epoch(
                 _Batch(

@@ -32,7 +32,7 @@ from .._groups import (
 )
 from ..exceptions import warn_if_degenerate
 from ..over_sampling import FairnessAwareROSE
-from ._aggregation import WeightedMean, check_aggregation
+from ._aggregation import WeightedMean, _Aggregator, check_aggregation
 from ._client import (
     _check_sampler_input,
     _client_seeds,
@@ -124,8 +124,9 @@ default="mean"
         Flower's FedTrimmedAvg), or an aggregator object. The median and the
         trimmed mean bound what a minority of broken or hostile clients can
         do to the global model, at some cost in efficiency (they ignore row
-        counts). On Flower the matching Flower strategy runs, with the same
-        result to the last bit.
+        counts). An aggregator object is one of those three classes, each
+        with the arithmetic of a Flower strategy: on Flower that strategy
+        runs, with the same result to the last bit.
     prior_correction : {"weights"} or None, default="weights"
         Keep the model's probabilities calibrated when ``sampler`` changes
         the label balance. A sampler that balances outcomes (FairnessAwareROSE
@@ -251,10 +252,7 @@ default="mean"
         ],
         "sampler": [HasMethods(["fit_resample"]), None],
         "resample": [StrOptions({"batch", "client"})],
-        "aggregation": [
-            StrOptions({"mean", "median", "trimmed_mean"}),
-            HasMethods(["aggregate"]),
-        ],
+        "aggregation": [StrOptions({"mean", "median", "trimmed_mean"}), _Aggregator],
         "prior_correction": [StrOptions({"weights"}), None],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "client_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
@@ -324,8 +322,10 @@ default="mean"
         # sampler) accept.
         inner = get_tags(self.estimator)
         tags.classifier_tags.multi_class = inner.classifier_tags.multi_class
-        tags.input_tags.sparse = inner.input_tags.sparse and not isinstance(
-            self.sampler, FairnessAwareROSE
+        tags.input_tags.sparse = (
+            inner.input_tags.sparse
+            and self.sensitive is None  # sensitive columns need a DataFrame
+            and not isinstance(self.sampler, FairnessAwareROSE)
         )
         tags.input_tags.allow_nan = False
         return tags

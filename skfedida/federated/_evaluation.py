@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
 
-from .._groups import take_rows
+from .._groups import encode_groups, take_rows
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES
 from ..metrics._operating_point import (
@@ -17,6 +17,7 @@ from ..metrics._operating_point import (
     _check_threshold,
     score_histogram,
     threshold_at_rate,
+    training_prevalence,
 )
 
 __all__ = ["evaluate_clients"]
@@ -88,10 +89,8 @@ def _rate_of(threshold, estimator, prevalence, y_positive):
     if threshold == "prevalence":
         if prevalence is not None:
             return float(prevalence)
-        prior = getattr(estimator, "class_prior_", None)
-        if prior is not None:
-            return float(prior[-1])
-        return float(y_positive.mean())
+        prior = training_prevalence(estimator, estimator.classes_[-1])
+        return float(y_positive.mean()) if prior is None else prior
     if isinstance(threshold, dict):
         return float(threshold["selection_rate"])
     return None
@@ -191,7 +190,9 @@ def evaluate_clients(
         its value and ``<metric>_low`` / ``<metric>_high``; ``summary``: a
         DataFrame with the ``mean`` and ``sd`` of each metric across clients;
         ``threshold``: the probability threshold used; ``target_rate``: the
-        selection rate it was chosen for (None for a fixed threshold).
+        selection rate it was chosen for (None for a fixed threshold);
+        ``achieved_rate``: the share of all rows it selects (differs from the
+        target, with a warning, when many scores tie at the threshold).
 
     Examples
     --------
@@ -243,12 +244,26 @@ def evaluate_clients(
         ]
         cut = threshold_at_rate(histograms, target_rate)
     pred = (proba > cut).astype(np.float64)
+    achieved_rate = float(pred.mean())
+    if target_rate is not None and abs(achieved_rate - target_rate) > 0.01:
+        warnings.warn(
+            f"The threshold {cut:.4g} selects {achieved_rate:.3f} of the rows, "
+            f"not the target {target_rate:.3f}: many scores are tied at it (a "
+            "model that gives many rows the same score), so no threshold "
+            "selects exactly the target share. Compare models' selection "
+            "rates in the report before their disparities.",
+            UserWarning,
+            stacklevel=2,
+        )
     rng = check_random_state(random_state)
     tail = (1 - confidence) / 2
     rows = []
     for client, idx in zip(ids, client_rows, strict=True):
         y_k, proba_k, pred_k = y_positive[idx], proba[idx], pred[idx]
-        S_k = take_rows(sensitive_features, idx)
+        # Group codes once per client, not once per metric and resample.
+        S_k = encode_groups(
+            take_rows(sensitive_features, idx), n_samples=idx.size
+        ).codes
         row = {
             "client": client,
             **_metric_values(metrics, y_k, proba_k, pred_k, S_k, None, min_group_size),
@@ -289,4 +304,5 @@ def evaluate_clients(
         summary=summary,
         threshold=cut,
         target_rate=target_rate,
+        achieved_rate=achieved_rate,
     )

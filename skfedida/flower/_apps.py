@@ -684,7 +684,8 @@ def _federate(federation, grid, *, timeout, connect_timeout):
         last = fitted.federated_metrics_[max(fitted.federated_metrics_)]
         warn_if_degenerate(
             float(last.get("val_selection_rate", np.nan)),
-            "The federated model (on the clients' evaluation rows)",
+            "The federated model",
+            rows="clients' evaluation rows",
         )
     return fitted
 

@@ -55,6 +55,25 @@ def _check_threshold(threshold):
     )
 
 
+def training_prevalence(estimator, positive):
+    """Share of ``positive`` in the rows the estimator was trained on, if known.
+
+    From ``class_prior_`` (``FederatedEstimator``, naive Bayes) of the
+    estimator or of a pipeline's last step, at the position of ``positive`` in
+    its ``classes_``; None when neither says.
+    """
+    last = getattr(estimator, "steps", [(None, None)])[-1][1]
+    for candidate in (estimator, last):
+        prior = getattr(candidate, "class_prior_", None)
+        classes = getattr(candidate, "classes_", None)
+        if prior is None or classes is None or len(prior) != len(classes):
+            continue
+        where = np.flatnonzero(np.asarray(classes) == positive)
+        if where.size == 1:
+            return float(prior[where[0]])
+    return None
+
+
 def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
     """Counts of probability scores on a shared grid of equal bins on [0, 1].
 
@@ -157,7 +176,7 @@ def threshold_at_rate(histograms, rate):
     return float(np.clip((j + fraction) / n_bins, 0.0, 1.0))
 
 
-def selection_rate(y_true, y_pred, *, pos_label=1, sample_weight=None):
+def selection_rate(y_true, y_pred, *, pos_label=None, sample_weight=None):
     """Share of rows predicted positive, P(ŷ = pos_label).
 
     With :func:`sklearn.metrics.make_scorer`, the scorer that lets a search
@@ -170,8 +189,9 @@ def selection_rate(y_true, y_pred, *, pos_label=1, sample_weight=None):
         True labels (used only for their number).
     y_pred : array-like of shape (n_samples,)
         Predicted labels.
-    pos_label : int, float, bool or str, default=1
-        The positive label.
+    pos_label : int, float, bool or str, default=None
+        The positive label; needed unless the labels are in {0, 1} or
+        {-1, 1}, where it is 1.
     sample_weight : array-like of shape (n_samples,), default=None
         Row weights.
 
@@ -184,11 +204,19 @@ def selection_rate(y_true, y_pred, *, pos_label=1, sample_weight=None):
     >>> from skfedida.metrics import selection_rate
     >>> selection_rate([0, 1, 1, 0], [0, 1, 0, 0])
     0.25
+    >>> selection_rate(["no", "yes"], ["yes", "yes"], pos_label="yes")
+    1.0
     """
-    y_pred = column_or_1d(y_pred)
-    if len(column_or_1d(y_true)) != y_pred.shape[0]:
+    from ._fairness import _check_targets
+
+    y_true, y_pred = column_or_1d(y_true), column_or_1d(y_pred)
+    if len(y_true) != y_pred.shape[0]:
         raise ValueError("y_true and y_pred must have the same length.")
     if y_pred.shape[0] == 0:
         raise ValueError("y_pred is empty; the selection rate needs at least one row.")
-    weight = _check_sample_weight(sample_weight, y_pred, ensure_non_negative=True)
-    return float(np.average(y_pred == pos_label, weights=weight))
+    # The metrics' label rules: {0, 1} or {-1, 1} need no pos_label, others
+    # do, and a pos_label that is neither of two labels present is an error.
+    _, predicted, weight = _check_targets(
+        y_true, y_pred, sample_weight, pos_label, soft=False
+    )
+    return float(np.average(predicted, weights=weight))

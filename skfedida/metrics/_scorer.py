@@ -39,9 +39,11 @@ from ._fairness import (
 )
 from ._operating_point import (
     DEFAULT_N_BINS,
+    _check_n_bins,
     _check_threshold,
     score_histogram,
     threshold_at_rate,
+    training_prevalence,
 )
 
 __all__ = ["FAIRNESS_METRICS", "make_fairness_scorer", "make_tradeoff_scorer"]
@@ -101,15 +103,6 @@ class _SensitiveCallMixin:
         if sensitive_features is not None:
             kwargs["sensitive_features"] = sensitive_features
         return self._score(partial(_cached_call, None), estimator, X, y_true, **kwargs)
-
-
-def _training_prevalence(estimator):
-    """The estimator's training prevalence, if it (or a pipeline's last step) knows."""
-    for candidate in (estimator, getattr(estimator, "steps", [(None, None)])[-1][1]):
-        prior = getattr(candidate, "class_prior_", None)
-        if prior is not None and np.ndim(prior) == 1 and len(prior) == 2:
-            return float(prior[-1])
-    return None
 
 
 class _AtThreshold:
@@ -210,7 +203,7 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
                 positive = estimator.classes_[-1]
             kwargs["positive_label"] = positive
             if self._threshold == "prevalence":
-                prevalence = _training_prevalence(estimator)
+                prevalence = training_prevalence(estimator, positive)
                 kwargs["rate"] = (
                     float(np.mean(np.asarray(y_true) == positive))
                     if prevalence is None
@@ -368,8 +361,7 @@ def make_fairness_scorer(
                 "threshold= scores decisions at an operating point; it cannot be "
                 "combined with response_method='predict_proba' (soft metrics)."
             )
-        if not (isinstance(n_bins, numbers.Integral) and n_bins >= 1):
-            raise ValueError(f"n_bins must be an int >= 1; got {n_bins!r}.")
+        _check_n_bins(n_bins)
         return _FairnessScorer(
             _AtThreshold(func, threshold, int(n_bins)),
             sign,
