@@ -19,6 +19,7 @@ from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.metrics import (
     demographic_parity_difference,
     false_positive_rate_difference,
+    federated_threshold,
     make_fairness_scorer,
     make_tradeoff_scorer,
     score_histogram,
@@ -211,7 +212,7 @@ def test_fairness_scorer_at_a_threshold_scores_those_decisions(data):
         )
     )
     matched = make_fairness_scorer("dpd", threshold="prevalence")
-    t = threshold_at_rate(score_histogram(proba), y.mean())
+    t = federated_threshold([proba], y.mean())
     assert matched(model, X, y, sensitive_features=S) == pytest.approx(
         -demographic_parity_difference(y, (proba > t).astype(int), sensitive_features=S)
     )
@@ -238,7 +239,7 @@ def test_scorer_prevalence_comes_from_the_federation(data):
     # federation's training prevalence.
     rows = np.flatnonzero(y == 1)[:200].tolist() + np.flatnonzero(y == 0)[:200].tolist()
     proba = fed.predict_proba(X[rows])[:, 1]
-    t = threshold_at_rate(score_histogram(proba), fed.class_prior_[-1])
+    t = federated_threshold([proba], fed.class_prior_[-1])
     expected = -demographic_parity_difference(
         y[rows], (proba > t).astype(int), sensitive_features=S[rows]
     )
@@ -527,7 +528,7 @@ def test_scorer_prevalence_is_that_of_the_positive_label():
     model = GaussianNB().fit(X, y)
     scorer = make_fairness_scorer("dpd", threshold="prevalence", pos_label=0)
     proba = model.predict_proba(X)[:, 0]
-    t = threshold_at_rate(score_histogram(proba), model.class_prior_[0])
+    t = federated_threshold([proba], model.class_prior_[0])
     expected = -demographic_parity_difference(
         y, np.where(proba > t, 0, 1), sensitive_features=S, pos_label=0
     )
@@ -566,3 +567,46 @@ def test_tied_scores_at_the_threshold_warn_and_report_the_achieved_rate():
         )
     assert report.target_rate == 0.5
     assert report.achieved_rate == pytest.approx(0.2)
+
+
+def test_a_model_that_squashes_its_scores_is_still_judged_at_the_matched_rate():
+    data = make_federated_classification(2000, n_clients=2, random_state=0)
+    S = np.column_stack(list(data.sensitive.values()))
+    squashed = LogisticRegression(C=1e-7).fit(data.data, data.target)
+    proba = squashed.predict_proba(data.data)[:, 1]
+    assert np.ptp(proba) < 1e-3  # every score within a single bin of 1/1000
+    scorer = make_fairness_scorer("dpd", threshold="prevalence")
+    value = scorer(squashed, data.data, data.target, sensitive_features=S)
+    # Rank the rows and select the prevalence's share: the DPD of those rows.
+    k = round(float(data.target.mean()) * len(proba))
+    chosen = np.zeros(len(proba), int)
+    chosen[np.argsort(-proba, kind="stable")[:k]] = 1
+    expected = demographic_parity_difference(data.target, chosen, sensitive_features=S)
+    assert -value == pytest.approx(expected, abs=0.01)
+    assert -value > 0.05  # not the 0 a selection of nobody would give
+
+
+def test_a_threshold_scorer_reads_the_right_column_next_to_other_scorers():
+    from sklearn import config_context
+    from sklearn.model_selection import GridSearchCV
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = np.where(X[:, 0] + rng.normal(size=600) > 0.5, "yes", "no")
+    S = rng.integers(0, 3, 600)
+    matched_no = make_fairness_scorer("dpd", threshold="prevalence", pos_label="no")
+    grid = {"C": [0.1, 1.0]}
+    with config_context(enable_metadata_routing=True):
+        alone = GridSearchCV(
+            LogisticRegression(), grid, scoring={"dpd": matched_no}, refit=False, cv=3
+        ).fit(X, y, sensitive_features=S)
+        together = GridSearchCV(
+            LogisticRegression(),
+            grid,
+            scoring={"dpd": matched_no, "brier": "neg_brier_score"},
+            refit=False,
+            cv=3,
+        ).fit(X, y, sensitive_features=S)
+    np.testing.assert_array_equal(
+        alone.cv_results_["mean_test_dpd"], together.cv_results_["mean_test_dpd"]
+    )

@@ -15,8 +15,7 @@ from ..metrics._fairness import DISPARITY_ALIASES
 from ..metrics._operating_point import (
     DEFAULT_N_BINS,
     _check_threshold,
-    score_histogram,
-    threshold_at_rate,
+    federated_threshold,
     training_prevalence,
 )
 
@@ -238,11 +237,10 @@ def evaluate_clients(
     if target_rate is None:
         cut = float(threshold)
     else:
-        # Each client's histogram is all the server needs to place the cut.
-        histograms = [
-            score_histogram(proba[rows], n_bins=n_bins) for rows in client_rows
-        ]
-        cut = threshold_at_rate(histograms, target_rate)
+        # Each client's histograms are all the server needs to place the cut.
+        cut = federated_threshold(
+            [proba[rows] for rows in client_rows], target_rate, n_bins=n_bins
+        )
     pred = (proba > cut).astype(np.float64)
     achieved_rate = float(pred.mean())
     if target_rate is not None and abs(achieved_rate - target_rate) > 0.01:

@@ -14,7 +14,12 @@ from ._fairness import (
     positive_predictive_value_difference,
     true_positive_rate_difference,
 )
-from ._operating_point import score_histogram, selection_rate, threshold_at_rate
+from ._operating_point import (
+    federated_threshold,
+    score_histogram,
+    selection_rate,
+    threshold_at_rate,
+)
 from ._scorer import FAIRNESS_METRICS, make_fairness_scorer, make_tradeoff_scorer
 
 __all__ = [
@@ -24,6 +29,7 @@ __all__ = [
     "equalized_odds_difference",
     "fairness_summary",
     "false_positive_rate_difference",
+    "federated_threshold",
     "group_report",
     "make_fairness_scorer",
     "make_tradeoff_scorer",

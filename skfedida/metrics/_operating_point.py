@@ -18,6 +18,7 @@ from sklearn.utils import column_or_1d
 from .._compat import _check_sample_weight
 
 __all__ = [
+    "federated_threshold",
     "score_histogram",
     "selection_rate",
     "threshold_at_rate",
@@ -174,6 +175,99 @@ def threshold_at_rate(histograms, rate):
     inside = counts[j]
     fraction = 0.0 if inside <= 0 else (above[j] - wanted) / inside
     return float(np.clip((j + fraction) / n_bins, 0.0, 1.0))
+
+
+#: Narrowing passes of :func:`federated_threshold` (1000 bins each: a cut to
+#: 1e-18 of the unit interval, far below float64 spacing near 1).
+_MAX_PASSES = 6
+
+
+def federated_threshold(
+    client_scores, rate, *, n_bins=DEFAULT_N_BINS, sample_weights=None
+):
+    """The threshold of a selection rate, as a server finds it from histograms.
+
+    Every client sends a histogram of its scores on a shared grid
+    (:func:`score_histogram`) plus how many of its scores lie above the grid;
+    the server sums them and finds the bin where the cut lies. When that bin
+    holds more than a thousandth of the rows (scores bunched together, as a
+    model that compresses its scores gives), the server narrows the grid to
+    that bin and asks again, up to 6 times. So the selected share matches the
+    target however narrow the spread of the scores, except where scores tie
+    exactly: no threshold separates equal scores.
+
+    Parameters
+    ----------
+    client_scores : list of array-like
+        Each client's probabilities of the positive class, in [0, 1].
+    rate : float in [0, 1]
+        Target share of rows with ``score > threshold``.
+    n_bins : int, default=1000
+        Bins of each pass.
+    sample_weights : list of array-like, default=None
+        Each client's row weights.
+
+    Returns
+    -------
+    threshold : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.metrics import federated_threshold
+    >>> squashed = [0.25 + 1e-6 * np.linspace(0, 1, 1000), 0.25 + 1e-6 * np.ones(10)]
+    >>> t = federated_threshold(squashed, 0.5)
+    >>> int(sum((s > t).sum() for s in squashed))  # half of 1,010 rows
+    505
+    """
+    if not (isinstance(rate, numbers.Real) and 0 <= rate <= 1):
+        raise ValueError(f"rate must be a number in [0, 1]; got {rate!r}.")
+    n_bins = _check_n_bins(n_bins)
+    scores = [column_or_1d(s).astype(np.float64, copy=False) for s in client_scores]
+    weights = (
+        [np.ones(s.shape) for s in scores]
+        if sample_weights is None
+        else [np.asarray(w, dtype=np.float64) for w in sample_weights]
+    )
+    for s in scores:
+        if not np.all(np.isfinite(s)) or (s.size and (s.min() < 0 or s.max() > 1)):
+            raise ValueError(
+                "scores must be probabilities in [0, 1] (e.g. predict_proba(X)[:, 1])."
+            )
+    total = float(sum(w.sum() for w in weights))
+    if total <= 0:
+        raise ValueError("the clients hold no rows; cannot place a threshold.")
+    wanted = rate * total
+    low, high = 0.0, 1.0
+    cut = 1.0
+    for _ in range(_MAX_PASSES):
+        width = high - low
+        counts = np.zeros(n_bins)
+        above_high = 0.0
+        for s, w in zip(scores, weights, strict=True):
+            # What each client sends: counts on the grid over [low, high], and
+            # the weight of its scores above it.
+            inside = (s >= low) & (s <= high)
+            bins = np.minimum(
+                ((s[inside] - low) / width * n_bins).astype(np.intp), n_bins - 1
+            )
+            counts += np.bincount(bins, weights=w[inside], minlength=n_bins)
+            above_high += float(w[s > high].sum())
+        above = above_high + np.concatenate([np.cumsum(counts[::-1])[::-1], [0.0]])
+        j = int(np.searchsorted(-above, -wanted, side="right")) - 1
+        j = min(max(j, 0), n_bins - 1)
+        inside_bin = counts[j]
+        fraction = 0.0 if inside_bin <= 0 else (above[j] - wanted) / inside_bin
+        cut = float(np.clip(low + (j + fraction) * width / n_bins, 0.0, 1.0))
+        next_low, next_high = low + j * width / n_bins, low + (j + 1) * width / n_bins
+        if (
+            inside_bin <= 1e-3 * total
+            or next_high <= next_low
+            or (next_low == low and next_high == high)
+        ):
+            break
+        low, high = next_low, next_high
+    return cut
 
 
 def selection_rate(y_true, y_pred, *, pos_label=None, sample_weight=None):

@@ -41,8 +41,7 @@ from ._operating_point import (
     DEFAULT_N_BINS,
     _check_n_bins,
     _check_threshold,
-    score_histogram,
-    threshold_at_rate,
+    federated_threshold,
     training_prevalence,
 )
 
@@ -124,20 +123,24 @@ class _AtThreshold:
         *,
         sensitive_features,
         positive_label,
+        flip=False,
         rate=None,
         pos_label=None,
         sample_weight=None,
         **kwargs,
     ):
         y_score = np.asarray(y_score, dtype=np.float64)
+        if flip:
+            # The scores are P(classes_[-1]); the favourable label is the other.
+            y_score = 1.0 - y_score
         if rate is None:
             cut = self.threshold
         else:
-            cut = threshold_at_rate(
-                score_histogram(
-                    y_score, n_bins=self.n_bins, sample_weight=sample_weight
-                ),
+            cut = federated_threshold(
+                [y_score],
                 rate,
+                n_bins=self.n_bins,
+                sample_weights=None if sample_weight is None else [sample_weight],
             )
         positive = (np.asarray(y_true) == positive_label).astype(np.int64)
         decisions = (y_score > cut).astype(np.int64)
@@ -165,11 +168,16 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
         sensitive,
         name,
         threshold=None,
+        positive_label=None,
     ):
         super().__init__(score_func, sign, kwargs, response_method)
         self._sensitive = sensitive
         self._name = name
         self._threshold = threshold
+        # Kept out of ``_kwargs`` for threshold scorers: sklearn caches
+        # predict_proba by method name alone, so the scorer always reads the
+        # column of classes_[-1] and turns it around itself.
+        self._positive_label = positive_label
 
     def __repr__(self):
         options = "".join(
@@ -179,6 +187,8 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
             "" if self._sensitive is None else f", sensitive={self._sensitive!r}"
         )
         if self._threshold is not None:
+            if self._positive_label is not None:
+                options += f", pos_label={self._positive_label!r}"
             return (
                 f"make_fairness_scorer({self._name!r}, "
                 f"threshold={self._threshold!r}{sensitive}{options})"
@@ -198,10 +208,10 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
         if sensitive_features is None:
             raise _missing_sensitive_error(self)
         if self._threshold is not None:
-            positive = self._kwargs.get("pos_label")
-            if positive is None:
-                positive = estimator.classes_[-1]
+            last = estimator.classes_[-1]
+            positive = last if self._positive_label is None else self._positive_label
             kwargs["positive_label"] = positive
+            kwargs["flip"] = bool(positive != last)
             if self._threshold == "prevalence":
                 prevalence = training_prevalence(estimator, positive)
                 kwargs["rate"] = (
@@ -297,8 +307,9 @@ def make_fairness_scorer(
           and a model cannot look fair by compressing its scores;
         - ``{"selection_rate": r}``: the threshold of selection rate r.
 
-        The threshold comes from a histogram of the scores on ``n_bins``
-        equal bins (:func:`threshold_at_rate`), as in a federation.
+        The threshold comes from histograms of the scores on ``n_bins``
+        equal bins, narrowed where the scores bunch together
+        (:func:`federated_threshold`), as in a federation.
     n_bins : int, default=1000
         Bins of the score histogram for ``"prevalence"`` and
         ``"selection_rate"`` thresholds.
@@ -362,6 +373,7 @@ def make_fairness_scorer(
                 "combined with response_method='predict_proba' (soft metrics)."
             )
         _check_n_bins(n_bins)
+        positive_label = kwargs.pop("pos_label", None)
         return _FairnessScorer(
             _AtThreshold(func, threshold, int(n_bins)),
             sign,
@@ -370,6 +382,7 @@ def make_fairness_scorer(
             sensitive,
             name,
             threshold,
+            positive_label,
         )
     return _FairnessScorer(func, sign, kwargs, response_method, sensitive, name)
 
