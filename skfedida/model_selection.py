@@ -101,7 +101,13 @@ def _client_lambda_path(
         scores.append(score)
         if baseline is None:
             baseline = score
-            baseline_spread = _score_spread(model, X_valid)
+            if band is not None:
+                if _outside_band(model, X_valid, band):
+                    # Unpenalised and already degenerate (e.g. a rare outcome
+                    # at 0.5): the band says nothing about lambda here.
+                    band = None
+                else:
+                    baseline_spread = _score_spread(model, X_valid)
             continue
         if score < tolerance * baseline:
             return scores, "score"
@@ -310,12 +316,16 @@ def lambda_range(
         )
     high = min(record["bound"] for record in per_client)
     if high == 0:
-        first = next(r["client"] for r in per_client if r["bound"] == 0)
+        first = next(r for r in per_client if r["bound"] == 0)
+        if first["stopped_because"] == "score":
+            why = f"score fell below {tolerance} x its baseline"
+        else:
+            why = f"model became degenerate ({first['stopped_because']})"
         warnings.warn(
-            f"Client {first!r}'s score fell below {tolerance} x its baseline at "
-            f"the first nonzero lambda ({lambdas[1]}), so the range is empty. Try "
-            "a finer lambdas grid near 0, a lower tolerance, or more validation "
-            "rows (accuracy on few rows moves in large steps).",
+            f"Client {first['client']!r}'s {why} at the first nonzero lambda "
+            f"({lambdas[1]}), so the range is empty. Try a finer lambdas grid "
+            "near 0, a lower tolerance, or more validation rows (accuracy on few "
+            "rows moves in large steps).",
             UserWarning,
             stacklevel=2,
         )

@@ -610,3 +610,84 @@ def test_a_threshold_scorer_reads_the_right_column_next_to_other_scorers():
     np.testing.assert_array_equal(
         alone.cv_results_["mean_test_dpd"], together.cv_results_["mean_test_dpd"]
     )
+
+
+def test_evaluate_clients_checks_its_inputs(data):
+    model = LogisticRegression().fit(data.data, data.target)
+    X, y, S, clients = data.data, data.target, data.sensitive, data.clients
+    kw = dict(n_bootstrap=0, metrics=("selection_rate",))
+    whole = evaluate_clients(model, X, y, clients=None, sensitive_features=S, **kw)
+    assert whole.per_client.shape[0] == 1
+    assert whole.per_client["selection_rate"].iloc[0] == pytest.approx(
+        model.predict(X).mean()
+    )
+    with pytest.raises(ValueError, match="clients must hold one id per row"):
+        evaluate_clients(model, X, y, clients=clients[:10], sensitive_features=S, **kw)
+    with pytest.raises(ValueError, match="clients has missing values"):
+        evaluate_clients(
+            model,
+            X,
+            y,
+            clients=np.where(clients == 0, np.nan, clients),
+            sensitive_features=S,
+            **kw,
+        )
+    with pytest.raises(ValueError, match="not the model's classes"):
+        evaluate_clients(
+            model, X, y.astype(str), clients=clients, sensitive_features=S, **kw
+        )
+    with pytest.raises(ValueError, match="sensitive_features has 10 rows"):
+        evaluate_clients(model, X, y, clients=clients, sensitive_features=S[:10], **kw)
+    three = LogisticRegression().fit(X, np.arange(len(y)) % 3)
+    with pytest.raises(ValueError, match="binary outcomes"):
+        evaluate_clients(three, X, y, clients=clients, sensitive_features=S, **kw)
+
+
+def test_a_federation_says_once_when_its_penalty_cannot_act(data):
+    from skfedida.exceptions import InactivePenaltyWarning
+
+    fed = make_fedida(n_rounds=1, local_epochs=1, random_state=0)
+    with pytest.warns(InactivePenaltyWarning, match="no sensitive attributes") as w:
+        fed.fit(data.data, data.target, clients=data.clients)
+    assert sum(issubclass(r.category, InactivePenaltyWarning) for r in w) == 1
+    with pytest.warns(InactivePenaltyWarning, match="single value"):
+        fed.fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=np.zeros(len(data.target)),
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InactivePenaltyWarning)
+        fed.fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+
+
+def test_lambda_range_does_not_blame_lambda_for_a_degenerate_baseline():
+    # A rare outcome: the unpenalised model already predicts no positive at
+    # 0.5, so the selection-rate band is off for it instead of ending its range.
+    rare = make_federated_classification(
+        3000, n_clients=3, prevalence=0.03, random_state=0
+    )
+    S = np.column_stack(list(rare.sensitive.values()))
+
+    def constant_score(estimator, X, y):
+        return 1.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateModelWarning)
+        result = lambda_range(
+            FairPenaltyLogisticRegression(),
+            rare.data,
+            rare.target,
+            clients=rare.clients,
+            sensitive_features=S,
+            lambdas=(0, 0.1, 0.5),
+            scoring=constant_score,
+            random_state=0,
+        )
+    assert result.range == (0.0, 0.5)

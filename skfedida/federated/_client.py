@@ -29,9 +29,7 @@ from .._fair_base import (
     _Batch,
     normalised_weight,
 )
-from .._groups import (
-    take_rows,
-)
+from .._groups import check_one_kind, take_rows
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES
@@ -444,6 +442,34 @@ def _check_sampler_input(sampler, X):
             "FairnessAwareROSE does not accept sparse X (synthetic rows add dense "
             "noise): convert X with X.toarray(), or use a sampler without noise."
         )
+
+
+def client_ids(clients, n_samples):
+    """Sorted client ids and every row's position among them, checked.
+
+    ``None`` is one client (``0``) holding every row: the non-federated case,
+    as sklearn's estimator checks and plain pipelines use it.
+    """
+    if clients is None:
+        return np.array([0]), np.zeros(n_samples, dtype=np.intp)
+    clients = np.asarray(clients)
+    if clients.ndim != 1 or clients.shape[0] != n_samples:
+        raise ValueError(
+            f"clients must hold one id per row: {n_samples} rows, got "
+            f"shape {clients.shape}."
+        )
+    if (clients.dtype.kind == "f" and np.isnan(clients).any()) or (
+        # NaN is the one value unequal to itself.
+        clients.dtype.kind == "O"
+        and (np.equal(clients, None) | (clients != clients)).any()
+    ):
+        raise ValueError("clients has missing values; every row needs a client.")
+    check_one_kind(clients, "clients")
+    if clients.dtype.kind == "O":
+        # Python strings (pandas' string and categorical ids, object arrays)
+        # or numbers become a plain numpy array of one type.
+        clients = np.asarray(clients.tolist())
+    return np.unique(clients, return_inverse=True)
 
 
 def _client_seeds(random_state, n_clients):

@@ -25,12 +25,11 @@ from .._fair_base import (
 )
 from .._groups import (
     check_labels_complete,
-    check_one_kind,
     encode_groups,
     resolve_sensitive,
     take_rows,
 )
-from ..exceptions import warn_if_degenerate
+from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
 from ..over_sampling import FairnessAwareROSE
 from ._aggregation import WeightedMean, _Aggregator, check_aggregation
 from ._client import (
@@ -43,6 +42,7 @@ from ._client import (
     _split_client,
     _Trainer,
     _validation_metrics,
+    client_ids,
     clone_fitted,
 )
 from ._parameters import get_parameters, set_parameters
@@ -333,29 +333,7 @@ default="mean"
     # -- input handling ---------------------------------------------------------
 
     def _client_codes(self, clients, n_samples):
-        if clients is None:
-            # One client holding every row: the non-federated model (what
-            # sklearn's estimator checks and a plain Pipeline fit exercise).
-            return np.array([0]), np.zeros(n_samples, dtype=np.intp)
-        clients = np.asarray(clients)
-        if clients.ndim != 1 or clients.shape[0] != n_samples:
-            raise ValueError(
-                f"clients must hold one id per row: {n_samples} rows, got "
-                f"shape {clients.shape}."
-            )
-        if (clients.dtype.kind == "f" and np.isnan(clients).any()) or (
-            # NaN is the one value unequal to itself.
-            clients.dtype.kind == "O"
-            and (np.equal(clients, None) | (clients != clients)).any()
-        ):
-            raise ValueError("clients has missing values; every row needs a client.")
-        check_one_kind(clients, "clients")
-        if clients.dtype.kind == "O":
-            # Python strings (pandas' string and categorical ids, object
-            # arrays) or numbers become a plain numpy array of one type.
-            clients = np.asarray(clients.tolist())
-        ids, codes = np.unique(clients, return_inverse=True)
-        return ids, codes
+        return client_ids(clients, n_samples)
 
     def _check_components(self):
         if self.sensitive is None:
@@ -412,6 +390,7 @@ default="mean"
         # Intersectional group codes, computed once: the per-minibatch path
         # groups every batch by them without re-reading S.
         group_codes = None if S is None else encode_groups(S, n_samples=n_samples).codes
+        self._warn_if_penalty_inactive(S, group_codes)
         ids, codes = self._client_codes(clients, n_samples)
         if warm and not (
             np.array_equal(ids, self.clients_)
@@ -528,6 +507,29 @@ default="mean"
         params.pop("random_state", None)
         for model in self._federation_state["models"]:
             model.set_params(**params)
+
+    def _warn_if_penalty_inactive(self, S, group_codes):
+        """Warn once per fit when the estimator's fairness weight cannot act.
+
+        Each client round silences the estimator's own warning (it would
+        repeat for every client and round), so the federation says it once.
+        """
+        params = self.estimator.get_params(deep=False)
+        fairness = params.get("fairness", 0)
+        if not (isinstance(fairness, numbers.Real) and fairness > 0):
+            return
+        if self.sensitive is None and S is None:
+            reason = "no sensitive attributes were given (pass sensitive_features)"
+        elif group_codes is not None and group_codes.size and group_codes.max() == 0:
+            reason = "the sensitive attributes take a single value"
+        else:
+            return
+        warnings.warn(
+            f"fairness={fairness} has no effect: {reason}; the federation trains "
+            "the unpenalised model.",
+            InactivePenaltyWarning,
+            stacklevel=3,
+        )
 
     def _warn_if_degenerate(self, data):
         """Warn when the models' decisions on the training rows are one class.

@@ -9,7 +9,8 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
 
-from .._groups import encode_groups, take_rows
+from .._compat import _num_samples
+from .._groups import check_labels_complete, encode_groups
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES
 from ..metrics._operating_point import (
@@ -18,6 +19,7 @@ from ..metrics._operating_point import (
     federated_threshold,
     training_prevalence,
 )
+from ._client import client_ids
 
 __all__ = ["evaluate_clients"]
 
@@ -224,15 +226,36 @@ def evaluate_clients(
         raise ValueError(f"prevalence must be in [0, 1]; got {prevalence!r}.")
     if not (isinstance(min_group_size, numbers.Integral) and min_group_size >= 1):
         raise ValueError(f"min_group_size must be an int >= 1; got {min_group_size!r}.")
-    clients = np.asarray(clients)
+    n_samples = _num_samples(X)
     y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n_samples:
+        raise ValueError(
+            f"y must hold one label per row of X: {n_samples} rows, got shape "
+            f"{y.shape}."
+        )
+    check_labels_complete(y)
+    classes = np.asarray(estimator.classes_)
+    if classes.size != 2:
+        raise ValueError(
+            "evaluate_clients reports binary outcomes; the model has classes "
+            f"{classes.tolist()}."
+        )
+    unknown = ~np.isin(y, classes)
+    if unknown.any():
+        raise ValueError(
+            f"y has labels {np.unique(y[unknown]).tolist()[:5]} that are not the "
+            f"model's classes {classes.tolist()} (a label of another type, such "
+            "as '1' for 1?)."
+        )
+    ids, codes = client_ids(clients, n_samples)
+    # Every row's group, encoded once (and checked: length, missing values).
+    group_codes = encode_groups(sensitive_features, n_samples=n_samples).codes
     kwargs = {}
     if personalised and hasattr(estimator, "client_estimators_"):
-        kwargs["clients"] = clients
+        kwargs["clients"] = ids[codes]
     proba = estimator.predict_proba(X, **kwargs)[:, 1]
-    y_positive = (y == estimator.classes_[-1]).astype(np.float64)
-    ids = np.unique(clients)
-    client_rows = [np.flatnonzero(clients == client) for client in ids]
+    y_positive = (y == classes[-1]).astype(np.float64)
+    client_rows = [np.flatnonzero(codes == k) for k in range(ids.size)]
     target_rate = _rate_of(threshold, estimator, prevalence, y_positive)
     if target_rate is None:
         cut = float(threshold)
@@ -258,10 +281,7 @@ def evaluate_clients(
     rows = []
     for client, idx in zip(ids, client_rows, strict=True):
         y_k, proba_k, pred_k = y_positive[idx], proba[idx], pred[idx]
-        # Group codes once per client, not once per metric and resample.
-        S_k = encode_groups(
-            take_rows(sensitive_features, idx), n_samples=idx.size
-        ).codes
+        S_k = group_codes[idx]
         row = {
             "client": client,
             **_metric_values(metrics, y_k, proba_k, pred_k, S_k, None, min_group_size),

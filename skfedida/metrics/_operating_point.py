@@ -238,6 +238,9 @@ def federated_threshold(
     if total <= 0:
         raise ValueError("the clients hold no rows; cannot place a threshold.")
     wanted = rate * total
+    # A bin holding one row (or a thousandth of them) needs no finer grid: no
+    # threshold splits a row, and further passes only meet float spacing.
+    enough = max(1e-3 * total, max(float(w.max()) for w in weights if w.size))
     low, high = 0.0, 1.0
     cut = 1.0
     for _ in range(_MAX_PASSES):
@@ -261,7 +264,7 @@ def federated_threshold(
         cut = float(np.clip(low + (j + fraction) * width / n_bins, 0.0, 1.0))
         next_low, next_high = low + j * width / n_bins, low + (j + 1) * width / n_bins
         if (
-            inside_bin <= 1e-3 * total
+            inside_bin <= enough
             or next_high <= next_low
             or (next_low == low and next_high == high)
         ):
