@@ -44,6 +44,7 @@ from skfedida.over_sampling import FairnessAwareROSE
 COLUMNS = {
     "roc_auc": "AUROC",
     "brier": "Brier",
+    "rate_matched": "rate matched",
     "rate_05": "rate@0.5",
     "dpd_05": "DPD@0.5",
     "soft_dpd": "DPD prob",
@@ -135,6 +136,9 @@ def evaluate(model, test):
         model, X, y, metrics=("selection_rate", "dpd"), n_bootstrap=0, **kwargs
     )
     row = matched.summary["mean"].to_dict()
+    # The share the matched threshold selects (target: the training
+    # prevalence; ties among scores can keep it from the target).
+    row["rate_matched"] = matched.achieved_rate
     row["rate_05"] = at_half.summary.loc["selection_rate", "mean"]
     row["dpd_05"] = at_half.summary.loc["dpd", "mean"]
     return row

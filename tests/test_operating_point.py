@@ -703,3 +703,14 @@ def test_lambda_range_does_not_blame_lambda_for_a_degenerate_baseline():
             random_state=0,
         )
     assert result.range == (0.0, 0.5)
+
+
+def test_tied_scores_go_to_the_side_closest_to_the_target():
+    # 100 rows at 0.9, 300 tied at 0.5, 600 at 0.1; a rate of 0.3 selects
+    # either 100 or 400 rows: 400 is closer (0.1 away, not 0.2).
+    scores = np.r_[np.full(100, 0.9), np.full(300, 0.5), np.full(600, 0.1)]
+    clients = [scores[:500], scores[500:]]
+    t = federated_threshold(clients, 0.3)
+    assert (scores > t).sum() == 400
+    t = federated_threshold(clients, 0.2)
+    assert (scores > t).sum() == 100

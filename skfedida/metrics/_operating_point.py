@@ -193,8 +193,10 @@ def federated_threshold(
     holds more than a thousandth of the rows (scores bunched together, as a
     model that compresses its scores gives), the server narrows the grid to
     that bin and asks again, up to 6 times. So the selected share matches the
-    target however narrow the spread of the scores, except where scores tie
-    exactly: no threshold separates equal scores.
+    target however narrow the spread of the scores. Scores that tie exactly
+    cannot be split by any threshold: the server then asks each client how
+    many rows three candidate cuts select (inside the last bin, and either
+    edge of it) and keeps the closest to the target.
 
     Parameters
     ----------
@@ -270,7 +272,17 @@ def federated_threshold(
         ):
             break
         low, high = next_low, next_high
-    return cut
+
+    # Scores tied inside the last bin cannot be split: ask the clients how
+    # many rows each candidate selects (one count per client) and keep the
+    # one closest to the target: the interpolated cut, or either edge of the
+    # bin (its rows all selected, or none).
+    def selected(t):
+        return sum(float(w[s > t].sum()) for s, w in zip(scores, weights, strict=True))
+
+    below_bin = np.nextafter(next_low, -np.inf) if next_low > 0 else -np.inf
+    candidates = [cut, float(max(below_bin, 0.0)), float(next_high)]
+    return min(candidates, key=lambda t: abs(selected(t) - wanted))
 
 
 def selection_rate(y_true, y_pred, *, pos_label=None, sample_weight=None):
