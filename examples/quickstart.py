@@ -99,8 +99,8 @@ for name, federation in setups.items():
         at_half.per_client.rename(columns={"selection_rate": "rate", "dpd": "dpd_05"})
     )[list(columns)]
     print(
-        f"\n{name}: matched threshold {matched.threshold:.3f} "
-        f"(selects {matched.target_rate:.3f} of the rows)"
+        f"\n{name}: matched threshold {matched.threshold:.3f} (selects "
+        f"{matched.achieved_rate:.3f} of the rows; target {matched.target_rate:.3f})"
     )
     print(f"{'client':>8}" + "".join(label.rjust(15) for label in columns.values()))
     for client, row in table.iterrows():
