@@ -698,8 +698,9 @@ default="group_standardized"
         selection rate (DPD 0.281 -> 0.163, DFPR 0.169 -> 0.079, AUROC
         -0.014; ties among the scores keep the matched rates at 25.3% and
         22.5%) with the Brier score within 4% of FedAvg's
-        (``benchmarks/operating_point.py``, 3 seeds). ``penalty="group", fairness=1.0, prior_correction=None`` is
-        the paper's FedIDA.
+        (``benchmarks/operating_point.py``, 3 seeds).
+        ``penalty="group", fairness=1.0, prior_correction=None`` is the
+        paper's FedIDA.
     alpha : float, default=1e-4
         The paper's gamma.
     n_rounds : int, default=10
