@@ -714,3 +714,21 @@ def test_tied_scores_go_to_the_side_closest_to_the_target():
     assert (scores > t).sum() == 400
     t = federated_threshold(clients, 0.2)
     assert (scores > t).sum() == 100
+
+
+def test_a_weighted_prevalence_threshold_selects_the_weighted_share():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 2))
+    y = (X[:, 0] + rng.normal(size=1000) > 0.8).astype(int)
+    S = rng.integers(0, 2, 1000)
+    weight = np.where(y == 1, 3.0, 1.0)  # positives count three times
+    model = LogisticRegression().fit(X, y)
+    proba = model.predict_proba(X)[:, 1]
+    share = np.average(y, weights=weight)
+    t = federated_threshold([proba], share, sample_weights=[weight])
+    expected = -demographic_parity_difference(
+        y, (proba > t).astype(int), sensitive_features=S, sample_weight=weight
+    )
+    scorer = make_fairness_scorer("dpd", threshold="prevalence")
+    got = scorer(model, X, y, sensitive_features=S, sample_weight=weight)
+    assert got == pytest.approx(expected)

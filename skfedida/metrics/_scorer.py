@@ -214,8 +214,15 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
             kwargs["flip"] = bool(positive != last)
             if self._threshold == "prevalence":
                 prevalence = training_prevalence(estimator, positive)
+                # The scored rows' own share, weighted as the histogram of
+                # their scores is, when the estimator does not know its own.
                 kwargs["rate"] = (
-                    float(np.mean(np.asarray(y_true) == positive))
+                    float(
+                        np.average(
+                            np.asarray(y_true) == positive,
+                            weights=kwargs.get("sample_weight"),
+                        )
+                    )
                     if prevalence is None
                     else prevalence
                 )
