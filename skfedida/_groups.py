@@ -158,10 +158,7 @@ def check_one_kind(values, what):
         return
     values = values.ravel()
     # Missing values (None, NaN, pd.NA) are reported as such elsewhere.
-    if pd is not None:
-        present = ~pd.isna(values)
-    else:
-        present = ~(np.equal(values, None) | (values != values))
+    present = ~pd.isna(values) if pd is not None else ~missing_mask(values)
     kinds = value_kinds(values[present].tolist())
     if len(kinds) > 1:
         raise ValueError(
@@ -209,15 +206,18 @@ def check_not_resampled_with(X, sensitive_features, owner):
             )
 
 
+def missing_mask(values):
+    """Where a 1-D array holds None or NaN (NaN is the one value unequal to itself)."""
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    if values.dtype.kind == "O":
+        return np.equal(values, None) | (values != values)
+    return np.zeros(values.shape, dtype=bool)
+
+
 def check_labels_complete(y, name="y"):
     """Refuse labels with missing values (None or NaN), naming the first."""
-    y = np.asarray(y)
-    if y.dtype.kind == "f":
-        missing = np.isnan(y)
-    elif y.dtype.kind == "O":
-        missing = np.equal(y, None) | (y != y)
-    else:
-        return
+    missing = missing_mask(np.asarray(y))
     if missing.any():
         raise ValueError(
             f"{name} has {int(missing.sum())} missing value(s) (first at row "
@@ -238,12 +238,7 @@ def _factorize(column, param_name, name):
             ) from exc
         return np.asarray(codes, dtype=np.intp), np.asarray(uniques).tolist()
     array = np.asarray(column)
-    if array.dtype.kind == "f":
-        missing = np.isnan(array)
-    elif array.dtype.kind == "O":
-        missing = np.equal(array, None) | (array != array)
-    else:
-        missing = np.zeros(array.shape, dtype=bool)
+    missing = missing_mask(array)
     try:
         uniques, codes = np.unique(array[~missing], return_inverse=True)
     except TypeError as exc:

@@ -29,7 +29,7 @@ from .._fair_base import (
     _Batch,
     normalised_weight,
 )
-from .._groups import check_one_kind, take_rows
+from .._groups import check_one_kind, missing_mask, take_rows
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES
@@ -175,7 +175,6 @@ class _Trainer:
         prior_correction=None,
     ):
         self.sampler = sampler
-        self.prior_correction = prior_correction
         self.resample = resample
         self.prior_correction = prior_correction
         self.batch_size = batch_size
@@ -458,11 +457,7 @@ def client_ids(clients, n_samples):
             f"clients must hold one id per row: {n_samples} rows, got "
             f"shape {clients.shape}."
         )
-    if (clients.dtype.kind == "f" and np.isnan(clients).any()) or (
-        # NaN is the one value unequal to itself.
-        clients.dtype.kind == "O"
-        and (np.equal(clients, None) | (clients != clients)).any()
-    ):
+    if missing_mask(clients).any():
         raise ValueError("clients has missing values; every row needs a client.")
     check_one_kind(clients, "clients")
     if clients.dtype.kind == "O":
