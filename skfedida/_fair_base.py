@@ -30,7 +30,6 @@ from ._compat import (
     Interval,
     StrOptions,
     _check_partial_fit_first_call,
-    _check_sample_weight,
 )
 from ._groups import (
     check_labels_complete,
@@ -39,6 +38,7 @@ from ._groups import (
     encode_groups,
     resolve_sensitive,
 )
+from ._validation import checked_float_matrix, sample_weight_of
 from .exceptions import InactivePenaltyWarning
 from .penalty import PENALTIES
 
@@ -116,6 +116,9 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
     __metadata_request__fit = {"sensitive_features": True}
     __metadata_request__partial_fit = {"sensitive_features": True}
 
+    # Takes skfedida's encoded groups (SensitiveGroups) as sensitive_features.
+    _accepts_encoded_groups = True
+
     _parameter_constraints: dict = {
         "fairness": [Interval(numbers.Real, 0, None, closed="left")],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
@@ -165,6 +168,8 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
     def _model_inputs(self, X, *, reset, sensitive_features=None):
         """Validated model inputs (sensitive columns dropped) and S, if any."""
         if self.sensitive is None:
+            if not reset and (X_plain := checked_float_matrix(self, X)) is not None:
+                return X_plain, sensitive_features
             X_model = validate_data(
                 self,
                 X,
@@ -282,12 +287,8 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             X, reset=reset, sensitive_features=sensitive_features
         )
         y, _ = self._encode_y(y, X_model.shape[0])
-        weight = _check_sample_weight(
-            sample_weight,
-            X_model,
-            dtype=np.float64,
-            ensure_non_negative=True,
-            allow_all_zero_weights=allow_all_zero_weights,
+        weight = sample_weight_of(
+            sample_weight, X_model, allow_all_zero_weights=allow_all_zero_weights
         )
         if sample_weight is not None:
             weight = normalised_weight(weight)
@@ -383,6 +384,12 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         return self._objective(self._get_params_list(), batch, with_gradient=False)[0]
 
     def _to01(self, y):
+        positive = y == self.classes_[1]
+        if not (positive | (y == self.classes_[0])).all():
+            return self._to01_checked(y)
+        return positive.astype(np.float64)
+
+    def _to01_checked(self, y):
         unknown = ~np.isin(y, self.classes_)
         if unknown.any():
             raise ValueError(
@@ -450,7 +457,13 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             step *= 0.5
 
     def _partial_fit(self, X, y, classes, sensitive_features, sample_weight):
-        first_call = _check_partial_fit_first_call(self, classes)
+        known = getattr(self, "classes_", None)
+        if known is not None and (classes is None or np.array_equal(classes, known)):
+            # A later call with the classes of the first (a federation's
+            # minibatches): what sklearn's check would find, without its cost.
+            first_call = False
+        else:
+            first_call = _check_partial_fit_first_call(self, classes)
         try:
             if first_call:
                 self._binary_labels(self.classes_)

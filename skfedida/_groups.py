@@ -44,7 +44,12 @@ _MAX_DENSE_COMBINATIONS = 1 << 24
 
 @dataclass(frozen=True, eq=False)
 class SensitiveGroups:
-    """Intersectional groups of a sample.
+    """Intersectional groups of a sample: S read, checked and encoded once.
+
+    The value every component of skfedida accepts wherever it accepts
+    sensitive features, and passes on unchanged: a federation encodes S once
+    per fit, and its clients, batches, sampler, estimators and metrics work
+    on the codes (``take`` selects rows without re-reading any value).
 
     Attributes
     ----------
@@ -56,6 +61,13 @@ class SensitiveGroups:
         are sorted by these values, attribute by attribute.
     names : tuple of str
         Names of the sensitive attributes.
+
+    Notes
+    -----
+    After :meth:`take`, some groups may have no row; :meth:`compact` (which
+    :func:`encode_groups` applies) drops them, keeping the order, so a
+    consumer sees only the groups present, numbered as if S had been encoded
+    from those rows.
     """
 
     codes: np.ndarray
@@ -64,12 +76,42 @@ class SensitiveGroups:
 
     @property
     def n_groups(self):
-        """Number of groups present in the sample."""
+        """Number of groups (after ``take``, some may have no row)."""
         return len(self.labels)
+
+    def __len__(self):
+        return self.codes.shape[0]
+
+    @property
+    def shape(self):
+        """``(n_samples,)``, so sklearn's length checks read it as one column."""
+        return self.codes.shape
 
     def counts(self, sample_weight=None):
         """Number of rows (or total weight) in every group."""
         return np.bincount(self.codes, weights=sample_weight, minlength=self.n_groups)
+
+    def take(self, rows):
+        """The groups of some rows (positions, repeats allowed); same labels."""
+        return SensitiveGroups(self.codes[rows], self.labels, self.names)
+
+    def compact(self):
+        """These groups without those that have no row (self if none is empty)."""
+        present = np.bincount(self.codes, minlength=self.n_groups) > 0
+        if present.all():
+            return self
+        lookup = np.cumsum(present, dtype=np.intp) - 1
+        labels = tuple(self.labels[k] for k in np.flatnonzero(present).tolist())
+        return SensitiveGroups(lookup[self.codes], labels, self.names)
+
+    def values(self):
+        """The sensitive values of every row, as a dict of columns by name."""
+        return {
+            name: np.asarray([label[j] for label in self.labels], dtype=object)[
+                self.codes
+            ]
+            for j, name in enumerate(self.names)
+        }
 
     def label_strings(self, sep=", "):
         """Readable group names, e.g. ``"Black, Female"``."""
@@ -345,6 +387,14 @@ def encode_groups(
     >>> groups.labels
     (('B', 'F'), ('W', 'F'), ('W', 'M'))
     """
+    if isinstance(sensitive_features, SensitiveGroups):
+        # Encoded already (once per fit): check the length, drop absent groups.
+        if n_samples is not None and len(sensitive_features) != n_samples:
+            raise ValueError(
+                f"{param_name} has {len(sensitive_features)} rows but X and y "
+                f"have {n_samples}; give one sensitive value per row."
+            )
+        return sensitive_features.compact()
     codes, uniques, names = check_sensitive_features(
         sensitive_features, n_samples, param_name=param_name
     )
@@ -503,6 +553,8 @@ def take_rows(values, indices):
     -------
     taken : same type as ``values``
     """
+    if isinstance(values, SensitiveGroups):
+        return values.take(indices)
     if isinstance(values, Mapping):
         return {name: take_rows(column, indices) for name, column in values.items()}
     taken = _safe_indexing(values, indices)

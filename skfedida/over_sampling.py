@@ -16,9 +16,9 @@ from collections.abc import Mapping
 import numpy as np
 import scipy.sparse as sp
 from imblearn.base import BaseSampler
+from sklearn import get_config
 from sklearn.preprocessing import label_binarize
 from sklearn.utils import check_random_state, column_or_1d
-from sklearn.utils.multiclass import type_of_target
 
 from ._compat import (
     InputTags,
@@ -27,7 +27,6 @@ from ._compat import (
     StrOptions,
     Tags,
     TargetTags,
-    _check_feature_names,
     _check_n_features,
     _fit_context,
     check_target_type,
@@ -40,6 +39,11 @@ from ._groups import (
     remember_resampling,
     resolve_sensitive,
     take_rows,
+)
+from ._validation import (
+    check_feature_names_reset,
+    is_plain_float_matrix,
+    label_type,
 )
 
 __all__ = ["FairnessAwareROSE"]
@@ -255,6 +259,9 @@ class FairnessAwareROSE(BaseSampler):
 
     _sampling_type = "over-sampling"
 
+    # Takes skfedida's encoded groups (SensitiveGroups) as sensitive_features.
+    _accepts_encoded_groups = True
+
     __metadata_request__fit = {"sensitive_features": True}
     __metadata_request__fit_resample = {"sensitive_features": True}
 
@@ -410,8 +417,20 @@ class FairnessAwareROSE(BaseSampler):
 
     # -- the algorithm ----------------------------------------------------
 
+    def _with_noised_columns_of(self, X):
+        """This sampler, with the columns to noise decided on X once.
+
+        For a sampler applied to many subsets of X (a federated client's
+        minibatches): the ``"auto"`` rule applied to every subset could find a
+        continuous column binary by chance, and change which columns (and so
+        which random draws) get noise from one subset to the next.
+        """
+        if not isinstance(self.categorical_features, str):
+            return self
+        noised, _ = self._noised_columns(X)
+        return self.set_params(categorical_features=~noised)
+
     def _fit_resample(self, X, y, sensitive_features=None):
-        self._validate_params()
         if sp.issparse(X):
             raise TypeError(
                 "FairnessAwareROSE does not accept sparse X: synthetic rows "
@@ -436,13 +455,15 @@ class FairnessAwareROSE(BaseSampler):
                 f"Found array with {n_features} feature(s) (shape={X.shape}) while "
                 "a minimum of 1 is required by FairnessAwareROSE."
             )
-        y_type = type_of_target(y, input_name="y")
+        y_type = label_type(y)
         if y_type not in ("binary", "multiclass", "multilabel-indicator"):
             raise ValueError(f"Unknown label type: {y_type!r}; y must hold classes.")
         if y_type == "multilabel-indicator":
             y_array, binarize_y = check_target_type(y, indicate_one_vs_all=True)
         else:
-            y_array, binarize_y = column_or_1d(y, warn=True), False
+            plain = type(y) is np.ndarray and y.ndim == 1
+            y_array = y if plain else column_or_1d(y, warn=True)
+            binarize_y = False
         if y_array.shape[0] != n_samples:
             raise ValueError(f"X has {n_samples} rows but y has {y_array.shape[0]}.")
         classes, y_codes = np.unique(y_array, return_inverse=True)
@@ -452,7 +473,7 @@ class FairnessAwareROSE(BaseSampler):
                 f"outcomes; got one class only: {classes.tolist()}."
             )
         _check_n_features(self, X, reset=True)
-        _check_feature_names(self, X, reset=True)
+        check_feature_names_reset(self, X)
 
         _, S = resolve_sensitive(
             X,
@@ -544,13 +565,16 @@ class FairnessAwareROSE(BaseSampler):
             size, target = rows.size, targets[key]
             if size >= target:
                 if self.undersample and size > target:
-                    rows = random_state.choice(rows, size=target, replace=False)
+                    # RandomState.choice(rows, target, replace=False), the
+                    # same draws without its per-call overhead.
+                    rows = rows[random_state.permutation(size)[:target]]
                 kept.append(rows)
                 after[key] = int(rows.size)
                 continue
             kept.append(rows)
             n_new = target - size
-            seed_rows = random_state.choice(rows, size=n_new, replace=True)
+            # RandomState.choice(rows, n_new, replace=True), the same draws.
+            seed_rows = rows[random_state.randint(0, size, size=n_new)]
             seeds.append(seed_rows)
             noise = None
             if X_noised is not None:
@@ -581,6 +605,14 @@ class FairnessAwareROSE(BaseSampler):
     def _noised_columns(self, X):
         """Mask of the columns that get noise, and those columns as floats."""
         n_features = X.shape[1]
+        if (
+            self.sensitive is None
+            and not isinstance(self.categorical_features, str)
+            and is_plain_float_matrix(X)
+        ):
+            fixed = self._fixed_noised_columns(X)
+            if fixed is not None:
+                return fixed
         names = _column_names(X)
         kinds = np.array(_column_kinds(X))
         copied = np.zeros(n_features, dtype=bool)
@@ -628,6 +660,23 @@ class FairnessAwareROSE(BaseSampler):
                 "(NaN); FairnessAwareROSE needs complete data. Impute first."
             )
         return ~copied, block
+
+    def _fixed_noised_columns(self, X):
+        """``_noised_columns`` for a float ndarray and a boolean mask of copies.
+
+        The case of a federation's minibatches (see
+        ``_with_noised_columns_of``): every column is numeric, so the answer
+        is the mask itself once the values are checked; None when they fail
+        (the general path then names the column).
+        """
+        copied = np.asarray(self.categorical_features)
+        if copied.dtype != bool or copied.shape != (X.shape[1],):
+            return None
+        if not get_config()["assume_finite"] and not np.isfinite(X).all():
+            return None
+        noised = ~copied
+        block = X[:, noised].astype(np.float64) if noised.any() else None
+        return noised, block
 
     def _normalise_key(self, key, n_attributes, param_name, valid):
         """Accept (group, class) keys with a bare group value for one attribute."""

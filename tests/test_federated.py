@@ -681,3 +681,84 @@ def test_federated_estimator_passes_sklearns_estimator_checks(federation):
         if r["status"] == "failed"
     ]
     assert not failed
+
+
+@pytest.mark.parametrize("resample", ["batch", "client"])
+def test_sensitive_features_are_encoded_once_per_fit(monkeypatch, resample):
+    import skfedida._groups as groups_module
+
+    calls = []
+    real = groups_module.check_sensitive_features
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(groups_module, "check_sensitive_features", counting)
+    X, y, clients, S = _federation(n=600)
+    FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=2,
+        local_epochs=2,
+        sampler=FairnessAwareROSE(),
+        resample=resample,
+        validation_fraction=0.2,
+        batch_size=32,
+        random_state=0,
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    # Hundreds of minibatches, each resampled and penalised, and held-out
+    # metrics every round: S is read and encoded once.
+    assert len(calls) == 1
+
+
+class _RecordingSampler(FairnessAwareROSE):
+    """A sampler that is not skfedida's: it must get S as the user gave it."""
+
+    _accepts_encoded_groups = False
+    received = []
+
+    def fit_resample(self, X, y, *, sensitive_features=None):
+        type(self).received.append(sensitive_features)
+        return super().fit_resample(X, y, sensitive_features=sensitive_features)
+
+
+class _RecordingEstimator(FairPenaltyLogisticRegression):
+    _accepts_encoded_groups = False
+    received = []
+
+    def partial_fit(self, X, y, classes=None, sensitive_features=None, **kwargs):
+        type(self).received.append((np.asarray(y).copy(), sensitive_features))
+        return super().partial_fit(
+            X, y, classes=classes, sensitive_features=sensitive_features, **kwargs
+        )
+
+
+def test_components_that_are_not_skfedidas_get_the_users_sensitive_features():
+    X, y, clients, S = _federation(n=300)
+    _RecordingSampler.received.clear()
+    _RecordingEstimator.received.clear()
+    fed = FederatedEstimator(
+        _RecordingEstimator(fairness=1.0),
+        n_rounds=1,
+        local_epochs=1,
+        sampler=_RecordingSampler(),
+        batch_size=64,
+        random_state=0,
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    assert _RecordingSampler.received and _RecordingEstimator.received
+    for received in _RecordingSampler.received:
+        assert isinstance(received, pd.DataFrame)
+        assert list(received.columns) == list(S.columns)
+    for labels, received in _RecordingEstimator.received:
+        assert isinstance(received, pd.DataFrame)
+        assert len(received) == len(labels)
+    # ... and the federation learns exactly what skfedida's own components do.
+    plain = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=1,
+        local_epochs=1,
+        sampler=FairnessAwareROSE(),
+        batch_size=64,
+        random_state=0,
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    np.testing.assert_array_equal(fed.estimator_.coef_, plain.estimator_.coef_)

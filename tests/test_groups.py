@@ -165,3 +165,82 @@ def test_resolve_columns_of_an_array():
 def test_dict_of_wrong_length_hints_at_cross_validation():
     with pytest.raises(ValueError, match="not sliced per fold"):
         encode_groups({"a": ["x", "y", "x"]}, n_samples=2)
+
+
+# -- encoded groups (SensitiveGroups) as a value accepted wherever S is -------
+
+
+def _encoded_case(seed=0, n=300):
+    rng = np.random.default_rng(seed)
+    S = pd.DataFrame(
+        {
+            "race": rng.choice(["a", "b", "c"], size=n, p=[0.6, 0.3, 0.1]),
+            "sex": rng.choice(["F", "M"], size=n),
+        }
+    )
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + rng.normal(size=n) > 0.5).astype(int)
+    return X, y, S
+
+
+def test_take_keeps_labels_and_compact_renumbers_like_a_fresh_encoding():
+    _, _, S = _encoded_case()
+    groups = encode_groups(S)
+    rows = np.flatnonzero(S["race"].to_numpy() != "b")
+    taken = groups.take(rows)
+    assert taken.labels == groups.labels  # numbering kept: some groups empty
+    assert len(taken) == rows.size and taken.shape == (rows.size,)
+    fresh = encode_groups(S.iloc[rows])
+    compacted = encode_groups(taken)  # what every consumer sees
+    np.testing.assert_array_equal(compacted.codes, fresh.codes)
+    assert compacted.labels == fresh.labels and compacted.names == fresh.names
+    full = encode_groups(groups)
+    assert full is groups  # nothing to drop: passed through unchanged
+
+
+def test_encoded_groups_of_the_wrong_length_are_refused():
+    _, _, S = _encoded_case()
+    with pytest.raises(ValueError, match="sensitive_features has 300 rows"):
+        encode_groups(encode_groups(S), n_samples=299)
+
+
+def test_metrics_sampler_and_estimator_give_the_same_answer_for_encoded_groups():
+    from skfedida.linear_model import FairPenaltyLogisticRegression
+    from skfedida.metrics import fairness_summary, group_report
+    from skfedida.over_sampling import FairnessAwareROSE
+
+    X, y, S = _encoded_case()
+    groups = encode_groups(S)
+    rows = np.arange(0, 300, 2)
+    model = FairPenaltyLogisticRegression(fairness=2.0, random_state=0)
+    coef_raw = model.fit(X, y, sensitive_features=S).coef_
+    coef_enc = model.fit(X, y, sensitive_features=groups).coef_
+    np.testing.assert_array_equal(coef_raw, coef_enc)
+    pred = model.predict(X)
+    for S_form in (S, groups):
+        pd.testing.assert_series_equal(
+            pd.Series(fairness_summary(y, pred, sensitive_features=S_form)),
+            pd.Series(fairness_summary(y, pred, sensitive_features=S)),
+        )
+    pd.testing.assert_frame_equal(
+        group_report(y[rows], pred[rows], sensitive_features=groups.take(rows)),
+        group_report(y[rows], pred[rows], sensitive_features=S.iloc[rows]),
+    )
+    rose = FairnessAwareROSE(random_state=0)
+    X_raw, y_raw, S_raw = rose.fit_resample_with_sensitive(X, y, sensitive_features=S)
+    before_raw = rose.subgroup_counts_before_
+    X_enc, y_enc, S_enc = rose.fit_resample_with_sensitive(
+        X, y, sensitive_features=groups
+    )
+    np.testing.assert_array_equal(X_raw, X_enc)
+    np.testing.assert_array_equal(y_raw, y_enc)
+    assert rose.subgroup_counts_before_ == before_raw
+    np.testing.assert_array_equal(encode_groups(S_raw).codes, S_enc.codes)
+
+
+def test_values_give_back_every_rows_sensitive_values():
+    _, _, S = _encoded_case()
+    values = encode_groups(S).take(np.arange(10)).values()
+    assert list(values) == ["race", "sex"]
+    np.testing.assert_array_equal(values["race"], S["race"].to_numpy()[:10])
+    np.testing.assert_array_equal(values["sex"], S["sex"].to_numpy()[:10])

@@ -24,11 +24,6 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
 from .._compat import _num_samples, _safe_indexing
-from .._fair_base import (
-    BaseFairClassifier,
-    _Batch,
-    normalised_weight,
-)
 from .._groups import check_one_kind, missing_mask, take_rows
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
@@ -80,23 +75,52 @@ def _step_size(estimator):
 
 
 class _ClientData:
-    """One client's rows: inputs, labels, sensitive features (may be None).
+    """One client's rows: inputs, labels and their sensitive groups.
 
-    ``codes`` are the rows' intersectional group codes, computed once for the
-    whole federation (None without sensitive features). ``weight`` holds the
-    prior-correction weights of resampled rows (None: unweighted).
+    ``groups`` are the rows' :class:`~skfedida._groups.SensitiveGroups`,
+    taken from the one encoding of the federation's S (None without sensitive
+    features): skfedida's samplers and estimators work on them directly.
+    Other components get the sensitive features as the user gave them,
+    ``take_rows(source, positions)``, cut only when one asks. ``weight``
+    holds the prior-correction weights of resampled rows (None: unweighted).
     """
 
-    def __init__(self, X, y, S, codes=None, weight=None):
-        self.X, self.y, self.S, self.codes = X, y, S, codes
+    def __init__(self, X, y, groups=None, weight=None, *, source=None, positions=None):
+        self.X, self.y, self.groups = X, y, groups
         self.weight = weight
+        self.source, self.positions = source, positions
         self.n = _num_samples(X)
 
     def take(self, rows):
-        S = None if self.S is None else take_rows(self.S, rows)
-        codes = None if self.codes is None else self.codes[rows]
-        weight = None if self.weight is None else self.weight[rows]
-        return _ClientData(_safe_indexing(self.X, rows), self.y[rows], S, codes, weight)
+        return _ClientData(
+            self.X[rows]
+            if type(self.X) is np.ndarray
+            else _safe_indexing(self.X, rows),
+            self.y[rows],
+            None if self.groups is None else self.groups.take(rows),
+            None if self.weight is None else self.weight[rows],
+            source=self.source,
+            positions=None if self.positions is None else self.positions[rows],
+        )
+
+    def batch(self, rows):
+        """``take(rows)`` numbering only the groups present in these rows.
+
+        The sampler and the estimator then find the codes compact and use
+        them as they are.
+        """
+        batch = self.take(rows)
+        if batch.groups is not None:
+            batch.groups = batch.groups.compact()
+        return batch
+
+    def sensitive_for(self, component):
+        """The rows' sensitive features in the form a component takes them."""
+        if self.groups is None or getattr(component, "_accepts_encoded_groups", False):
+            return self.groups
+        if self.source is None:  # no user form known: the values by column
+            return self.groups.values()
+        return take_rows(self.source, self.positions)
 
 
 def _round_sampler(sampler, random_state):
@@ -131,28 +155,32 @@ def _prior_weights(y_codes, resampled_codes, n_classes):
 
 
 def _resample(sampler, data, prior_correction=None):
-    """Resample one client's rows (or one batch) jointly with S."""
-    if sampler is None or np.unique(data.y).size < 2:
-        return data
+    """Resample one client's rows (or one batch) jointly with their groups."""
+    if sampler is None or data.n == 0 or (data.y == data.y[0]).all():
+        return data  # nothing to balance in rows of one class
     kwargs = {}
-    if data.S is not None and _accepts(sampler.fit_resample, "sensitive_features"):
-        kwargs["sensitive_features"] = data.S
+    if data.groups is not None and _accepts(sampler.fit_resample, "sensitive_features"):
+        kwargs["sensitive_features"] = data.sensitive_for(sampler)
     X_res, y_res = sampler.fit_resample(data.X, data.y, **kwargs)
-    S_res = None
-    if data.S is not None:
+    groups = positions = None
+    if data.groups is not None:
         if not hasattr(sampler, "sample_indices_"):
             raise TypeError(
                 f"{type(sampler).__name__} does not report sample_indices_, so the "
                 "sensitive features cannot follow the resampled rows."
             )
-        S_res = take_rows(data.S, sampler.sample_indices_)
+        groups = data.groups.take(sampler.sample_indices_)
+        if data.positions is not None:
+            positions = data.positions[sampler.sample_indices_]
     y_res = np.asarray(y_res)
     weight = None
     if prior_correction == "weights":
         classes, y_codes = np.unique(data.y, return_inverse=True)
         resampled_codes = np.searchsorted(classes, y_res)
         weight = _prior_weights(y_codes, resampled_codes, classes.size)
-    return _ClientData(X_res, y_res, S_res, weight=weight)
+    return _ClientData(
+        X_res, y_res, groups, weight, source=data.source, positions=positions
+    )
 
 
 class _Trainer:
@@ -186,8 +214,10 @@ class _Trainer:
     def _fit_kwargs(self, estimator, data):
         """``classes``, and the rows' S when ``partial_fit`` takes them."""
         kwargs = {"classes": self.classes}
-        if data.S is not None and _accepts(estimator.partial_fit, "sensitive_features"):
-            kwargs["sensitive_features"] = data.S
+        if data.groups is not None and _accepts(
+            estimator.partial_fit, "sensitive_features"
+        ):
+            kwargs["sensitive_features"] = data.sensitive_for(estimator)
         if data.weight is not None:
             kwargs["sample_weight"] = data.weight
         return kwargs
@@ -224,6 +254,10 @@ class _Trainer:
     def train(self, estimator, data, epochs, random_state):
         """Local epochs from the estimator's current parameters."""
         sampler = _round_sampler(self.sampler, random_state)
+        if isinstance(sampler, FairnessAwareROSE):
+            # Which columns get noise is decided on the client's rows, not per
+            # minibatch, where a continuous column can look binary by chance.
+            sampler = sampler._with_noised_columns_of(data.X)
         if self.strategy == "pfedavg":
             for _ in range(epochs):
                 self._per_fedavg_epoch(estimator, data, sampler, random_state)
@@ -233,85 +267,11 @@ class _Trainer:
             for _ in range(epochs):
                 self._partial_fit(estimator, local)
             return estimator
-        fast = self._fast_path(estimator, sampler, data)
         for _ in range(epochs):
             # The paper's Algorithm 2: resample every minibatch of the client.
             for rows in self._batches(data, random_state):
-                if fast is not None:
-                    fast(rows)
-                else:
-                    self._partial_fit(
-                        estimator, self._resample(sampler, data.take(rows))
-                    )
+                self._partial_fit(estimator, self._resample(sampler, data.batch(rows)))
         return estimator
-
-    def _fast_path(self, estimator, sampler, data):
-        """Per-minibatch step on pre-validated arrays, when both parts allow it.
-
-        For skfedida's own sampler and estimators in metadata mode (and a
-        sampler whose targets are not keyed by group labels), a client's data
-        are validated once and every minibatch goes straight to
-        ``FairnessAwareROSE._resample_groups`` and the estimator's
-        ``_train_epoch``: the same draws and steps as ``fit_resample`` then
-        ``partial_fit``, without their per-call validation. Which columns are
-        noised is decided once on the client's rows instead of per minibatch.
-        """
-        if not (
-            isinstance(estimator, BaseFairClassifier)
-            and estimator.sensitive is None
-            and type(sampler) is FairnessAwareROSE
-            and sampler.sensitive is None
-            and isinstance(sampler.n_target, (str, numbers.Real))
-            and isinstance(sampler.shrinkage, numbers.Real)
-            and isinstance(data.X, np.ndarray)
-            and getattr(estimator, "classes_", None) is not None
-        ):
-            return None
-        noised, _ = sampler._noised_columns(data.X)
-        positive = estimator.classes_[1]
-        codes = data.codes if data.codes is not None else np.zeros(data.n, np.intp)
-
-        def step(rows):
-            X, y, groups = data.X[rows], data.y[rows], codes[rows]
-            classes, y_codes = np.unique(y, return_inverse=True)
-            present, group_codes = np.unique(groups, return_inverse=True)
-            weight = np.ones(X.shape[0])
-            if classes.size > 1:
-                X = sampler._resample_groups(
-                    X,
-                    y_codes,
-                    class_values=classes.tolist(),
-                    group_codes=group_codes,
-                    group_labels=tuple((g,) for g in present.tolist()),
-                    n_attributes=1,
-                    noised=noised,
-                    X_noised=X[:, noised].astype(np.float64) if noised.any() else None,
-                )
-                # Resampling keeps every (group, class) subgroup present, so the
-                # batch's group numbering carries over to the resampled rows.
-                resampled_codes = y_codes[sampler.sample_indices_]
-                weight = (
-                    # As partial_fit would scale them: the same bits either way.
-                    normalised_weight(
-                        _prior_weights(y_codes, resampled_codes, classes.size)
-                    )
-                    if self.prior_correction == "weights"
-                    else np.ones(X.shape[0])
-                )
-                y = y[sampler.sample_indices_]
-                group_codes = group_codes[sampler.sample_indices_]
-            n_groups = present.size if data.codes is not None else 1
-            estimator._train_epoch(
-                _Batch(
-                    X,
-                    (y == positive).astype(np.float64),
-                    group_codes,
-                    n_groups,
-                    weight,
-                )
-            )
-
-        return step
 
     def _per_fedavg_epoch(self, estimator, data, sampler, random_state):
         """First-order Per-FedAvg (Fallah et al., 2020) over pairs of batches.

@@ -27,7 +27,6 @@ from .._groups import (
     check_labels_complete,
     encode_groups,
     resolve_sensitive,
-    take_rows,
 )
 from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
 from ..over_sampling import FairnessAwareROSE
@@ -387,10 +386,16 @@ default="mean"
         callback_ctx = self._init_callback_context(max_subtasks=self.n_rounds)
         callback_ctx.call_on_fit_task_begin(estimator=self, X=X, y=y)
         n_samples = _num_samples(X)
-        # Intersectional group codes, computed once: the per-minibatch path
-        # groups every batch by them without re-reading S.
-        group_codes = None if S is None else encode_groups(S, n_samples=n_samples).codes
-        self._warn_if_penalty_inactive(S, group_codes)
+        # S is read and encoded once per fit; clients, minibatches, the
+        # sampler, the estimator and the held-out metrics take these codes.
+        groups = None if S is None else encode_groups(S, n_samples=n_samples)
+        if S_metrics is None:
+            groups_metrics = None
+        elif S_metrics is S:
+            groups_metrics = groups
+        else:
+            groups_metrics = encode_groups(S_metrics, n_samples=n_samples)
+        self._warn_if_penalty_inactive(S, groups)
         ids, codes = self._client_codes(clients, n_samples)
         if warm and not (
             np.array_equal(ids, self.clients_)
@@ -424,15 +429,7 @@ default="mean"
             train.append(rows[train_rows])
             if held_out is not None:
                 validation.append(rows[held_out])
-        data = [
-            _ClientData(
-                _safe_indexing(X, rows),
-                y[rows],
-                None if S is None else take_rows(S, rows),
-                None if group_codes is None else group_codes[rows],
-            )
-            for rows in train
-        ]
+        data = [self._client_data(X, y, S, groups, rows) for rows in train]
         for k, client in enumerate(data):
             if np.unique(client.y).size < 2:
                 warnings.warn(
@@ -455,20 +452,13 @@ default="mean"
             (
                 _safe_indexing(X, rows),
                 y[rows],
-                None if S_metrics is None else take_rows(S_metrics, rows),
+                None if groups_metrics is None else groups_metrics.take(rows),
             )
             for rows in validation
         ]
         if self.strategy == "central":
             pooled = np.sort(np.concatenate(train))
-            data_central = [
-                _ClientData(
-                    _safe_indexing(X, pooled),
-                    y[pooled],
-                    None if S is None else take_rows(S, pooled),
-                    None if group_codes is None else group_codes[pooled],
-                )
-            ]
+            data_central = [self._client_data(X, y, S, groups, pooled)]
             self._run(
                 trainer,
                 data_central,
@@ -482,6 +472,17 @@ default="mean"
         self._warn_if_degenerate(data)
         callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
         return self
+
+    @staticmethod
+    def _client_data(X, y, S, groups, rows):
+        """The training rows of one client, with their encoded groups."""
+        return _ClientData(
+            _safe_indexing(X, rows),
+            y[rows],
+            None if groups is None else groups.take(rows),
+            source=S,
+            positions=None if S is None else rows,
+        )
 
     def _check_warm_start(self):
         """A continued federation must keep its kind of model and strategy."""
@@ -508,7 +509,7 @@ default="mean"
         for model in self._federation_state["models"]:
             model.set_params(**params)
 
-    def _warn_if_penalty_inactive(self, S, group_codes):
+    def _warn_if_penalty_inactive(self, S, groups):
         """Warn once per fit when the estimator's fairness weight cannot act.
 
         Each client round silences the estimator's own warning (it would
@@ -520,7 +521,7 @@ default="mean"
             return
         if self.sensitive is None and S is None:
             reason = "no sensitive attributes were given (pass sensitive_features)"
-        elif group_codes is not None and group_codes.size and group_codes.max() == 0:
+        elif groups is not None and groups.n_groups == 1:
             reason = "the sensitive attributes take a single value"
         else:
             return

@@ -25,7 +25,7 @@ from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 
 from .._compat import _num_samples, _safe_indexing
-from .._groups import encode_groups, take_rows
+from .._groups import encode_groups
 from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
 from ..federated._aggregation import check_aggregation
 from ..federated._client import (
@@ -155,13 +155,8 @@ class _ClientSide:
         train, held_out = _split_client(
             y, federation.validation_fraction, seed, self.partition
         )
-        codes = None if S is None else encode_groups(S).codes
-        self.train = _ClientData(
-            _safe_indexing(X, train),
-            y[train],
-            None if S is None else take_rows(S, train),
-            None if codes is None else codes[train],
-        )
+        groups = None if S is None else encode_groups(S)
+        self.train = federation._client_data(X, y, S, groups, train)
         if "X_eval" in loaded:
             X_eval, y_eval, _, S_eval = federation._validated_rows(
                 loaded["X_eval"],
@@ -176,7 +171,7 @@ class _ClientSide:
             self.evaluation = (
                 _safe_indexing(X, rows),
                 y[rows],
-                None if S_metrics is None else take_rows(S_metrics, rows),
+                None if S_metrics is None else encode_groups(S_metrics).take(rows),
             )
 
     def _classes(self, y, classes):
