@@ -1,4 +1,4 @@
-"""skfedida: fair federated learning (FedIDA) for scikit-learn.
+"""Fair federated learning (FedIDA) for scikit-learn.
 
 FedIDA (federated learning for imbalance and disparity awareness) combines a
 fairness-aware oversampler, a convex group fairness penalty and any federated

@@ -375,6 +375,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         value : float
+            The objective on ``X`` and ``y``, lower is better.
         """
         check_is_fitted(self)
         X_model, y, groups, n_groups, weight = self._prepare(
@@ -544,6 +545,8 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         scores : ndarray of shape (n_samples,)
+            Logit of the positive class for every row; positive means
+            ``classes_[1]`` is predicted.
         """
         check_is_fitted(self)
         X_model, _ = self._model_inputs(X, reset=False)
@@ -576,6 +579,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         log_proba : ndarray of shape (n_samples, 2)
+            Log-probability of each class, columns in the order of ``classes_``.
         """
         scores = self.decision_function(X)
         return np.column_stack(
@@ -593,6 +597,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            Predicted class of every row, one of ``classes_``.
         """
         positive = self.decision_function(X) > 0
         return self.classes_[positive.astype(np.intp)]

@@ -730,6 +730,8 @@ default="group_standardized"
     Returns
     -------
     fedida : FederatedEstimator
+        An unfitted federated estimator wrapping the sampler and the
+        fairness-penalised estimator.
 
     Examples
     --------

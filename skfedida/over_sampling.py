@@ -392,7 +392,10 @@ class FairnessAwareROSE(BaseSampler):
 
         Returns
         -------
-        X_resampled, y_resampled : as :meth:`fit_resample`
+        X_resampled : {ndarray, DataFrame, list} of shape (n_samples_new, n_features)
+            Resampled data, as returned by :meth:`fit_resample`.
+        y_resampled : {ndarray, Series, list} of shape (n_samples_new,)
+            Resampled outcomes, as returned by :meth:`fit_resample`.
         S_resampled : same type as the sensitive features
             The sensitive features of every output row (its seed row's), e.g.
             to fit a fairness-penalised estimator on the resampled data. In

@@ -50,7 +50,7 @@ def _pair_normaliser(n):
 
 
 def group_penalty(scores, y, groups, n_groups=None, sample_weight=None):
-    """Berk's convex group fairness penalty and its gradient in the scores.
+    """Compute Berk's convex group fairness penalty and its gradient in the scores.
 
     Parameters
     ----------
@@ -128,7 +128,7 @@ def group_penalty(scores, y, groups, n_groups=None, sample_weight=None):
 
 
 def individual_penalty(scores, y, groups, n_groups=None, sample_weight=None):
-    """Berk's convex individual fairness penalty and its gradient in the scores.
+    """Compute Berk's convex individual fairness penalty and its score gradient.
 
     Every cross-group pair with the same label contributes its squared score
     difference, weighted as in :func:`group_penalty`. Computed from

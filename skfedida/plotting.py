@@ -103,8 +103,14 @@ class ClientMetricsDisplay:
         ----------
         estimators : dict of str to fitted estimator
             Setup name to model (e.g. ``{"FedAvg": ..., "FedIDA": ...}``).
-        X, y, clients, sensitive_features :
-            Evaluation rows, as :func:`~skfedida.federated.evaluate_clients`.
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Evaluation rows, as for :func:`~skfedida.federated.evaluate_clients`.
+        y : array-like of shape (n_samples,)
+            Labels of the evaluation rows.
+        clients : array-like of shape (n_samples,)
+            Client of every evaluation row.
+        sensitive_features : array-like, DataFrame or dict
+            Sensitive attributes of every evaluation row.
         metrics : sequence of str, default=("roc_auc", "dpd", "dpr", "dfpr", "dppv")
             Metrics to compute and draw.
         n_bootstrap : int, default=1000
@@ -119,6 +125,7 @@ class ClientMetricsDisplay:
         Returns
         -------
         display : ClientMetricsDisplay
+            The display, drawn, with ``figure_`` and ``axes_``.
         """
         reports = {
             name: evaluate_clients(
@@ -273,8 +280,9 @@ class TradeoffDisplay:
         fairness : str, default="dpd"
             Name of the fairness scorer.
         negated_fairness : bool, default=True
-            skfedida's disparity scorers are negated (greater is better); plot
-            the disparity itself.
+            Whether the fairness scores are negated disparities, as from
+            skfedida's disparity scorers (greater is better); if so, they are
+            negated back to plot the disparity itself.
         ax : matplotlib Axes, default=None
             Where to draw.
         **kwargs : dict
@@ -283,6 +291,7 @@ class TradeoffDisplay:
         Returns
         -------
         display : TradeoffDisplay
+            The display, drawn, with ``figure_`` and ``ax_``.
         """
         curves = {}
         for name, cv_results in results.items():

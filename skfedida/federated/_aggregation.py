@@ -23,7 +23,15 @@ class _Aggregator:
     flower_strategy = "FedAvg"
 
     def flower_options(self):
-        """Keyword arguments of the Flower strategy."""
+        """Keyword arguments of the Flower strategy.
+
+        Returns
+        -------
+        options : dict
+            Keyword arguments, besides the common ones, that the Flower
+            strategy named by ``flower_strategy`` needs for the same
+            arithmetic; empty when it needs none.
+        """
         return {}
 
     def aggregate(self, parameter_lists, weights):
@@ -68,6 +76,8 @@ class WeightedMean(_Aggregator):
         Returns
         -------
         parameters : list of ndarray
+            The global parameters: the weighted mean of the clients' arrays,
+            one array per parameter.
         """
         weights = np.asarray(weights, dtype=np.float64)
         weights = weights / weights.sum()
@@ -112,6 +122,8 @@ class Median(_Aggregator):
         Returns
         -------
         parameters : list of ndarray
+            The global parameters: the coordinate-wise median of the clients'
+            arrays, one array per parameter.
         """
         return [
             np.asarray(np.median(np.stack(layers), axis=0))
@@ -146,6 +158,13 @@ class TrimmedMean(_Aggregator):
         self.beta = beta
 
     def flower_options(self):
+        """Keyword arguments of the Flower strategy.
+
+        Returns
+        -------
+        options : dict
+            ``{"beta": beta}``, the share ``FedTrimmedAvg`` cuts at each end.
+        """
         return {"beta": self.beta}
 
     def aggregate(self, parameter_lists, weights):
@@ -161,6 +180,8 @@ class TrimmedMean(_Aggregator):
         Returns
         -------
         parameters : list of ndarray
+            The global parameters: the coordinate-wise trimmed mean of the
+            clients' arrays, one array per parameter.
         """
         return [
             np.asarray(_trim_mean(np.stack(layers), self.beta))

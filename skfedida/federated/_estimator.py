@@ -865,6 +865,7 @@ default="mean"
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            Predicted class of every row, one of ``classes_``.
         """
         return self._dispatch("predict", X, clients)
 
@@ -881,6 +882,8 @@ default="mean"
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            Probability of each class for every row, columns in the order of
+            ``classes_``.
         """
         return self._dispatch("predict_proba", X, clients)
 
@@ -897,5 +900,6 @@ default="mean"
         Returns
         -------
         scores : ndarray of shape (n_samples,)
+            Decision score of every row, from the model that predicts it.
         """
         return self._dispatch("decision_function", X, clients)

@@ -37,7 +37,7 @@ def _layout(estimator):
 
 
 def get_parameters(estimator):
-    """Copies of an estimator's trainable arrays, in a fixed order.
+    """Return copies of an estimator's trainable arrays, in a fixed order.
 
     Parameters
     ----------
@@ -134,6 +134,8 @@ def n_samples_seen(estimator):
     Returns
     -------
     n : int
+        Number of training rows the estimator has processed, counted as
+        described above.
 
     Examples
     --------

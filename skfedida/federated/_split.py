@@ -46,7 +46,7 @@ class ClientStratifiedKFold(_BaseKFold):
         super().__init__(n_splits=n_splits, shuffle=shuffle, random_state=random_state)
 
     def split(self, X, y=None, groups=None, clients=None):
-        """Indices of the training and validation rows of every fold.
+        """Generate the indices of the training and validation rows of every fold.
 
         Parameters
         ----------
@@ -62,7 +62,9 @@ class ClientStratifiedKFold(_BaseKFold):
         Yields
         ------
         train : ndarray
+            Positions of the fold's training rows.
         test : ndarray
+            Positions of the fold's validation rows.
         """
         if clients is None:
             raise ValueError(
@@ -99,5 +101,6 @@ class ClientStratifiedKFold(_BaseKFold):
         Returns
         -------
         n_splits : int
+            The ``n_splits`` parameter.
         """
         return self.n_splits

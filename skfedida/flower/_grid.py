@@ -95,16 +95,61 @@ class InProcessGrid(Grid):
         self._run = Run.create_empty(run_id)
 
     def set_run(self, run):
+        """Set the run this grid operates in.
+
+        Parameters
+        ----------
+        run : flwr.supercore.run.Run
+            The run. Flower's runners set it before they start a ServerApp;
+            :func:`run_in_process` does not, so the grid keeps an empty run
+            with id ``run_id``.
+        """
         self._run = run
 
     @property
     def run(self):
+        """The run this grid operates in.
+
+        Returns
+        -------
+        run : flwr.supercore.run.Run
+            The run given to :meth:`set_run`; before, an empty run with id
+            ``run_id``.
+        """
         return self._run
 
     def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
+        """Create a message to one node, as Flower's ``Grid`` does.
+
+        Parameters
+        ----------
+        content : flwr.app.RecordDict
+            The records to send.
+        message_type : str
+            The action the ClientApp runs, e.g. ``"train"``.
+        dst_node_id : int
+            The node to send it to.
+        group_id : str
+            The group of the message (the round, in federated learning).
+        ttl : float, default=None
+            Time-to-live in seconds; None for Flower's default. Delivery here is
+            immediate, so it never expires.
+
+        Returns
+        -------
+        message : flwr.app.Message
+            The message, not yet sent.
+        """
         return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
 
     def get_node_ids(self):
+        """Return the ids of the grid's nodes.
+
+        Returns
+        -------
+        node_ids : list of int
+            ``1001``, ``1002``, ..., one per node config, in order.
+        """
         return list(self.contexts)
 
     def _deliver(self, message):
@@ -128,6 +173,22 @@ class InProcessGrid(Grid):
         return reply
 
     def push_messages(self, messages):
+        """Deliver messages to their nodes' ClientApp and keep the replies.
+
+        Each message is deep-copied, given a new message id and handled at
+        once by the ClientApp of its ``dst_node_id``; its reply waits for
+        :meth:`pull_messages`.
+
+        Parameters
+        ----------
+        messages : iterable of flwr.app.Message
+            The messages to send.
+
+        Returns
+        -------
+        message_ids : list of str
+            Id of every message sent, in order, to pull the replies with.
+        """
         ids = []
         for message in messages:
             message = copy.deepcopy(message)
@@ -138,11 +199,39 @@ class InProcessGrid(Grid):
         return ids
 
     def pull_messages(self, message_ids):
+        """Collect the replies to messages sent by :meth:`push_messages`.
+
+        Parameters
+        ----------
+        message_ids : iterable of str
+            Ids returned by :meth:`push_messages`. Ids whose reply was
+            already pulled, or that are unknown, are skipped.
+
+        Returns
+        -------
+        replies : list of flwr.app.Message
+            The replies, in the order of ``message_ids``; also appended to
+            ``replies``.
+        """
         replies = [self._pending.pop(i) for i in message_ids if i in self._pending]
         self.replies.extend(replies)
         return replies
 
     def send_and_receive(self, messages, *, timeout=None):
+        """Send messages and return the replies.
+
+        Parameters
+        ----------
+        messages : iterable of flwr.app.Message
+            The messages to send.
+        timeout : float, default=None
+            Ignored: every reply is ready as soon as its message is sent.
+
+        Returns
+        -------
+        replies : list of flwr.app.Message
+            One reply per message, in the order the messages were sent.
+        """
         return self.pull_messages(self.push_messages(messages))
 
 

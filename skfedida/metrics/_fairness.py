@@ -211,8 +211,7 @@ def _ratio(rates, metric_name):
     return 1.0 if highest == 0 else float(defined.min() / highest)
 
 
-_COMMON_PARAMETERS = """
-    Parameters
+_COMMON_PARAMETERS = """Parameters
     ----------
     y_true : array-like of shape (n_samples,)
         True binary labels.
@@ -234,15 +233,11 @@ _COMMON_PARAMETERS = """
     soft : bool, default=False
         If True, ``y_pred`` holds probabilities and every rate is the mean
         score of its rows (the paper's E[f(A) | group]); PPV becomes the
-        score-weighted mean of y.
-"""
+        score-weighted mean of y."""
 
 
 def _document(func):
-    # The blank line after the parameters starts the next numpydoc section.
-    func.__doc__ = func.__doc__.replace(
-        "    %(parameters)s\n", _COMMON_PARAMETERS + "\n"
-    )
+    func.__doc__ = func.__doc__.replace("%(parameters)s", _COMMON_PARAMETERS)
     return func
 
 
@@ -260,7 +255,9 @@ def demographic_parity_difference(
     """Largest difference in selection rate P(ŷ = 1 | group) between groups.
 
     The paper's DPD. 0 means every group is selected at the same rate.
+
     %(parameters)s
+
     Returns
     -------
     dpd : float
@@ -307,7 +304,9 @@ def demographic_parity_ratio(
     The paper's DPR, in [0, 1]; 1 means parity. When no group has a positive
     prediction every rate is 0, the groups are treated alike, and the ratio is
     1.0 (fairlearn returns NaN there).
+
     %(parameters)s
+
     Returns
     -------
     dpr : float
@@ -348,7 +347,9 @@ def false_positive_rate_difference(
     """Largest difference in false positive rate between groups.
 
     The paper's DFPR. Groups without negatives have no FPR and are left out.
+
     %(parameters)s
+
     Returns
     -------
     dfpr : float
@@ -391,7 +392,9 @@ def true_positive_rate_difference(
     """Largest difference in true positive rate (recall) between groups.
 
     Groups without positives have no TPR and are left out.
+
     %(parameters)s
+
     Returns
     -------
     dtpr : float
@@ -433,7 +436,9 @@ def positive_predictive_value_difference(
 
     The paper's DPPV. Groups with no predicted positive have no PPV and are left
     out, never counted as 0.
+
     %(parameters)s
+
     Returns
     -------
     dppv : float
@@ -477,6 +482,7 @@ def equalized_odds_difference(
     """Equalized odds difference: the larger of the TPR and FPR differences.
 
     As fairlearn's ``equalized_odds_difference``.
+
     %(parameters)s
     agg : {"worst_case", "mean"}, default="worst_case"
         Combine the two differences by their maximum or their mean.
@@ -525,6 +531,7 @@ def fairness_summary(
     """All disparity metrics from one pass over the data.
 
     %(parameters)s
+
     Returns
     -------
     summary : dict
@@ -595,7 +602,9 @@ def group_report(
     undefined for a group, or rests on fewer than ``min_group_size`` rows, is
     NaN, and the column ``left_out`` says which rates were left out and why;
     the disparity metrics leave out exactly these.
+
     %(parameters)s
+
     Returns
     -------
     report : pandas.DataFrame or Bunch

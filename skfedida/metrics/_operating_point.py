@@ -76,7 +76,7 @@ def training_prevalence(estimator, positive):
 
 
 def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
-    """Counts of probability scores on a shared grid of equal bins on [0, 1].
+    """Count probability scores on a shared grid of equal bins on [0, 1].
 
     What one client sends so that a server can find the threshold of a target
     selection rate for the whole federation (:func:`threshold_at_rate`): the
@@ -212,6 +212,9 @@ def federated_threshold(
     Returns
     -------
     threshold : float
+        The cut, in [0, 1]: rows with ``score > threshold`` are selected, and
+        their (weighted) share of all the clients' rows is close to ``rate``
+        (as close as ties among the scores allow).
 
     Examples
     --------
@@ -307,6 +310,7 @@ def selection_rate(y_true, y_pred, *, pos_label=None, sample_weight=None):
     Returns
     -------
     rate : float
+        The (weighted) share of rows with ``y_pred == pos_label``, in [0, 1].
 
     Examples
     --------
