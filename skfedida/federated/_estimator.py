@@ -6,7 +6,6 @@ import numbers
 import warnings
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.callback import CallbackSupportMixin
 from sklearn.utils import column_or_1d, get_tags
@@ -30,37 +29,23 @@ from .._groups import (
 )
 from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
 from ..over_sampling import FairnessAwareROSE
-from ._aggregation import WeightedMean, _Aggregator, check_aggregation
+from ._aggregation import _Aggregator, check_aggregation
 from ._client import (
     _check_sampler_input,
     _client_seeds,
     _ClientData,
-    _guarded_client_round,
-    _round_seed,
-    _select_clients,
     _split_client,
     _Trainer,
     _validation_metrics,
     client_ids,
     clone_fitted,
 )
-from ._parameters import get_parameters, set_parameters
+from ._parameters import set_parameters
+from ._server import _Server
 
 __all__ = ["FederatedEstimator"]
 
 _STRATEGIES = ("fedavg", "pfedavg", "local", "central")
-
-
-def _progress(n_rounds, verbose):
-    """Rounds to iterate, with a tqdm bar when verbose and tqdm is installed."""
-    if verbose:
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            return range(n_rounds), None
-        bar = tqdm(range(n_rounds), desc="FederatedEstimator", unit="round")
-        return bar, bar
-    return range(n_rounds), None
 
 
 class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
@@ -643,142 +628,57 @@ default="mean"
             estimator.set_params(random_state=int(seed))
         return estimator
 
+    def _server(self, central=False):
+        """The server side of this federation (rounds, aggregation, history)."""
+        return _Server(
+            strategy=self.strategy,
+            aggregator=self._aggregator,
+            client_fraction=self.client_fraction,
+            on_client_error=self.on_client_error,
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
+            client_id=(lambda k: "pooled") if central else self._client_id,
+        )
+
     def _run(self, trainer, data, epochs, seeds, central=False):
-        n_clients = len(data)
+        server = self._server(central)
         state = getattr(self, "_federation_state", None)
         if state is None:
-            models = [
-                trainer.prime(self._client_estimator(seeds[k]), data[k])
-                for k in range(n_clients)
-            ]
-            selection_rng = np.random.RandomState(seeds[0])
-            global_parameters = get_parameters(models[0])
-            first_round = 0
+            state = server.start(trainer, data, seeds, self._client_estimator)
             self.history_ = []
-        else:
-            # warm_start: the clients' estimators, the server's parameters and
-            # random streams carry on where the last fit stopped.
-            models = state["models"]
-            selection_rng = state["selection_rng"]
-            global_parameters = state["global_parameters"]
-            first_round = state["rounds"]
-        parallel = Parallel(n_jobs=self.n_jobs)
-        rounds, bar = _progress(self.n_rounds, self.verbose)
-        rounds_run = 0
-        for offset in rounds:
-            round_ = first_round + offset
-            rounds_run += 1
+        # else warm_start: the clients' estimators, the server's parameters and
+        # random streams carry on where the last fit stopped.
+        round_contexts = []
+
+        def begin_round():
             round_ctx = self._callback_fit_ctx.subcontext(task_name="round")
             round_ctx.call_on_fit_task_begin(estimator=self)
-            if self.strategy in ("fedavg", "pfedavg"):
-                selected = _select_clients(
-                    selection_rng, n_clients, self.client_fraction
-                )
-            else:
-                selected = np.arange(n_clients)
-            communicate = self.strategy in ("fedavg", "pfedavg")
-            round_seeds = [_round_seed(seeds[k], round_) for k in selected]
-            outcomes = parallel(
-                delayed(_guarded_client_round)(
-                    trainer,
-                    models[k],
-                    global_parameters if (communicate or round_ == 0) else None,
-                    data[k],
-                    int(epochs[k]),
-                    int(seed),
-                )
-                for k, seed in zip(selected, round_seeds, strict=True)
-            )
-            failed = [
-                (k, error)
-                for k, (ok, error) in zip(selected, outcomes, strict=True)
-                if not ok
-            ]
-            if failed and self.on_client_error == "raise":
-                k, error = failed[0]
-                raise RuntimeError(
-                    f"Client {self._client_id(k, central)!r} failed in round "
-                    f"{round_ + 1}: {type(error).__name__}: {error} (set "
-                    "on_client_error='skip' to aggregate the other clients)."
-                ) from error
-            if len(failed) == len(selected):
-                raise RuntimeError(
-                    f"Every selected client failed in round {round_ + 1}; first: "
-                    f"{type(failed[0][1]).__name__}: {failed[0][1]}"
-                ) from failed[0][1]
-            for k, error in failed:
-                self.history_.append(
-                    {
-                        "round": round_ + 1,
-                        "client": self._client_id(k, central),
-                        "train_loss": None,
-                        "skipped": f"{type(error).__name__}: {error}",
-                    }
-                )
-            succeeded = [k for k, (ok, _) in zip(selected, outcomes, strict=True) if ok]
-            results = [outcome for ok, outcome in outcomes if ok]
-            weights = []
-            for k, (model, _parameters, n_rows, loss) in zip(
-                succeeded, results, strict=True
-            ):
-                models[k] = model
-                weights.append(n_rows)
-                self.history_.append(
-                    {
-                        "round": round_ + 1,
-                        "client": self._client_id(k, central),
-                        "train_loss": loss,
-                    }
-                )
-            if communicate or self.strategy == "central":
-                global_parameters = self._aggregator.aggregate(
-                    [r[1] for r in results], weights
-                )
+            round_contexts.append(round_ctx)
+
+        def end_round(round_, models, global_parameters):
             self._record_validation(round_, models, global_parameters)
-            if self.verbose:
-                mean_loss = np.average([r[3] for r in results], weights=weights)
-                if bar is not None:
-                    bar.set_postfix(clients=len(selected), loss=f"{mean_loss:.4f}")
-                else:
-                    overall = f" ({round_ + 1} overall)" if first_round else ""
-                    print(
-                        f"[FederatedEstimator] round {offset + 1}/{self.n_rounds}"
-                        f"{overall}: {len(selected)} clients, mean train loss "
-                        f"{mean_loss:.4f}"
-                    )
-            if round_ctx.call_on_fit_task_end(estimator=self):
-                break  # a callback asked to stop (e.g. early stopping)
-        if bar is not None:
-            bar.close()
-        self._federation_state = {
-            "models": models,
-            "selection_rng": selection_rng,
-            "global_parameters": global_parameters,
-            "rounds": first_round + rounds_run,
-            "strategy": self.strategy,
+            # A true answer asks to stop (e.g. early stopping).
+            return round_contexts[-1].call_on_fit_task_end(estimator=self)
+
+        state = server.run(
+            state,
+            trainer,
+            data,
+            epochs,
+            seeds,
+            self.n_rounds,
+            self.history_,
+            on_round_begin=begin_round,
+            on_round_end=end_round,
+        )
+        self._federation_state = state
+        self.estimator_ = server.global_model(state, data)
+        self.client_estimators_ = {
+            self.clients_[k].tolist(): model
+            for k, model in server.client_models(
+                state, trainer, data, seeds, self.personalization_steps
+            ).items()
         }
-        if self.strategy == "local":
-            # Clients never communicated: the reported global model is their
-            # n_k-weighted mean, whatever the aggregation.
-            global_parameters = WeightedMean().aggregate(
-                [get_parameters(m) for m in models], [d.n for d in data]
-            )
-        self.estimator_ = set_parameters(clone_fitted(models[0]), global_parameters)
-        self.client_estimators_ = {}
-        if self.strategy == "local":
-            self.client_estimators_ = {
-                self.clients_[k].tolist(): models[k] for k in range(n_clients)
-            }
-        elif self.strategy == "pfedavg":
-            for k in range(n_clients):
-                # Client k adapts a copy of its own estimator, set to the global
-                # model (the original carries on if training resumes).
-                personal = set_parameters(clone_fitted(models[k]), global_parameters)
-                rng = np.random.RandomState(
-                    _round_seed(seeds[k], first_round + rounds_run)
-                )
-                trainer.personalise(personal, data[k], self.personalization_steps, rng)
-                self.client_estimators_[self.clients_[k].tolist()] = personal
 
     def _record_validation(self, round_, models, global_parameters):
         """Validation AUROC and DPD of the model each client would use."""
@@ -804,8 +704,8 @@ default="mean"
             ).items():
                 record[f"val_{name}"] = value
 
-    def _client_id(self, k, central):
-        return "pooled" if central else self.clients_[k].tolist()
+    def _client_id(self, k):
+        return self.clients_[k].tolist()
 
     @property
     def _aggregator(self):

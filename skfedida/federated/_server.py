@@ -1,0 +1,243 @@
+"""The server's side of a federation: rounds, selection, failures, aggregation.
+
+What the server of an in-process federation runs (``FederatedEstimator``):
+it primes every client's estimator, and each round selects clients, sends
+them the global parameters, collects their replies (one joblib task per
+client), handles failed clients (``on_client_error``), aggregates the
+parameters with the federation's aggregator and records the history. At the
+end it builds the models the federation reports: the global one, the
+clients' own (Local) or personalised (Per-FedAvg) ones. A Flower ServerApp
+runs the same steps with Flower's strategies (``skfedida.flower``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from ._aggregation import WeightedMean
+from ._client import _guarded_client_round, _round_seed, _select_clients, clone_fitted
+from ._parameters import get_parameters, set_parameters
+
+#: Strategies whose clients exchange parameters with the server every round.
+COMMUNICATING = ("fedavg", "pfedavg")
+
+
+def _progress(n_rounds, verbose):
+    """Rounds to iterate, with a tqdm bar when verbose and tqdm is installed."""
+    if verbose:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return range(n_rounds), None
+        bar = tqdm(range(n_rounds), desc="FederatedEstimator", unit="round")
+        return bar, bar
+    return range(n_rounds), None
+
+
+class _Server:
+    """The round loop of one federation, from its parameters.
+
+    Parameters
+    ----------
+    strategy : {"fedavg", "pfedavg", "local", "central"}
+    aggregator : _Aggregator
+        Combines the clients' parameter arrays (the aggregation seam).
+    client_fraction : float
+    on_client_error : {"raise", "skip"}
+    n_jobs : int or None
+    verbose : int
+    client_id : callable
+        ``client_id(k)``: the public id of client ``k`` in messages and the
+        history (``"pooled"`` for Central training).
+    """
+
+    def __init__(
+        self,
+        *,
+        strategy,
+        aggregator,
+        client_fraction,
+        on_client_error,
+        n_jobs,
+        verbose,
+        client_id,
+    ):
+        self.strategy = strategy
+        self.aggregator = aggregator
+        self.client_fraction = client_fraction
+        self.on_client_error = on_client_error
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.client_id = client_id
+
+    @property
+    def communicates(self):
+        return self.strategy in COMMUNICATING
+
+    def start(self, trainer, data, seeds, client_estimator):
+        """The state of a new federation: primed estimators, global parameters."""
+        models = [
+            trainer.prime(client_estimator(seeds[k]), data[k]) for k in range(len(data))
+        ]
+        return {
+            "models": models,
+            "selection_rng": np.random.RandomState(seeds[0]),
+            "global_parameters": get_parameters(models[0]),
+            "rounds": 0,
+            "strategy": self.strategy,
+        }
+
+    def run(
+        self,
+        state,
+        trainer,
+        data,
+        epochs,
+        seeds,
+        n_rounds,
+        history,
+        *,
+        on_round_begin=None,
+        on_round_end=None,
+    ):
+        """Run ``n_rounds`` rounds from ``state``; return the new state.
+
+        ``history`` (a list) receives one record per client and round.
+        ``on_round_begin()`` is called before every round;
+        ``on_round_end(round_, models, global_parameters)`` after it, and a
+        true return value stops the federation (e.g. early stopping).
+        """
+        models = state["models"]
+        selection_rng = state["selection_rng"]
+        global_parameters = state["global_parameters"]
+        first_round = state["rounds"]
+        n_clients = len(data)
+        parallel = Parallel(n_jobs=self.n_jobs)
+        rounds, bar = _progress(n_rounds, self.verbose)
+        rounds_run = 0
+        for offset in rounds:
+            round_ = first_round + offset
+            rounds_run += 1
+            if on_round_begin is not None:
+                on_round_begin()
+            if self.communicates:
+                selected = _select_clients(
+                    selection_rng, n_clients, self.client_fraction
+                )
+            else:
+                selected = np.arange(n_clients)
+            round_seeds = [_round_seed(seeds[k], round_) for k in selected]
+            outcomes = parallel(
+                delayed(_guarded_client_round)(
+                    trainer,
+                    models[k],
+                    global_parameters if (self.communicates or round_ == 0) else None,
+                    data[k],
+                    int(epochs[k]),
+                    int(seed),
+                )
+                for k, seed in zip(selected, round_seeds, strict=True)
+            )
+            results, weights = self._collect(
+                round_, selected, outcomes, models, history
+            )
+            if self.communicates or self.strategy == "central":
+                global_parameters = self.aggregator.aggregate(
+                    [r[1] for r in results], weights
+                )
+            if self.verbose:
+                mean_loss = np.average([r[3] for r in results], weights=weights)
+                if bar is not None:
+                    bar.set_postfix(clients=len(selected), loss=f"{mean_loss:.4f}")
+                else:
+                    overall = f" ({round_ + 1} overall)" if first_round else ""
+                    print(
+                        f"[FederatedEstimator] round {offset + 1}/{n_rounds}"
+                        f"{overall}: {len(selected)} clients, mean train loss "
+                        f"{mean_loss:.4f}"
+                    )
+            if on_round_end is not None and on_round_end(
+                round_, models, global_parameters
+            ):
+                break
+        if bar is not None:
+            bar.close()
+        return {
+            "models": models,
+            "selection_rng": selection_rng,
+            "global_parameters": global_parameters,
+            "rounds": first_round + rounds_run,
+            "strategy": self.strategy,
+        }
+
+    def _collect(self, round_, selected, outcomes, models, history):
+        """The successful replies and their weights; failures handled, recorded."""
+        failed = [
+            (k, error)
+            for k, (ok, error) in zip(selected, outcomes, strict=True)
+            if not ok
+        ]
+        if failed and self.on_client_error == "raise":
+            k, error = failed[0]
+            raise RuntimeError(
+                f"Client {self.client_id(k)!r} failed in round "
+                f"{round_ + 1}: {type(error).__name__}: {error} (set "
+                "on_client_error='skip' to aggregate the other clients)."
+            ) from error
+        if len(failed) == len(selected):
+            raise RuntimeError(
+                f"Every selected client failed in round {round_ + 1}; first: "
+                f"{type(failed[0][1]).__name__}: {failed[0][1]}"
+            ) from failed[0][1]
+        for k, error in failed:
+            history.append(
+                {
+                    "round": round_ + 1,
+                    "client": self.client_id(k),
+                    "train_loss": None,
+                    "skipped": f"{type(error).__name__}: {error}",
+                }
+            )
+        succeeded = [k for k, (ok, _) in zip(selected, outcomes, strict=True) if ok]
+        results = [outcome for ok, outcome in outcomes if ok]
+        weights = []
+        for k, (model, _parameters, n_rows, loss) in zip(
+            succeeded, results, strict=True
+        ):
+            models[k] = model
+            weights.append(n_rows)
+            history.append(
+                {"round": round_ + 1, "client": self.client_id(k), "train_loss": loss}
+            )
+        return results, weights
+
+    def global_model(self, state, data):
+        """The federation's global estimator.
+
+        For Local training, where clients never communicated, it is their
+        n_k-weighted mean whatever the aggregation.
+        """
+        models, global_parameters = state["models"], state["global_parameters"]
+        if self.strategy == "local":
+            global_parameters = WeightedMean().aggregate(
+                [get_parameters(m) for m in models], [d.n for d in data]
+            )
+        return set_parameters(clone_fitted(models[0]), global_parameters)
+
+    def client_models(self, state, trainer, data, seeds, personalization_steps):
+        """Client k's own model (Local) or personalised one (Per-FedAvg), by k."""
+        models, global_parameters = state["models"], state["global_parameters"]
+        if self.strategy == "local":
+            return dict(enumerate(models))
+        if self.strategy != "pfedavg":
+            return {}
+        personal_models = {}
+        for k in range(len(data)):
+            # Client k adapts a copy of its own estimator, set to the global
+            # model (the original carries on if training resumes).
+            personal = set_parameters(clone_fitted(models[k]), global_parameters)
+            rng = np.random.RandomState(_round_seed(seeds[k], state["rounds"]))
+            trainer.personalise(personal, data[k], personalization_steps, rng)
+            personal_models[k] = personal
+        return personal_models
