@@ -18,7 +18,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils._metadata_requests import MetadataRequest, MethodMetadataRequest
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._tags import TargetTags
-from sklearn.utils.metadata_routing import _raise_for_params
+from sklearn.utils.metadata_routing import _raise_for_params, _routing_enabled
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 from sklearn.utils.optimize import _check_optimize_result
 from sklearn.utils.validation import (
@@ -51,6 +51,7 @@ __all__ = [
     "_fit_context",
     "_num_samples",
     "_raise_for_params",
+    "_routing_enabled",
     "_safe_indexing",
     "check_target_type",
 ]

@@ -762,3 +762,79 @@ def test_components_that_are_not_skfedidas_get_the_users_sensitive_features():
         random_state=0,
     ).fit(X, y, clients=clients, sensitive_features=S)
     np.testing.assert_array_equal(fed.estimator_.coef_, plain.estimator_.coef_)
+
+
+# -- metadata routing ---------------------------------------------------------
+
+
+def test_metadata_routing_routes_s_to_the_estimator_and_the_sampler():
+    from sklearn.utils.metadata_routing import MetadataRouter
+
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0), sampler=FairnessAwareROSE()
+    )
+    with config_context(enable_metadata_routing=True):
+        routing = fed.get_metadata_routing()
+        assert isinstance(routing, MetadataRouter)
+        assert routing.consumes("fit", ["sensitive_features", "clients"]) == {
+            "sensitive_features",
+            "clients",
+        }
+        assert "sampler" in str(routing) and "partial_fit" in str(routing)
+
+
+def _routed_fit(estimator, routing, sampler=None):
+    X, y, clients, S = _federation(n=600)
+    fed = FederatedEstimator(
+        estimator,
+        n_rounds=2,
+        local_epochs=1,
+        sampler=sampler,
+        batch_size=64,
+        random_state=0,
+    )
+    with config_context(enable_metadata_routing=routing), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fed.fit(X, y, clients=clients, sensitive_features=S)
+
+
+def test_routing_on_with_default_requests_equals_routing_off():
+    on = _routed_fit(FairPenaltyLogisticRegression(fairness=1.0), True)
+    off = _routed_fit(FairPenaltyLogisticRegression(fairness=1.0), False)
+    np.testing.assert_array_equal(on.estimator_.coef_, off.estimator_.coef_)
+
+
+def test_an_estimator_that_declines_s_is_not_sent_it():
+    with config_context(enable_metadata_routing=True):
+        declining = FairPenaltyLogisticRegression(fairness=1.0).set_partial_fit_request(
+            sensitive_features=False
+        )
+    fed = _routed_fit(declining, True, sampler=FairnessAwareROSE())
+    # Without S its penalty has nothing to compare: it trains unpenalised,
+    # exactly as fairness=0 does, while the sampler still balances by S.
+    unpenalised = _routed_fit(
+        FairPenaltyLogisticRegression(fairness=0.0), True, sampler=FairnessAwareROSE()
+    )
+    penalised = _routed_fit(
+        FairPenaltyLogisticRegression(fairness=1.0), True, sampler=FairnessAwareROSE()
+    )
+    np.testing.assert_array_equal(fed.estimator_.coef_, unpenalised.estimator_.coef_)
+    assert not np.array_equal(fed.estimator_.coef_, penalised.estimator_.coef_)
+
+
+class _UnrequestingEstimator(SGDClassifier):
+    """Takes S in partial_fit but has not said whether it wants it routed."""
+
+    def partial_fit(
+        self, X, y, classes=None, sample_weight=None, *, sensitive_features=None
+    ):
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+
+
+def test_routing_refuses_s_for_a_child_that_has_not_requested_it():
+    from sklearn.exceptions import UnsetMetadataPassedError
+
+    with pytest.raises(UnsetMetadataPassedError, match="sensitive_features"):
+        _routed_fit(_UnrequestingEstimator(loss="log_loss", random_state=0), True)
+    # Routing off: the signature decides, as before.
+    _routed_fit(_UnrequestingEstimator(loss="log_loss", random_state=0), False)

@@ -154,12 +154,23 @@ def _prior_weights(y_codes, resampled_codes, n_classes):
     return ratio[resampled_codes]
 
 
-def _resample(sampler, data, prior_correction=None):
-    """Resample one client's rows (or one batch) jointly with their groups."""
+def _takes_sensitive(method, routed):
+    """Whether a component's method is sent S: by routing, else by signature."""
+    if routed is not None:
+        return routed
+    return _accepts(method, "sensitive_features")
+
+
+def _resample(sampler, data, prior_correction=None, routed=None):
+    """Resample one client's rows (or one batch) jointly with their groups.
+
+    ``routed``: whether metadata routing sends S to the sampler (None:
+    routing is off, and S goes wherever ``fit_resample`` takes it).
+    """
     if sampler is None or data.n == 0 or (data.y == data.y[0]).all():
         return data  # nothing to balance in rows of one class
     kwargs = {}
-    if data.groups is not None and _accepts(sampler.fit_resample, "sensitive_features"):
+    if data.groups is not None and _takes_sensitive(sampler.fit_resample, routed):
         kwargs["sensitive_features"] = data.sensitive_for(sampler)
     X_res, y_res = sampler.fit_resample(data.X, data.y, **kwargs)
     groups = positions = None
@@ -201,8 +212,12 @@ class _Trainer:
         inner_learning_rate,
         outer_learning_rate,
         prior_correction=None,
+        sensitive_routing=(None, None),
     ):
         self.sampler = sampler
+        # (sampler, estimator): whether metadata routing sends each S; None
+        # for either means routing is off and signatures decide.
+        self.sensitive_routing = sensitive_routing
         self.resample = resample
         self.prior_correction = prior_correction
         self.batch_size = batch_size
@@ -214,8 +229,8 @@ class _Trainer:
     def _fit_kwargs(self, estimator, data):
         """``classes``, and the rows' S when ``partial_fit`` takes them."""
         kwargs = {"classes": self.classes}
-        if data.groups is not None and _accepts(
-            estimator.partial_fit, "sensitive_features"
+        if data.groups is not None and _takes_sensitive(
+            estimator.partial_fit, self.sensitive_routing[1]
         ):
             kwargs["sensitive_features"] = data.sensitive_for(estimator)
         if data.weight is not None:
@@ -223,7 +238,9 @@ class _Trainer:
         return kwargs
 
     def _resample(self, sampler, data):
-        return _resample(sampler, data, self.prior_correction)
+        return _resample(
+            sampler, data, self.prior_correction, self.sensitive_routing[0]
+        )
 
     def _partial_fit(self, estimator, data):
         estimator.partial_fit(data.X, data.y, **self._fit_kwargs(estimator, data))

@@ -9,6 +9,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.callback import CallbackSupportMixin
 from sklearn.utils import column_or_1d, get_tags
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    process_routing,
+)
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._compat import (
@@ -17,6 +22,7 @@ from .._compat import (
     StrOptions,
     _fit_context,
     _num_samples,
+    _routing_enabled,
     _safe_indexing,
 )
 from .._fair_base import (
@@ -432,7 +438,12 @@ default="mean"
             )
             / self.client_sizes_.sum()
         )
-        trainer = self._trainer(self.classes_)
+        trainer = self._trainer(
+            self.classes_,
+            self._sensitive_routing(
+                clients=clients, sensitive_features=sensitive_features
+            ),
+        )
         self._validation = [
             (
                 _safe_indexing(X, rows),
@@ -596,7 +607,55 @@ default="mean"
             raise ValueError(f"local_epochs must be >= 1; got {self.local_epochs!r}.")
         return np.broadcast_to(epochs, (n_clients,))
 
-    def _trainer(self, classes):
+    def get_metadata_routing(self):
+        """Get the metadata routing of this federation.
+
+        ``fit`` consumes ``clients`` and ``sensitive_features`` itself and
+        routes ``sensitive_features`` to the estimator's ``partial_fit`` and
+        the sampler's ``fit_resample``, as each requests them (skfedida's
+        estimators and sampler request them by default); ``predict``,
+        ``predict_proba`` and ``decision_function`` consume ``clients``.
+        Used when sklearn's metadata routing is enabled
+        (``sklearn.set_config(enable_metadata_routing=True)``); otherwise a
+        component is sent S when its method takes a ``sensitive_features``
+        parameter.
+
+        Returns
+        -------
+        routing : MetadataRouter
+            A :class:`~sklearn.utils.metadata_routing.MetadataRouter`
+            encapsulating the routing information.
+        """
+        router = MetadataRouter(owner=self).add_self_request(self)
+        router.add(
+            estimator=self.estimator,
+            method_mapping=MethodMapping().add(caller="fit", callee="partial_fit"),
+        )
+        if self.sampler is not None:
+            router.add(
+                sampler=self.sampler,
+                method_mapping=MethodMapping().add(caller="fit", callee="fit_resample"),
+            )
+        return router
+
+    def _sensitive_routing(self, **fit_params):
+        """Whether S is routed to (sampler, estimator); (None, None) unrouted."""
+        if not _routing_enabled():
+            return None, None
+        # Raises sklearn's errors for metadata a child has not said it takes.
+        passed = {
+            name: value for name, value in fit_params.items() if value is not None
+        }
+        routed = process_routing(self, "fit", **passed)
+        estimator = "sensitive_features" in routed.estimator.partial_fit
+        sampler = (
+            "sensitive_features" in routed.sampler.fit_resample
+            if self.sampler is not None
+            else None
+        )
+        return sampler, estimator
+
+    def _trainer(self, classes, sensitive_routing=(None, None)):
         """The client routine with this federation's parameters."""
         return _Trainer(
             sampler=self.sampler,
@@ -607,6 +666,7 @@ default="mean"
             inner_learning_rate=self.inner_learning_rate,
             outer_learning_rate=self.outer_learning_rate,
             prior_correction=self.prior_correction,
+            sensitive_routing=sensitive_routing,
         )
 
     def _as_array(self, X):
