@@ -47,6 +47,7 @@ from ._client import (
     clone_fitted,
 )
 from ._parameters import set_parameters
+from ._plan import FederationPlan
 from ._server import _Server
 
 __all__ = ["FederatedEstimator"]
@@ -606,6 +607,23 @@ default="mean"
         if np.any(epochs < 1):
             raise ValueError(f"local_epochs must be >= 1; got {self.local_epochs!r}.")
         return np.broadcast_to(epochs, (n_clients,))
+
+    def _plan(self, overrides):
+        """The plan of this federation's clients and server, run apart (Flower).
+
+        A validated copy with ``overrides`` (parameter values) applied; only
+        strategies whose clients talk to a server can run apart.
+        """
+        federation = clone(self).set_params(**overrides)
+        federation._validate_params()
+        if federation.strategy not in ("fedavg", "pfedavg"):
+            raise ValueError(
+                "Flower runs strategy='fedavg' or 'pfedavg'; got "
+                f"strategy={federation.strategy!r} ('local' and 'central' need no "
+                "server: use FederatedEstimator directly)."
+            )
+        federation._check_components()
+        return FederationPlan(federation)
 
     def get_metadata_routing(self):
         """Get the metadata routing of this federation.

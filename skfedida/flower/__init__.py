@@ -14,8 +14,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "skfedida.flower needs Flower: pip install 'skfedida[flower]'"
     ) from exc
 
-from ._apps import load_result, make_client_app, make_server_app
+from ._client_app import make_client_app
 from ._grid import InProcessGrid, run_in_process
+from ._result import load_result
+from ._server_app import make_server_app
 
 __all__ = [
     "InProcessGrid",

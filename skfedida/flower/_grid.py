@@ -14,7 +14,7 @@ from flwr.serverapp import Grid
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
-from ._apps import load_result
+from ._result import load_result
 
 __all__ = ["InProcessGrid", "run_in_process"]
 

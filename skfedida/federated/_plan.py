@@ -1,0 +1,285 @@
+"""A federation's plan: what its clients and server run, outside ``fit``.
+
+``FederatedEstimator.fit`` runs clients and server in one process. A Flower
+deployment (``skfedida.flower``) runs them apart, and needs the same steps:
+the checks and split of a client's rows, its trainer and seeds, one client
+round, the held-out metrics, the server's client selection and aggregator,
+and the fitted estimator it reports. ``FederatedEstimator._plan`` builds this
+object, the one entry point through which other code reaches those steps, so
+the Flower apps call no private method of the estimator.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._compat import _num_samples, _safe_indexing
+from .._groups import encode_groups
+from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
+from ._aggregation import check_aggregation
+from ._client import (
+    _client_round,
+    _client_seeds,
+    _ClientData,
+    _round_seed,
+    _select_clients,
+    _split_client,
+    _validation_metrics,
+    clone_fitted,
+)
+from ._parameters import set_parameters
+from ._server import COMMUNICATING
+
+
+class _ClientPart:
+    """One client's prepared rows: training data, evaluation rows, epochs, classes."""
+
+    def __init__(self, train, evaluation, epochs, classes, partition):
+        self.train = train
+        self.evaluation = evaluation
+        self.n_evaluation = _num_samples(evaluation[0])
+        self.epochs = epochs
+        self.classes = classes
+        self.partition = partition
+
+
+class FederationPlan:
+    """The steps of one federation's clients and server, with its parameters.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        A validated, unfitted copy (run-time overrides applied); the plan
+        fits this copy's input checks (``n_features_in_``) as a client reads
+        its rows, and returns it fitted from :meth:`fitted`.
+    """
+
+    def __init__(self, federation):
+        self.federation = federation
+
+    # -- the parameters both sides read ----------------------------------------
+
+    @property
+    def n_rounds(self):
+        return self.federation.n_rounds
+
+    @property
+    def strategy(self):
+        return self.federation.strategy
+
+    @property
+    def on_client_error(self):
+        return self.federation.on_client_error
+
+    @property
+    def aggregator(self):
+        return check_aggregation(self.federation.aggregation)
+
+    @property
+    def n_features_in_(self):
+        return self.federation.n_features_in_
+
+    @property
+    def feature_names_in_(self):
+        return getattr(self.federation, "feature_names_in_", None)
+
+    # -- a client ---------------------------------------------------------------
+
+    def client(self, loaded, partition, n_partitions, seed, classes=None):
+        """A client's rows, checked and split as ``fit`` does for client k.
+
+        ``loaded`` maps ``"X"``, ``"y"`` and optionally
+        ``"sensitive_features"``, ``"X_eval"``, ``"y_eval"``,
+        ``"sensitive_features_eval"`` to this client's rows.
+        """
+        federation = self.federation
+        X, y, S, S_metrics = federation._validated_rows(
+            loaded["X"], loaded["y"], loaded.get("sensitive_features"), reset=True
+        )
+        classes = self._classes(y, classes, partition)
+        epochs = int(federation._client_epochs(n_partitions)[partition])
+        train, held_out = _split_client(
+            y, federation.validation_fraction, seed, partition
+        )
+        groups = None if S is None else encode_groups(S)
+        train_data = federation._client_data(X, y, S, groups, train)
+        if "X_eval" in loaded:
+            X_eval, y_eval, _, S_eval = federation._validated_rows(
+                loaded["X_eval"],
+                loaded["y_eval"],
+                loaded.get("sensitive_features_eval"),
+                reset=False,
+                suffix="_eval",
+            )
+            evaluation = (
+                X_eval,
+                y_eval,
+                None if S_eval is None else encode_groups(S_eval),
+            )
+        else:
+            rows = train if held_out is None else held_out
+            evaluation = (
+                _safe_indexing(X, rows),
+                y[rows],
+                None if S_metrics is None else encode_groups(S_metrics).take(rows),
+            )
+        return _ClientPart(train_data, evaluation, epochs, classes, partition)
+
+    @staticmethod
+    def _classes(y, classes, partition):
+        present = np.unique(y)
+        if classes is None:
+            if present.size < 2:
+                raise ValueError(
+                    f"Client {partition} has a single class "
+                    f"{present.tolist()} in its rows; give make_client_app the "
+                    "classes of the whole federation (classes=[...])."
+                )
+            return present
+        classes = np.asarray(classes)
+        unknown = np.setdiff1d(present, classes)
+        if unknown.size:
+            raise ValueError(
+                f"Client {partition} has labels {unknown.tolist()} that are "
+                f"not in classes={classes.tolist()}."
+            )
+        return np.unique(classes)
+
+    def _trainer(self, classes):
+        return self.federation._trainer(classes)
+
+    def initial_estimator(self, part, seed):
+        """Client's estimator, seeded and primed on its rows (not yet trained)."""
+        return self._trainer(part.classes).prime(
+            self.federation._client_estimator(seed), part.train
+        )
+
+    def train_round(self, part, estimator, parameters, seed, round_):
+        """One client round (0-based ``round_``): ``(estimator, arrays, n, loss)``."""
+        return _client_round(
+            self._trainer(part.classes),
+            estimator,
+            parameters,
+            part.train,
+            part.epochs,
+            _round_seed(seed, round_),
+        )
+
+    def evaluate(self, part, estimator, parameters, seed, round_):
+        """Held-out metrics of the global model (and, Per-FedAvg, the personal one).
+
+        Returns the ``val_*`` metrics and the model the client would use
+        after ``round_`` (1-based) rounds.
+        """
+        model = set_parameters(clone_fitted(estimator), parameters)
+        X_eval, y_eval, S_eval = part.evaluation
+        metrics = {
+            f"val_{name}": value
+            for name, value in _validation_metrics(
+                model, X_eval, y_eval, S_eval, part.classes
+            ).items()
+        }
+        if self.strategy == "pfedavg":
+            # The personalised model this client would use after this round:
+            # what FederatedEstimator(n_rounds=round) gives it.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", InactivePenaltyWarning)
+                self._trainer(part.classes).personalise(
+                    model,
+                    part.train,
+                    self.federation.personalization_steps,
+                    np.random.RandomState(_round_seed(seed, round_)),
+                )
+            personal = _validation_metrics(model, X_eval, y_eval, S_eval, part.classes)
+            metrics["val_personal_roc_auc"] = personal["roc_auc"]
+            metrics["val_personal_dpd"] = personal["dpd"]
+        return metrics, model
+
+    # -- the server ---------------------------------------------------------------
+
+    def client_seeds(self, n_clients):
+        """Every client's seed, as ``fit`` draws ``client_seeds_``."""
+        return _client_seeds(self.federation.random_state, n_clients)
+
+    def selection_stream(self, seeds):
+        """The seeded stream that selects each round's clients."""
+        return np.random.RandomState(seeds[0])
+
+    def select_clients(self, stream, n_clients):
+        """Indices of the clients taking part in one round."""
+        if self.strategy not in COMMUNICATING:
+            return np.arange(n_clients)
+        return _select_clients(stream, n_clients, self.federation.client_fraction)
+
+    def template(self, seed, n_features, feature_names, classes):
+        """A fitted estimator of the federation's kind, built without client data."""
+        estimator = self.federation._client_estimator(seed)
+        X = np.zeros((len(classes), n_features))
+        if feature_names is not None:
+            import pandas as pd
+
+            X = pd.DataFrame(X, columns=feature_names)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return self._trainer(classes).prime(
+                estimator, _ClientData(X, np.asarray(classes), None)
+            )
+
+    def fitted(
+        self,
+        *,
+        classes,
+        client_sizes,
+        class_counts,
+        seeds,
+        n_features,
+        feature_names,
+        global_parameters,
+        history,
+        federated_metrics,
+    ):
+        """The federation, fitted with what the server learnt from its clients."""
+        fitted = self.federation
+        n_clients = len(client_sizes)
+        fitted.classes_ = np.asarray(classes)
+        fitted.clients_ = np.arange(n_clients)
+        fitted.client_sizes_ = np.asarray(client_sizes)
+        class_counts = np.asarray(class_counts, dtype=np.int64)
+        fitted.class_prior_ = class_counts / class_counts.sum()
+        fitted.client_seeds_ = seeds
+        fitted.n_features_in_ = n_features
+        if feature_names is not None:
+            fitted.feature_names_in_ = np.asarray(feature_names, dtype=object)
+        template = self.template(seeds[0], n_features, feature_names, classes)
+        fitted.estimator_ = set_parameters(template, global_parameters)
+        # Personalised (Per-FedAvg) models stay on their clients.
+        fitted.client_estimators_ = {}
+        fitted.history_ = sorted(history, key=lambda r: (r["round"], r["client"]))
+        fitted.federated_metrics_ = federated_metrics
+        if federated_metrics:
+            # The server never sees training decisions; the clients' evaluation
+            # rows of the last round tell it whether the model is degenerate.
+            last = federated_metrics[max(federated_metrics)]
+            warn_if_degenerate(
+                float(last.get("val_selection_rate", np.nan)),
+                "The federated model",
+                rows="clients' evaluation rows",
+            )
+        return fitted
+
+
+def make_plan(federation, overrides=None):
+    """A validated copy of an unfitted federation, with overrides, as a plan."""
+    from ._estimator import FederatedEstimator
+
+    if not isinstance(federation, FederatedEstimator):
+        raise TypeError(
+            "federation must be an unfitted skfedida.federated.FederatedEstimator; "
+            f"got {type(federation).__name__}."
+        )
+    return federation._plan(overrides or {})
+
+
+__all__ = ["FederationPlan", "make_plan"]

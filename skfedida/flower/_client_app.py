@@ -1,0 +1,224 @@
+"""The skfedida Flower ClientApp: a FederatedEstimator's client rounds on a node."""
+
+from __future__ import annotations
+
+import numbers
+import pickle
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+
+from ..federated import get_parameters
+from ._protocol import _STATE_KEY, plan_for_run
+from ._result import _write
+
+
+def _node_partition(context):
+    """This node's ``partition-id`` and ``num-partitions``, checked."""
+    try:
+        partition = context.node_config["partition-id"]
+        n_partitions = context.node_config["num-partitions"]
+    except KeyError as exc:
+        raise KeyError(
+            f"The node config has no {exc.args[0]!r}: start the SuperNode with "
+            "--node-config 'partition-id=K num-partitions=N' (K in 0..N-1)."
+        ) from None
+    if not (
+        isinstance(partition, numbers.Integral)
+        and isinstance(n_partitions, numbers.Integral)
+        and 0 <= partition < n_partitions
+    ):
+        raise ValueError(
+            "The node config needs integers 0 <= partition-id < num-partitions; "
+            f"got partition-id={partition!r}, num-partitions={n_partitions!r}."
+        )
+    return int(partition), int(n_partitions)
+
+
+def _load(load_data, context):
+    """This node's rows from the user's ``load_data``, checked."""
+    loaded = load_data(context)
+    if not hasattr(loaded, "keys") or "X" not in loaded or "y" not in loaded:
+        raise TypeError(
+            "load_data(context) must return a mapping with keys 'X' and 'y' "
+            "(and optionally 'sensitive_features', 'X_eval', 'y_eval', "
+            f"'sensitive_features_eval'); got {type(loaded).__name__}."
+        )
+    return loaded
+
+
+def _reply(message, *, arrays=None, metrics=None, config=None):
+    content = RecordDict()
+    if arrays is not None:
+        content["arrays"] = ArrayRecord([np.asarray(a) for a in arrays])
+    if metrics is not None:
+        content["metrics"] = MetricRecord(metrics)
+    if config is not None:
+        content["config"] = ConfigRecord(config)
+    return Message(content, reply_to=message)
+
+
+def make_client_app(federation, load_data, *, classes=None):
+    """Build a Flower ClientApp that runs a FederatedEstimator's client rounds.
+
+    Every training message runs exactly the routine ``FederatedEstimator``
+    runs for one client in one round: optional resampling (per minibatch or
+    per round), ``local_epochs`` epochs of ``partial_fit`` (Per-FedAvg's
+    meta-steps for ``strategy="pfedavg"``), then the parameter arrays and the
+    number of training rows go back to the server. The client's estimator
+    (with its optimiser state) stays on the node between rounds, in the run's
+    node-local ``context.state``.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        Unfitted, ``strategy`` ``"fedavg"`` or ``"pfedavg"``; give the same
+        object to :func:`make_server_app`. The run config keys
+        ``num-server-rounds``, ``local-epochs`` and ``seed`` override
+        ``n_rounds``, ``local_epochs`` and ``random_state``.
+    load_data : callable
+        ``load_data(context) -> mapping`` with this node's rows: ``"X"``,
+        ``"y"``, optionally ``"sensitive_features"``, and optionally
+        evaluation rows ``"X_eval"``, ``"y_eval"``,
+        ``"sensitive_features_eval"``. Choose the rows from
+        ``context.node_config["partition-id"]`` (the node's place among the
+        ``num-partitions`` clients; partition K plays the K-th client of
+        ``FederatedEstimator.clients_``). Without evaluation rows, clients
+        evaluate on their held-out rows (``validation_fraction``) or else on
+        their training rows.
+    classes : array-like, default=None
+        Labels of the whole federation. By default each client's own labels,
+        which must then be both classes; give them when a client may lack one.
+
+        The node config (``flower-supernode --node-config``) gives
+        ``partition-id`` and ``num-partitions``, and optionally ``model-path``:
+        where the node writes, with joblib, the model it uses after the last
+        round (its personalised model under Per-FedAvg, else the global one).
+
+    Returns
+    -------
+    app : flwr.clientapp.ClientApp
+        Handles the server's discovery and initialisation queries, ``train``
+        and ``evaluate`` messages.
+
+    See Also
+    --------
+    make_server_app : The matching ServerApp.
+    skfedida.flower.run_in_process : Run both apps in one process.
+
+    Examples
+    --------
+    >>> from skfedida.datasets import make_federated_classification
+    >>> from skfedida.federated import FederatedEstimator
+    >>> from skfedida.flower import make_client_app
+    >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+    >>> data = make_federated_classification(900, n_clients=3, random_state=0)
+    >>> def load_data(context):
+    ...     rows = data.clients == context.node_config["partition-id"]
+    ...     return {"X": data.data[rows], "y": data.target[rows],
+    ...             "sensitive_features": {name: values[rows] for name, values
+    ...                                    in data.sensitive.items()}}
+    >>> federation = FederatedEstimator(FairPenaltyLogisticRegression(),
+    ...                                 n_rounds=2, random_state=0)
+    >>> app = make_client_app(federation, load_data)
+    """
+    plan_for_run(federation, {})  # a bad federation fails when the app is built
+    if not callable(load_data):
+        raise TypeError(
+            f"load_data must be a callable taking the context; got {load_data!r}."
+        )
+    app = ClientApp()
+
+    def client_side(context, seed):
+        # The same checks and split as FederatedEstimator.fit, on this
+        # client's rows only; the rows never leave this node.
+        plan = plan_for_run(federation, context.run_config)
+        partition, n_partitions = _node_partition(context)
+        part = plan.client(
+            _load(load_data, context), partition, n_partitions, seed, classes
+        )
+        return plan, part, n_partitions
+
+    def stored(context):
+        if _STATE_KEY not in context.state:
+            raise RuntimeError(
+                "This node received a training or evaluation message before the "
+                "server's initialisation query; run the skfedida ServerApp."
+            )
+        record = context.state[_STATE_KEY]
+        return pickle.loads(record["estimator"]), int(record["client-seed"])
+
+    @app.query()
+    def discover(message, context):
+        partition, n_partitions = _node_partition(context)
+        return _reply(
+            message,
+            config={"partition-id": partition, "num-partitions": n_partitions},
+        )
+
+    @app.query("skfedida_init")
+    def initialise(message, context):
+        seed = int(message.content["config"]["client-seed"])
+        plan, part, n_partitions = client_side(context, seed)
+        estimator = plan.initial_estimator(part, seed)
+        context.state[_STATE_KEY] = ConfigRecord(
+            {"estimator": pickle.dumps(estimator), "client-seed": seed}
+        )
+        config = {
+            "partition-id": part.partition,
+            "num-partitions": n_partitions,
+            "n-features": int(plan.n_features_in_),
+            "classes": part.classes.tolist(),
+            # Training rows per class: the federation's prevalence is their sum.
+            "class-counts": [int(np.sum(part.train.y == c)) for c in part.classes],
+        }
+        if plan.feature_names_in_ is not None:
+            config["feature-names"] = plan.feature_names_in_.tolist()
+        return _reply(
+            message,
+            arrays=get_parameters(estimator),
+            metrics={"num-examples": int(part.train.n)},
+            config=config,
+        )
+
+    @app.train()
+    def train(message, context):
+        estimator, seed = stored(context)
+        plan, part, _ = client_side(context, seed)
+        round_ = int(message.content["config"]["server-round"]) - 1
+        estimator, parameters, n_rows, loss = plan.train_round(
+            part,
+            estimator,
+            message.content["arrays"].to_numpy_ndarrays(),
+            seed,
+            round_,
+        )
+        context.state[_STATE_KEY]["estimator"] = pickle.dumps(estimator)
+        return _reply(
+            message,
+            arrays=parameters,
+            metrics={"num-examples": int(n_rows), "train-loss": float(loss)},
+            config={"partition-id": part.partition},
+        )
+
+    @app.evaluate()
+    def evaluate(message, context):
+        estimator, seed = stored(context)
+        plan, part, _ = client_side(context, seed)
+        round_ = int(message.content["config"]["server-round"])
+        metrics, model = plan.evaluate(
+            part,
+            estimator,
+            message.content["arrays"].to_numpy_ndarrays(),
+            seed,
+            round_,
+        )
+        path = context.node_config.get("model-path")
+        if path and round_ == plan.n_rounds:
+            # The model this client uses from now on stays on its node.
+            _write(path, model)
+        metrics["num-examples"] = int(part.n_evaluation)
+        return _reply(message, metrics=metrics, config={"partition-id": part.partition})
+
+    return app

@@ -1,0 +1,60 @@
+"""What a skfedida ClientApp and ServerApp say to each other.
+
+The run-config keys both sides read, the message types and the keys of what
+a client ever sends (counts, losses, metrics and configuration: no rows,
+labels or groups), and the federation plan each side builds from the same
+``FederatedEstimator``.
+"""
+
+from __future__ import annotations
+
+from flwr.app import MessageType
+
+from ..federated._plan import make_plan
+
+#: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
+#: parameters on both sides, so one ``flwr run --run-config`` changes both.
+RUN_CONFIG_PARAMETERS = {
+    "num-server-rounds": "n_rounds",
+    "local-epochs": "local_epochs",
+    "seed": "random_state",
+}
+_INIT = f"{MessageType.QUERY}.skfedida_init"
+_STATE_KEY = "skfedida"
+# What a client ever sends to the server besides parameter arrays: counts,
+# losses, evaluation metrics and configuration (no rows, labels or groups).
+REPLY_METRICS = frozenset(
+    {
+        "num-examples",
+        "train-loss",
+        "val_roc_auc",
+        "val_selection_rate",
+        "val_brier",
+        "val_dpd",
+        "val_dpr",
+        "val_dfpr",
+        "val_dppv",
+        "val_personal_roc_auc",
+        "val_personal_dpd",
+    }
+)
+REPLY_CONFIG = frozenset(
+    {
+        "partition-id",
+        "num-partitions",
+        "n-features",
+        "classes",
+        "class-counts",
+        "feature-names",
+    }
+)
+
+
+def plan_for_run(federation, run_config):
+    """The federation's plan for this run (run config overrides applied)."""
+    overrides = {
+        parameter: run_config[key]
+        for key, parameter in RUN_CONFIG_PARAMETERS.items()
+        if key in run_config
+    }
+    return make_plan(federation, overrides)

@@ -1,0 +1,363 @@
+"""The skfedida Flower ServerApp: FederatedEstimator rounds on Flower strategies."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from flwr.app import ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.serverapp import ServerApp
+from flwr.serverapp import strategy as flwr_strategies
+
+from ._protocol import _INIT, plan_for_run
+from ._result import _write
+
+
+def _weighted_metrics(records, weight_key):
+    """Weighted mean of each metric over the clients where it is defined."""
+    values, weights = {}, []
+    for record in records:
+        metrics = next(iter(record.metric_records.values()))
+        weights.append(float(metrics[weight_key]))
+        for key, value in metrics.items():
+            if key != weight_key:
+                values.setdefault(key, []).append(float(value))
+    weights = np.asarray(weights)
+    aggregated = {}
+    for key, column in values.items():
+        column = np.asarray(column)
+        defined = np.isfinite(column)
+        aggregated[key] = (
+            float(np.average(column[defined], weights=weights[defined]))
+            if defined.any() and weights[defined].sum() > 0
+            else float("nan")
+        )
+    return MetricRecord(aggregated)
+
+
+def _federation_strategy(plan, nodes, seeds, history):
+    """The Flower strategy of the federation's aggregation, with its checks.
+
+    FedAvg, FedMedian or FedTrimmedAvg from ``flwr.serverapp.strategy``: the
+    aggregation is Flower's own, and ``FederatedEstimator`` in-process runs
+    the same arithmetic (``skfedida.federated``'s aggregators).
+    """
+    aggregator = plan.aggregator
+    base = getattr(flwr_strategies, aggregator.flower_strategy)
+    strategy_class = type("_FederationStrategy", (_FederationChecks, base), {})
+    return strategy_class(plan, nodes, seeds, history, aggregator)
+
+
+class _FederationChecks:
+    """A Flower strategy with FederatedEstimator's client selection and checks.
+
+    Aggregation is the Flower strategy's own (FedAvg weights ``num-examples``);
+    replies are put in partition order first, so the arithmetic runs in the
+    same order as in-process and the result is the same to the last bit.
+    Clients are selected with the federation's seeded stream (Flower's
+    sampling is unseeded), and a failed or missing reply is an error or a
+    recorded skip (Flower would carry on).
+    """
+
+    def __init__(self, plan, nodes, seeds, history, aggregator):
+        n_clients = len(nodes)
+        super().__init__(
+            min_train_nodes=n_clients,
+            min_evaluate_nodes=n_clients,
+            min_available_nodes=n_clients,
+            train_metrics_aggr_fn=_weighted_metrics,
+            evaluate_metrics_aggr_fn=_weighted_metrics,
+            **aggregator.flower_options(),
+        )
+        self.plan = plan
+        self.nodes = nodes
+        self.partition_of = {node: k for k, node in enumerate(nodes)}
+        self.selection_rng = plan.selection_stream(seeds)
+        self.history = history
+        self.expected = {}
+
+    def _messages(self, server_round, arrays, config, partitions, message_type):
+        config["server-round"] = server_round
+        record = RecordDict(
+            {self.arrayrecord_key: arrays, self.configrecord_key: config}
+        )
+        self.expected[message_type] = [self.nodes[k] for k in partitions]
+        return self._construct_messages(
+            record, self.expected[message_type], message_type
+        )
+
+    def configure_train(self, server_round, arrays, config, grid):
+        selected = self.plan.select_clients(self.selection_rng, len(self.nodes))
+        return self._messages(server_round, arrays, config, selected, MessageType.TRAIN)
+
+    def configure_evaluate(self, server_round, arrays, config, grid):
+        partitions = range(len(self.nodes))
+        return self._messages(
+            server_round, arrays, config, partitions, MessageType.EVALUATE
+        )
+
+    def _checked(self, server_round, replies, message_type):
+        """Replies in partition order; failures raised or recorded."""
+        by_node = {}
+        for reply in replies:
+            by_node[reply.metadata.src_node_id] = reply
+        failures, succeeded = [], []
+        for node in self.expected[message_type]:
+            k = self.partition_of[node]
+            reply = by_node.get(node)
+            if reply is None:
+                failures.append((k, "no reply before the round's timeout"))
+            elif reply.has_error():
+                failures.append((k, reply.error.reason))
+            else:
+                succeeded.append((k, reply))
+        what = "training" if message_type == MessageType.TRAIN else "evaluation"
+        if failures and self.plan.on_client_error == "raise":
+            k, reason = failures[0]
+            raise RuntimeError(
+                f"Client {k} (node {self.nodes[k]}) failed in round {server_round} "
+                f"({what}): {reason} (set on_client_error='skip' to aggregate the "
+                "other clients)."
+            )
+        if not succeeded:
+            raise RuntimeError(
+                f"Every selected client failed in round {server_round} ({what}); "
+                f"first: client {failures[0][0]}: {failures[0][1]}"
+            )
+        for k, reason in failures:
+            record = self._record(server_round, k)
+            if what == "training":
+                record.update(train_loss=None, skipped=reason)
+            else:
+                record["evaluation_skipped"] = reason
+        return [reply for _, reply in sorted(succeeded, key=lambda item: item[0])]
+
+    def _record(self, server_round, k):
+        for record in self.history:
+            if record["round"] == server_round and record["client"] == k:
+                return record
+        record = {"round": server_round, "client": k}
+        self.history.append(record)
+        return record
+
+    def aggregate_train(self, server_round, replies):
+        replies = self._checked(server_round, list(replies), MessageType.TRAIN)
+        for reply in replies:
+            k = self.partition_of[reply.metadata.src_node_id]
+            metrics = reply.content["metrics"]
+            self._record(server_round, k)["train_loss"] = float(metrics["train-loss"])
+        return super().aggregate_train(server_round, replies)
+
+    def aggregate_evaluate(self, server_round, replies):
+        replies = self._checked(server_round, list(replies), MessageType.EVALUATE)
+        for reply in replies:
+            k = self.partition_of[reply.metadata.src_node_id]
+            record = self._record(server_round, k)
+            for key, value in reply.content["metrics"].items():
+                if key.startswith("val_"):
+                    record[key] = float(value)
+        return super().aggregate_evaluate(server_round, replies)
+
+
+def _wait_for_nodes(grid, n_nodes, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes = sorted(grid.get_node_ids())
+        if len(nodes) >= n_nodes:
+            return nodes
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"Only {len(nodes)} of {n_nodes} SuperNodes connected within "
+                f"{timeout} s."
+            )
+        time.sleep(0.5)
+
+
+def _query(grid, nodes, contents, message_type, timeout, what):
+    """Send one message per node; return the replies by node, failing clearly."""
+    messages = [
+        Message(content, node, message_type)
+        for node, content in zip(nodes, contents, strict=True)
+    ]
+    replies = {
+        r.metadata.src_node_id: r
+        for r in grid.send_and_receive(messages, timeout=timeout)
+    }
+    for node in nodes:
+        reply = replies.get(node)
+        if reply is None:
+            raise RuntimeError(f"Node {node} did not answer the {what} in {timeout} s.")
+        if reply.has_error():
+            raise RuntimeError(f"Node {node} failed the {what}: {reply.error.reason}")
+    return replies
+
+
+def _discover(grid, timeout, connect_timeout):
+    """Node ids in partition order, once every partition has connected."""
+    first = _wait_for_nodes(grid, 1, connect_timeout)
+    reply = _query(
+        grid, first[:1], [RecordDict()], MessageType.QUERY, timeout, "discovery query"
+    )[first[0]]
+    n_partitions = int(reply.content["config"]["num-partitions"])
+    nodes = _wait_for_nodes(grid, n_partitions, connect_timeout)
+    replies = _query(
+        grid,
+        nodes,
+        [RecordDict()] * len(nodes),
+        MessageType.QUERY,
+        timeout,
+        "discovery query",
+    )
+    by_partition = {}
+    for node in nodes:
+        config = replies[node].content["config"]
+        k, n = int(config["partition-id"]), int(config["num-partitions"])
+        if n != n_partitions:
+            raise ValueError(
+                f"Nodes disagree on num-partitions: node {node} says {n}, another "
+                f"{n_partitions}."
+            )
+        if k in by_partition:
+            raise ValueError(
+                f"Nodes {by_partition[k]} and {node} both have partition-id {k}."
+            )
+        by_partition[k] = node
+    return [by_partition[k] for k in range(n_partitions)]
+
+
+def _federate(plan, grid, *, timeout, connect_timeout):
+    """The server's side of ``FederatedEstimator.fit``, over a Flower grid."""
+    nodes = _discover(grid, timeout, connect_timeout)
+    n_clients = len(nodes)
+    seeds = plan.client_seeds(n_clients)
+    contents = [
+        RecordDict({"config": ConfigRecord({"client-seed": int(seed)})})
+        for seed in seeds
+    ]
+    replies = _query(grid, nodes, contents, _INIT, timeout, "initialisation")
+    replies = [replies[node].content for node in nodes]
+    described = [
+        (
+            int(reply["config"]["n-features"]),
+            list(reply["config"]["classes"]),
+            list(reply["config"].get("feature-names", [])) or None,
+        )
+        for reply in replies
+    ]
+    for k, description in enumerate(described):
+        if description != described[0]:
+            raise ValueError(
+                f"Clients 0 and {k} disagree on (n_features, classes, feature "
+                f"names): {described[0]} vs {description}."
+            )
+    n_features, classes, feature_names = described[0]
+    history = []
+    strategy = _federation_strategy(plan, nodes, seeds, history)
+    result = strategy.start(
+        grid=grid,
+        # Like the in-process federation, start from client 0's initial model.
+        initial_arrays=replies[0]["arrays"],
+        num_rounds=plan.n_rounds,
+        timeout=timeout,
+    )
+    return plan.fitted(
+        classes=classes,
+        client_sizes=[int(reply["metrics"]["num-examples"]) for reply in replies],
+        class_counts=sum(
+            np.array(reply["config"]["class-counts"], dtype=np.int64)
+            for reply in replies
+        ),
+        seeds=seeds,
+        n_features=n_features,
+        feature_names=feature_names,
+        global_parameters=result.arrays.to_numpy_ndarrays(),
+        history=history,
+        federated_metrics={
+            int(round_): dict(metrics)
+            for round_, metrics in result.evaluate_metrics_clientapp.items()
+        },
+    )
+
+
+def make_server_app(
+    federation, *, result_path=None, timeout=3600.0, connect_timeout=300.0
+):
+    """Build a Flower ServerApp that runs a FederatedEstimator with Flower's strategies.
+
+    The ServerApp finds the clients (every SuperNode reports its
+    ``partition-id`` and ``num-partitions``; it waits until all have
+    connected), sends each its seed (drawn from ``random_state`` as
+    ``FederatedEstimator`` draws ``client_seeds_``), starts from client 0's
+    initial parameters, and runs ``n_rounds`` rounds of the Flower strategy of
+    the federation's ``aggregation`` (``FedAvg``, weighted by the clients'
+    ``num-examples``, by default; ``FedMedian`` or ``FedTrimmedAvg``), each
+    followed by an
+    evaluation on every client (AUROC, DPD, DPR, DFPR and DPPV, aggregated by
+    a weighted mean over the clients where defined). The result is the fitted
+    ``FederatedEstimator`` that the same data would give in-process.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The same unfitted object as given to :func:`make_client_app`.
+    result_path : str or path-like, default=None
+        Where the ServerApp writes its result with joblib (see
+        :func:`load_result`); the run config key ``result-path`` overrides it.
+        On failure the file records the error instead.
+    timeout : float, default=3600.0
+        Seconds to wait for the replies of one round.
+    connect_timeout : float, default=300.0
+        Seconds to wait for all SuperNodes to connect.
+
+    Returns
+    -------
+    app : flwr.serverapp.ServerApp
+        The ServerApp. The fitted ``FederatedEstimator`` it writes has
+        ``estimator_`` (the global model), ``clients_`` (partition ids),
+        ``client_sizes_``, ``client_seeds_``, ``classes_``,
+        ``n_features_in_``, ``history_`` (per round and client: training
+        loss and evaluation metrics, or ``skipped``) and
+        ``federated_metrics_`` (the aggregated evaluation per round).
+
+    Raises
+    ------
+    RuntimeError
+        When a client fails with ``on_client_error="raise"``, or every client
+        of a round fails (Flower alone would finish the run with an empty
+        result); the result file records the error.
+
+    See Also
+    --------
+    make_client_app : The matching ClientApp.
+    skfedida.flower.run_in_process : Run both apps in one process.
+
+    Examples
+    --------
+    >>> from skfedida.federated import FederatedEstimator
+    >>> from skfedida.flower import make_server_app
+    >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+    >>> federation = FederatedEstimator(FairPenaltyLogisticRegression(),
+    ...                                 n_rounds=2, random_state=0)
+    >>> app = make_server_app(federation, result_path="fedida.joblib")
+    """
+    plan_for_run(federation, {})  # a bad federation fails when the app is built
+    app = ServerApp()
+
+    @app.main()
+    def main(grid, context):
+        path = context.run_config.get("result-path", result_path)
+        try:
+            fitted = _federate(
+                plan_for_run(federation, context.run_config),
+                grid,
+                timeout=timeout,
+                connect_timeout=connect_timeout,
+            )
+        except Exception as exc:
+            if path:
+                _write(path, {"error": f"{type(exc).__name__}: {exc}"})
+            raise
+        if path:
+            _write(path, {"estimator": fitted})
+
+    return app
