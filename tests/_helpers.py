@@ -1,7 +1,32 @@
-"""Helpers shared by several test modules."""
+"""Helpers shared by several test modules (shared fixtures are in conftest.py)."""
 
+import numpy as np
+import pandas as pd
+
+from skfedida.datasets import make_federated_classification
 from skfedida.federated import get_parameters
 from skfedida.linear_model import FairPenaltyLogisticRegression
+
+# Groups that differ in prevalence and in feature means (so features are proxies).
+PROXY_GROUPS = dict(
+    n_features=5, prevalence=[0.4, 0.3, 0.2, 0.1], group_shift=1.0, class_sep=1.5
+)
+
+
+def make_federation(n=600, n_clients=3, seed=0, *, frame=True, **generator_options):
+    """X, y, clients, S of ``make_federated_classification``.
+
+    ``generator_options`` go to the generator unchanged. S is a DataFrame of
+    the sensitive attributes (the generator's own with ``as_frame=True``), or
+    with ``frame=False`` one 2-D array of them.
+    """
+    data = make_federated_classification(
+        n, n_clients=n_clients, random_state=seed, **generator_options
+    )
+    S = data.sensitive
+    if not isinstance(S, pd.DataFrame):
+        S = pd.DataFrame(S) if frame else np.column_stack(list(S.values()))
+    return data.data, data.target, data.clients, S
 
 
 def assert_same_parameters(a, b):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _helpers import make_federation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,19 +63,18 @@ class _HostileLogistic(FairPenaltyLogisticRegression):
     [("mean", False), ("median", True), (TrimmedMean(beta=0.2), True)],
 )
 def test_one_hostile_client_of_five_takes_over_only_the_mean(aggregation, bounded):
-    data = make_federated_classification(1500, n_clients=5, random_state=0)
-    S = np.column_stack(list(data.sensitive.values()))
+    X, y, clients, S = make_federation(1500, n_clients=5, frame=False)
     fed = FederatedEstimator(
         _HostileLogistic(fairness=0.0), n_rounds=2, local_epochs=1, random_state=0
     )
     seeds = (
         fed.set_params(aggregation=aggregation)
-        .fit(data.data, data.target, clients=data.clients, sensitive_features=S)
+        .fit(X, y, clients=clients, sensitive_features=S)
         .client_seeds_
     )
     _HostileLogistic.hostile = frozenset({int(seeds[2])})
     try:
-        fed.fit(data.data, data.target, clients=data.clients, sensitive_features=S)
+        fed.fit(X, y, clients=clients, sensitive_features=S)
     finally:
         _HostileLogistic.hostile = frozenset()
     largest = np.abs(fed.estimator_.coef_).max()

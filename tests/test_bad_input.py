@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from _helpers import make_federation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import SGDClassifier
@@ -20,6 +21,8 @@ from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.metrics import demographic_parity_difference, fairness_summary
 from skfedida.neural_network import FairMLPClassifier
 from skfedida.over_sampling import FairnessAwareROSE
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*max_iter.*")
 
 N = 90
 SETTINGS = settings(max_examples=15, deadline=None)
@@ -66,13 +69,6 @@ def _fitters():
 
 
 FITTERS = _fitters()
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*max_iter.*")
-        yield
 
 
 @pytest.mark.parametrize("name", sorted(FITTERS))
@@ -433,14 +429,6 @@ def test_a_flower_client_checks_its_rows_as_fit_does(damage, message):
 # -- Silent wrong results found by a careful and a hostile user (issue 14) ------
 
 
-def _federation_data():
-    from skfedida.datasets import make_federated_classification
-
-    d = make_federated_classification(900, n_clients=3, random_state=0)
-    S = np.column_stack(list(d.sensitive.values()))
-    return d.data, d.target, d.clients, S
-
-
 def _fedida(**kwargs):
     return FederatedEstimator(
         FairPenaltyLogisticRegression(fairness=1.0),
@@ -455,7 +443,7 @@ def _fedida(**kwargs):
 @pytest.mark.parametrize("strategy", ["fedavg", "pfedavg", "local", "central"])
 @pytest.mark.parametrize("batch_size", [128, 300, 1000])
 def test_every_client_trains_whatever_its_number_of_batches(strategy, batch_size):
-    X, y, clients, S = _federation_data()
+    X, y, clients, S = make_federation(900, frame=False)
     fed = _fedida(strategy=strategy, batch_size=batch_size)
     fed.fit(X, y, clients=clients, sensitive_features=S)
     # The global model, and every client's own or personalised model.
@@ -464,7 +452,7 @@ def test_every_client_trains_whatever_its_number_of_batches(strategy, batch_size
 
 
 def test_warm_start_applies_changed_parameters_and_refuses_another_model():
-    X, y, clients, S = _federation_data()
+    X, y, clients, S = make_federation(900, frame=False)
     kw = dict(clients=clients, sensitive_features=S)
     fed = _fedida(warm_start=True).fit(X, y, **kw)
     fed.set_params(estimator__fairness=0.0).fit(X, y, **kw)
@@ -479,7 +467,7 @@ def test_warm_start_applies_changed_parameters_and_refuses_another_model():
 
 
 def test_warm_start_with_other_features_fails_before_changing_anything():
-    X, y, clients, S = _federation_data()
+    X, y, clients, S = make_federation(900, frame=False)
     kw = dict(clients=clients, sensitive_features=S)
     fed = _fedida(warm_start=True).fit(X, y, **kw)
     before = fed.predict_proba(X)
@@ -508,7 +496,7 @@ def test_a_pos_label_not_among_the_labels_is_an_error():
 
 @pytest.mark.parametrize("kind", ["str", "object", "category", "string"])
 def test_string_client_ids_give_the_model_of_integer_ids(kind):
-    X, y, clients, S = _federation_data()
+    X, y, clients, S = make_federation(900, frame=False)
     names = np.array(["a", "b", "c"])[clients]
     ids = {
         "str": names,
@@ -531,7 +519,7 @@ def test_string_client_ids_give_the_model_of_integer_ids(kind):
     ],
 )
 def test_mixed_types_in_client_ids_or_a_sensitive_column_are_an_error(values, kinds):
-    X, y, clients, S = _federation_data()
+    X, y, clients, S = make_federation(900, frame=False)
     mixed = np.array(values + values[:1], dtype=object)[clients]
     with pytest.raises(ValueError, match=f"clients mixes.*{kinds}"):
         _fedida().fit(X, y, clients=mixed, sensitive_features=S)
@@ -542,7 +530,7 @@ def test_mixed_types_in_client_ids_or_a_sensitive_column_are_an_error(values, ki
 
 @pytest.mark.parametrize("epochs", [[1.9] * 3, 1.5, [1, 2, "3"]])
 def test_non_integer_local_epochs_are_an_error(epochs):
-    X, y, clients, S = _federation_data()
+    X, y, clients, S = make_federation(900, frame=False)
     with pytest.raises((ValueError, TypeError), match="local_epochs"):
         FederatedEstimator(
             FairPenaltyLogisticRegression(), local_epochs=epochs, n_rounds=1
@@ -550,7 +538,7 @@ def test_non_integer_local_epochs_are_an_error(epochs):
 
 
 def test_an_estimator_without_probabilities_is_refused_up_front():
-    X, y, clients, S = _federation_data()
+    X, y, clients, S = make_federation(900, frame=False)
     with pytest.raises(ValueError, match="predict_proba"):
         FederatedEstimator(SGDClassifier(loss="hinge"), n_rounds=1).fit(
             X, y, clients=clients, sensitive_features=S
@@ -604,7 +592,7 @@ def test_load_result_on_a_file_that_is_not_a_result_says_so(tmp_path, content):
 def test_evaluate_clients_draws_resamples_in_bounded_chunks(monkeypatch):
     from skfedida.federated import _evaluation, evaluate_clients
 
-    X, y, clients, S = _federation_data()
+    X, y, clients, S = make_federation(900, frame=False)
     model = FairPenaltyLogisticRegression().fit(X, y)
     kwargs = dict(
         clients=clients,
@@ -621,7 +609,7 @@ def test_evaluate_clients_draws_resamples_in_bounded_chunks(monkeypatch):
 
 
 def test_features_on_very_different_scales_warn_for_sgd_training():
-    X, y, clients, S = _federation_data()
+    X, y, clients, S = make_federation(900, frame=False)
     X = X.copy()
     X[:, 0] *= 1e8
     with pytest.warns(UserWarning, match="scale"):
@@ -670,7 +658,7 @@ def test_a_fair_estimator_after_rose_in_an_imblearn_pipeline_refuses_routed_s():
 
 @pytest.mark.parametrize("factor", [1e-170, 1e-20, 1e160])
 def test_the_fair_models_do_not_depend_on_the_scale_of_the_weights(factor):
-    X, y, _, S = _federation_data()
+    X, y, _, S = make_federation(900, frame=False)
     plain = FairPenaltyLogisticRegression(fairness=1.0).fit(X, y, sensitive_features=S)
     scaled = FairPenaltyLogisticRegression(fairness=1.0).fit(
         X, y, sensitive_features=S, sample_weight=np.full(len(y), factor)
@@ -679,7 +667,7 @@ def test_the_fair_models_do_not_depend_on_the_scale_of_the_weights(factor):
 
 
 def test_one_huge_weight_gives_a_finite_model_led_by_that_row():
-    X, y, _, S = _federation_data()
+    X, y, _, S = make_federation(900, frame=False)
     weight = np.ones(len(y))
     weight[0] = 1e300
     model = FairPenaltyLogisticRegression(fairness=1.0).fit(
@@ -690,7 +678,7 @@ def test_one_huge_weight_gives_a_finite_model_led_by_that_row():
 
 
 def test_inputs_that_overflow_are_an_error_and_rose_stays_finite():
-    X, y, _, S = _federation_data()
+    X, y, _, S = make_federation(900, frame=False)
     with pytest.raises(ValueError, match=r"X holds values up to [0-9.]+e\+200"):
         FairPenaltyLogisticRegression().fit(X * 1e200, y, sensitive_features=S)
     for covariance in ("diag", "full"):

@@ -1,7 +1,5 @@
 """Same seed, same model: every estimator, every strategy, n_jobs 1 and 2."""
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,6 +20,8 @@ from skfedida.model_selection import CoarseToFineSearchCV, lambda_range
 from skfedida.neural_network import FairMLPClassifier
 from skfedida.over_sampling import FairnessAwareROSE
 
+pytestmark = pytest.mark.usefixtures("quiet")
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -29,13 +29,6 @@ def data():
     return make_federated_classification(
         900, n_clients=3, client_sizes=[0.5, 0.3, 0.2], random_state=5
     )
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 STANDALONE = {

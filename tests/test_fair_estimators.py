@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import PROXY_GROUPS, make_federation
 from scipy.optimize import check_grad
 from sklearn import config_context
 from sklearn.base import clone
@@ -15,7 +16,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skfedida._fair_base import _Batch
 from skfedida._groups import encode_groups
-from skfedida.datasets import make_federated_classification
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.metrics import demographic_parity_difference, make_fairness_scorer
 from skfedida.neural_network import FairMLPClassifier
@@ -34,17 +34,9 @@ def test_sklearn_estimator_checks(estimator, check):
 
 def _task(n=3000, seed=0, **kwargs):
     """Groups that differ in prevalence and in feature means (proxies)."""
-    options = dict(
-        n_clients=1,
-        n_features=6,
-        prevalence=[0.4, 0.3, 0.2, 0.1],
-        group_shift=1.0,
-        class_sep=1.5,
-        random_state=seed,
-    )
-    options.update(kwargs)
-    data = make_federated_classification(n, **options)
-    return data.data, data.target, pd.DataFrame(data.sensitive)
+    options = {**PROXY_GROUPS, "n_features": 6, **kwargs}
+    X, y, _, S = make_federation(n, n_clients=1, seed=seed, **options)
+    return X, y, S
 
 
 def _small_mlp(**kwargs):
@@ -86,8 +78,7 @@ def _flat_objective(estimator, batch):
 def test_objective_gradients_pass_check_grad(make, penalty):
     X, y, S = _task(n=300)
     weight = np.random.default_rng(0).uniform(0.5, 2, size=len(y))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         estimator = make(fairness=3.0, alpha=0.01, penalty=penalty).fit(
             X, y, sensitive_features=S
         )
@@ -216,8 +207,7 @@ def _task_with_auc_075():
 def test_stable_for_large_fairness(Estimator, fairness):
     X, y, S = _task_with_auc_075()
     options = {"hidden_layer_sizes": (16,)} if Estimator is FairMLPClassifier else {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         fitted = Estimator(fairness=fairness, random_state=0, **options).fit(
             X, y, sensitive_features=S
         )
@@ -256,8 +246,7 @@ def test_column_mode_drops_sensitive_columns(Estimator):
         if (Estimator is FairMLPClassifier)
         else {}
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         by_columns = Estimator(
             sensitive=["race", "gender"], random_state=0, **options
         ).fit(frame, y)
@@ -344,8 +333,7 @@ def test_string_and_minus_one_labels(Estimator):
         if (Estimator is FairMLPClassifier)
         else {}
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         numeric = Estimator(random_state=0, **options).fit(X, y, sensitive_features=S)
         text = Estimator(random_state=0, **options).fit(
             X, np.where(y == 1, "yes", "no"), sensitive_features=S
@@ -371,8 +359,7 @@ def test_reproducible_given_random_state(Estimator):
 
     def train():
         model = Estimator(random_state=4, **options)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             model.fit(X, y, sensitive_features=S)
             for _ in range(2):
                 model.partial_fit(X, y, sensitive_features=S)
@@ -427,8 +414,7 @@ def test_clone_and_params():
     copy = clone(model)
     assert copy.get_params() == model.get_params()
     X, y, S = _task(n=300)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         fitted = FairMLPClassifier(hidden_layer_sizes=(5, 3), max_iter=5).fit(
             X, y, sensitive_features=S
         )

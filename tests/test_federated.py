@@ -1,18 +1,19 @@
 """FederatedEstimator, ClientStratifiedKFold and evaluate_clients."""
 
 import warnings
+from functools import partial
 
 import numpy as np
 import pandas as pd
 import pytest
-from _helpers import FailingLogistic
+from _helpers import PROXY_GROUPS, FailingLogistic, make_federation
 from sklearn import config_context
 from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.neural_network import MLPClassifier
 
-from skfedida.datasets import load_adult, make_federated_classification
+from skfedida.datasets import load_adult
 from skfedida.federated import (
     ClientStratifiedKFold,
     FederatedEstimator,
@@ -24,24 +25,11 @@ from skfedida.metrics import demographic_parity_difference, make_fairness_scorer
 from skfedida.neural_network import FairMLPClassifier
 from skfedida.over_sampling import FairnessAwareROSE
 
-
-def _federation(n=1500, n_clients=3, seed=0, **kwargs):
-    options = dict(
-        n_clients=n_clients,
-        n_features=5,
-        prevalence=[0.4, 0.3, 0.2, 0.1],
-        group_shift=1.0,
-        class_sep=1.5,
-        client_sizes=np.arange(1, n_clients + 1),
-        random_state=seed,
-    )
-    options.update(kwargs)
-    data = make_federated_classification(n, **options)
-    return data.data, data.target, data.clients, pd.DataFrame(data.sensitive)
+_federation = partial(make_federation, n=1500, client_sizes=[1, 2, 3], **PROXY_GROUPS)
 
 
 def test_one_client_one_round_equals_partial_fit_epochs():
-    X, y, _, S = _federation(n=600, n_clients=1)
+    X, y, _, S = _federation(n=600, n_clients=1, client_sizes=[1])
     clients = np.zeros(len(y), dtype=int)
     for Estimator, options in [
         (FairPenaltyLogisticRegression, {}),
@@ -223,8 +211,7 @@ def test_fedida_lowers_disparity_against_fedavg():
 )
 def test_sklearn_estimators_can_be_federated(make, strategy):
     X, y, clients, S = _federation(n=900)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         fed = FederatedEstimator(
             make(),
             strategy=strategy,
@@ -668,13 +655,12 @@ def test_warm_start_resumes_exactly(strategy):
     ],
     ids=["logistic", "fedida", "sgd", "mlp-pfedavg"],
 )
+@pytest.mark.usefixtures("quiet")
 def test_federated_estimator_passes_sklearns_estimator_checks(federation):
     # Without clients= every row is one client's, as the checks fit it.
     from sklearn.utils.estimator_checks import check_estimator
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        results = check_estimator(federation, on_fail=None)
+    results = check_estimator(federation, on_fail=None)
     failed = [
         (r["check_name"], str(r["exception"])[:200])
         for r in results

@@ -1,14 +1,15 @@
 """lambda_range, CoarseToFineSearchCV, fairest_within and make_fedida."""
 
+from functools import partial
+
 import numpy as np
-import pandas as pd
 import pytest
+from _helpers import PROXY_GROUPS, make_federation
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import make_scorer
 from sklearn.model_selection import GridSearchCV, KFold
 
-from skfedida.datasets import make_federated_classification
 from skfedida.federated import ClientStratifiedKFold, FederatedEstimator
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.metrics import (
@@ -90,17 +91,7 @@ def test_coinciding_values_are_evaluated_once():
     assert len(values) == len(set(np.round(values, 12))) == 5
 
 
-def _federation(n=900, seed=0):
-    data = make_federated_classification(
-        n,
-        n_clients=3,
-        n_features=5,
-        prevalence=[0.4, 0.3, 0.2, 0.1],
-        group_shift=1.0,
-        class_sep=1.5,
-        random_state=seed,
-    )
-    return data.data, data.target, data.clients, pd.DataFrame(data.sensitive)
+_federation = partial(make_federation, n=900, **PROXY_GROUPS)
 
 
 def test_search_of_a_federated_model_with_fairness_scorers_and_routing():

@@ -9,11 +9,11 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import make_federation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator, evaluate_clients
 from skfedida.federated._client import _client_seeds, _round_seed
 from skfedida.linear_model import FairPenaltyLogisticRegression
@@ -110,14 +110,8 @@ def test_noise_scales_linearly_with_shrinkage(covariance):
 # -- federated seeding ------------------------------------------------------
 
 
-def _federation():
-    data = make_federated_classification(600, n_clients=3, random_state=0)
-    S = np.column_stack(list(data.sensitive.values()))
-    return data.data, data.target, data.clients, S
-
-
 def test_random_state_changes_client_seeds_and_the_model():
-    X, y, clients, S = _federation()
+    X, y, clients, S = make_federation(frame=False)
     assert not np.array_equal(_client_seeds(0, 3), _client_seeds(1, 3))
     fits = [
         FederatedEstimator(
@@ -146,7 +140,7 @@ class _OrderRecorder(FairPenaltyLogisticRegression):
 
 def test_every_round_draws_fresh_batches():
     assert _round_seed(7, 0) != _round_seed(7, 1)
-    X, y, clients, S = _federation()
+    X, y, clients, S = make_federation(frame=False)
     rows = clients == 0
     X = np.column_stack([np.arange(len(y)) / len(y), X])[rows]
     _OrderRecorder.orders = []
@@ -274,7 +268,7 @@ def test_objective_is_log_loss_plus_weighted_penalty_plus_l2():
 
     from skfedida.penalty import group_penalty
 
-    X, y, _, S = _federation()
+    X, y, _, S = make_federation(frame=False)
     groups = np.unique(S[:, 0] + "|" + S[:, 1], return_inverse=True)[1]
     model = FairPenaltyLogisticRegression(fairness=0.7, alpha=0.01).fit(
         X, y, sensitive_features=S
@@ -294,7 +288,7 @@ def test_objective_gradient_matches_finite_differences():
 
     from skfedida._fair_base import _Batch
 
-    X, y, _, S = _federation()
+    X, y, _, S = make_federation(frame=False)
     groups = np.unique(S[:, 0] + "|" + S[:, 1], return_inverse=True)[1]
     model = FairPenaltyLogisticRegression(fairness=2.0, alpha=0.05)
     batch = _Batch(X, y.astype(float), groups, groups.max() + 1, np.ones(len(y)))
@@ -379,8 +373,7 @@ def test_metrics_equal_a_per_group_loop(
     selection, fpr = _oracle_rates(
         y_true, y_pred, groups, weight, min_group_size, soft, positive
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         dpd = demographic_parity_difference(y_true, y_pred, **kwargs)
         dfpr = false_positive_rate_difference(y_true, y_pred, **kwargs)
     np.testing.assert_allclose(dpd, _spread(selection), rtol=1e-9, atol=1e-12)

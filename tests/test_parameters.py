@@ -18,8 +18,7 @@ S = rng.integers(0, 2, size=200)
 
 
 def _fitted(estimator):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         if isinstance(estimator, (FairPenaltyLogisticRegression, FairMLPClassifier)):
             return estimator.partial_fit(X, y, classes=[0, 1], sensitive_features=S)
         return estimator.partial_fit(X, y, classes=[0, 1])
@@ -47,8 +46,7 @@ def test_round_trip_and_prediction_follow_the_parameters(make):
     parameters[0] += 1.0  # set_parameters copies too
     np.testing.assert_array_equal(target.predict_proba(X), source.predict_proba(X))
     # Training continues from the parameters that were set.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         target.partial_fit(X, y)
     assert not np.array_equal(get_parameters(target)[0], get_parameters(source)[0])
 
@@ -57,8 +55,7 @@ def test_round_trip_and_prediction_follow_the_parameters(make):
 def test_rows_seen(make):
     estimator = _fitted(make())
     assert n_samples_seen(estimator) == 200
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         estimator.partial_fit(X, y)
     assert n_samples_seen(estimator) == 400
 

@@ -7,9 +7,9 @@ import warnings
 import joblib
 import numpy as np
 import pytest
+from _helpers import make_federation
 from sklearn.metrics import make_scorer
 
-from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.metrics import (
@@ -21,13 +21,11 @@ from skfedida.model_selection import CoarseToFineSearchCV, fairest_within
 from skfedida.neural_network import FairMLPClassifier
 from skfedida.over_sampling import FairnessAwareROSE
 
-DATA = make_federated_classification(600, n_clients=3, random_state=0, as_frame=True)
-X, y, CLIENTS, S = DATA.data, DATA.target, DATA.clients, DATA.sensitive
+X, y, CLIENTS, S = make_federation(600, as_frame=True)
 
 
 def _fitted():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         yield (
             "logistic",
             FairPenaltyLogisticRegression().fit(X, y, sensitive_features=S),

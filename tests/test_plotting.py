@@ -3,6 +3,7 @@
 import matplotlib
 import numpy as np
 import pytest
+from _helpers import make_federation
 
 matplotlib.use("Agg")
 
@@ -10,7 +11,6 @@ import matplotlib.pyplot as plt
 from sklearn import config_context
 from sklearn.model_selection import GridSearchCV
 
-from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.metrics import make_fairness_scorer
@@ -20,11 +20,8 @@ from skfedida.plotting import ClientMetricsDisplay, TradeoffDisplay
 
 @pytest.fixture(scope="module")
 def federation():
-    data = make_federated_classification(
-        1200, n_clients=3, random_state=0, as_frame=True
-    )
     # A DataFrame: sklearn slices it per fold (a dict of columns it would not).
-    return data.data, data.target, data.clients, data.sensitive
+    return make_federation(1200, as_frame=True)
 
 
 def test_client_metrics_display(federation):
