@@ -484,8 +484,10 @@ def column_positions(X, columns, param_name):
 def resolve_sensitive(X, *, sensitive_features=None, sensitive=None, drop=True):
     """Find the sensitive features of a call and the model inputs without them.
 
-    Implements the precedence of DESIGN.md: explicit metadata
-    (``sensitive_features``) or columns of X (``sensitive``), never both.
+    S has exactly one source: explicit metadata (``sensitive_features``) or
+    columns of X (``sensitive``). Both at once is an error rather than a
+    precedence rule, since the two could disagree and either choice would
+    silently ignore one of them.
 
     Parameters
     ----------

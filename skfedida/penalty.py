@@ -1,6 +1,7 @@
 """Convex fairness penalties over all pairs of intersectional groups.
 
-The paper's Eq. 2, made well-defined (see DESIGN.md): for groups k < k' and
+The paper's Eq. 2, made well-defined (the user guide's "The fairness
+penalty, and why it is squared" explains the change): for groups k < k' and
 model scores s (logits),
 
     Delta_kk' = 1/(n_k n_k') sum_{i in k, j in k'} 1[y_i = y_j] (s_i - s_j)
