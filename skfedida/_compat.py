@@ -2,13 +2,12 @@
 
 skfedida follows scikit-learn's conventions, and a few of them have no public
 API yet: parameter constraints, metadata requests, the scorer base classes,
-the search and K-fold bases, sample-weight and fit-context helpers, and
-imblearn's sampler tags. Every such import lives here, so that an upgrade of
-either library that moves one of them breaks in one file, and the rest of the
-package imports only public names or these.
+the search and K-fold bases, sample-weight and fit-context helpers. Every
+such import lives here, so that an upgrade of either library that moves one
+of them breaks in one file, and the rest of the package imports only public
+names or these.
 """
 
-from imblearn.utils._tags import InputTags, SamplerTags, Tags
 from imblearn.utils._validation import check_target_type
 from sklearn.base import _fit_context
 from sklearn.metrics._scorer import _BaseScorer, _cached_call, _Scorer
@@ -17,13 +16,10 @@ from sklearn.model_selection._split import _BaseKFold
 from sklearn.utils import _safe_indexing
 from sklearn.utils._metadata_requests import MetadataRequest, MethodMetadataRequest
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils._tags import TargetTags
 from sklearn.utils.metadata_routing import _raise_for_params, _routing_enabled
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 from sklearn.utils.optimize import _check_optimize_result
 from sklearn.utils.validation import (
-    _check_feature_names,
-    _check_n_features,
     _check_sample_weight,
     _num_samples,
 )
@@ -31,20 +27,14 @@ from sklearn.utils.validation import (
 __all__ = [
     "BaseSearchCV",
     "HasMethods",
-    "InputTags",
     "Interval",
     "MetadataRequest",
     "MethodMetadataRequest",
-    "SamplerTags",
     "StrOptions",
-    "Tags",
-    "TargetTags",
     "_BaseKFold",
     "_BaseScorer",
     "_Scorer",
     "_cached_call",
-    "_check_feature_names",
-    "_check_n_features",
     "_check_optimize_result",
     "_check_partial_fit_first_call",
     "_check_sample_weight",

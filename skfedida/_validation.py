@@ -16,8 +16,9 @@ import numpy as np
 from sklearn import get_config
 from sklearn.utils import assert_all_finite
 from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import validate_data
 
-from ._compat import _check_feature_names, _check_sample_weight
+from ._compat import _check_sample_weight
 
 _FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
@@ -64,16 +65,18 @@ def label_type(y):
     return type_of_target(y, input_name="y")
 
 
-def check_feature_names_reset(estimator, X):
-    """``_check_feature_names(estimator, X, reset=True)``; plain arrays directly.
+def reset_input_columns(estimator, X):
+    """``validate_data(estimator, X, reset=True, skip_check_array=True)``.
 
-    An ndarray has no column names, so a refit on one only forgets the names
-    of an earlier fit.
+    Records the number (and names) of X's columns for a fit. An ndarray has
+    no column names, so a refit on one only forgets the names of an earlier
+    fit; it is handled directly, without the generic name discovery.
     """
     if type(X) is np.ndarray:
+        estimator.n_features_in_ = X.shape[1]
         estimator.__dict__.pop("feature_names_in_", None)
         return
-    _check_feature_names(estimator, X, reset=True)
+    validate_data(estimator, X, reset=True, skip_check_array=True)
 
 
 def sample_weight_of(sample_weight, X, *, allow_all_zero_weights=False):

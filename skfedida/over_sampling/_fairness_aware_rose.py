@@ -20,18 +20,13 @@ from sklearn import get_config
 from sklearn.preprocessing import label_binarize
 from sklearn.utils import check_random_state, column_or_1d
 
-from ._compat import (
-    InputTags,
+from .._compat import (
     Interval,
-    SamplerTags,
     StrOptions,
-    Tags,
-    TargetTags,
-    _check_n_features,
     _fit_context,
     check_target_type,
 )
-from ._groups import (
+from .._groups import (
     _is_frame,
     column_positions,
     encode_groups,
@@ -40,11 +35,7 @@ from ._groups import (
     resolve_sensitive,
     take_rows,
 )
-from ._validation import (
-    check_feature_names_reset,
-    is_plain_float_matrix,
-    label_type,
-)
+from .._validation import is_plain_float_matrix, label_type, reset_input_columns
 
 __all__ = ["FairnessAwareROSE"]
 
@@ -301,21 +292,14 @@ class FairnessAwareROSE(BaseSampler):
         self.random_state = random_state
 
     def __sklearn_tags__(self):
-        tags = Tags(
-            estimator_type="sampler",
-            target_tags=TargetTags(required=True),
-            transformer_tags=None,
-            regressor_tags=None,
-            classifier_tags=None,
-            sampler_tags=SamplerTags(sample_indices=True),
-        )
-        tags.input_tags = InputTags()
-        tags.input_tags.two_d_array = True
+        tags = super().__sklearn_tags__()
+        # Synthetic rows add dense noise; frames keep their column dtypes and
+        # categorical or string columns are copied from the seed row.
         tags.input_tags.sparse = False
-        tags.input_tags.dataframe = True
         tags.input_tags.string = True
         tags.input_tags.categorical = True
         tags.input_tags.allow_nan = False
+        tags.sampler_tags.sample_indices = True
         return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -475,8 +459,7 @@ class FairnessAwareROSE(BaseSampler):
                 "FairnessAwareROSE needs at least 2 classes in y to balance "
                 f"outcomes; got one class only: {classes.tolist()}."
             )
-        _check_n_features(self, X, reset=True)
-        check_feature_names_reset(self, X)
+        reset_input_columns(self, X)
 
         _, S = resolve_sensitive(
             X,
