@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 from sklearn import get_config
 from sklearn.utils import assert_all_finite
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
 from ._compat import _check_sample_weight
@@ -54,15 +53,16 @@ def checked_float_matrix(estimator, X):
     return X
 
 
-def label_type(y):
-    """``type_of_target(y)``; integer, boolean and string 1-D arrays directly.
+def plain_labels(y):
+    """Classes and codes of integer, boolean or string 1-D labels, else None.
 
-    For such arrays the type is decided by the number of distinct values
-    alone (sklearn's rule), which the callers compute anyway.
+    For such arrays ``type_of_target`` decides binary or multiclass by the
+    number of distinct values alone, which every caller wants anyway; None
+    sends other labels (floats, objects, lists, 2-D) to the generic check.
     """
     if type(y) is np.ndarray and y.ndim == 1 and y.dtype.kind in "biuU" and y.size:
-        return "binary" if np.unique(y).size <= 2 else "multiclass"
-    return type_of_target(y, input_name="y")
+        return np.unique(y, return_inverse=True)
+    return None
 
 
 def reset_input_columns(estimator, X):

@@ -19,6 +19,7 @@ from imblearn.base import BaseSampler
 from sklearn import get_config
 from sklearn.preprocessing import label_binarize
 from sklearn.utils import check_random_state, column_or_1d
+from sklearn.utils.multiclass import type_of_target
 
 from .._compat import (
     Interval,
@@ -35,7 +36,7 @@ from .._groups import (
     resolve_sensitive,
     take_rows,
 )
-from .._validation import is_plain_float_matrix, label_type, reset_input_columns
+from .._validation import is_plain_float_matrix, plain_labels, reset_input_columns
 
 __all__ = ["FairnessAwareROSE"]
 
@@ -442,18 +443,23 @@ class FairnessAwareROSE(BaseSampler):
                 f"Found array with {n_features} feature(s) (shape={X.shape}) while "
                 "a minimum of 1 is required by FairnessAwareROSE."
             )
-        y_type = label_type(y)
-        if y_type not in ("binary", "multiclass", "multilabel-indicator"):
-            raise ValueError(f"Unknown label type: {y_type!r}; y must hold classes.")
-        if y_type == "multilabel-indicator":
-            y_array, binarize_y = check_target_type(y, indicate_one_vs_all=True)
+        coded = plain_labels(y)
+        if coded is not None:
+            y_array, binarize_y = y, False
+            classes, y_codes = coded
         else:
-            plain = type(y) is np.ndarray and y.ndim == 1
-            y_array = y if plain else column_or_1d(y, warn=True)
-            binarize_y = False
+            y_type = type_of_target(y, input_name="y")
+            if y_type not in ("binary", "multiclass", "multilabel-indicator"):
+                raise ValueError(
+                    f"Unknown label type: {y_type!r}; y must hold classes."
+                )
+            if y_type == "multilabel-indicator":
+                y_array, binarize_y = check_target_type(y, indicate_one_vs_all=True)
+            else:
+                y_array, binarize_y = column_or_1d(y, warn=True), False
+            classes, y_codes = np.unique(y_array, return_inverse=True)
         if y_array.shape[0] != n_samples:
             raise ValueError(f"X has {n_samples} rows but y has {y_array.shape[0]}.")
-        classes, y_codes = np.unique(y_array, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(
                 "FairnessAwareROSE needs at least 2 classes in y to balance "
@@ -661,7 +667,7 @@ class FairnessAwareROSE(BaseSampler):
         if not get_config()["assume_finite"] and not np.isfinite(X).all():
             return None
         noised = ~copied
-        block = X[:, noised].astype(np.float64) if noised.any() else None
+        block = X[:, noised].astype(np.float64, copy=False) if noised.any() else None
         return noised, block
 
     def _normalise_key(self, key, n_attributes, param_name, valid):
