@@ -35,7 +35,11 @@ from ._compat import (
     validate_params,
 )
 from ._groups import SensitiveGroups, resolve_sensitive, take_rows
-from .exceptions import DegenerateModelWarning, InactivePenaltyWarning
+from .exceptions import (
+    DegenerateModelWarning,
+    EmptyRangeWarning,
+    InactivePenaltyWarning,
+)
 from .federated import FederatedEstimator
 from .linear_model import FairPenaltyLogisticRegression
 from .metrics._scorer import _SensitiveCallMixin
@@ -375,7 +379,7 @@ def lambda_range(
             f"({lambdas[1]}), so the range is empty. Try a finer lambdas grid "
             "near 0, a lower tolerance, or more validation rows (accuracy on few "
             "rows moves in large steps).",
-            UserWarning,
+            EmptyRangeWarning,
             stacklevel=2,
         )
     return Bunch(

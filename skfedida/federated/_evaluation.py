@@ -12,6 +12,7 @@ from sklearn.utils import check_random_state
 
 from .._compat import HasMethods, Hidden, Interval, _num_samples, validate_params
 from .._groups import SensitiveGroups, check_labels_complete, encode_groups
+from ..exceptions import OperatingPointWarning
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES
 from ..metrics._operating_point import (
@@ -296,7 +297,7 @@ def evaluate_clients(
             "model that gives many rows the same score), so no threshold "
             "selects exactly the target share. Compare models' selection "
             "rates in the report before their disparities.",
-            UserWarning,
+            OperatingPointWarning,
             stacklevel=2,
         )
     rng = check_random_state(random_state)
