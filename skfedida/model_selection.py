@@ -353,7 +353,7 @@ def lambda_range(
                 f"Client {client_id!r}: the model at lambda = "
                 f"{lambdas[len(scores) - 1]} {what}; its range ends at {bound}.",
                 DegenerateModelWarning,
-                stacklevel=2,
+                stacklevel=3,  # past the @validate_params wrapper
             )
         per_client.append(
             {
@@ -380,7 +380,7 @@ def lambda_range(
             "near 0, a lower tolerance, or more validation rows (accuracy on few "
             "rows moves in large steps).",
             EmptyRangeWarning,
-            stacklevel=2,
+            stacklevel=3,  # past the @validate_params wrapper
         )
     return Bunch(
         range=(0.0, high),

@@ -8,12 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn import exceptions as sklearn_exceptions
+from sklearn.exceptions import UndefinedMetricWarning
 
 import skfedida
 from skfedida import exceptions
 from skfedida.exceptions import (
     ClientDataWarning,
     DataScaleWarning,
+    DegenerateModelWarning,
     EmptyRangeWarning,
     OperatingPointWarning,
     SensitiveFeaturesWarning,
@@ -21,6 +23,7 @@ from skfedida.exceptions import (
 )
 from skfedida.federated import FederatedEstimator, evaluate_clients
 from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.metrics import demographic_parity_difference
 from skfedida.model_selection import lambda_range
 
 ROOT = Path(skfedida.__file__).resolve().parent
@@ -124,7 +127,7 @@ class _ConstantOncePenalised(FairPenaltyLogisticRegression):
         return np.zeros_like(pred) if self.fairness > 0 else pred
 
 
-def _empty_lambda_range():
+def _empty_lambda_range(**kwargs):
     X, y, S, clients = _data(300)
     lambda_range(
         _ConstantOncePenalised(),
@@ -133,8 +136,18 @@ def _empty_lambda_range():
         clients=clients,
         sensitive_features=S,
         lambdas=(0, 0.1, 1.0),
-        band=None,
-        random_state=0,
+        **{"band": None, "random_state": 0, **kwargs},
+    )
+
+
+def _degenerate_lambda_range():
+    # The score never drops: the range ends on the degenerate decisions.
+    _empty_lambda_range(band=(0.01, 0.99), scoring=lambda estimator, X, y: 1.0)
+
+
+def _undefined_metric():
+    demographic_parity_difference(
+        [0, 1], [0, 1], sensitive_features=["a", "b"], min_group_size=5
     )
 
 
@@ -161,3 +174,23 @@ def test_each_warning_has_its_own_class(trigger, category, message):
     ours = [w for w in caught if issubclass(w.category, SkfedidaWarning)]
     assert [w.category for w in ours] == [category], ours
     assert re.search(message, str(ours[0].message))
+
+
+@pytest.mark.parametrize(
+    "trigger, categories",
+    [
+        (_tied_scores_at_the_threshold, {OperatingPointWarning}),
+        (_empty_lambda_range, {EmptyRangeWarning}),
+        (_degenerate_lambda_range, {DegenerateModelWarning, EmptyRangeWarning}),
+        (_undefined_metric, {UndefinedMetricWarning}),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_warnings_of_the_public_functions_point_at_their_caller(trigger, categories):
+    # Past the function and its @validate_params wrapper, to the user's line.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trigger()
+    ours = [w for w in caught if w.category in categories]
+    assert {w.category for w in ours} == categories
+    assert all(w.filename == __file__ for w in ours), [w.filename for w in ours]

@@ -298,7 +298,7 @@ def evaluate_clients(
             "selects exactly the target share. Compare models' selection "
             "rates in the report before their disparities.",
             OperatingPointWarning,
-            stacklevel=2,
+            stacklevel=3,  # past the @validate_params wrapper
         )
     rng = check_random_state(random_state)
     tail = (1 - confidence) / 2

@@ -199,7 +199,8 @@ def _difference(rates, metric_name):
         warnings.warn(
             f"{metric_name} is undefined: no group has a defined rate.",
             UndefinedMetricWarning,
-            stacklevel=3,
+            # Past the metric and its @validate_params wrapper, to the caller.
+            stacklevel=4,
         )
         return float("nan")
     return float(defined.max() - defined.min())
@@ -211,7 +212,8 @@ def _ratio(rates, metric_name):
         warnings.warn(
             f"{metric_name} is undefined: no group has a defined rate.",
             UndefinedMetricWarning,
-            stacklevel=3,
+            # Past the metric and its @validate_params wrapper, to the caller.
+            stacklevel=4,
         )
         return float("nan")
     highest = defined.max()
