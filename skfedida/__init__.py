@@ -18,7 +18,16 @@ from . import (
     plotting,
 )
 from .datasets import load_adult, make_federated_classification, make_roc_like
-from .exceptions import DegenerateModelWarning, InactivePenaltyWarning
+from .exceptions import (
+    ClientDataWarning,
+    DataScaleWarning,
+    DegenerateModelWarning,
+    EmptyRangeWarning,
+    InactivePenaltyWarning,
+    OperatingPointWarning,
+    SensitiveFeaturesWarning,
+    SkfedidaWarning,
+)
 from .federated import (
     ClientStratifiedKFold,
     FederatedEstimator,
@@ -61,16 +70,22 @@ from .plotting import ClientMetricsDisplay, TradeoffDisplay
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ClientDataWarning",
     "ClientMetricsDisplay",
     "ClientStratifiedKFold",
     "CoarseToFineSearchCV",
+    "DataScaleWarning",
     "DegenerateModelWarning",
+    "EmptyRangeWarning",
     "FairMLPClassifier",
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
     "FederatedEstimator",
     "InactivePenaltyWarning",
     "Median",
+    "OperatingPointWarning",
+    "SensitiveFeaturesWarning",
+    "SkfedidaWarning",
     "TradeoffDisplay",
     "TrimmedMean",
     "WeightedMean",

@@ -1,11 +1,11 @@
 """The one place where private scikit-learn and imbalanced-learn names are imported.
 
 skfedida follows scikit-learn's conventions, and a few of them have no public
-API yet: parameter constraints, metadata requests, the scorer base classes,
-the search and K-fold bases, sample-weight and fit-context helpers. Every
-such import lives here, so that an upgrade of either library that moves one
-of them breaks in one file, and the rest of the package imports only public
-names or these.
+API yet: parameter constraints and the ``validate_params`` decorator of public
+functions, metadata requests, the scorer base classes, the search and K-fold
+bases, sample-weight and fit-context helpers. Every such import lives here,
+so that an upgrade of either library that moves one of them breaks in one
+file, and the rest of the package imports only public names or these.
 """
 
 from imblearn.utils._validation import check_target_type
@@ -15,7 +15,13 @@ from sklearn.model_selection._search import BaseSearchCV
 from sklearn.model_selection._split import _BaseKFold
 from sklearn.utils import _safe_indexing
 from sklearn.utils._metadata_requests import MetadataRequest, MethodMetadataRequest
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Hidden,
+    Interval,
+    StrOptions,
+    validate_params,
+)
 from sklearn.utils.metadata_routing import _raise_for_params, _routing_enabled
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 from sklearn.utils.optimize import _check_optimize_result
@@ -27,6 +33,7 @@ from sklearn.utils.validation import (
 __all__ = [
     "BaseSearchCV",
     "HasMethods",
+    "Hidden",
     "Interval",
     "MetadataRequest",
     "MethodMetadataRequest",
@@ -44,4 +51,5 @@ __all__ = [
     "_routing_enabled",
     "_safe_indexing",
     "check_target_type",
+    "validate_params",
 ]

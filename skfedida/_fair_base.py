@@ -39,7 +39,11 @@ from ._groups import (
     resolve_sensitive,
 )
 from ._validation import checked_float_matrix, sample_weight_of
-from .exceptions import InactivePenaltyWarning
+from .exceptions import (
+    DataScaleWarning,
+    InactivePenaltyWarning,
+    SensitiveFeaturesWarning,
+)
 from .penalty import PENALTIES
 
 # Armijo condition for the minibatch step: accept a step of size eta when the
@@ -73,7 +77,7 @@ def warn_if_unscaled(X, owner, stacklevel=3):
             f"{scale.max():.3g}): one step size cannot suit them all, and the "
             "model may learn nothing (AUROC 0.5). Scale the features first, "
             "e.g. with sklearn.preprocessing.StandardScaler.",
-            UserWarning,
+            DataScaleWarning,
             stacklevel=stacklevel,
         )
 
@@ -259,7 +263,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                 f"{groups.n_groups} groups, most of them single rows: they look "
                 "like an identifier, not a group membership, and the penalty "
                 "then compares individuals. Check sensitive_features.",
-                UserWarning,
+                SensitiveFeaturesWarning,
                 stacklevel=4,
             )
         if warn and groups.n_groups < 2 and self.fairness > 0:

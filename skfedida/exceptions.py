@@ -1,4 +1,10 @@
-"""Warnings of skfedida."""
+"""Warnings of skfedida.
+
+Every warning skfedida raises about its own inputs and results is a
+:class:`SkfedidaWarning`, so that they can be filtered together, or one kind
+at a time by its class, never by matching message text. All are
+``UserWarning`` subclasses.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,36 @@ import warnings
 
 import numpy as np
 
-__all__ = ["DegenerateModelWarning", "InactivePenaltyWarning"]
+__all__ = [
+    "ClientDataWarning",
+    "DataScaleWarning",
+    "DegenerateModelWarning",
+    "EmptyRangeWarning",
+    "InactivePenaltyWarning",
+    "OperatingPointWarning",
+    "SensitiveFeaturesWarning",
+    "SkfedidaWarning",
+]
 
 #: A model whose decisions put at least this share of rows in one class.
 _DEGENERATE_SHARE = 0.99
 
 
-class DegenerateModelWarning(UserWarning):
+class SkfedidaWarning(UserWarning):
+    """Base class of every warning skfedida raises.
+
+    Filter it to silence, or to turn into errors, all of skfedida's warnings
+    at once; its subclasses name one kind each.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import SkfedidaWarning
+    >>> warnings.simplefilter("error", SkfedidaWarning)
+    """
+
+
+class DegenerateModelWarning(SkfedidaWarning):
     """A fitted model whose decisions are (almost) all one class.
 
     Such a model has tiny disparities at its own threshold (it selects almost
@@ -28,7 +57,7 @@ class DegenerateModelWarning(UserWarning):
     """
 
 
-class InactivePenaltyWarning(UserWarning):
+class InactivePenaltyWarning(SkfedidaWarning):
     """A fairness weight was set, but the penalty cannot act.
 
     Raised when ``fairness > 0`` and no sensitive attributes were given, or
@@ -41,6 +70,86 @@ class InactivePenaltyWarning(UserWarning):
     >>> import warnings
     >>> from skfedida.exceptions import InactivePenaltyWarning
     >>> warnings.simplefilter("ignore", InactivePenaltyWarning)
+    """
+
+
+class DataScaleWarning(SkfedidaWarning):
+    """Features on scales too far apart for stochastic gradient training.
+
+    Raised by the fair estimators' ``partial_fit``, ``FairMLPClassifier.fit``
+    and ``FederatedEstimator.fit`` when the largest absolute values of two
+    features differ by more than a factor of 1e4: one step size cannot suit
+    them all, and the model may learn nothing. Scale the features first
+    (e.g. ``StandardScaler``).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import DataScaleWarning
+    >>> warnings.simplefilter("error", DataScaleWarning)
+    """
+
+
+class SensitiveFeaturesWarning(SkfedidaWarning):
+    """Sensitive attributes that do not look like group memberships.
+
+    Raised when the sensitive attributes split the rows into about as many
+    groups as rows (an identifier column passed by mistake): the fairness
+    penalty then compares individuals, not groups.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import SensitiveFeaturesWarning
+    >>> warnings.simplefilter("error", SensitiveFeaturesWarning)
+    """
+
+
+class ClientDataWarning(SkfedidaWarning):
+    """A client whose rows the federation handles in a special way.
+
+    Raised by ``FederatedEstimator`` when a client has a single class in its
+    training rows (it trains anyway, without resampling), and when
+    ``predict(X, clients=...)`` meets clients not seen in ``fit`` (their rows
+    get the global model).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import ClientDataWarning
+    >>> warnings.simplefilter("ignore", ClientDataWarning)
+    """
+
+
+class OperatingPointWarning(SkfedidaWarning):
+    """No threshold selects the target share of rows.
+
+    Raised by ``evaluate_clients`` when the threshold of a target selection
+    rate selects a share more than 0.01 away from it: many scores are tied at
+    the threshold (a model that gives many rows the same score). Compare the
+    models' selection rates before their disparities.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import OperatingPointWarning
+    >>> warnings.simplefilter("error", OperatingPointWarning)
+    """
+
+
+class EmptyRangeWarning(SkfedidaWarning):
+    """A search found no room for a nonzero fairness weight.
+
+    Raised by ``lambda_range`` when a client's score falls below the
+    tolerance, or its model becomes degenerate, at the first nonzero lambda:
+    the range is then ``(0, 0)``. Try a finer grid near 0, a lower tolerance
+    or more validation rows.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import EmptyRangeWarning
+    >>> warnings.simplefilter("error", EmptyRangeWarning)
     """
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -23,10 +24,27 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
 
-from ._compat import BaseSearchCV, Interval, StrOptions, _num_samples, _safe_indexing
-from ._groups import resolve_sensitive, take_rows
-from .exceptions import DegenerateModelWarning, InactivePenaltyWarning
+from ._compat import (
+    BaseSearchCV,
+    HasMethods,
+    Hidden,
+    Interval,
+    StrOptions,
+    _num_samples,
+    _safe_indexing,
+    validate_params,
+)
+from ._groups import SensitiveGroups, resolve_sensitive, take_rows
+from .exceptions import (
+    DegenerateModelWarning,
+    EmptyRangeWarning,
+    InactivePenaltyWarning,
+)
+from .federated import FederatedEstimator
+from .linear_model import FairPenaltyLogisticRegression
 from .metrics._scorer import _SensitiveCallMixin
+from .neural_network import FairMLPClassifier
+from .over_sampling import FairnessAwareROSE
 
 __all__ = [
     "CoarseToFineSearchCV",
@@ -120,6 +138,41 @@ def _client_lambda_path(
     return scores, None
 
 
+@validate_params(
+    {
+        "estimator": [HasMethods(["fit"])],
+        "X": ["array-like", "sparse matrix"],
+        "y": ["array-like"],
+        # None reaches the function, which says that clients are needed.
+        "clients": ["array-like", Hidden(None)],
+        "sensitive_features": [
+            "array-like",
+            Mapping,
+            Hidden(SensitiveGroups),
+            None,
+        ],
+        "validation": [tuple, list, None],
+        # train_test_split's test_size: also a number of rows, or None (0.25).
+        "validation_fraction": [
+            Interval(numbers.Real, 0, 1, closed="neither"),
+            Hidden(Interval(numbers.Integral, 1, None, closed="left")),
+            Hidden(None),
+        ],
+        # Values checked by the function (increasing, starting at 0).
+        "lambdas": ["array-like"],
+        "tolerance": [Interval(numbers.Real, 0, 1, closed="right")],
+        # None: the estimator's own score method.
+        "scoring": [str, callable, Hidden(None)],
+        "param": [str],
+        "n_candidates": [Interval(numbers.Integral, 2, None, closed="left")],
+        # Values checked by the function (0 <= low < high <= 1).
+        "band": ["array-like", None],
+        "n_jobs": [numbers.Integral, None],
+        "random_state": ["random_state"],
+    },
+    # The estimator's own parameters are validated when each client fits it.
+    prefer_skip_nested_validation=False,
+)
 def lambda_range(
     estimator,
     X,
@@ -300,7 +353,7 @@ def lambda_range(
                 f"Client {client_id!r}: the model at lambda = "
                 f"{lambdas[len(scores) - 1]} {what}; its range ends at {bound}.",
                 DegenerateModelWarning,
-                stacklevel=2,
+                stacklevel=3,  # past the @validate_params wrapper
             )
         per_client.append(
             {
@@ -326,8 +379,8 @@ def lambda_range(
             f"({lambdas[1]}), so the range is empty. Try a finer lambdas grid "
             "near 0, a lower tolerance, or more validation rows (accuracy on few "
             "rows moves in large steps).",
-            UserWarning,
-            stacklevel=2,
+            EmptyRangeWarning,
+            stacklevel=3,  # past the @validate_params wrapper
         )
     return Bunch(
         range=(0.0, high),
@@ -336,6 +389,17 @@ def lambda_range(
     )
 
 
+@validate_params(
+    {
+        "performance": [str],
+        "fairness": [str],
+        "tolerance": [Interval(numbers.Real, 0, None, closed="both")],
+        "selection_rate": [str, None],
+        # Values checked by the function (0 <= low < high <= 1).
+        "band": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def fairest_within(
     performance,
     fairness,
@@ -645,6 +709,44 @@ n_splits_, refit_time_, multimetric_ :
         return self
 
 
+_ESTIMATOR_CONSTRAINTS = FairMLPClassifier._parameter_constraints
+_FEDERATED_CONSTRAINTS = FederatedEstimator._parameter_constraints
+
+
+@validate_params(
+    {
+        # Checked by the function, which lists the options.
+        "model": [str],
+        "strategy": [str],
+        # The rest as constrained by the components they are passed to (the
+        # network's constraints are the logistic model's plus its layers), so
+        # that a bad value is refused here rather than at fit.
+        **{
+            name: _ESTIMATOR_CONSTRAINTS[name]
+            for name in (
+                "fairness",
+                "penalty",
+                "alpha",
+                "learning_rate",
+                "batch_size",
+                "hidden_layer_sizes",
+                "sensitive",
+            )
+        },
+        **{
+            name: _FEDERATED_CONSTRAINTS[name]
+            for name in (
+                "n_rounds",
+                "local_epochs",
+                "sampler",
+                "resample",
+                "n_jobs",
+                "random_state",
+            )
+        },
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_fedida(
     model="logistic",
     strategy="fedavg",
@@ -744,11 +846,6 @@ default="group_standardized"
     >>> fedida.get_params()["estimator__penalty"]
     'group_standardized'
     """
-    from .federated import FederatedEstimator
-    from .linear_model import FairPenaltyLogisticRegression
-    from .neural_network import FairMLPClassifier
-    from .over_sampling import FairnessAwareROSE
-
     common = dict(
         fairness=fairness,
         penalty=penalty,

@@ -7,6 +7,8 @@ from importlib import resources
 
 from sklearn.utils import Bunch
 
+from .._compat import validate_params
+
 __all__ = ["load_adult"]
 
 _SPLITS = ("train", "val", "test")
@@ -44,6 +46,15 @@ def _descr():
     )
 
 
+@validate_params(
+    {
+        # Checked by the function, which lists the splits and refuses any raw
+        # that is not a bool.
+        "split": [str],
+        "raw": "no_validation",
+    },
+    prefer_skip_nested_validation=True,
+)
 def load_adult(split="train", *, raw=False):
     """Load the Adult census data split into 5 clients (the FedIDA paper's split).
 

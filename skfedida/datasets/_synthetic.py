@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import itertools
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
+
+from .._compat import Hidden, validate_params
 
 __all__ = ["make_federated_classification", "make_roc_like"]
 
@@ -96,6 +99,26 @@ def _client_sizes(n_samples, n_clients, client_sizes):
     return sizes
 
 
+@validate_params(
+    {
+        # Types here; ranges checked by the function, whose messages name them.
+        "n_samples": [numbers.Integral],
+        "n_clients": [numbers.Integral],
+        "n_features": [numbers.Integral],
+        "sensitive_attributes": [Mapping, None],
+        # One number is also a share for every group: equal shares.
+        "group_proportions": ["array-like", Hidden(numbers.Real), None],
+        "prevalence": [numbers.Real, "array-like"],
+        "client_sizes": ["array-like", None],
+        "heterogeneity": [numbers.Real],
+        "class_sep": [numbers.Real],
+        "group_shift": [numbers.Real],
+        "client_shift": [numbers.Real],
+        "as_frame": ["boolean"],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_federated_classification(
     n_samples=10_000,
     *,
@@ -278,6 +301,16 @@ def make_federated_classification(
     )
 
 
+@validate_params(
+    {
+        "n_samples": [numbers.Integral],
+        "n_features": [numbers.Integral],
+        "as_frame": ["boolean"],
+        "random_state": ["random_state"],
+    },
+    # **kwargs go to make_federated_classification unchecked: it checks them.
+    prefer_skip_nested_validation=False,
+)
 def make_roc_like(
     n_samples=_ROC_N_SAMPLES,
     *,

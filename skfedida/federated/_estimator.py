@@ -33,7 +33,11 @@ from .._groups import (
     encode_groups,
     resolve_sensitive,
 )
-from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
+from ..exceptions import (
+    ClientDataWarning,
+    InactivePenaltyWarning,
+    warn_if_degenerate,
+)
 from ..over_sampling import FairnessAwareROSE
 from ._aggregation import _Aggregator, check_aggregation
 from ._client import (
@@ -427,7 +431,7 @@ default="mean"
                 warnings.warn(
                     f"Client {ids[k].tolist()!r} has a single class in its "
                     "training rows; it trains anyway (its resampling is skipped).",
-                    UserWarning,
+                    ClientDataWarning,
                     stacklevel=2,
                 )
         self.client_sizes_ = np.array([client.n for client in data])
@@ -811,7 +815,7 @@ default="mean"
             warnings.warn(
                 f"Clients {unknown} were not seen in fit; their rows get the "
                 "global model.",
-                UserWarning,
+                ClientDataWarning,
                 stacklevel=3,
             )
         output = None

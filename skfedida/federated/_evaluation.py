@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
 
-from .._compat import _num_samples
-from .._groups import check_labels_complete, encode_groups
+from .._compat import HasMethods, Hidden, Interval, _num_samples, validate_params
+from .._groups import SensitiveGroups, check_labels_complete, encode_groups
+from ..exceptions import OperatingPointWarning
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES
 from ..metrics._operating_point import (
@@ -97,6 +99,28 @@ def _rate_of(threshold, estimator, prevalence, y_positive):
     return None
 
 
+@validate_params(
+    {
+        "estimator": [HasMethods(["predict_proba"])],
+        "X": ["array-like", "sparse matrix"],
+        "y": ["array-like"],
+        # None: every row in one client.
+        "clients": ["array-like", Hidden(None)],
+        "sensitive_features": ["array-like", Mapping, Hidden(SensitiveGroups)],
+        # Names are checked by the function, which lists the known ones.
+        "metrics": ["array-like"],
+        # Checked by the function, with a message listing the accepted forms.
+        "threshold": "no_validation",
+        "prevalence": [Interval(numbers.Real, 0, 1, closed="both"), None],
+        "min_group_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_bootstrap": [Interval(numbers.Integral, 0, None, closed="left")],
+        "confidence": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "personalised": ["boolean"],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def evaluate_clients(
     estimator,
     X,
@@ -273,8 +297,8 @@ def evaluate_clients(
             "model that gives many rows the same score), so no threshold "
             "selects exactly the target share. Compare models' selection "
             "rates in the report before their disparities.",
-            UserWarning,
-            stacklevel=2,
+            OperatingPointWarning,
+            stacklevel=3,  # past the @validate_params wrapper
         )
     rng = check_random_state(random_state)
     tail = (1 - confidence) / 2

@@ -17,12 +17,20 @@ and if ``partial_fit`` continues training from those arrays.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
+
+from .._compat import HasMethods, Hidden, validate_params
 
 __all__ = ["get_parameters", "n_samples_seen", "set_parameters"]
 
 _LAYOUTS = (("coefs_", "intercepts_"), ("coef_", "intercept_"))
+
+# Any estimator; whether it holds its parameters in one of the two layouts (or
+# records the rows it has seen) is checked by the functions, which say so.
+_ESTIMATOR = [HasMethods(["fit"])]
 
 
 def _layout(estimator):
@@ -36,6 +44,7 @@ def _layout(estimator):
     )
 
 
+@validate_params({"estimator": _ESTIMATOR}, prefer_skip_nested_validation=True)
 def get_parameters(estimator):
     """Return copies of an estimator's trainable arrays, in a fixed order.
 
@@ -67,6 +76,14 @@ def get_parameters(estimator):
     return [np.array(array, dtype=np.float64, copy=True) for array in arrays]
 
 
+@validate_params(
+    {
+        "estimator": _ESTIMATOR,
+        # A list of arrays; any iterable of them works.
+        "parameters": ["array-like", Hidden(Iterable)],
+    },
+    prefer_skip_nested_validation=True,
+)
 def set_parameters(estimator, parameters):
     """Replace an estimator's trainable arrays, in place.
 
@@ -118,6 +135,7 @@ def set_parameters(estimator, parameters):
     return estimator
 
 
+@validate_params({"estimator": _ESTIMATOR}, prefer_skip_nested_validation=True)
 def n_samples_seen(estimator):
     """Training rows an estimator has processed, as far as it records them.
 

@@ -8,13 +8,21 @@ O(n) whatever the number of groups.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils import Bunch, check_consistent_length, column_or_1d
 
-from .._compat import _check_sample_weight
+from .._compat import (
+    Hidden,
+    Interval,
+    StrOptions,
+    _check_sample_weight,
+    validate_params,
+)
 from .._groups import SensitiveGroups, encode_groups, pd
 
 __all__ = [
@@ -191,7 +199,8 @@ def _difference(rates, metric_name):
         warnings.warn(
             f"{metric_name} is undefined: no group has a defined rate.",
             UndefinedMetricWarning,
-            stacklevel=3,
+            # Past the metric and its @validate_params wrapper, to the caller.
+            stacklevel=4,
         )
         return float("nan")
     return float(defined.max() - defined.min())
@@ -203,7 +212,8 @@ def _ratio(rates, metric_name):
         warnings.warn(
             f"{metric_name} is undefined: no group has a defined rate.",
             UndefinedMetricWarning,
-            stacklevel=3,
+            # Past the metric and its @validate_params wrapper, to the caller.
+            stacklevel=4,
         )
         return float("nan")
     highest = defined.max()
@@ -236,11 +246,29 @@ _COMMON_PARAMETERS = """Parameters
         score-weighted mean of y."""
 
 
+#: Constraints of the parameters every metric shares; the values (labels,
+#: lengths, probabilities, missing groups) are checked by the metrics
+#: themselves, with messages that name the problem.
+_COMMON_CONSTRAINTS = {
+    "y_true": ["array-like"],
+    "y_pred": ["array-like"],
+    # A Series, DataFrame, array, list or dict of columns (all array-like),
+    # any Mapping of columns, or groups encoded already (SensitiveGroups).
+    "sensitive_features": ["array-like", Mapping, Hidden(SensitiveGroups)],
+    # sklearn's _check_sample_weight also takes one number for every row.
+    "sample_weight": ["array-like", Hidden(Real), None],
+    "pos_label": [Hashable, None],
+    "min_group_size": [Interval(Integral, 1, None, closed="left")],
+    "soft": ["boolean"],
+}
+
+
 def _document(func):
     func.__doc__ = func.__doc__.replace("%(parameters)s", _COMMON_PARAMETERS)
     return func
 
 
+@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
 @_document
 def demographic_parity_difference(
     y_true,
@@ -288,6 +316,7 @@ def demographic_parity_difference(
     return _difference(sums.rate("selection_rate"), "demographic_parity_difference")
 
 
+@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
 @_document
 def demographic_parity_ratio(
     y_true,
@@ -333,6 +362,7 @@ def demographic_parity_ratio(
     return _ratio(sums.rate("selection_rate"), "demographic_parity_ratio")
 
 
+@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
 @_document
 def false_positive_rate_difference(
     y_true,
@@ -378,6 +408,7 @@ def false_positive_rate_difference(
     )
 
 
+@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
 @_document
 def true_positive_rate_difference(
     y_true,
@@ -421,6 +452,7 @@ def true_positive_rate_difference(
     return _difference(sums.rate("true_positive_rate"), "true_positive_rate_difference")
 
 
+@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
 @_document
 def positive_predictive_value_difference(
     y_true,
@@ -467,6 +499,10 @@ def positive_predictive_value_difference(
     )
 
 
+@validate_params(
+    {**_COMMON_CONSTRAINTS, "agg": [StrOptions({"worst_case", "mean"})]},
+    prefer_skip_nested_validation=True,
+)
 @_document
 def equalized_odds_difference(
     y_true,
@@ -517,6 +553,7 @@ def equalized_odds_difference(
     return float(np.max([tpr, fpr]) if agg == "worst_case" else (tpr + fpr) / 2)
 
 
+@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
 @_document
 def fairness_summary(
     y_true,
@@ -585,6 +622,7 @@ def fairness_summary(
     return summary
 
 
+@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
 @_document
 def group_report(
     y_true,

@@ -11,11 +11,12 @@ by the server, so no score or row leaves its client.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Hashable, Iterable
 
 import numpy as np
 from sklearn.utils import column_or_1d
 
-from .._compat import _check_sample_weight
+from .._compat import Hidden, Interval, _check_sample_weight, validate_params
 
 __all__ = [
     "federated_threshold",
@@ -26,6 +27,11 @@ __all__ = [
 
 #: Bins of the shared grid on [0, 1] of :func:`score_histogram`.
 DEFAULT_N_BINS = 1000
+
+_N_BINS = [Interval(numbers.Integral, 1, None, closed="left")]
+_RATE = [Interval(numbers.Real, 0, 1, closed="both")]
+# sklearn's _check_sample_weight also takes one number for every row.
+_SAMPLE_WEIGHT = ["array-like", Hidden(numbers.Real), None]
 
 
 def _check_n_bins(n_bins):
@@ -75,6 +81,10 @@ def training_prevalence(estimator, positive):
     return None
 
 
+@validate_params(
+    {"scores": ["array-like"], "n_bins": _N_BINS, "sample_weight": _SAMPLE_WEIGHT},
+    prefer_skip_nested_validation=True,
+)
 def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
     """Count probability scores on a shared grid of equal bins on [0, 1].
 
@@ -120,6 +130,10 @@ def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
     return np.bincount(bins, weights=weight, minlength=n_bins)
 
 
+@validate_params(
+    {"histograms": ["array-like"], "rate": _RATE},
+    prefer_skip_nested_validation=True,
+)
 def threshold_at_rate(histograms, rate):
     """The score threshold at which a given share of rows is selected.
 
@@ -182,6 +196,16 @@ def threshold_at_rate(histograms, rate):
 _MAX_PASSES = 6
 
 
+@validate_params(
+    {
+        # Lists of per-client arrays; any iterable of them works.
+        "client_scores": ["array-like", Hidden(Iterable)],
+        "rate": _RATE,
+        "n_bins": _N_BINS,
+        "sample_weights": ["array-like", Hidden(Iterable), None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def federated_threshold(
     client_scores, rate, *, n_bins=DEFAULT_N_BINS, sample_weights=None
 ):
@@ -288,6 +312,15 @@ def federated_threshold(
     return min(candidates, key=lambda t: abs(selected(t) - wanted))
 
 
+@validate_params(
+    {
+        "y_true": ["array-like"],
+        "y_pred": ["array-like"],
+        "pos_label": [Hashable, None],
+        "sample_weight": _SAMPLE_WEIGHT,
+    },
+    prefer_skip_nested_validation=True,
+)
 def selection_rate(y_true, y_pred, *, pos_label=None, sample_weight=None):
     """Share of rows predicted positive, P(ŷ = pos_label).
 

@@ -13,6 +13,7 @@ exactly the slice of S of its test fold. With routing off, a scorer built with
 from __future__ import annotations
 
 import numbers
+from collections.abc import Hashable
 from functools import partial
 from inspect import signature
 
@@ -20,12 +21,15 @@ import numpy as np
 from sklearn.metrics import get_scorer
 
 from .._compat import (
+    Interval,
     MetadataRequest,
     MethodMetadataRequest,
+    StrOptions,
     _BaseScorer,
     _cached_call,
     _raise_for_params,
     _Scorer,
+    validate_params,
 )
 from .._groups import resolve_sensitive
 from ._fairness import (
@@ -63,6 +67,14 @@ FAIRNESS_METRICS = {
 _ALIASES = DISPARITY_ALIASES
 
 _RESPONSE_METHODS = ("predict", "predict_proba")
+
+# Constraints both scorer factories share. The values of ``metric``,
+# ``response_method``, ``weight`` and ``performance`` are checked by the
+# factories, and ``threshold`` (any type) by ``_check_threshold``, with
+# messages that say what is accepted.
+_SENSITIVE = [str, numbers.Integral, "array-like", None]
+_POS_LABEL = [Hashable, None]
+_MIN_GROUP_SIZE = [Interval(numbers.Integral, 1, None, closed="left")]
 
 
 def _missing_sensitive_error(scorer):
@@ -255,6 +267,19 @@ def _resolve_metric(metric):
     return func, greater_is_better, name
 
 
+@validate_params(
+    {
+        "metric": [str, callable],
+        "response_method": [str],
+        "sensitive": _SENSITIVE,
+        "pos_label": _POS_LABEL,
+        "min_group_size": _MIN_GROUP_SIZE,
+        "greater_is_better": ["boolean", None],
+        "threshold": "no_validation",
+        "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_fairness_scorer(
     metric="demographic_parity_difference",
     *,
@@ -438,6 +463,20 @@ class _TradeoffScorer(_SensitiveCallMixin, _BaseScorer):
         return float(performance - self._weight * disparity)
 
 
+@validate_params(
+    {
+        # A scorer name or callable; anything else is refused by the function.
+        "performance": "no_validation",
+        "fairness": [str, callable],
+        "weight": [numbers.Real],
+        "sensitive": _SENSITIVE,
+        "fairness_response_method": [StrOptions(set(_RESPONSE_METHODS))],
+        "pos_label": _POS_LABEL,
+        "min_group_size": _MIN_GROUP_SIZE,
+        "threshold": "no_validation",
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_tradeoff_scorer(
     performance="roc_auc",
     fairness="demographic_parity_difference",

@@ -1,0 +1,196 @@
+"""skfedida's warnings: one class per kind, all under SkfedidaWarning."""
+
+import ast
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn import exceptions as sklearn_exceptions
+from sklearn.exceptions import UndefinedMetricWarning
+
+import skfedida
+from skfedida import exceptions
+from skfedida.exceptions import (
+    ClientDataWarning,
+    DataScaleWarning,
+    DegenerateModelWarning,
+    EmptyRangeWarning,
+    OperatingPointWarning,
+    SensitiveFeaturesWarning,
+    SkfedidaWarning,
+)
+from skfedida.federated import FederatedEstimator, evaluate_clients
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.metrics import demographic_parity_difference
+from skfedida.model_selection import lambda_range
+
+ROOT = Path(skfedida.__file__).resolve().parent
+
+
+def _data(n=90, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 3)
+    y = (X[:, 0] + 0.5 * rng.randn(n) > 0).astype(int)
+    S = rng.choice(["a", "b", "c"], n)
+    clients = np.arange(n) % 3
+    return X, y, S, clients
+
+
+def test_every_warning_class_is_a_skfedida_warning_and_a_user_warning():
+    for name in exceptions.__all__:
+        cls = getattr(exceptions, name)
+        assert issubclass(cls, SkfedidaWarning) and issubclass(cls, UserWarning)
+        assert getattr(skfedida, name) is cls
+
+
+def test_skfedida_warns_only_with_its_own_classes_or_sklearns():
+    # A plain UserWarning (or no category) could only be filtered by its text.
+    allowed = set(exceptions.__all__) | {
+        name for name in dir(sklearn_exceptions) if name.endswith("Warning")
+    }
+    offending = []
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "warn"
+            ):
+                continue
+            category = node.args[1] if len(node.args) > 1 else None
+            for keyword in node.keywords:
+                if keyword.arg == "category":
+                    category = keyword.value
+            name = getattr(category, "id", None)
+            if name not in allowed:
+                offending.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    assert not offending, offending
+
+
+def _unscaled_features():
+    X, y, _, _ = _data()
+    X[:, 0] *= 1e8
+    FairPenaltyLogisticRegression(fairness=0).partial_fit(X, y, classes=[0, 1])
+
+
+def _identifier_as_sensitive_attribute():
+    X, y, _, _ = _data()
+    FairPenaltyLogisticRegression(fairness=1.0).fit(
+        X, y, sensitive_features=np.arange(len(y))
+    )
+
+
+def _single_class_client():
+    X, y, S, clients = _data()
+    y[clients == 2] = 1
+    FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1).fit(
+        X, y, clients=clients, sensitive_features=S
+    )
+
+
+def _unseen_client_at_predict():
+    X, y, S, clients = _data()
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(), strategy="local", n_rounds=1
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    fed.predict(X[:4], clients=[9, 9, 0, 0])
+
+
+class _Tied:
+    classes_ = np.array([0, 1])
+
+    def predict_proba(self, X):
+        p = np.where(np.arange(len(X)) % 5 == 0, 0.9, 0.3)
+        return np.column_stack([1 - p, p])
+
+
+def _tied_scores_at_the_threshold():
+    n = 500
+    evaluate_clients(
+        _Tied(),
+        np.zeros((n, 1)),
+        np.arange(n) % 2,
+        clients=np.zeros(n, int),
+        sensitive_features=np.arange(n) % 3,
+        threshold="prevalence",
+        n_bootstrap=0,
+    )
+
+
+class _ConstantOncePenalised(FairPenaltyLogisticRegression):
+    """Predicts one class for every row once fairness > 0."""
+
+    def predict(self, X):
+        pred = super().predict(X)
+        return np.zeros_like(pred) if self.fairness > 0 else pred
+
+
+def _empty_lambda_range(**kwargs):
+    X, y, S, clients = _data(300)
+    lambda_range(
+        _ConstantOncePenalised(),
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        lambdas=(0, 0.1, 1.0),
+        **{"band": None, "random_state": 0, **kwargs},
+    )
+
+
+def _degenerate_lambda_range():
+    # The score never drops: the range ends on the degenerate decisions.
+    _empty_lambda_range(band=(0.01, 0.99), scoring=lambda estimator, X, y: 1.0)
+
+
+def _undefined_metric():
+    demographic_parity_difference(
+        [0, 1], [0, 1], sensitive_features=["a", "b"], min_group_size=5
+    )
+
+
+@pytest.mark.parametrize(
+    "trigger, category, message",
+    [
+        (_unscaled_features, DataScaleWarning, "differ in scale"),
+        (
+            _identifier_as_sensitive_attribute,
+            SensitiveFeaturesWarning,
+            "look like an identifier",
+        ),
+        (_single_class_client, ClientDataWarning, "Client 2 has a single class"),
+        (_unseen_client_at_predict, ClientDataWarning, r"Clients \[9\] were not seen"),
+        (_tied_scores_at_the_threshold, OperatingPointWarning, "tied"),
+        (_empty_lambda_range, EmptyRangeWarning, "the range is empty"),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_each_warning_has_its_own_class(trigger, category, message):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trigger()
+    ours = [w for w in caught if issubclass(w.category, SkfedidaWarning)]
+    assert [w.category for w in ours] == [category], ours
+    assert re.search(message, str(ours[0].message))
+
+
+@pytest.mark.parametrize(
+    "trigger, categories",
+    [
+        (_tied_scores_at_the_threshold, {OperatingPointWarning}),
+        (_empty_lambda_range, {EmptyRangeWarning}),
+        (_degenerate_lambda_range, {DegenerateModelWarning, EmptyRangeWarning}),
+        (_undefined_metric, {UndefinedMetricWarning}),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_warnings_of_the_public_functions_point_at_their_caller(trigger, categories):
+    # Past the function and its @validate_params wrapper, to the user's line.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trigger()
+    ours = [w for w in caught if w.category in categories]
+    assert {w.category for w in ours} == categories
+    assert all(w.filename == __file__ for w in ours), [w.filename for w in ours]
