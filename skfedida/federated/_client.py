@@ -272,9 +272,9 @@ class _Trainer:
         """Local epochs from the estimator's current parameters."""
         sampler = _round_sampler(self.sampler, random_state)
         if isinstance(sampler, FairnessAwareROSE):
-            # Which columns get noise is decided on the client's rows, not per
-            # minibatch, where a continuous column can look binary by chance.
-            sampler = sampler._with_noised_columns_of(data.X)
+            # Noised columns decided on the client's rows, not per minibatch,
+            # and every minibatch's subgroups drawn at once.
+            sampler = sampler._for_minibatches_of(data.X)
         if self.strategy == "pfedavg":
             for _ in range(epochs):
                 self._per_fedavg_epoch(estimator, data, sampler, random_state)

@@ -107,7 +107,11 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         Applied to each client's rows: per minibatch (``resample="batch"``,
         the paper's Algorithm 2) or to the whole client once per round
         (``"client"``). The sensitive features follow the resampled rows
-        through the sampler's ``sample_indices_``.
+        through the sampler's ``sample_indices_``. A
+        :class:`~skfedida.over_sampling.FairnessAwareROSE` decides which
+        columns get noise once per client (not per minibatch) and draws all
+        subgroups of a minibatch at once: the distribution of its
+        ``fit_resample``, from a different random stream.
     resample : {"batch", "client"}, default="batch"
         Where the sampler is applied.
     aggregation : {"mean", "median", "trimmed_mean"} or aggregator, \
