@@ -89,7 +89,7 @@ class _ClientData:
         self.X, self.y, self.groups = X, y, groups
         self.weight = weight
         self.source, self.positions = source, positions
-        self.n = _num_samples(X)
+        self.n = X.shape[0] if type(X) is np.ndarray else _num_samples(X)
 
     def take(self, rows):
         return _ClientData(

@@ -527,13 +527,12 @@ class FairnessAwareROSE(BaseSampler):
         subgroup_codes = group_codes * n_classes + y_codes
         counts = np.bincount(subgroup_codes, minlength=len(group_labels) * n_classes)
         present = np.flatnonzero(counts)
+        present_codes = present.tolist()  # Python ints index tuples faster
         keys = [
             (group_labels[code // n_classes], class_values[code % n_classes])
-            for code in present
+            for code in present_codes
         ]
-        before = {
-            key: int(counts[code]) for key, code in zip(keys, present, strict=True)
-        }
+        before = dict(zip(keys, counts[present].tolist(), strict=True))
         targets = self._targets(before, n_attributes)
         shrinkage = self._shrinkages(keys, before, targets, n_attributes)
 
@@ -547,7 +546,9 @@ class FairnessAwareROSE(BaseSampler):
         # Output sizes are known before any draw, so the output is allocated once
         # and synthetic rows are written into it as they are drawn.
         sizes = counts[present]
-        target_sizes = np.array([targets[key] for key in keys])
+        target_sizes = np.fromiter(
+            (targets[key] for key in keys), dtype=np.intp, count=len(keys)
+        )
         cut = self.undersample & (sizes > target_sizes)
         n_kept = int(np.where(cut, target_sizes, sizes).sum())
         n_synthetic = int(np.maximum(target_sizes - sizes, 0).sum())
@@ -559,16 +560,16 @@ class FairnessAwareROSE(BaseSampler):
             and explicit_cov is None
             and self.covariance == "diag"
         ):
-            scale = np.array([shrinkage[key] for key in keys]) * bandwidth
+            scale = bandwidth * np.fromiter(
+                (shrinkage[key] for key in keys), dtype=np.float64, count=len(keys)
+            )
             kept, seeds = self._draw_jointly(
                 X, order, sizes, target_sizes, scale, X_noised, random_state, output
             )
             after_sizes = np.where(
                 target_sizes > sizes, target_sizes, np.where(cut, target_sizes, sizes)
             )
-            after = {
-                key: int(size) for key, size in zip(keys, after_sizes, strict=True)
-            }
+            after = dict(zip(keys, after_sizes.tolist(), strict=True))
             return self._finish(
                 output, kept, seeds, keys, before, after, targets, shrinkage
             )
@@ -759,7 +760,7 @@ class FairnessAwareROSE(BaseSampler):
         return group, klass
 
     def _targets(self, before, n_attributes):
-        sizes = np.array(list(before.values()))
+        sizes = np.fromiter(before.values(), dtype=np.intp, count=len(before))
         n_target = self.n_target
         if callable(n_target) and not isinstance(n_target, Mapping):
             n_target = n_target(dict(before))
