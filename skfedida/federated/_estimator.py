@@ -32,6 +32,7 @@ from .._groups import (
     check_labels_complete,
     encode_groups,
     resolve_sensitive,
+    take_rows,
 )
 from ..exceptions import (
     ClientDataWarning,
@@ -481,12 +482,14 @@ default="mean"
     @staticmethod
     def _client_data(X, y, S, groups, rows):
         """The training rows of one client, with their encoded groups."""
+        # The client holds its own rows' S only (in the form the user gave
+        # it, for components that take S but not encoded groups).
         return _ClientData(
             _safe_indexing(X, rows),
             y[rows],
             None if groups is None else groups.take(rows),
-            source=S,
-            positions=None if S is None else rows,
+            source=None if S is None else take_rows(S, rows),
+            positions=None if S is None else np.arange(rows.size),
         )
 
     def _check_warm_start(self):
