@@ -43,6 +43,7 @@ from .exceptions import (
     DataScaleWarning,
     InactivePenaltyWarning,
     SensitiveFeaturesWarning,
+    caller_stacklevel,
 )
 from .penalty import PENALTIES
 
@@ -62,7 +63,7 @@ _MAX_MAGNITUDE = 1e100
 _SCALE_RATIO = 1e4
 
 
-def warn_if_unscaled(X, owner, stacklevel=3):
+def warn_if_unscaled(X, owner):
     """Warn when SGD would see features on very different scales."""
     if sp.issparse(X):
         scale = np.asarray(abs(X).max(axis=0).todense()).ravel()
@@ -78,7 +79,7 @@ def warn_if_unscaled(X, owner, stacklevel=3):
             "model may learn nothing (AUROC 0.5). Scale the features first, "
             "e.g. with sklearn.preprocessing.StandardScaler.",
             DataScaleWarning,
-            stacklevel=stacklevel,
+            stacklevel=caller_stacklevel(),
         )
 
 
@@ -227,7 +228,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             warnings.warn(
                 "A column-vector y was passed when a 1d array was expected.",
                 DataConversionWarning,
-                stacklevel=3,
+                stacklevel=caller_stacklevel(),
             )
             y = y.ravel()
         if y.shape[0] != n_samples:
@@ -253,7 +254,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                     "attributes were given (pass sensitive_features, or name "
                     "columns of X with sensitive=).",
                     InactivePenaltyWarning,
-                    stacklevel=4,
+                    stacklevel=caller_stacklevel(),
                 )
             return np.zeros(n_samples, dtype=np.intp), 1
         groups = encode_groups(S, n_samples=n_samples)
@@ -264,14 +265,14 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                 "like an identifier, not a group membership, and the penalty "
                 "then compares individuals. Check sensitive_features.",
                 SensitiveFeaturesWarning,
-                stacklevel=4,
+                stacklevel=caller_stacklevel(),
             )
         if warn and groups.n_groups < 2 and self.fairness > 0:
             warnings.warn(
                 f"The sensitive attributes take a single value {groups.labels[0]}, "
                 "so the fairness penalty is 0.",
                 InactivePenaltyWarning,
-                stacklevel=4,
+                stacklevel=caller_stacklevel(),
             )
         return groups.codes, groups.n_groups
 
@@ -488,7 +489,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
         if first_call:
             if weight.any():  # not a federation's zero-weight initialisation
-                warn_if_unscaled(X_model, type(self).__name__, stacklevel=4)
+                warn_if_unscaled(X_model, type(self).__name__)
             self._random_state = check_random_state(self.random_state)
             self._set_params_list(
                 self._initial_parameters(X_model.shape[1], self._random_state)

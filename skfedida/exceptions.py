@@ -8,6 +8,8 @@ at a time by its class, never by matching message text. All are
 
 from __future__ import annotations
 
+import inspect
+import os
 import warnings
 
 import numpy as np
@@ -22,6 +24,44 @@ __all__ = [
     "SensitiveFeaturesWarning",
     "SkfedidaWarning",
 ]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def caller_stacklevel():
+    """The ``stacklevel`` that attributes a warning to the user's own line.
+
+    Counts the frames inside skfedida, and sklearn's decorator wrappers
+    (``_fit_context``, ``validate_params``) between them, from the warning
+    site up to the first frame of other code: the same warning then points
+    at the user's ``fit(...)`` call however deep in the package it is raised,
+    and whichever public method led there (pandas' ``find_stack_level``
+    does this for pandas).
+
+    Returns
+    -------
+    stacklevel : int
+        For ``warnings.warn(..., stacklevel=caller_stacklevel())``.
+    """
+    frame = inspect.currentframe()
+    level = 0
+    try:
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            inside = filename.startswith(_PACKAGE_DIR) or (
+                frame.f_code.co_name == "wrapper"
+                and f"{os.sep}sklearn{os.sep}" in filename
+            )
+            if not inside:
+                break
+            frame = frame.f_back
+            level += 1
+    finally:
+        del frame
+    # The count includes this function's frame, which is gone when the
+    # caller warns: the level is relative to the warning site, as needed.
+    return max(level, 1)
+
 
 #: A model whose decisions put at least this share of rows in one class.
 _DEGENERATE_SHARE = 0.99
@@ -153,7 +193,7 @@ class EmptyRangeWarning(SkfedidaWarning):
     """
 
 
-def warn_if_degenerate(positive_share, owner, stacklevel=3, rows="training rows"):
+def warn_if_degenerate(positive_share, owner, rows="training rows"):
     """Warn when decisions put >= 99% of the ``rows`` in one class."""
     if not np.isfinite(positive_share):
         return
@@ -171,5 +211,5 @@ def warn_if_degenerate(positive_share, owner, stacklevel=3, rows="training rows"
             "and compare models at a matched selection rate "
             "(evaluate_clients(..., threshold='prevalence')).",
             DegenerateModelWarning,
-            stacklevel=stacklevel,
+            stacklevel=caller_stacklevel(),
         )

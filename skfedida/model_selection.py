@@ -39,6 +39,7 @@ from .exceptions import (
     DegenerateModelWarning,
     EmptyRangeWarning,
     InactivePenaltyWarning,
+    caller_stacklevel,
 )
 from .federated._fedida import make_fedida
 from .metrics._scorer import _SensitiveCallMixin
@@ -350,7 +351,7 @@ def lambda_range(
                 f"Client {client_id!r}: the model at lambda = "
                 f"{lambdas[len(scores) - 1]} {what}; its range ends at {bound}.",
                 DegenerateModelWarning,
-                stacklevel=3,  # past the @validate_params wrapper
+                stacklevel=caller_stacklevel(),
             )
         per_client.append(
             {
@@ -377,7 +378,7 @@ def lambda_range(
             "near 0, a lower tolerance, or more validation rows (accuracy on few "
             "rows moves in large steps).",
             EmptyRangeWarning,
-            stacklevel=3,  # past the @validate_params wrapper
+            stacklevel=caller_stacklevel(),
         )
     return Bunch(
         range=(0.0, high),

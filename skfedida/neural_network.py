@@ -15,6 +15,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from ._compat import Interval, StrOptions, _fit_context
 from ._fair_base import BaseFairClassifier, _Batch, warn_if_unscaled
+from .exceptions import caller_stacklevel
 
 __all__ = ["FairMLPClassifier"]
 
@@ -409,7 +410,7 @@ class FairMLPClassifier(BaseFairClassifier):
                 f"{type(self).__name__} reached max_iter={self.max_iter} epochs "
                 "before the objective stopped improving.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=caller_stacklevel(),
             )
         if best_params is not None:
             params = best_params

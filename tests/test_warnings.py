@@ -194,3 +194,51 @@ def test_warnings_of_the_public_functions_point_at_their_caller(trigger, categor
     ours = [w for w in caught if w.category in categories]
     assert {w.category for w in ours} == categories
     assert all(w.filename == __file__ for w in ours), [w.filename for w in ours]
+
+
+def _unscaled_partial_fit():
+    X, y, _, _ = _data()
+    FairPenaltyLogisticRegression().partial_fit(X * [1, 1, 1e6], y, classes=[0, 1])
+
+
+def _identifier_like_groups_in_fit():
+    X, y, _, _ = _data()
+    FairPenaltyLogisticRegression(fairness=1.0).fit(
+        X, y, sensitive_features=np.arange(len(y))
+    )
+
+
+def _penalty_without_groups_in_fit():
+    X, y, _, _ = _data()
+    FairPenaltyLogisticRegression(fairness=1.0).fit(X, y)
+
+
+def _single_class_client_in_a_federation():
+    X, y, S, clients = _data()
+    y = y.copy()
+    y[clients == 0] = 1
+    FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1).fit(
+        X, y, clients=clients, sensitive_features=S
+    )
+
+
+@pytest.mark.parametrize(
+    "trigger, category",
+    [
+        (_unscaled_partial_fit, DataScaleWarning),
+        (_identifier_like_groups_in_fit, SensitiveFeaturesWarning),
+        (_penalty_without_groups_in_fit, exceptions.InactivePenaltyWarning),
+        (_single_class_client_in_a_federation, ClientDataWarning),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_warnings_raised_inside_fit_point_at_the_users_call(trigger, category):
+    # However deep in the package, past sklearn's fit wrappers, to this file.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trigger()
+    ours = [w for w in caught if issubclass(w.category, category)]
+    assert ours, [w.category for w in caught]
+    assert all(w.filename == __file__ for w in ours), [
+        (w.filename, w.lineno) for w in ours
+    ]

@@ -37,6 +37,7 @@ from .._groups import (
 from ..exceptions import (
     ClientDataWarning,
     InactivePenaltyWarning,
+    caller_stacklevel,
     warn_if_degenerate,
 )
 from ..over_sampling import FairnessAwareROSE
@@ -437,7 +438,7 @@ default="mean"
                     f"Client {ids[k].tolist()!r} has a single class in its "
                     "training rows; it trains anyway (its resampling is skipped).",
                     ClientDataWarning,
-                    stacklevel=2,
+                    stacklevel=caller_stacklevel(),
                 )
         self.client_sizes_ = np.array([client.n for client in data])
         # Label shares of the training rows: the sum of the clients' counts.
@@ -537,7 +538,7 @@ default="mean"
             f"fairness={fairness} has no effect: {reason}; the federation trains "
             "the unpenalised model.",
             InactivePenaltyWarning,
-            stacklevel=3,
+            stacklevel=caller_stacklevel(),
         )
 
     def _warn_if_degenerate(self, data):
@@ -553,9 +554,7 @@ default="mean"
                 self.clients_[k].tolist(), self.estimator_
             )
             selected += int(np.sum(model.predict(client.X) == positive))
-        warn_if_degenerate(
-            selected / self.client_sizes_.sum(), type(self).__name__, stacklevel=4
-        )
+        warn_if_degenerate(selected / self.client_sizes_.sum(), type(self).__name__)
 
     def _validated_rows(self, X, y, sensitive_features, *, reset, suffix=""):
         """X, y and the sensitive features of training (or evaluation) rows.
@@ -593,7 +592,7 @@ default="mean"
         if reset:
             _check_sampler_input(self.sampler, X)
             if self.sensitive is None:
-                warn_if_unscaled(X, type(self).__name__, stacklevel=4)
+                warn_if_unscaled(X, type(self).__name__)
         return X, y, S, S_metrics
 
     def _client_epochs(self, n_clients):
@@ -823,7 +822,7 @@ default="mean"
                 f"Clients {unknown} were not seen in fit; their rows get the "
                 "global model.",
                 ClientDataWarning,
-                stacklevel=3,
+                stacklevel=caller_stacklevel(),
             )
         output = None
         for client in np.unique(clients):

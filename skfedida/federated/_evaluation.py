@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 
 from .._compat import HasMethods, Hidden, Interval, _num_samples, validate_params
 from .._groups import SensitiveGroups, check_labels_complete, encode_groups
-from ..exceptions import OperatingPointWarning
+from ..exceptions import OperatingPointWarning, caller_stacklevel
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES
 from ..metrics._operating_point import (
@@ -298,7 +298,7 @@ def evaluate_clients(
             "selects exactly the target share. Compare models' selection "
             "rates in the report before their disparities.",
             OperatingPointWarning,
-            stacklevel=3,  # past the @validate_params wrapper
+            stacklevel=caller_stacklevel(),
         )
     rng = check_random_state(random_state)
     tail = (1 - confidence) / 2

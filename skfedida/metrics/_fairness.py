@@ -24,6 +24,7 @@ from .._compat import (
     validate_params,
 )
 from .._groups import SensitiveGroups, encode_groups, pd
+from ..exceptions import caller_stacklevel
 
 __all__ = [
     "demographic_parity_difference",
@@ -200,7 +201,7 @@ def _difference(rates, metric_name):
             f"{metric_name} is undefined: no group has a defined rate.",
             UndefinedMetricWarning,
             # Past the metric and its @validate_params wrapper, to the caller.
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
         return float("nan")
     return float(defined.max() - defined.min())
@@ -213,7 +214,7 @@ def _ratio(rates, metric_name):
             f"{metric_name} is undefined: no group has a defined rate.",
             UndefinedMetricWarning,
             # Past the metric and its @validate_params wrapper, to the caller.
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
         return float("nan")
     highest = defined.max()
