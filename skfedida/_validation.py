@@ -22,10 +22,16 @@ from ._compat import _check_sample_weight
 _FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
+def is_plain_array(a):
+    """Whether ``a`` is an ndarray or a memory map of one (joblib's workers get
+    large arrays as ``np.memmap``), not another subclass such as np.matrix."""
+    return type(a) is np.ndarray or type(a) is np.memmap
+
+
 def is_plain_float_matrix(X):
     """Whether X is a 2-D float64/float32 ndarray with at least one row and column."""
     return (
-        type(X) is np.ndarray
+        is_plain_array(X)
         and X.ndim == 2
         and X.dtype in _FLOAT_DTYPES
         and X.shape[0] > 0
@@ -60,7 +66,7 @@ def plain_labels(y):
     number of distinct values alone, which every caller wants anyway; None
     sends other labels (floats, objects, lists, 2-D) to the generic check.
     """
-    if type(y) is np.ndarray and y.ndim == 1 and y.dtype.kind in "biuU" and y.size:
+    if is_plain_array(y) and y.ndim == 1 and y.dtype.kind in "biuU" and y.size:
         return np.unique(y, return_inverse=True)
     return None
 
@@ -72,7 +78,7 @@ def reset_input_columns(estimator, X):
     no column names, so a refit on one only forgets the names of an earlier
     fit; it is handled directly, without the generic name discovery.
     """
-    if type(X) is np.ndarray:
+    if is_plain_array(X):
         estimator.n_features_in_ = X.shape[1]
         estimator.__dict__.pop("feature_names_in_", None)
         return
@@ -90,7 +96,7 @@ def sample_weight_of(sample_weight, X, *, allow_all_zero_weights=False):
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64)
     if (
-        type(sample_weight) is np.ndarray
+        is_plain_array(sample_weight)
         and sample_weight.ndim == 1
         and sample_weight.dtype == np.float64
         and sample_weight.shape[0] == n_samples

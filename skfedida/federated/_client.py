@@ -25,6 +25,7 @@ from sklearn.utils import check_random_state
 
 from .._compat import _num_samples, _safe_indexing
 from .._groups import check_one_kind, missing_mask, take_rows
+from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES
@@ -89,13 +90,11 @@ class _ClientData:
         self.X, self.y, self.groups = X, y, groups
         self.weight = weight
         self.source, self.positions = source, positions
-        self.n = X.shape[0] if type(X) is np.ndarray else _num_samples(X)
+        self.n = X.shape[0] if is_plain_array(X) else _num_samples(X)
 
     def take(self, rows):
         return _ClientData(
-            self.X[rows]
-            if type(self.X) is np.ndarray
-            else _safe_indexing(self.X, rows),
+            self.X[rows] if is_plain_array(self.X) else _safe_indexing(self.X, rows),
             self.y[rows],
             None if self.groups is None else self.groups.take(rows),
             None if self.weight is None else self.weight[rows],
