@@ -95,6 +95,11 @@ class SensitiveGroups:
         """The groups of some rows (positions, repeats allowed); same labels."""
         return SensitiveGroups(self.codes[rows], self.labels, self.names)
 
+    def __getitem__(self, rows):
+        # Row selection as sklearn's _safe_indexing does it for array-likes
+        # (positions, slices, boolean masks): cross-validation folds of S.
+        return self.take(rows)
+
     def compact(self):
         """These groups without those that have no row (self if none is empty)."""
         present = np.bincount(self.codes, minlength=self.n_groups) > 0

@@ -48,7 +48,7 @@ def caller_stacklevel():
     try:
         while frame is not None:
             filename = frame.f_code.co_filename
-            inside = filename.startswith(_PACKAGE_DIR) or (
+            inside = filename.startswith(_PACKAGE_DIR + os.sep) or (
                 frame.f_code.co_name == "wrapper"
                 and f"{os.sep}sklearn{os.sep}" in filename
             )

@@ -244,3 +244,16 @@ def test_values_give_back_every_rows_sensitive_values():
     assert list(values) == ["race", "sex"]
     np.testing.assert_array_equal(values["race"], S["race"].to_numpy()[:10])
     np.testing.assert_array_equal(values["sex"], S["sex"].to_numpy()[:10])
+
+
+def test_encoded_groups_are_sliced_like_an_array_by_sklearn():
+    from sklearn.utils import _safe_indexing
+
+    _, _, S = _encoded_case()
+    groups = encode_groups(S)
+    rows = np.arange(0, 300, 3)
+    for key in (rows, slice(0, 300, 3), np.isin(np.arange(300), rows)):
+        part = _safe_indexing(groups, key)
+        np.testing.assert_array_equal(
+            encode_groups(part).codes, encode_groups(S.iloc[rows]).codes
+        )

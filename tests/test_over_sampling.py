@@ -564,3 +564,13 @@ def test_subgroup_std_equals_numpys_per_block():
     np.testing.assert_allclose(
         _subgroup_std(huge, sizes, first), expected * 1e154, rtol=1e-9
     )
+
+
+def test_nan_is_refused_with_a_column_mask_even_under_assume_finite():
+    from sklearn import config_context
+
+    X, y, S = _joint_case()
+    X[np.flatnonzero(y == 1)[0], 1] = np.nan
+    rose = FairnessAwareROSE(categorical_features=[False, False, True])
+    with config_context(assume_finite=True), pytest.raises(ValueError, match="NaN"):
+        rose.fit_resample(X, y, sensitive_features=S)

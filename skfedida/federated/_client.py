@@ -260,6 +260,15 @@ class _Trainer:
                 estimator.partial_fit(first.X, first.y, **kwargs)
         return estimator
 
+    def _client_sampler(self, data, random_state):
+        """The round's sampler, set up for this client's minibatches."""
+        sampler = _round_sampler(self.sampler, random_state)
+        if isinstance(sampler, FairnessAwareROSE):
+            # Noised columns decided on the client's rows, not per minibatch,
+            # and every minibatch's subgroups drawn at once.
+            sampler = sampler._for_minibatches_of(data.X)
+        return sampler
+
     def _batches(self, data, random_state):
         order = random_state.permutation(data.n)
         return [
@@ -269,11 +278,7 @@ class _Trainer:
 
     def train(self, estimator, data, epochs, random_state):
         """Local epochs from the estimator's current parameters."""
-        sampler = _round_sampler(self.sampler, random_state)
-        if isinstance(sampler, FairnessAwareROSE):
-            # Noised columns decided on the client's rows, not per minibatch,
-            # and every minibatch's subgroups drawn at once.
-            sampler = sampler._for_minibatches_of(data.X)
+        sampler = self._client_sampler(data, random_state)
         if self.strategy == "pfedavg":
             for _ in range(epochs):
                 self._per_fedavg_epoch(estimator, data, sampler, random_state)
@@ -324,7 +329,7 @@ class _Trainer:
     def personalise(self, estimator, data, steps, random_state):
         """Per-FedAvg's personalised model: a few steps of size alpha."""
         _set_step_size(estimator, self.inner_learning_rate)
-        sampler = _round_sampler(self.sampler, random_state)
+        sampler = self._client_sampler(data, random_state)
         for _ in range(steps):
             rows = random_state.permutation(data.n)[: self.batch_size]
             self._partial_fit(estimator, self._resample(sampler, data.take(rows)))

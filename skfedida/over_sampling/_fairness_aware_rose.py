@@ -16,7 +16,6 @@ from collections.abc import Mapping
 import numpy as np
 import scipy.sparse as sp
 from imblearn.base import BaseSampler
-from sklearn import get_config
 from sklearn.preprocessing import label_binarize
 from sklearn.utils import check_random_state, column_or_1d
 from sklearn.utils.multiclass import type_of_target
@@ -733,7 +732,9 @@ class FairnessAwareROSE(BaseSampler):
         copied = np.asarray(self.categorical_features)
         if copied.dtype != bool or copied.shape != (X.shape[1],):
             return None
-        if not get_config()["assume_finite"] and not np.isfinite(X).all():
+        # Checked even under sklearn's assume_finite, as the general path
+        # does: a NaN here would spread into every synthetic row.
+        if not np.isfinite(X).all():
             return None
         noised = ~copied
         block = X[:, noised].astype(np.float64, copy=False) if noised.any() else None
