@@ -61,6 +61,16 @@ def _cell_sums(scores, y, groups, n_groups, sample_weight):
     return cells, weight, n, S
 
 
+def _as_arrays(scores, y, groups, sample_weight):
+    """The inputs as arrays (lists accepted, as the constraints say)."""
+    return (
+        np.asarray(scores, dtype=np.float64),
+        np.asarray(y),
+        np.asarray(groups, dtype=np.intp),
+        None if sample_weight is None else np.asarray(sample_weight, np.float64),
+    )
+
+
 def _pair_normaliser(n):
     """sum_{l<l'} n_l n_l' for group totals n."""
     totals = n.sum(axis=1)
@@ -104,6 +114,7 @@ def group_penalty(scores, y, groups, n_groups=None, sample_weight=None):
     >>> gradient
     array([ 0.5,  0.5, -0.5, -0.5])
     """
+    scores, y, groups, sample_weight = _as_arrays(scores, y, groups, sample_weight)
     if n_groups is None:
         n_groups = int(groups.max()) + 1 if groups.size else 0
     cells, _, n, S = _cell_sums(scores, y, groups, n_groups, sample_weight)
@@ -186,6 +197,7 @@ def individual_penalty(scores, y, groups, n_groups=None, sample_weight=None):
     >>> value  # pairs (1, 0), (1, 0) differ by 1: (1 + 1) / 4
     0.5
     """
+    scores, y, groups, sample_weight = _as_arrays(scores, y, groups, sample_weight)
     if n_groups is None:
         n_groups = int(groups.max()) + 1 if groups.size else 0
     cells, weight, n, S = _cell_sums(scores, y, groups, n_groups, sample_weight)
@@ -267,6 +279,7 @@ def standardized_group_penalty(scores, y, groups, n_groups=None, sample_weight=N
     >>> bool(np.isclose(value, scaled))
     True
     """
+    scores, y, groups, sample_weight = _as_arrays(scores, y, groups, sample_weight)
     value, gradient = group_penalty(scores, y, groups, n_groups, sample_weight)
     if value == 0.0:
         return 0.0, np.zeros_like(scores)

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from _helpers import PROXY_GROUPS, FailingLogistic, make_federation
 from sklearn import config_context
+from sklearn.base import BaseEstimator
 from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
@@ -824,3 +825,22 @@ def test_routing_refuses_s_for_a_child_that_has_not_requested_it():
         _routed_fit(_UnrequestingEstimator(loss="log_loss", random_state=0), True)
     # Routing off: the signature decides, as before.
     _routed_fit(_UnrequestingEstimator(loss="log_loss", random_state=0), False)
+
+
+class _PlainSampler(BaseEstimator):
+    """A third-party sampler: a BaseEstimator with no _parameter_constraints."""
+
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def fit_resample(self, X, y):
+        self.sample_indices_ = np.arange(len(y))
+        return X, y
+
+
+def test_a_sampler_without_parameter_constraints_is_accepted():
+    X, y, clients, S = _federation(n=300)
+    fed = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=1, sampler=_PlainSampler()
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    assert fed.estimator_.coef_.shape == (1, X.shape[1])

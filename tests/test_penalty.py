@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 from scipy.optimize import check_grad
 
-from skfedida.penalty import group_penalty, individual_penalty
+from skfedida.penalty import (
+    group_penalty,
+    individual_penalty,
+    standardized_group_penalty,
+)
 
 
 def _pair_loop(scores, y, groups, weight, squared_inside):
@@ -126,3 +130,16 @@ def test_a_million_rows_reduce_to_their_cell_sums():
     np.testing.assert_allclose(
         gradient, (reduced_gradient / counts)[cells], rtol=1e-9, atol=1e-15
     )
+
+
+@pytest.mark.parametrize(
+    "penalty", [group_penalty, individual_penalty, standardized_group_penalty]
+)
+def test_penalties_take_lists_as_their_constraints_say(penalty):
+    scores, y, groups = [2.0, 0.0, 1.0, -1.0], [1, 1, 0, 0], [0, 1, 0, 1]
+    value, gradient = penalty(scores, y, groups)
+    expected, expected_gradient = penalty(
+        np.array(scores), np.array(y), np.array(groups)
+    )
+    assert value == expected
+    np.testing.assert_array_equal(gradient, expected_gradient)

@@ -61,6 +61,15 @@ __all__ = ["FederatedEstimator"]
 _STRATEGIES = ("fedavg", "pfedavg", "local", "central")
 
 
+def _declares_constraints(component):
+    """Whether a component validates its parameters as sklearn's own do.
+
+    A third-party BaseEstimator has ``_validate_params`` but no
+    ``_parameter_constraints`` to check against (calling it fails).
+    """
+    return component is not None and hasattr(component, "_parameter_constraints")
+
+
 class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     """Train a classifier across clients that never share rows.
 
@@ -374,7 +383,7 @@ default="mean"
         """
         self._check_components()
         check_aggregation(self.aggregation)  # a bad one fails before training
-        if self.sampler is not None and hasattr(self.sampler, "_validate_params"):
+        if _declares_constraints(self.sampler):
             clone(self.sampler)._validate_params()
         warm = self.warm_start and hasattr(self, "_federation_state")
         if warm:
@@ -511,7 +520,7 @@ default="mean"
         As sklearn's warm_start: parameters changed with ``set_params`` since
         the last fit apply to the continued fit; each client keeps its seed.
         """
-        if hasattr(self.estimator, "_validate_params"):
+        if _declares_constraints(self.estimator):
             clone(self.estimator)._validate_params()
         params = self.estimator.get_params(deep=False)
         params.pop("random_state", None)
