@@ -3,6 +3,7 @@
 import joblib
 import numpy as np
 import pytest
+from sklearn import config_context
 from sklearn.neural_network import MLPClassifier
 
 pytest.importorskip("flwr")
@@ -392,3 +393,21 @@ def test_clients_keep_the_model_they_use_on_their_node(data, tmp_path):
             num_partitions=N_CLIENTS,
             node_configs=[{}],
         )
+
+
+def test_metadata_routing_holds_on_flower_as_in_process(data):
+    # An estimator that declines S trains unpenalised in-process; on Flower too.
+    with config_context(enable_metadata_routing=True):
+        declining = FairPenaltyLogisticRegression(fairness=1.0).set_partial_fit_request(
+            sensitive_features=False
+        )
+        federation = FederatedEstimator(
+            declining,
+            sampler=FairnessAwareROSE(),
+            n_rounds=2,
+            local_epochs=1,
+            random_state=0,
+        )
+        local = _in_process(federation, data)
+        flower = _on_flower(federation, data)
+    _assert_same_model(flower, local)

@@ -147,19 +147,28 @@ class FederationPlan:
             )
         return np.unique(classes)
 
-    def _trainer(self, classes):
-        return self.federation._trainer(classes)
+    def _trainer(self, classes, part=None):
+        """The client routine; S goes where metadata routing sends it, if on.
+
+        As in ``fit``: with sklearn's metadata routing enabled (in the
+        process running this client), the components' requests decide which
+        of them get S; otherwise their signatures.
+        """
+        groups = None if part is None else part.train.groups
+        return self.federation._trainer(
+            classes, self.federation._sensitive_routing(sensitive_features=groups)
+        )
 
     def initial_estimator(self, part, seed):
         """Client's estimator, seeded and primed on its rows (not yet trained)."""
-        return self._trainer(part.classes).prime(
+        return self._trainer(part.classes, part).prime(
             self.federation._client_estimator(seed), part.train
         )
 
     def train_round(self, part, estimator, parameters, seed, round_):
         """One client round (0-based ``round_``): ``(estimator, arrays, n, loss)``."""
         return _client_round(
-            self._trainer(part.classes),
+            self._trainer(part.classes, part),
             estimator,
             parameters,
             part.train,
@@ -186,7 +195,7 @@ class FederationPlan:
             # what FederatedEstimator(n_rounds=round) gives it.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InactivePenaltyWarning)
-                self._trainer(part.classes).personalise(
+                self._trainer(part.classes, part).personalise(
                     model,
                     part.train,
                     self.federation.personalization_steps,
