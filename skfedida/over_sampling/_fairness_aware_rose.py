@@ -50,9 +50,9 @@ def _column_kinds(X):
     """Per column: 'binary', 'integer', 'categorical', 'float' or 'other'."""
     kinds = []
     if _is_frame(X):
-        for j in range(X.shape[1]):
-            column = X.iloc[:, j]
-            dtype = column.dtype
+        # X.dtypes, not a column object per column: a federation's minibatches
+        # ask this for every batch.
+        for dtype in X.dtypes:
             if isinstance(dtype, pd.SparseDtype):
                 dtype = dtype.subtype
             if (
@@ -712,6 +712,9 @@ class FairnessAwareROSE(BaseSampler):
             missing = np.isnan(X[:, copied_columns]).any(axis=0)
         elif not _is_frame(X) and X.dtype.kind in "biu":
             missing = np.zeros(copied_columns.size, dtype=bool)
+        elif _is_frame(X):
+            # One isna over the copied columns instead of one per column.
+            missing = X.iloc[:, copied_columns].isna().any(axis=0).to_numpy(bool)
         else:
             missing = np.array([_has_missing(X, j) for j in copied_columns], dtype=bool)
         if missing.any():
