@@ -93,13 +93,21 @@ class _ClientData:
         self.n = X.shape[0] if is_plain_array(X) else _num_samples(X)
 
     def take(self, rows):
+        groups, positions = self._sensitive_of(rows)
         return _ClientData(
             self.X[rows] if is_plain_array(self.X) else _safe_indexing(self.X, rows),
             self.y[rows],
-            None if self.groups is None else self.groups.take(rows),
+            groups,
             None if self.weight is None else self.weight[rows],
             source=self.source,
-            positions=None if self.positions is None else self.positions[rows],
+            positions=positions,
+        )
+
+    def _sensitive_of(self, rows):
+        """The groups and source positions of some rows (None where absent)."""
+        return (
+            None if self.groups is None else self.groups.take(rows),
+            None if self.positions is None else self.positions[rows],
         )
 
     def batch(self, rows):
@@ -179,9 +187,7 @@ def _resample(sampler, data, prior_correction=None, routed=None):
                 f"{type(sampler).__name__} does not report sample_indices_, so the "
                 "sensitive features cannot follow the resampled rows."
             )
-        groups = data.groups.take(sampler.sample_indices_)
-        if data.positions is not None:
-            positions = data.positions[sampler.sample_indices_]
+        groups, positions = data._sensitive_of(sampler.sample_indices_)
     y_res = np.asarray(y_res)
     weight = None
     if prior_correction == "weights":

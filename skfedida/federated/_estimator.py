@@ -54,7 +54,7 @@ from ._client import (
 )
 from ._parameters import set_parameters
 from ._plan import FederationPlan
-from ._server import _Server
+from ._server import COMMUNICATING, _Server
 
 __all__ = ["FederatedEstimator"]
 
@@ -635,7 +635,7 @@ default="mean"
         """
         federation = clone(self).set_params(**overrides)
         federation._validate_params()
-        if federation.strategy not in ("fedavg", "pfedavg"):
+        if federation.strategy not in COMMUNICATING:
             raise ValueError(
                 "Flower runs strategy='fedavg' or 'pfedavg'; got "
                 f"strategy={federation.strategy!r} ('local' and 'central' need no "

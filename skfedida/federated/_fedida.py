@@ -12,6 +12,7 @@ from ..linear_model import FairPenaltyLogisticRegression
 from ..neural_network import FairMLPClassifier
 from ..over_sampling import FairnessAwareROSE
 from ._estimator import FederatedEstimator
+from ._server import COMMUNICATING
 
 __all__ = ["make_fedida"]
 
@@ -168,7 +169,7 @@ default="group_standardized"
         )
     else:
         raise ValueError(f"model must be 'logistic' or 'mlp'; got {model!r}.")
-    if strategy not in ("fedavg", "pfedavg"):
+    if strategy not in COMMUNICATING:
         raise ValueError(f"strategy must be 'fedavg' or 'pfedavg'; got {strategy!r}.")
     if sampler is None:
         sampler = FairnessAwareROSE(sensitive=sensitive)

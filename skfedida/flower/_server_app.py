@@ -42,10 +42,9 @@ def _federation_strategy(plan, nodes, seeds, history):
     aggregation is Flower's own, and ``FederatedEstimator`` in-process runs
     the same arithmetic (``skfedida.federated``'s aggregators).
     """
-    aggregator = plan.aggregator
-    base = getattr(flwr_strategies, aggregator.flower_strategy)
+    base = getattr(flwr_strategies, plan.aggregator.flower_strategy)
     strategy_class = type("_FederationStrategy", (_FederationChecks, base), {})
-    return strategy_class(plan, nodes, seeds, history, aggregator)
+    return strategy_class(plan, nodes, seeds, history)
 
 
 class _FederationChecks:
@@ -59,7 +58,7 @@ class _FederationChecks:
     recorded skip (Flower would carry on).
     """
 
-    def __init__(self, plan, nodes, seeds, history, aggregator):
+    def __init__(self, plan, nodes, seeds, history):
         n_clients = len(nodes)
         super().__init__(
             min_train_nodes=n_clients,
@@ -67,7 +66,7 @@ class _FederationChecks:
             min_available_nodes=n_clients,
             train_metrics_aggr_fn=_weighted_metrics,
             evaluate_metrics_aggr_fn=_weighted_metrics,
-            **aggregator.flower_options(),
+            **plan.aggregator.flower_options(),
         )
         self.plan = plan
         self.nodes = nodes

@@ -646,7 +646,7 @@ class FairnessAwareROSE(BaseSampler):
             rank[by_key] = np.arange(order.size) - first[segment[by_key]]
             kept = np.sort(order[rank < kept_sizes[segment]])
         else:
-            kept = np.sort(order)
+            kept = np.arange(order.size)  # every row, in input order
         n_new = np.maximum(target_sizes - sizes, 0)
         new_segment = np.repeat(np.arange(n_subgroups), n_new)
         uniform = random_state.random_sample(new_segment.size)
