@@ -474,10 +474,7 @@ def test_bad_data_is_named():
         rose.fit_resample(sp.csr_matrix(X_num.to_numpy()), y)
 
 
-# -- joint draws (a federation's minibatches) ---------------------------------
-
-
-def _joint_case(seed=0, n=400):
+def _mixed_case(seed=0, n=400):
     rng = np.random.default_rng(seed)
     X = np.column_stack(
         [rng.normal(size=n) * 3 + 1, rng.normal(size=n), rng.integers(0, 2, n)]
@@ -487,89 +484,10 @@ def _joint_case(seed=0, n=400):
     return X, y, S
 
 
-@pytest.mark.parametrize("undersample", [True, False])
-@pytest.mark.parametrize("n_target", ["mean", "max", 5, 0.5])
-def test_joint_draws_give_the_subgroup_sizes_and_rows_of_fit_resample(
-    undersample, n_target
-):
-    X, y, S = _joint_case()
-    per_subgroup = FairnessAwareROSE(
-        n_target=n_target, undersample=undersample, random_state=0
-    )
-    X_ref, _ = per_subgroup.fit_resample(X, y, sensitive_features=S)
-    joint = FairnessAwareROSE(
-        n_target=n_target, undersample=undersample, random_state=0
-    )._for_minibatches_of(X)
-    X_joint, y_joint = joint.fit_resample(X, y, sensitive_features=S)
-    assert joint.subgroup_counts_after_ == per_subgroup.subgroup_counts_after_
-    assert (
-        X_joint.shape == X_ref.shape and joint.n_original_ == per_subgroup.n_original_
-    )
-    rows = joint.sample_indices_
-    originals = rows[: joint.n_original_]
-    assert np.all(np.diff(originals) > 0)  # kept rows: distinct, in input order
-    np.testing.assert_array_equal(X_joint[: joint.n_original_], X[originals])
-    # Every output row comes from its own (group, class) subgroup; the binary
-    # column is copied from the seed row, the continuous ones noised.
-    np.testing.assert_array_equal(y_joint, y[rows])
-    pairs, counts = np.unique(
-        np.char.add(S[rows], y_joint.astype(str)), return_counts=True
-    )
-    after = {f"{g[0]}{c}": n for (g, c), n in joint.subgroup_counts_after_.items()}
-    assert dict(zip(pairs.tolist(), counts.tolist(), strict=True)) == after
-    np.testing.assert_array_equal(X_joint[:, 2], X[rows, 2])
-
-
-def test_joint_draws_keep_a_uniform_subset_and_noise_with_the_subgroup_spread():
-    X, y, S = _joint_case(n=600)
-    groups = np.char.add(S, y.astype(str))
-    kept_count = np.zeros(len(y))
-    noise = {key: [] for key in np.unique(groups)}
-    for seed in range(300):
-        rose = FairnessAwareROSE(random_state=seed)._for_minibatches_of(X)
-        X_res, _ = rose.fit_resample(X, y, sensitive_features=S)
-        rows = rose.sample_indices_
-        kept_count[rows[: rose.n_original_]] += 1
-        synthetic = slice(rose.n_original_, None)
-        for key in noise:
-            mine = groups[rows[synthetic]] == key
-            noise[key].append((X_res[synthetic][mine] - X[rows[synthetic]][mine])[:, 0])
-    target = rose.n_target_[next(iter(rose.n_target_))]
-    for key in noise:
-        members = groups == key
-        if members.sum() > target:  # a cut subgroup: each row kept w.p. t/n
-            share = kept_count[members] / 300
-            assert abs(share.mean() - target / members.sum()) < 0.01
-            assert share.std() < 0.1  # no row favoured
-        else:  # a grown one: noise sd = h * sd of the subgroup's column
-            h = (4.0 / ((2 + 2) * len(y))) ** (1.0 / (2 + 4))
-            expected = h * X[members, 0].std()
-            assert np.std(np.concatenate(noise[key])) == pytest.approx(
-                expected, rel=0.1
-            )
-
-
-def test_subgroup_std_equals_numpys_per_block():
-    from skfedida.over_sampling._fairness_aware_rose import _subgroup_std
-
-    rng = np.random.default_rng(1)
-    sizes = np.array([1, 5, 17, 2])
-    X = rng.normal(size=(sizes.sum(), 3)) * [1.0, 1e3, 1e-3] + [0.0, 1e6, 5.0]
-    first = np.cumsum(sizes) - sizes
-    expected = np.array(
-        [X[a : a + s].std(axis=0) for a, s in zip(first, sizes, strict=True)]
-    )
-    np.testing.assert_allclose(_subgroup_std(X, sizes, first), expected, rtol=1e-9)
-    huge = X * 1e154  # squares overflow: unit-scaled columns
-    np.testing.assert_allclose(
-        _subgroup_std(huge, sizes, first), expected * 1e154, rtol=1e-9
-    )
-
-
 def test_nan_is_refused_with_a_column_mask_even_under_assume_finite():
     from sklearn import config_context
 
-    X, y, S = _joint_case()
+    X, y, S = _mixed_case()
     X[np.flatnonzero(y == 1)[0], 1] = np.nan
     rose = FairnessAwareROSE(categorical_features=[False, False, True])
     with config_context(assume_finite=True), pytest.raises(ValueError, match="NaN"):

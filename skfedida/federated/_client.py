@@ -270,8 +270,7 @@ class _Trainer:
         """The round's sampler, set up for this client's minibatches."""
         sampler = _round_sampler(self.sampler, random_state)
         if isinstance(sampler, FairnessAwareROSE):
-            # Noised columns decided on the client's rows, not per minibatch,
-            # and every minibatch's subgroups drawn at once.
+            # Noised columns decided on the client's rows, not per minibatch.
             sampler = sampler._for_minibatches_of(data.X)
         return sampler
 

@@ -120,9 +120,7 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         (``"client"``). The sensitive features follow the resampled rows
         through the sampler's ``sample_indices_``. A
         :class:`~skfedida.over_sampling.FairnessAwareROSE` decides which
-        columns get noise once per client (not per minibatch) and draws all
-        subgroups of a minibatch at once: the distribution of its
-        ``fit_resample``, from a different random stream.
+        columns get noise once per client, not per minibatch.
     resample : {"batch", "client"}, default="batch"
         Where the sampler is applied.
     aggregation : {"mean", "median", "trimmed_mean"} or aggregator, \

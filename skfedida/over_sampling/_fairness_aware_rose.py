@@ -410,15 +410,11 @@ class FairnessAwareROSE(BaseSampler):
         The columns to noise are decided on X once: the ``"auto"`` rule
         applied to every subset could find a continuous column binary by
         chance, and change which columns get noise from one subset to the
-        next. And every call draws all subgroups' rows and noise at once
-        (``_draw_jointly``): the same distribution as ``fit_resample``'s
-        per-subgroup draws, without a Python loop over the subgroups of each
-        minibatch. Used on a federation's own copy of the sampler only.
+        next. Used on a federation's own copy of the sampler only.
         """
         if isinstance(self.categorical_features, str):
             noised, _ = self._noised_columns(X)
             self.set_params(categorical_features=~noised)
-        self._joint_draws = True
         return self
 
     def _fit_resample(self, X, y, sensitive_features=None):
@@ -554,24 +550,6 @@ class FairnessAwareROSE(BaseSampler):
         output = (_FrameOutput if _is_frame(X) else _ArrayOutput)(
             X, noised_columns, n_kept, n_synthetic
         )
-        if (
-            getattr(self, "_joint_draws", False)
-            and explicit_cov is None
-            and self.covariance == "diag"
-        ):
-            scale = bandwidth * np.fromiter(
-                (shrinkage[key] for key in keys), dtype=np.float64, count=len(keys)
-            )
-            kept, seeds = self._draw_jointly(
-                X, order, sizes, target_sizes, scale, X_noised, random_state, output
-            )
-            after_sizes = np.where(
-                target_sizes > sizes, target_sizes, np.where(cut, target_sizes, sizes)
-            )
-            after = dict(zip(keys, after_sizes.tolist(), strict=True))
-            return self._finish(
-                output, kept, seeds, keys, before, after, targets, shrinkage
-            )
         kept, seeds, after = [], [], {}
         offset = 0
         for key, code in zip(keys, present, strict=True):
@@ -605,12 +583,6 @@ class FairnessAwareROSE(BaseSampler):
 
         kept = np.sort(np.concatenate(kept))
         seeds = np.concatenate(seeds) if seeds else np.empty(0, dtype=np.intp)
-        return self._finish(
-            output, kept, seeds, keys, before, after, targets, shrinkage
-        )
-
-    def _finish(self, output, kept, seeds, keys, before, after, targets, shrinkage):
-        """Record the resampling's attributes; return the resampled X."""
         self.sample_indices_ = np.concatenate([kept, seeds]).astype(np.intp)
         self.n_original_ = int(kept.size)
         self.subgroups_ = keys
@@ -621,46 +593,6 @@ class FairnessAwareROSE(BaseSampler):
         self.shrinkage_ = shrinkage
 
         return output.finish(kept, self.sample_indices_)
-
-    def _draw_jointly(
-        self, X, order, sizes, target_sizes, scale, X_noised, random_state, output
-    ):
-        """Algorithm 1's draws for every subgroup at once (a federation's minibatches).
-
-        The same distribution as the per-subgroup draws of ``fit_resample``:
-        a uniform subset of each cut subgroup (rows ranked by one random key
-        each), seed rows drawn uniformly with replacement within each growing
-        subgroup, and Gaussian noise with the subgroup's per-column standard
-        deviation times ``scale``; one draw of keys, of seeds and of noise for
-        all subgroups, so its random stream differs from the per-subgroup one.
-        Returns the kept rows (sorted) and the seed rows, by subgroup.
-        """
-        n_subgroups = sizes.size
-        segment = np.repeat(np.arange(n_subgroups), sizes)  # of the rows in `order`
-        first = np.cumsum(sizes) - sizes
-        kept_sizes = np.where(self.undersample, np.minimum(sizes, target_sizes), sizes)
-        if np.any(kept_sizes < sizes):
-            # Rank each subgroup's rows by a random key; keep the lowest ranks.
-            by_key = np.lexsort((random_state.random_sample(order.size), segment))
-            rank = np.empty(order.size, dtype=np.intp)
-            rank[by_key] = np.arange(order.size) - first[segment[by_key]]
-            kept = np.sort(order[rank < kept_sizes[segment]])
-        else:
-            kept = np.arange(order.size)  # every row, in input order
-        n_new = np.maximum(target_sizes - sizes, 0)
-        new_segment = np.repeat(np.arange(n_subgroups), n_new)
-        uniform = random_state.random_sample(new_segment.size)
-        within = np.minimum(
-            (uniform * sizes[new_segment]).astype(np.intp), sizes[new_segment] - 1
-        )
-        seeds = order[first[new_segment] + within]
-        noise = None
-        if X_noised is not None and seeds.size:
-            std = _subgroup_std(X_noised[order], sizes, first)
-            noise = random_state.standard_normal((seeds.size, X_noised.shape[1]))
-            noise *= (scale[:, None] * std)[new_segment]
-        output.add_synthetic(0, seeds, noise)
-        return kept, seeds
 
     def _noised_columns(self, X):
         """Mask of the columns that get noise, and those columns as floats."""
@@ -867,26 +799,6 @@ class FairnessAwareROSE(BaseSampler):
             std = np.std(X_group / unit, axis=0) * unit
         draws *= scale * std
         return draws
-
-
-def _subgroup_std(X_sorted, sizes, first):
-    """Per-column standard deviation (ddof=0) of consecutive row blocks.
-
-    ``X_sorted`` holds the rows of every subgroup in consecutive blocks of
-    ``sizes`` rows starting at ``first``; as ``np.std(block, axis=0)`` for
-    each block, without a loop over the blocks.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):  # checked below
-        means = np.add.reduceat(X_sorted, first, axis=0) / sizes[:, None]
-        deviations = X_sorted - np.repeat(means, sizes, axis=0)
-        variance = np.add.reduceat(deviations * deviations, first, axis=0)
-        std = np.sqrt(variance / sizes[:, None])
-    if not np.all(np.isfinite(std)):
-        # Squares overflowed (values near 1e155 or more): the same standard
-        # deviations, computed on unit-scaled columns.
-        unit = _column_units(X_sorted)
-        return _subgroup_std(X_sorted / unit, sizes, first) * unit
-    return std
 
 
 class _ArrayOutput:
