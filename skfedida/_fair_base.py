@@ -13,6 +13,7 @@ objective and its gradient, and minibatch training with a step-size safeguard.
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import warnings
 
@@ -113,6 +114,21 @@ class _Batch:
             self.n_groups,
             self.weight[rows],
         )
+
+    def slice(self, start, stop):
+        """Rows ``start:stop``, as views."""
+        return _Batch(
+            self.X[start:stop],
+            self.y[start:stop],
+            self.groups[start:stop],
+            self.n_groups,
+            self.weight[start:stop],
+        )
+
+
+def minibatch_bounds(n_samples, batch_size):
+    """Bounds of consecutive minibatches of ``batch_size`` rows (last shorter)."""
+    return np.append(np.arange(0, n_samples, batch_size), n_samples).astype(np.intp)
 
 
 class BaseFairClassifier(ClassifierMixin, BaseEstimator):
@@ -422,14 +438,29 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         """
         n_samples = batch.X.shape[0]
         order = random_state.permutation(n_samples)
-        values = []
+        # One gather per epoch: the minibatches are then slices of it.
+        bounds = minibatch_bounds(n_samples, self.batch_size)
+        values = self._minibatch_steps(params, batch.take(order), bounds, optimizer)
+        return float(values / n_samples) if n_samples else np.nan
+
+    def _minibatch_steps(self, params, batch, bounds, optimizer=None):
+        """One step per minibatch ``bounds[b]:bounds[b + 1]`` of ``batch``'s rows.
+
+        Updates ``params`` in place (ending at the mean of the iterates with
+        ``average=True``) and returns the sum over minibatches of objective
+        (before the step) x rows. A subclass's compiled loop
+        (``_compiled_steps``) runs when it can; this loop is its reference.
+        """
+        if optimizer is None:
+            values = self._compiled_steps(params, batch, bounds)
+            if values is not None:
+                return values
+        values = 0.0
         totals = [np.zeros_like(w) for w in params] if self.average else None
-        n_steps = 0
-        for start in range(0, n_samples, self.batch_size):
-            rows = order[start : start + self.batch_size]
-            minibatch = batch.take(rows)
+        for start, stop in itertools.pairwise(bounds.tolist()):
+            minibatch = batch.slice(start, stop)
             value, gradients = self._objective(params, minibatch)
-            values.append(value * rows.size)
+            values += value * (stop - start)
             if optimizer is not None:
                 optimizer.step(params, gradients)
             else:
@@ -437,11 +468,40 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             if totals is not None:
                 for total, w in zip(totals, params, strict=True):
                     total += w
-                n_steps += 1
-        if totals is not None and n_steps:
+        if totals is not None and bounds.size > 1:
             for w, total in zip(params, totals, strict=True):
-                w[...] = total / n_steps
-        return float(np.sum(values) / n_samples)
+                w[...] = total / (bounds.size - 1)
+        return values
+
+    def _compiled_steps(self, params, batch, bounds):
+        """``_minibatch_steps`` in compiled code, or None where there is none."""
+        return None
+
+    def _train_minibatches(self, X, y, groups, n_groups, weight, bounds):
+        """One step per given minibatch: the federated trainer's engine path.
+
+        ``X`` holds validated model inputs, ``y`` 0/1 labels, ``groups`` the
+        rows' group codes and ``weight`` their weights (None: 1); minibatch b
+        is rows ``bounds[b]:bounds[b + 1]`` (e.g. resampled minibatches laid
+        end to end). Each minibatch counts as one ``partial_fit`` call, as
+        when the trainer called ``partial_fit`` per minibatch.
+        """
+        if weight is None:
+            weight = np.ones(X.shape[0])
+        batch = _Batch(X, y, groups, n_groups, weight)
+        params = self._get_params_list()
+        values = self._minibatch_steps(
+            params, batch, bounds, self._partial_fit_optimizer(params)
+        )
+        self._set_params_list(params)
+        self._check_finite(params)
+        self._epochs = getattr(self, "_epochs", 0) + bounds.size - 1
+        self.n_iter_ = self._epochs
+        self.n_samples_seen_ = getattr(self, "n_samples_seen_", 0) + X.shape[0]
+        self.loss_ = float(values / max(X.shape[0], 1))
+        if hasattr(self, "t_"):
+            self.t_ = self.n_samples_seen_
+        return self
 
     def _armijo_step(self, params, minibatch, value, gradients):
         squared_norm = sum(float(np.vdot(g, g)) for g in gradients)

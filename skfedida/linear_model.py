@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import minimize
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ._compat import _check_optimize_result, _fit_context
-from ._fair_base import BaseFairClassifier, _Batch
+from ._fair_base import _ARMIJO, _MAX_HALVINGS, BaseFairClassifier, _Batch
+
+try:  # built from _sgd_fast.pyx at install; the numpy loop is its reference
+    from ._sgd_fast import linear_sgd_steps
+except ImportError:  # pragma: no cover - a source tree that was not built
+    linear_sgd_steps = None
+
+#: The penalties' codes in the compiled loop.
+_PENALTY_CODES = {"group": 1, "individual": 2, "group_standardized": 3}
 
 __all__ = ["FairPenaltyLogisticRegression"]
 
@@ -199,6 +208,47 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
 
     def _penalised(self, params):
         return [params[0]]
+
+    def _compiled_steps(self, params, batch, bounds):
+        if linear_sgd_steps is None or sp.issparse(batch.X):
+            return None
+        coef, intercept = params
+        # Working copies of the parameters, written back after the loop (the
+        # reference updates params in place too).
+        coef_work = np.array(coef[0], dtype=np.float64)
+        intercept_work = np.array(intercept, dtype=np.float64).reshape(1)
+        coef_sum = np.zeros_like(coef_work)
+        intercept_sum = np.zeros(1)
+        values, n_steps, status = linear_sgd_steps(
+            np.ascontiguousarray(batch.X, dtype=np.float64),
+            np.ascontiguousarray(batch.y, dtype=np.float64),
+            np.ascontiguousarray(batch.groups, dtype=np.intp),
+            int(batch.n_groups),
+            np.ascontiguousarray(batch.weight, dtype=np.float64),
+            np.ascontiguousarray(bounds, dtype=np.intp),
+            coef_work,
+            intercept_work,
+            bool(self.fit_intercept),
+            float(self.fairness),
+            float(self.alpha),
+            _PENALTY_CODES[self.penalty],
+            float(self.learning_rate),
+            _ARMIJO,
+            _MAX_HALVINGS,
+            bool(self.average),
+            coef_sum,
+            intercept_sum,
+        )
+        if status:
+            raise FloatingPointError(
+                "The minibatch gradient is not finite; check X for extreme "
+                "values (scale the features) and sample_weight."
+            )
+        if self.average and n_steps:
+            coef_work, intercept_work = coef_sum / n_steps, intercept_sum / n_steps
+        coef[0] = coef_work
+        intercept[...] = intercept_work
+        return values
 
     # -- fitting ----------------------------------------------------------------
 

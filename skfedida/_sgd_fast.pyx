@@ -1,0 +1,410 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+# cython: cdivision=True, initializedcheck=False
+"""Minibatch SGD of the penalised logistic model, compiled.
+
+The same steps as ``BaseFairClassifier._minibatch_steps`` (the numpy
+reference, tested equal to this to 1e-10): for every minibatch (the rows
+``indptr[b]:indptr[b + 1]`` of X), the objective
+
+    sum_i w_i logloss(y_i, s_i) / sum_i w_i + fairness * f(s) + alpha ||coef||^2
+
+with ``s = X coef + intercept``, its gradient, and a step of ``learning_rate``
+halved until the Armijo condition holds. A Python loop over minibatches costs
+about 50 numpy calls per step (~0.2 ms); this loop is a few microseconds.
+
+Two things make it cheaper than the reference beyond the interpreter: the
+scores of a trial step are ``s - t * d`` with ``d = X g_coef + g_intercept``
+computed once per step (the model is linear), and the penalty of a trial is
+computed from per-(group, label) sums of the trial scores, O(rows + groups).
+The penalties follow :mod:`skfedida.penalty` formula for formula.
+"""
+
+from libc.math cimport exp, isfinite, log1p
+from libc.stdlib cimport calloc, free
+
+import numpy as np
+
+cdef double _TINY = 2.2250738585072014e-308  # np.finfo(np.float64).tiny
+
+# Penalty codes: 0 none, 1 group, 2 individual, 3 group_standardized.
+
+
+cdef inline double _log1pexp(double s) noexcept nogil:
+    """log(1 + exp(s)), as np.logaddexp(0, s) computes it."""
+    if s > 0:
+        return s + log1p(exp(-s))
+    return log1p(exp(s))
+
+
+cdef inline double _expit(double s) noexcept nogil:
+    return 1.0 / (1.0 + exp(-s))
+
+
+cdef double _group_penalty(
+    Py_ssize_t n_groups, double* n, double* S, double* cell_gradient, bint gradient
+) noexcept nogil:
+    """Berk's group penalty from cell sums; ``penalty.group_penalty``'s algebra.
+
+    ``n[2k + y]`` and ``S[2k + y]`` are the weight and weighted score sums of
+    group k and label y; ``cell_gradient[2k + y]`` receives d value / d s_i
+    for a row of unit weight in that cell.
+    """
+    cdef Py_ssize_t k, i, j, c
+    cdef double l0 = 0.0, l1 = 0.0, ls0 = 0.0, ls1 = 0.0
+    cdef double total, grand = 0.0, squares = 0.0, W, value, mean0, mean1
+    cdef double x[4]
+    cdef double y[4]
+    cdef double M[4][4]
+    cdef double R[4][2]
+    for k in range(n_groups):
+        l0 += n[2 * k]
+        l1 += n[2 * k + 1]
+        ls0 += S[2 * k]
+        ls1 += S[2 * k + 1]
+        total = n[2 * k] + n[2 * k + 1]
+        grand += total
+        squares += total * total
+    W = 0.5 * (grand * grand - squares)
+    if W <= 0:
+        if gradient:
+            for c in range(2 * n_groups):
+                cell_gradient[c] = 0.0
+        return 0.0
+    mean0 = ls0 / (l0 if l0 != 0 else 1.0)
+    mean1 = ls1 / (l1 if l1 != 0 else 1.0)
+    for i in range(4):
+        for j in range(4):
+            M[i][j] = 0.0
+    for k in range(n_groups):
+        x[0] = n[2 * k]
+        x[1] = n[2 * k + 1]
+        x[2] = S[2 * k] - x[0] * mean0
+        x[3] = S[2 * k + 1] - x[1] * mean1
+        total = x[0] + x[1]
+        if total == 0:
+            total = 1.0
+        for j in range(4):
+            y[j] = x[j] / total
+        for i in range(4):
+            for j in range(4):
+                M[i][j] += x[i] * y[j]
+    value = M[0][0] * M[2][2] + M[0][1] * M[2][3] + M[1][0] * M[3][2]
+    value += M[1][1] * M[3][3]
+    value -= M[0][2] * M[0][2] + 2.0 * M[0][3] * M[1][2] + M[1][3] * M[1][3]
+    value = value / W
+    if value < 0.0:
+        value = 0.0
+    if gradient:
+        for c in range(2):
+            R[0][c] = -M[c][2] * (2.0 / W)
+            R[1][c] = -M[c][3] * (2.0 / W)
+            R[2][c] = M[0][c] * (2.0 / W)
+            R[3][c] = M[1][c] * (2.0 / W)
+        for k in range(n_groups):
+            x[0] = n[2 * k]
+            x[1] = n[2 * k + 1]
+            x[2] = S[2 * k] - x[0] * mean0
+            x[3] = S[2 * k + 1] - x[1] * mean1
+            total = x[0] + x[1]
+            if total == 0:
+                total = 1.0
+            for c in range(2):
+                cell_gradient[2 * k + c] = (
+                    x[0] * R[0][c] + x[1] * R[1][c] + x[2] * R[2][c] + x[3] * R[3][c]
+                ) / total
+    return value
+
+
+cdef class _Workspace:
+    """Buffers of one call: per-row scores, directions and gradients, per-cell sums."""
+
+    cdef double* scores
+    cdef double* trial
+    cdef double* direction
+    cdef double* score_gradient
+    cdef double* n
+    cdef double* S
+    cdef double* Q
+    cdef double* cell_gradient
+    cdef double* slope
+    cdef double* offset
+    # The standardized penalty's gradient terms: label means, ratio, variance
+    # (0 when the penalty is 0) and the total weight.
+    cdef double mean[2]
+    cdef double ratio, variance, total
+
+    def __cinit__(self, Py_ssize_t max_rows, Py_ssize_t n_cells):
+        self.scores = <double*> calloc(max_rows + 1, sizeof(double))
+        self.trial = <double*> calloc(max_rows + 1, sizeof(double))
+        self.direction = <double*> calloc(max_rows + 1, sizeof(double))
+        self.score_gradient = <double*> calloc(max_rows + 1, sizeof(double))
+        self.n = <double*> calloc(n_cells + 2, sizeof(double))
+        self.S = <double*> calloc(n_cells + 2, sizeof(double))
+        self.Q = <double*> calloc(n_cells + 2, sizeof(double))
+        self.cell_gradient = <double*> calloc(n_cells + 2, sizeof(double))
+        self.slope = <double*> calloc(n_cells + 2, sizeof(double))
+        self.offset = <double*> calloc(n_cells + 2, sizeof(double))
+        if (
+            not self.scores or not self.trial or not self.direction
+            or not self.score_gradient or not self.n or not self.S or not self.Q
+            or not self.cell_gradient or not self.slope or not self.offset
+        ):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.scores)
+        free(self.trial)
+        free(self.direction)
+        free(self.score_gradient)
+        free(self.n)
+        free(self.S)
+        free(self.Q)
+        free(self.cell_gradient)
+        free(self.slope)
+        free(self.offset)
+
+
+cdef double _objective(
+    _Workspace ws,
+    double* s,
+    const double[::1] y,
+    const Py_ssize_t[::1] groups,
+    Py_ssize_t n_groups,
+    const double[::1] weight,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+    double fairness,
+    int penalty,
+    double regularisation,
+    bint gradient,
+) noexcept nogil:
+    """Objective of rows start:stop at scores s (indexed from 0).
+
+    With ``gradient``, ``ws.score_gradient`` receives its derivative in every
+    score; the regularisation term is added by value only.
+    """
+    cdef Py_ssize_t i, r, c, k, m = stop - start, n_cells = 2 * n_groups
+    cdef double total = 0.0, loss = 0.0, value, pen = 0.0, w, si, yi
+    cdef double group_value, N0, N1, S0, S1, Q0, Q1, ordered, W, grand, squares, t
+    cdef double mean0, mean1, residual, variance, ratio, label_total
+    cdef bint active = fairness > 0 and n_groups > 1
+    for i in range(m):
+        r = start + i
+        w = weight[r]
+        total += w
+        loss += w * (_log1pexp(s[i]) - y[r] * s[i])
+    if total == 0:
+        total = 1.0
+    value = loss / total
+    if active:
+        for c in range(n_cells):
+            ws.n[c] = 0.0
+            ws.S[c] = 0.0
+            ws.Q[c] = 0.0
+        for i in range(m):
+            r = start + i
+            c = 2 * groups[r] + <Py_ssize_t> y[r]
+            ws.n[c] += weight[r]
+            ws.S[c] += weight[r] * s[i]
+            if penalty == 2:
+                ws.Q[c] += weight[r] * s[i] * s[i]
+        if penalty == 1 or penalty == 3:
+            pen = _group_penalty(n_groups, ws.n, ws.S, ws.cell_gradient, gradient)
+            if penalty == 3:
+                group_value = pen
+                pen = 0.0
+                if group_value != 0.0:
+                    N0 = N1 = S0 = S1 = 0.0
+                    for k in range(n_groups):
+                        N0 += ws.n[2 * k]
+                        N1 += ws.n[2 * k + 1]
+                        S0 += ws.S[2 * k]
+                        S1 += ws.S[2 * k + 1]
+                    mean0 = S0 / N0 if N0 > 0 else 0.0
+                    mean1 = S1 / N1 if N1 > 0 else 0.0
+                    label_total = 0.0
+                    variance = 0.0
+                    for i in range(m):
+                        r = start + i
+                        residual = s[i] - (mean1 if y[r] != 0 else mean0)
+                        variance += weight[r] * residual * residual
+                        label_total += weight[r]
+                    variance = variance / label_total if label_total > 0 else 0.0
+                    if variance > _TINY:
+                        ratio = group_value / variance
+                        pen = ratio
+                        ws.mean[0] = mean0
+                        ws.mean[1] = mean1
+                        ws.ratio = ratio
+                        ws.variance = variance
+                        ws.total = label_total
+                    else:
+                        ws.variance = 0.0
+                else:
+                    ws.variance = 0.0
+        elif penalty == 2:
+            N0 = N1 = S0 = S1 = Q0 = Q1 = 0.0
+            grand = 0.0
+            squares = 0.0
+            for k in range(n_groups):
+                N0 += ws.n[2 * k]
+                N1 += ws.n[2 * k + 1]
+                S0 += ws.S[2 * k]
+                S1 += ws.S[2 * k + 1]
+                Q0 += ws.Q[2 * k]
+                Q1 += ws.Q[2 * k + 1]
+                t = ws.n[2 * k] + ws.n[2 * k + 1]
+                grand += t
+                squares += t * t
+            W = 0.5 * (grand * grand - squares)
+            if W > 0:
+                ordered = 0.0
+                for k in range(n_groups):
+                    ordered += (N0 - ws.n[2 * k]) * ws.Q[2 * k]
+                    ordered += ws.n[2 * k] * (Q0 - ws.Q[2 * k])
+                    ordered -= 2.0 * ws.S[2 * k] * (S0 - ws.S[2 * k])
+                    ordered += (N1 - ws.n[2 * k + 1]) * ws.Q[2 * k + 1]
+                    ordered += ws.n[2 * k + 1] * (Q1 - ws.Q[2 * k + 1])
+                    ordered -= 2.0 * ws.S[2 * k + 1] * (S1 - ws.S[2 * k + 1])
+                pen = 0.5 * ordered / W
+                if gradient:
+                    for k in range(n_groups):
+                        ws.slope[2 * k] = (2.0 / W) * (N0 - ws.n[2 * k])
+                        ws.slope[2 * k + 1] = (2.0 / W) * (N1 - ws.n[2 * k + 1])
+                        ws.offset[2 * k] = (2.0 / W) * (S0 - ws.S[2 * k])
+                        ws.offset[2 * k + 1] = (2.0 / W) * (S1 - ws.S[2 * k + 1])
+            elif gradient:
+                for c in range(n_cells):
+                    ws.slope[c] = 0.0
+                    ws.offset[c] = 0.0
+        value += fairness * pen
+    value += regularisation
+    if not gradient:
+        return value
+    for i in range(m):
+        r = start + i
+        w = weight[r]
+        si = s[i]
+        yi = y[r]
+        ws.score_gradient[i] = w * (_expit(si) - yi) / total
+        if not active:
+            continue
+        c = 2 * groups[r] + <Py_ssize_t> yi
+        if penalty == 1:
+            ws.score_gradient[i] += fairness * (ws.cell_gradient[c] * w)
+        elif penalty == 2:
+            ws.score_gradient[i] += fairness * (
+                (ws.slope[c] * si - ws.offset[c]) * w
+            )
+        elif penalty == 3 and ws.variance != 0.0:
+            residual = si - (ws.mean[1] if yi != 0 else ws.mean[0])
+            ws.score_gradient[i] += fairness * (
+                (ws.cell_gradient[c] * w - ws.ratio * (2.0 * w * residual / ws.total))
+                / ws.variance
+            )
+    return value
+
+
+def linear_sgd_steps(
+    const double[:, ::1] X,
+    const double[::1] y,
+    const Py_ssize_t[::1] groups,
+    Py_ssize_t n_groups,
+    const double[::1] weight,
+    const Py_ssize_t[::1] indptr,
+    double[::1] coef,
+    double[::1] intercept,
+    bint fit_intercept,
+    double fairness,
+    double alpha,
+    int penalty,
+    double learning_rate,
+    double armijo,
+    int max_halvings,
+    bint average,
+    double[::1] coef_sum,
+    double[::1] intercept_sum,
+):
+    """One Armijo-safeguarded SGD step per minibatch ``indptr[b]:indptr[b + 1]``.
+
+    Updates ``coef`` and ``intercept`` in place (and adds every iterate to
+    ``coef_sum`` and ``intercept_sum`` when ``average``). Returns the sum over
+    minibatches of (objective before the step) x (rows), the number of
+    minibatches, and a status: 0, or 1 when a gradient was not finite.
+    """
+    cdef Py_ssize_t n_batches = indptr.shape[0] - 1, n_features = X.shape[1]
+    cdef Py_ssize_t b, i, j, r, start, stop, m, max_rows = 0, halving
+    cdef double value, trial_value, squared_norm, grad_b, step, reg, acc, d
+    cdef double values = 0.0
+    cdef int status = 0
+    for b in range(n_batches):
+        if indptr[b + 1] - indptr[b] > max_rows:
+            max_rows = indptr[b + 1] - indptr[b]
+    cdef _Workspace ws = _Workspace(max_rows, 2 * n_groups)
+    cdef double[::1] grad_coef = np.zeros(n_features)
+    with nogil:
+        for b in range(n_batches):
+            start = indptr[b]
+            stop = indptr[b + 1]
+            m = stop - start
+            for i in range(m):
+                r = start + i
+                acc = intercept[0]
+                for j in range(n_features):
+                    acc = acc + X[r, j] * coef[j]
+                ws.scores[i] = acc
+            reg = 0.0
+            for j in range(n_features):
+                reg += coef[j] * coef[j]
+            value = _objective(
+                ws, ws.scores, y, groups, n_groups, weight, start, stop,
+                fairness, penalty, alpha * reg, True,
+            )
+            values += value * m
+            for j in range(n_features):
+                grad_coef[j] = 2.0 * alpha * coef[j]
+            grad_b = 0.0
+            for i in range(m):
+                r = start + i
+                d = ws.score_gradient[i]
+                grad_b += d
+                for j in range(n_features):
+                    grad_coef[j] += d * X[r, j]
+            if not fit_intercept:
+                grad_b = 0.0
+            squared_norm = grad_b * grad_b
+            for j in range(n_features):
+                squared_norm += grad_coef[j] * grad_coef[j]
+            if not isfinite(squared_norm):
+                status = 1
+                break
+            if squared_norm != 0.0:
+                for i in range(m):
+                    r = start + i
+                    acc = grad_b
+                    for j in range(n_features):
+                        acc = acc + X[r, j] * grad_coef[j]
+                    ws.direction[i] = acc
+                step = learning_rate
+                for halving in range(max_halvings):
+                    for i in range(m):
+                        ws.trial[i] = ws.scores[i] - step * ws.direction[i]
+                    reg = 0.0
+                    for j in range(n_features):
+                        d = coef[j] - step * grad_coef[j]
+                        reg += d * d
+                    trial_value = _objective(
+                        ws, ws.trial, y, groups, n_groups, weight, start, stop,
+                        fairness, penalty, alpha * reg, False,
+                    )
+                    if trial_value <= value - armijo * step * squared_norm:
+                        for j in range(n_features):
+                            coef[j] = coef[j] - step * grad_coef[j]
+                        intercept[0] = intercept[0] - step * grad_b
+                        break
+                    step *= 0.5
+            if average:
+                for j in range(n_features):
+                    coef_sum[j] += coef[j]
+                intercept_sum[0] += intercept[0]
+    return values, n_batches, status
