@@ -5,6 +5,7 @@ hand-computed value, another library (scipy), or a statistical property
 whose false-failure rate is stated.
 """
 
+import itertools
 import warnings
 
 import numpy as np
@@ -136,6 +137,12 @@ class _OrderRecorder(FairPenaltyLogisticRegression):
         if batch.weight_sum:  # not the zero-weight initialisation
             type(self).orders.append(np.asarray(batch.X)[:, 0].copy())
         return super()._train_epoch(batch)
+
+    def _train_minibatches(self, X, y, groups, n_groups, weight, bounds):
+        # The vectorised epochs: many resampled minibatches per call.
+        for start, stop in itertools.pairwise(bounds.tolist()):
+            type(self).orders.append(np.asarray(X)[start:stop, 0].copy())
+        return super()._train_minibatches(X, y, groups, n_groups, weight, bounds)
 
 
 def test_every_round_draws_fresh_batches():

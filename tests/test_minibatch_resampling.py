@@ -1,0 +1,241 @@
+"""FairnessAwareROSE on every minibatch of an epoch at once (Algorithm 2's hot path).
+
+``resample_minibatches`` must draw what ``fit_resample`` on each minibatch
+draws, in distribution: the same subgroup counts, kept rows without
+repetition, seeds uniform within their subgroup, and noise of the
+smoothed-bootstrap covariance. The federation uses it for skfedida's own
+sampler and estimators; column mode must then learn what metadata mode does.
+"""
+
+import collections
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from skfedida.federated import FederatedEstimator
+from skfedida.federated._client import (
+    _minibatch_prior_weights,
+    _prior_weights,
+    _ResampledEpochs,
+)
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.over_sampling import FairnessAwareROSE, _minibatches
+from skfedida.over_sampling._minibatches import resample_minibatches, vectorises
+
+
+def _rows(n=460, n_groups=3, seed=0):
+    rng = np.random.default_rng(seed)
+    groups = rng.choice(
+        n_groups, n, p=np.linspace(1, 3, n_groups) / np.linspace(1, 3, n_groups).sum()
+    )
+    y = (rng.random(n) < 0.2 + 0.2 * (groups == 0)).astype(np.intp)
+    X = rng.normal(size=(n, 3)) + groups[:, None]
+    return X, y, groups
+
+
+def _subgroup_counts(groups, y):
+    return collections.Counter(zip(groups.tolist(), y.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("n_target", ["mean", "max", "median", 7, 0.5])
+@pytest.mark.parametrize("undersample", [True, False])
+def test_subgroup_counts_are_fit_resamples_minibatch_by_minibatch(
+    n_target, undersample
+):
+    X, y, groups = _rows()
+    rose = FairnessAwareROSE(n_target=n_target, undersample=undersample)
+    order = np.random.RandomState(1).permutation(y.size)
+    batch_size = 64
+    rows, bounds, synthetic, noise = resample_minibatches(
+        rose, order, batch_size, groups, 3, y, X, np.random.RandomState(2)
+    )
+    assert bounds[0] == 0 and bounds[-1] == rows.size
+    assert noise.shape == (synthetic.size, 3)
+    is_synthetic = np.zeros(rows.size, dtype=bool)
+    is_synthetic[synthetic] = True
+    for b in range(bounds.size - 1):
+        batch = order[b * batch_size : (b + 1) * batch_size]
+        out = rows[bounds[b] : bounds[b + 1]]
+        if np.unique(y[batch]).size < 2:  # nothing to balance (see below)
+            expected = _subgroup_counts(groups[batch], y[batch])
+        else:
+            reference = FairnessAwareROSE(
+                n_target=n_target, undersample=undersample, random_state=0
+            )
+            reference.fit_resample(X[batch], y[batch], sensitive_features=groups[batch])
+            expected = collections.Counter(
+                {(g[0], c): k for (g, c), k in reference.subgroup_counts_after_.items()}
+            )
+        assert _subgroup_counts(groups[out], y[out]) == expected
+        # Every row comes from this minibatch; original rows are not repeated.
+        assert np.isin(out, batch).all()
+        kept = out[~is_synthetic[bounds[b] : bounds[b + 1]]]
+        assert np.unique(kept).size == kept.size
+
+
+def test_a_minibatch_of_one_class_is_kept_as_it_is():
+    X, y, groups = _rows(n=100)
+    y[:50] = 0
+    order = np.arange(100)  # the first minibatch holds one class only
+    rows, bounds, synthetic, _ = resample_minibatches(
+        FairnessAwareROSE(), order, 50, groups, 3, y, X, np.random.RandomState(0)
+    )
+    np.testing.assert_array_equal(np.sort(rows[: bounds[1]]), np.arange(50))
+    assert not np.any(synthetic < bounds[1])
+
+
+def test_seed_rows_are_uniform_within_their_subgroup():
+    # A subgroup of 4 rows among 40 brought to 40: 36 seeds per draw.
+    y = np.array([1] * 4 + [0] * 40)
+    groups = np.zeros(44, dtype=np.intp)
+    rose = FairnessAwareROSE(n_target="max")
+    random_state = np.random.RandomState(0)
+    seeds = []
+    for _ in range(100):
+        rows, _, synthetic, _ = resample_minibatches(
+            rose, np.arange(44), 44, groups, 1, y, None, random_state
+        )
+        seeds.append(rows[synthetic])
+    frequencies = np.bincount(np.concatenate(seeds), minlength=4)[:4]
+    assert frequencies.sum() == 3600
+    # Fixed seed: a deterministic check, false alarm rate 1e-3 over seeds.
+    assert stats.chisquare(frequencies).pvalue > 1e-3
+
+
+def test_noise_has_the_smoothed_bootstrap_covariance():
+    rng = np.random.default_rng(0)
+    n_small, n_large = 6, 60
+    y = np.array([1] * n_small + [0] * n_large)
+    groups = np.zeros(y.size, dtype=np.intp)
+    X = rng.normal(size=(y.size, 2)) * [1.0, 5.0]
+    rose = FairnessAwareROSE(n_target="max", shrinkage=0.7)
+    random_state = np.random.RandomState(0)
+    noise = np.concatenate(
+        [
+            resample_minibatches(
+                rose, np.arange(y.size), y.size, groups, 1, y, X, random_state
+            )[3]
+            for _ in range(400)
+        ]
+    )
+    assert noise.shape == (400 * (n_large - n_small), 2)
+    # Silverman's factor on the minibatch's rows and 2 noised columns.
+    h = (4.0 / (4 * y.size)) ** (1.0 / 6)
+    expected_sd = 0.7 * h * X[:n_small].std(axis=0)
+    np.testing.assert_allclose(noise.std(axis=0), expected_sd, rtol=0.03)
+    np.testing.assert_allclose(noise.mean(axis=0), 0, atol=0.03 * expected_sd.max())
+    assert abs(np.corrcoef(noise.T)[0, 1]) < 0.03
+
+
+def test_prior_weights_are_those_of_every_minibatch():
+    X, y, groups = _rows()
+    order = np.random.RandomState(3).permutation(y.size)
+    rows, bounds, _, _ = resample_minibatches(
+        FairnessAwareROSE(), order, 64, groups, 3, y, X, np.random.RandomState(0)
+    )
+    weight = _minibatch_prior_weights(y, order, 64, rows, bounds)
+    for b in range(bounds.size - 1):
+        batch = order[b * 64 : (b + 1) * 64]
+        out = rows[bounds[b] : bounds[b + 1]]
+        np.testing.assert_allclose(
+            weight[bounds[b] : bounds[b + 1]], _prior_weights(y[batch], y[out], 2)
+        )
+
+
+def test_which_samplers_vectorise():
+    assert vectorises(FairnessAwareROSE())
+    assert vectorises(FairnessAwareROSE(n_target=10, shrinkage=0.5))
+    assert not vectorises(FairnessAwareROSE(n_target={((0,), 1): 5}))
+    assert not vectorises(FairnessAwareROSE(n_target=lambda counts: 5))
+    assert not vectorises(FairnessAwareROSE(covariance="full"))
+    assert not vectorises(FairnessAwareROSE(shrinkage={((0,), 1): 1.0}))
+
+
+def _federation(frame):
+    rng = np.random.default_rng(0)
+    n = 600
+    S = pd.DataFrame(
+        {"race": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["F", "M"], n)}
+    )
+    X = pd.DataFrame(
+        {
+            "age": rng.normal(size=n),  # continuous: noised
+            "hours": rng.normal(size=n),
+            "flag": rng.integers(0, 2, n).astype(float),  # binary: copied
+        }
+    )
+    y = (X["age"] + (S["race"] == "a") + rng.normal(size=n) > 1).astype(int)
+    clients = rng.integers(0, 3, n)
+    if frame:
+        return pd.concat([X, S], axis=1), y, clients, None
+    return X.to_numpy(), y, clients, S
+
+
+def _fit(frame, n_jobs=1, sampler=None):
+    X, y, clients, S = _federation(frame)
+    sensitive = ["race", "sex"] if frame else None
+    return FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0, sensitive=sensitive),
+        sampler=sampler or FairnessAwareROSE(sensitive=sensitive),
+        sensitive=sensitive,
+        n_rounds=2,
+        local_epochs=2,
+        batch_size=64,
+        n_jobs=n_jobs,
+        random_state=0,
+    ).fit(X, y, clients=clients, sensitive_features=S)
+
+
+def test_column_mode_learns_what_metadata_mode_learns():
+    metadata, column = _fit(frame=False), _fit(frame=True)
+    np.testing.assert_array_equal(column.estimator_.coef_, metadata.estimator_.coef_)
+    np.testing.assert_array_equal(
+        column.estimator_.intercept_, metadata.estimator_.intercept_
+    )
+
+
+def test_vectorised_epochs_are_reproducible_with_two_jobs():
+    one, two = _fit(frame=False), _fit(frame=False, n_jobs=2)
+    np.testing.assert_array_equal(one.estimator_.coef_, two.estimator_.coef_)
+
+
+class _CustomNoise(FairnessAwareROSE):
+    def _noise(self, *args):
+        return 0.0 * super()._noise(*args)
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [FairnessAwareROSE(n_target=lambda counts: 20), _CustomNoise()],
+    ids=["callable-target", "subclass"],
+)
+def test_other_samplers_take_the_per_minibatch_path(monkeypatch, sampler):
+    def fail(*args, **kwargs):
+        raise AssertionError("vectorised epochs used")
+
+    monkeypatch.setattr(_minibatches, "resample_minibatches", fail)
+    monkeypatch.setattr("skfedida.federated._client.resample_minibatches", fail)
+    _fit(frame=False, sampler=sampler)
+
+
+def test_vectorised_epochs_apply_to_skfedidas_own_components():
+    from skfedida.federated._client import _Trainer
+
+    trainer = _Trainer(
+        sampler=None,
+        resample="batch",
+        batch_size=64,
+        classes=np.array([0, 1]),
+        strategy="fedavg",
+        inner_learning_rate=0.1,
+        outer_learning_rate=None,
+    )
+    estimator = FairPenaltyLogisticRegression()
+    estimator.classes_ = np.array([0, 1])
+    from skfedida.federated._client import _ClientData
+
+    data = _ClientData(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
+    assert _ResampledEpochs._applies(trainer, estimator, FairnessAwareROSE(), data)
+    assert not _ResampledEpochs._applies(trainer, estimator, _CustomNoise(), data)
