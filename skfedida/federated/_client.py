@@ -547,13 +547,9 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
     ):
         warnings.simplefilter("ignore", InactivePenaltyWarning)
         trainer.train(estimator, data, epochs, random_state)
-    proba = np.clip(estimator.predict_proba(data.X), 1e-15, 1 - 1e-15)
-    return (
-        estimator,
-        get_parameters(estimator),
-        data.n,
-        _log_loss(data.y, proba, trainer.classes),
-    )
+    proba = np.clip(_training_proba(estimator, data), 1e-15, 1 - 1e-15)
+    loss = _log_loss(data.y, proba, trainer.classes)
+    return estimator, get_parameters(estimator), data.n, loss
 
 
 def _model_inputs_key(estimator):
