@@ -19,7 +19,9 @@ computed from per-(group, label) sums of the trial scores, O(rows + groups).
 The penalties follow :mod:`skfedida.penalty` formula for formula.
 """
 
-from libc.math cimport exp, isfinite, log1p
+from libc.math cimport exp, isfinite, log1p, tanh
+from libc.string cimport memcpy
+from scipy.linalg.cython_blas cimport dgemm
 from libc.stdlib cimport calloc, free
 
 import numpy as np
@@ -407,4 +409,238 @@ def linear_sgd_steps(
                 for j in range(n_features):
                     coef_sum[j] += coef[j]
                 intercept_sum[0] += intercept[0]
+    return values, n_batches, status
+
+
+# -- the fully connected network (FairMLPClassifier) --------------------------
+
+# Activation codes: 0 relu, 1 tanh, 2 logistic, 3 identity.
+
+
+cdef inline void _matmul(
+    const double* A, const double* B, double* C, int m, int k, int n,
+    bint transpose_A, bint transpose_B, double beta,
+) noexcept nogil:
+    """C (m x n) = op(A) op(B) + beta C, all row-major, through Fortran BLAS.
+
+    Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B is
+    passed first. op(A) is m x k, op(B) is k x n.
+    """
+    cdef char ta = b'T' if transpose_B else b'N'
+    cdef char tb = b'T' if transpose_A else b'N'
+    cdef int lda = k if not transpose_A else m
+    cdef int ldb = n if not transpose_B else k
+    cdef int ldc = n
+    cdef double one = 1.0
+    dgemm(&ta, &tb, &n, &m, &k, &one, <double*> B, &ldb, <double*> A, &lda,
+          &beta, C, &ldc)
+
+
+cdef void _forward(
+    const double* X, Py_ssize_t m, const Py_ssize_t[::1] sizes, Py_ssize_t n_layers,
+    const double* params, const Py_ssize_t[::1] coef_offset,
+    const Py_ssize_t[::1] intercept_offset, int activation,
+    double** Z, double** A, double* scores,
+) noexcept nogil:
+    """Scores of m rows; Z[l] and A[l + 1] receive layer l's pre-activations and
+    activations (A[0] is X)."""
+    cdef Py_ssize_t l, i, j, n_in, n_out
+    cdef const double* inputs = X
+    cdef const double* b
+    cdef double* out
+    cdef double* hidden
+    for l in range(n_layers - 1):
+        n_in = sizes[l]
+        n_out = sizes[l + 1]
+        out = Z[l] if l < n_layers - 2 else scores
+        b = params + intercept_offset[l]
+        for i in range(m):
+            memcpy(out + i * n_out, b, n_out * sizeof(double))
+        _matmul(inputs, params + coef_offset[l], out, m, n_in, n_out, 0, 0, 1.0)
+        if l == n_layers - 2:
+            break
+        # One loop per activation, branch-free inside: the signs of ReLU's
+        # inputs are random, and a branch per value costs more than BLAS.
+        # Local pointers, so that the compiler keeps them in registers and
+        # vectorises (through A it would reload them at every store).
+        hidden = A[l + 1]
+        if activation == 0:
+            for i in range(m * n_out):
+                # A comparison, not fmax: fmax is a libm call per value.
+                hidden[i] = out[i] if out[i] > 0.0 else 0.0
+        elif activation == 1:
+            for i in range(m * n_out):
+                hidden[i] = tanh(out[i])
+        elif activation == 2:
+            for i in range(m * n_out):
+                hidden[i] = _expit(out[i])
+        else:
+            memcpy(hidden, out, m * n_out * sizeof(double))
+        inputs = hidden
+
+
+cdef double _squared_coefs(
+    const double* params, Py_ssize_t n_coef_values
+) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double total = 0.0
+    for i in range(n_coef_values):
+        total += params[i] * params[i]
+    return total
+
+
+def mlp_sgd_steps(
+    const double[:, ::1] X,
+    const double[::1] y,
+    const Py_ssize_t[::1] groups,
+    Py_ssize_t n_groups,
+    const double[::1] weight,
+    const Py_ssize_t[::1] indptr,
+    double[::1] params,
+    const Py_ssize_t[::1] sizes,
+    int activation,
+    double fairness,
+    double alpha,
+    int penalty,
+    double learning_rate,
+    double armijo,
+    int max_halvings,
+    bint average,
+    double[::1] params_sum,
+):
+    """``linear_sgd_steps`` for a fully connected network.
+
+    ``params`` holds the weight matrices (``sizes[l] x sizes[l + 1]``,
+    row-major) then the intercepts, flat; only the weights are under the L2
+    term. The gradient is back-propagated as ``FairMLPClassifier._backprop``.
+    """
+    cdef Py_ssize_t n_layers = sizes.shape[0], n_batches = indptr.shape[0] - 1
+    cdef Py_ssize_t n_params = params.shape[0], widest = 1
+    cdef Py_ssize_t b, i, j, l, start, stop, m, max_rows = 0, halving, n_in, n_out
+    cdef Py_ssize_t n_coef_values = 0
+    cdef double value, trial_value, squared_norm, step, reg, d, values = 0.0
+    cdef int status = 0
+    for b in range(n_batches):
+        if indptr[b + 1] - indptr[b] > max_rows:
+            max_rows = indptr[b + 1] - indptr[b]
+    coef_offset_array = np.zeros(n_layers - 1, dtype=np.intp)
+    intercept_offset_array = np.zeros(n_layers - 1, dtype=np.intp)
+    for l in range(n_layers - 1):
+        coef_offset_array[l] = n_coef_values
+        n_coef_values += sizes[l] * sizes[l + 1]
+        widest = max(widest, sizes[l + 1])
+    offset = n_coef_values
+    for l in range(n_layers - 1):
+        intercept_offset_array[l] = offset
+        offset += sizes[l + 1]
+    if offset != n_params:
+        raise ValueError("params do not match the layer sizes")
+    cdef Py_ssize_t[::1] coef_offset = coef_offset_array
+    cdef Py_ssize_t[::1] intercept_offset = intercept_offset_array
+    cdef _Workspace ws = _Workspace(max_rows, 2 * n_groups)
+    # Per hidden layer: pre-activations and activations; two delta buffers.
+    buffers = [np.zeros(max(max_rows, 1) * sizes[l + 1]) for l in range(n_layers - 2)]
+    activations = [np.zeros(max(max_rows, 1) * sizes[l + 1]) for l in range(n_layers - 2)]
+    cdef double** Z = <double**> calloc(n_layers, sizeof(double*))
+    cdef double** A = <double**> calloc(n_layers, sizeof(double*))
+    cdef double[::1] view
+    for l in range(n_layers - 2):
+        view = buffers[l]
+        Z[l] = &view[0]
+        view = activations[l]
+        A[l + 1] = &view[0]
+    cdef double[::1] delta_array = np.zeros(max(max_rows, 1) * widest)
+    cdef double[::1] delta_next_array = np.zeros(max(max_rows, 1) * widest)
+    cdef double[::1] gradient = np.zeros(n_params)
+    cdef double[::1] trial = np.zeros(n_params)
+    cdef double* delta = &delta_array[0]
+    cdef double* delta_next = &delta_next_array[0]
+    cdef double* swap
+    cdef double* pre
+    cdef double* post
+    cdef const double* inputs
+    try:
+        with nogil:
+            for b in range(n_batches):
+                start = indptr[b]
+                stop = indptr[b + 1]
+                m = stop - start
+                A[0] = <double*> &X[start, 0]
+                _forward(
+                    &X[start, 0], m, sizes, n_layers, &params[0], coef_offset,
+                    intercept_offset, activation, Z, A, ws.scores,
+                )
+                reg = _squared_coefs(&params[0], n_coef_values)
+                value = _objective(
+                    ws, ws.scores, y, groups, n_groups, weight, start, stop,
+                    fairness, penalty, alpha * reg, True,
+                )
+                values += value * m
+                # Back-propagation, last layer first.
+                memcpy(delta, ws.score_gradient, m * sizeof(double))
+                for l in range(n_layers - 2, -1, -1):
+                    n_in = sizes[l]
+                    n_out = sizes[l + 1]
+                    inputs = A[l]
+                    _matmul(
+                        inputs, delta, &gradient[coef_offset[l]], n_in, m, n_out,
+                        1, 0, 0.0,
+                    )
+                    for j in range(n_out):
+                        gradient[intercept_offset[l] + j] = 0.0
+                    for i in range(m):
+                        for j in range(n_out):
+                            gradient[intercept_offset[l] + j] += delta[i * n_out + j]
+                    if l > 0:
+                        _matmul(
+                            delta, &params[coef_offset[l]], delta_next, m, n_out,
+                            n_in, 0, 1, 0.0,
+                        )
+                        pre = Z[l - 1]
+                        post = A[l]
+                        if activation == 0:
+                            for i in range(m * n_in):
+                                delta_next[i] *= pre[i] > 0.0
+                        elif activation == 1:
+                            for i in range(m * n_in):
+                                delta_next[i] *= 1.0 - post[i] * post[i]
+                        elif activation == 2:
+                            for i in range(m * n_in):
+                                delta_next[i] *= post[i] * (1.0 - post[i])
+                        swap = delta
+                        delta = delta_next
+                        delta_next = swap
+                for i in range(n_coef_values):
+                    gradient[i] += 2.0 * alpha * params[i]
+                squared_norm = 0.0
+                for i in range(n_params):
+                    squared_norm += gradient[i] * gradient[i]
+                if not isfinite(squared_norm):
+                    status = 1
+                    break
+                if squared_norm != 0.0:
+                    step = learning_rate
+                    for halving in range(max_halvings):
+                        for i in range(n_params):
+                            trial[i] = params[i] - step * gradient[i]
+                        _forward(
+                            &X[start, 0], m, sizes, n_layers, &trial[0],
+                            coef_offset, intercept_offset, activation, Z, A,
+                            ws.trial,
+                        )
+                        reg = _squared_coefs(&trial[0], n_coef_values)
+                        trial_value = _objective(
+                            ws, ws.trial, y, groups, n_groups, weight, start,
+                            stop, fairness, penalty, alpha * reg, False,
+                        )
+                        if trial_value <= value - armijo * step * squared_norm:
+                            memcpy(&params[0], &trial[0], n_params * sizeof(double))
+                            break
+                        step *= 0.5
+                if average:
+                    for i in range(n_params):
+                        params_sum[i] += params[i]
+    finally:
+        free(Z)
+        free(A)
     return values, n_batches, status

@@ -7,6 +7,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
@@ -14,8 +15,23 @@ from sklearn.utils import check_random_state
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ._compat import Interval, StrOptions, _fit_context
-from ._fair_base import BaseFairClassifier, _Batch, warn_if_unscaled
+from ._fair_base import (
+    _ARMIJO,
+    _MAX_HALVINGS,
+    BaseFairClassifier,
+    _Batch,
+    warn_if_unscaled,
+)
 from .exceptions import caller_stacklevel
+from .linear_model import _PENALTY_CODES
+
+try:  # built from _sgd_fast.pyx at install; the numpy loop is its reference
+    from ._sgd_fast import mlp_sgd_steps
+except ImportError:  # pragma: no cover - a source tree that was not built
+    mlp_sgd_steps = None
+
+#: The activations' codes in the compiled loop.
+_ACTIVATION_CODES = {"relu": 0, "tanh": 1, "logistic": 2, "identity": 3}
 
 __all__ = ["FairMLPClassifier"]
 
@@ -315,6 +331,44 @@ class FairMLPClassifier(BaseFairClassifier):
 
     def _penalised(self, params):
         return params[: len(params) // 2]
+
+    def _compiled_steps(self, params, batch, bounds):
+        if mlp_sgd_steps is None or sp.issparse(batch.X):
+            return None
+        flat = np.concatenate([np.ravel(w) for w in params]).astype(np.float64)
+        flat_sum = np.zeros_like(flat)
+        sizes = [w.shape[0] for w in params[: len(params) // 2]] + [1]
+        values, n_steps, status = mlp_sgd_steps(
+            np.ascontiguousarray(batch.X, dtype=np.float64),
+            np.ascontiguousarray(batch.y, dtype=np.float64),
+            np.ascontiguousarray(batch.groups, dtype=np.intp),
+            int(batch.n_groups),
+            np.ascontiguousarray(batch.weight, dtype=np.float64),
+            np.ascontiguousarray(bounds, dtype=np.intp),
+            flat,
+            np.asarray(sizes, dtype=np.intp),
+            _ACTIVATION_CODES[self.activation],
+            float(self.fairness),
+            float(self.alpha),
+            _PENALTY_CODES[self.penalty],
+            float(self.learning_rate),
+            _ARMIJO,
+            _MAX_HALVINGS,
+            bool(self.average),
+            flat_sum,
+        )
+        if status:
+            raise FloatingPointError(
+                "The minibatch gradient is not finite; check X for extreme "
+                "values (scale the features) and sample_weight."
+            )
+        if self.average and n_steps:
+            flat = flat_sum / n_steps
+        offset = 0
+        for w in params:
+            w[...] = flat[offset : offset + w.size].reshape(w.shape)
+            offset += w.size
+        return values
 
     def _partial_fit_optimizer(self, params):
         if self.solver != "adam":

@@ -77,3 +77,54 @@ def test_compiled_steps_handle_single_group_and_empty_groups(monkeypatch):
             _fit(monkeypatch, c, {"fairness": 3.0}, X, y, S, None) for c in (0, 1)
         )
         np.testing.assert_allclose(compiled.coef_, reference.coef_, rtol=1e-10)
+
+
+def _fit_mlp(monkeypatch, compiled, params, X, y, groups, weight, epochs=3):
+    from skfedida import neural_network
+    from skfedida.neural_network import FairMLPClassifier
+
+    if not compiled:
+        monkeypatch.setattr(neural_network, "mlp_sgd_steps", None)
+    model = FairMLPClassifier(random_state=0, batch_size=50, **params)
+    for _ in range(epochs):
+        model.partial_fit(
+            X, y, classes=[0, 1], sensitive_features=groups, sample_weight=weight
+        )
+    monkeypatch.undo()
+    return np.concatenate([w.ravel() for w in model.coefs_ + model.intercepts_])
+
+
+def test_compiled_network_loop_is_built():
+    from skfedida import neural_network
+
+    assert neural_network.mlp_sgd_steps is not None
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh", "logistic", "identity"])
+@pytest.mark.parametrize("hidden_layer_sizes", [(7,), (5, 4)])
+@pytest.mark.parametrize("penalty", ["group", "individual", "group_standardized"])
+def test_compiled_network_steps_equal_the_reference(
+    monkeypatch, activation, hidden_layer_sizes, penalty
+):
+    X, y, groups, weight = _data(3)
+    params = {
+        "activation": activation,
+        "hidden_layer_sizes": hidden_layer_sizes,
+        "penalty": penalty,
+        "fairness": 5.0,
+    }
+    reference, compiled = (
+        _fit_mlp(monkeypatch, c, params, X, y, groups, weight) for c in (0, 1)
+    )
+    np.testing.assert_allclose(compiled, reference, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("params", [{"average": True}, {"learning_rate": 20.0}])
+def test_compiled_network_steps_average_and_backtrack_as_the_reference(
+    monkeypatch, params
+):
+    X, y, groups, _ = _data(4)
+    reference, compiled = (
+        _fit_mlp(monkeypatch, c, params, X, y, groups, None) for c in (0, 1)
+    )
+    np.testing.assert_allclose(compiled, reference, rtol=1e-10, atol=1e-12)
