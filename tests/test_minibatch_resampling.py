@@ -239,3 +239,37 @@ def test_vectorised_epochs_apply_to_skfedidas_own_components():
     data = _ClientData(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
     assert _ResampledEpochs._applies(trainer, estimator, FairnessAwareROSE(), data)
     assert not _ResampledEpochs._applies(trainer, estimator, _CustomNoise(), data)
+
+
+def test_noised_columns_are_selected_from_the_rows_as_given():
+    X, y, groups = _rows()
+    order = np.random.RandomState(5).permutation(y.size)
+    columns = np.array([0, 2])
+    draws = [
+        resample_minibatches(
+            FairnessAwareROSE(),
+            order,
+            64,
+            groups,
+            3,
+            y,
+            X_given,
+            np.random.RandomState(0),
+            noised_columns=selected,
+        )
+        for X_given, selected in ((X[:, columns], None), (X, columns))
+    ]
+    for first, second in zip(*draws, strict=True):
+        np.testing.assert_array_equal(first, second)
+    _, _, synthetic, noise = resample_minibatches(
+        FairnessAwareROSE(),
+        order,
+        64,
+        groups,
+        3,
+        y,
+        X,
+        np.random.RandomState(0),
+        noised_columns=np.array([], dtype=np.intp),
+    )
+    assert noise is None and synthetic.size

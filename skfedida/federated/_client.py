@@ -400,7 +400,6 @@ class _ResampledEpochs:
             self.sampler_groups,
             self.sampler_n_groups,
             self.noised,
-            self.X_noised,
         ) = arrays
         self.sampler_random_state = check_random_state(sampler.random_state)
 
@@ -481,7 +480,6 @@ class _ResampledEpochs:
             np.asarray(sampler_groups, dtype=np.intp),
             sampler_n_groups,
             noised,
-            np.ascontiguousarray(X[:, noised]) if noised.size else None,
         )
 
     def __call__(self, random_state):
@@ -497,8 +495,9 @@ class _ResampledEpochs:
             self.sampler_groups,
             self.sampler_n_groups,
             labels,
-            self.X_noised,
+            self.X,
             self.sampler_random_state,
+            noised_columns=self.noised,
         )
         X = self.X[rows]
         if noise is not None:

@@ -57,7 +57,15 @@ def _targets(n_target, counts, present):
 
 
 def resample_minibatches(
-    sampler, order, batch_size, groups, n_groups, y, X_noised, random_state=None
+    sampler,
+    order,
+    batch_size,
+    groups,
+    n_groups,
+    y,
+    X_noised,
+    random_state=None,
+    noised_columns=None,
 ):
     """Algorithm 1 on each minibatch of ``order``, all minibatches at once.
 
@@ -77,10 +85,15 @@ def resample_minibatches(
         Number of group codes.
     y : ndarray of shape (n_samples,)
         Labels coded 0/1.
-    X_noised : ndarray of shape (n_samples, n_noised) or None
-        The rows' noised columns (float64); None when no column is noised.
+    X_noised : ndarray of shape (n_samples, n_features) or None
+        The rows' noised columns (float64), or all columns with
+        ``noised_columns`` naming the noised ones; None when no column is
+        noised.
     random_state : RandomState, default=None
         The draws' stream (the sampler's own when None).
+    noised_columns : ndarray of int, default=None
+        The noised columns of ``X_noised`` (None: all). Selected per epoch,
+        so that a federation does not hold a copy of its clients' columns.
 
     Returns
     -------
@@ -129,11 +142,18 @@ def resample_minibatches(
     new_cells = np.repeat(np.arange(n_batches * n_cells), new_size.ravel())
     seeds = sort[starts[new_cells] + random_state.randint(0, counts.ravel()[new_cells])]
     noise = None
+    if noised_columns is not None and X_noised is not None and not noised_columns.size:
+        X_noised = None
     if X_noised is not None and X_noised.shape[1] and new_cells.size:
+        sorted_rows = order[sort]
+        if noised_columns is None or noised_columns.size == X_noised.shape[1]:
+            block = X_noised[sorted_rows]
+        else:  # one gather of rows and columns
+            block = X_noised[np.ix_(sorted_rows, noised_columns)]
         noise = _noise(
             sampler,
             random_state,
-            X_noised[order[sort]],
+            block,
             sorted_key,
             counts,
             starts,
