@@ -34,6 +34,7 @@ from .._groups import (
     resolve_sensitive,
     take_rows,
 )
+from .._validation import is_plain_array
 from ..exceptions import (
     ClientDataWarning,
     InactivePenaltyWarning,
@@ -492,8 +493,14 @@ default="mean"
         """The training rows of one client, with their encoded groups."""
         # The client holds its own rows' S only (in the form the user gave
         # it, for components that take S but not encoded groups).
+        if rows.size and rows[-1] - rows[0] + 1 == rows.size and is_plain_array(X):
+            # Rows stored together (sorted by client, no held-out rows): a view,
+            # not a copy of every client's rows (the data's size again).
+            rows_X = slice(int(rows[0]), int(rows[-1]) + 1)
+        else:
+            rows_X = rows
         return _ClientData(
-            _safe_indexing(X, rows),
+            X[rows_X] if is_plain_array(X) else _safe_indexing(X, rows),
             y[rows],
             None if groups is None else groups.take(rows),
             source=None if S is None else take_rows(S, rows),
