@@ -121,7 +121,16 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         (``"client"``). The sensitive features follow the resampled rows
         through the sampler's ``sample_indices_``. A
         :class:`~skfedida.over_sampling.FairnessAwareROSE` decides which
-        columns get noise once per client, not per minibatch.
+        columns get noise once per client, not per minibatch. With a
+        FairnessAwareROSE and one of skfedida's estimators, per-minibatch
+        resampling runs vectorised: the client's rows are validated once
+        per fit, every minibatch of an epoch is resampled at once (the same
+        distribution as ``fit_resample`` on each, another random stream)
+        and the estimator takes one step per resampled minibatch, as
+        Algorithm 2 does. Other samplers and estimators get
+        ``fit_resample`` and ``partial_fit`` calls per minibatch (then a
+        resampled minibatch larger than the estimator's ``batch_size`` is
+        split into several steps).
     resample : {"batch", "client"}, default="batch"
         Where the sampler is applied.
     aggregation : {"mean", "median", "trimmed_mean"} or aggregator, \
