@@ -16,6 +16,7 @@ from . import (
     neural_network,
     over_sampling,
     plotting,
+    postprocessing,
 )
 from .datasets import load_adult, make_federated_classification, make_roc_like
 from .exceptions import (
@@ -66,6 +67,7 @@ from .neural_network import FairMLPClassifier
 from .over_sampling import FairnessAwareROSE
 from .penalty import group_penalty, individual_penalty, standardized_group_penalty
 from .plotting import ClientMetricsDisplay, TradeoffDisplay
+from .postprocessing import FederatedThresholdOptimizer
 
 __version__ = "0.1.0.dev0"
 
@@ -81,6 +83,7 @@ __all__ = [
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
     "FederatedEstimator",
+    "FederatedThresholdOptimizer",
     "InactivePenaltyWarning",
     "Median",
     "OperatingPointWarning",
@@ -120,6 +123,7 @@ __all__ = [
     "over_sampling",
     "plotting",
     "positive_predictive_value_difference",
+    "postprocessing",
     "score_histogram",
     "selection_rate",
     "set_parameters",

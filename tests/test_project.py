@@ -15,6 +15,7 @@ MODULES = [
     "skfedida.federated",
     "skfedida.model_selection",
     "skfedida.plotting",
+    "skfedida.postprocessing",
 ]
 
 

@@ -101,7 +101,11 @@ def _rate_of(threshold, estimator, prevalence, y_positive):
 
 @validate_params(
     {
-        "estimator": [HasMethods(["predict_proba"])],
+        # A classifier, or a post-processor whose decisions are its own.
+        "estimator": [
+            HasMethods(["predict_proba"]),
+            HasMethods(["predict", "_positive_probability"]),
+        ],
         "X": ["array-like", "sparse matrix"],
         "y": ["array-like"],
         # None: every row in one client.
@@ -160,8 +164,12 @@ def evaluate_clients(
     ----------
     estimator : fitted classifier
         A :class:`FederatedEstimator` (its personalised or local models are
-        used for their clients when ``personalised=True``) or any binary
-        classifier with ``predict_proba``.
+        used for their clients when ``personalised=True``), any binary
+        classifier with ``predict_proba``, or a fitted
+        :class:`~skfedida.postprocessing.FederatedThresholdOptimizer`, whose
+        decisions (with its ``random_state``) are evaluated as they are, and
+        whose model's probabilities give AUROC, Brier and ``soft_`` metrics
+        (``threshold`` must then stay 0.5).
     X : array-like or DataFrame of shape (n_samples, n_features)
         Evaluation rows.
     y : array-like of shape (n_samples,)
@@ -274,21 +282,35 @@ def evaluate_clients(
     ids, codes = client_ids(clients, n_samples)
     # Every row's group, encoded once (and checked: length, missing values).
     group_codes = encode_groups(sensitive_features, n_samples=n_samples).codes
+    post_processed = not hasattr(estimator, "predict_proba")
+    model = estimator.estimator_ if post_processed else estimator
     kwargs = {}
-    if personalised and hasattr(estimator, "client_estimators_"):
+    if personalised and hasattr(model, "client_estimators_"):
         kwargs["clients"] = ids[codes]
-    proba = estimator.predict_proba(X, **kwargs)[:, 1]
+    proba = model.predict_proba(X, **kwargs)[:, 1]
     y_positive = (y == classes[-1]).astype(np.float64)
     client_rows = [np.flatnonzero(codes == k) for k in range(ids.size)]
-    target_rate = _rate_of(threshold, estimator, prevalence, y_positive)
-    if target_rate is None:
+    target_rate = _rate_of(threshold, model, prevalence, y_positive)
+    if post_processed:
+        if not (isinstance(threshold, numbers.Real) and threshold == 0.5):
+            raise ValueError(
+                f"{type(estimator).__name__} makes its own decisions (its "
+                "thresholds per group); threshold= does not apply to it."
+            )
+        decisions = estimator.predict(
+            X, sensitive_features=sensitive_features, clients=ids[codes]
+        )
+        pred = (decisions == classes[-1]).astype(np.float64)
+        target_rate, cut = None, np.nan
+    elif target_rate is None:
         cut = float(threshold)
     else:
         # Each client's histograms are all the server needs to place the cut.
         cut = federated_threshold(
             [proba[rows] for rows in client_rows], target_rate, n_bins=n_bins
         )
-    pred = (proba > cut).astype(np.float64)
+    if not post_processed:
+        pred = (proba > cut).astype(np.float64)
     achieved_rate = float(pred.mean())
     if target_rate is not None and abs(achieved_rate - target_rate) > 0.01:
         warnings.warn(

@@ -1,0 +1,605 @@
+"""Group-specific decision thresholds, found from the clients' score histograms.
+
+Post-processing in the manner of Hardt et al. (2016) and fairlearn's
+``ThresholdOptimizer``, federated: every client counts its rows' scores per
+(sensitive group, label) on a shared grid of bins; the server adds the
+counts, and from them alone finds, for every group, a threshold (randomised
+between two thresholds where needed) such that the decisions satisfy the
+constraint and the objective is the largest. No score, label or sensitive
+value leaves a client, only counts per bin.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    MetaEstimatorMixin,
+    clone,
+)
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .._compat import HasMethods, Interval, StrOptions, _fit_context
+from .._groups import encode_groups
+from ..federated._client import client_ids
+
+__all__ = ["FederatedThresholdOptimizer"]
+
+#: The rate each constraint equalises across groups (the x axis of its
+#: trade-off curve); "equalized_odds" equalises both rates of the ROC curve.
+_CONSTRAINED_RATE = {
+    "demographic_parity": "selection_rate",
+    "true_positive_rate_parity": "true_positive_rate",
+    "false_positive_rate_parity": "false_positive_rate",
+    "equalized_odds": "false_positive_rate",
+}
+
+
+def _rates(positives, negatives):
+    """Rates of the rules "positive iff bin >= k", k = 0 .. n_bins, of one group.
+
+    Returns selection rate, TPR and FPR of every rule (k = 0 selects all
+    rows, k = n_bins none), each an array of length n_bins + 1.
+    """
+    tp = np.concatenate((np.cumsum(positives[::-1])[::-1], [0.0]))
+    fp = np.concatenate((np.cumsum(negatives[::-1])[::-1], [0.0]))
+    n_positive, n_negative = tp[0], fp[0]
+    n = n_positive + n_negative
+    selection = (tp + fp) / n if n > 0 else np.zeros_like(tp)
+    tpr = tp / n_positive if n_positive > 0 else np.full_like(tp, np.nan)
+    fpr = fp / n_negative if n_negative > 0 else np.full_like(fp, np.nan)
+    return selection, tpr, fpr
+
+
+def _upper_hull(x, y):
+    """Indices of the upper concave hull of points (x, y), by increasing x."""
+    order = np.lexsort((-y, x))
+    hull = []
+    for i in order.tolist():
+        if hull and x[hull[-1]] == x[i]:
+            continue  # same x, lower (or equal) y
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            # b is under the segment a -> i (or on it): not a vertex.
+            cross = (x[b] - x[a]) * (y[i] - y[a]) - (y[b] - y[a]) * (x[i] - x[a])
+            if cross >= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return np.asarray(hull, dtype=np.intp)
+
+
+def _curve_on_grid(x, y, grid):
+    """The hull of (x, y) on a grid of x: value, and the mix of two rules.
+
+    Returns ``value`` (the hull's y at each grid x, NaN outside its x range),
+    and for each grid x the two rules ``first``, ``second`` and the weight
+    ``p_first`` of the first that attain it.
+    """
+    hull = _upper_hull(x, y)
+    hull_x, hull_y = x[hull], y[hull]
+    right = np.clip(np.searchsorted(hull_x, grid, side="left"), 1, hull.size - 1)
+    if hull.size == 1:
+        right = np.zeros_like(grid, dtype=np.intp)
+    left = np.maximum(right - 1, 0)
+    width = hull_x[right] - hull_x[left]
+    p_first = np.divide(
+        hull_x[right] - grid, width, out=np.ones_like(grid), where=width > 0
+    )
+    p_first = np.clip(p_first, 0.0, 1.0)
+    value = p_first * hull_y[left] + (1.0 - p_first) * hull_y[right]
+    outside = (grid < hull_x[0] - 1e-12) | (grid > hull_x[-1] + 1e-12)
+    value[outside] = np.nan
+    return value, hull[left], hull[right], p_first
+
+
+def _best_with_tolerance(values, weights, tolerance, grid):
+    """Grid index per group maximising the weighted sum, the range of x <= tolerance.
+
+    fairlearn's ``maximize_objective_with_tolerance``, vectorised: for every
+    window of grid x of width ``tolerance``, each group takes its best x in
+    the window.
+    """
+    weighted = np.where(np.isnan(values), -np.inf, values * weights[:, None])
+    width = int(np.floor(tolerance / (grid[1] - grid[0]) + 1e-9)) + 1
+    width = min(width, grid.size)
+    windows = np.lib.stride_tricks.sliding_window_view(weighted, width, axis=1)
+    best_in_window = windows.argmax(axis=2)  # (groups, starts)
+    starts = np.arange(windows.shape[1])
+    chosen = starts[None, :] + best_in_window
+    totals = np.take_along_axis(weighted, chosen, axis=1).sum(axis=0)
+    spread = chosen.max(axis=0) - chosen.min(axis=0)
+    # Largest objective; among equal ones, the smallest spread of x.
+    best = np.lexsort((spread, -totals))[0]
+    return chosen[:, best], totals[best]
+
+
+class FederatedThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """Group-specific decision thresholds for a federated model, from histograms.
+
+    Post-processing (Hardt et al., 2016, as fairlearn's ``ThresholdOptimizer``)
+    for a federation. Each client counts the scores of its rows (the model's
+    probability of the positive class) per (sensitive group, label) on a
+    shared grid of ``n_bins`` equal bins on [0, 1]; the server sums the
+    counts (or keeps each client's, ``per_client=True``) and finds, for every
+    group, a rule "positive iff score >= t", randomised between two
+    thresholds where needed, such that the decisions satisfy ``constraints``
+    (the constrained rates of the groups differ by at most ``tolerance``) and
+    ``objective`` is the largest. Only bin counts leave a client.
+
+    The trade-off curve of each group (its objective against its constrained
+    rate, over all thresholds and their randomisations) is the upper concave
+    hull of the rules at the bin edges, evaluated on ``grid_size + 1`` rates
+    in [0, 1], as fairlearn does with its exact scores; the thresholds are
+    therefore exact up to the bin grid (1 / n_bins in score). For
+    ``"equalized_odds"`` the common (FPR, TPR) point lies under every group's
+    ROC hull; a group above it mixes its rule with a constant positive rate,
+    as fairlearn does. ``"balanced_accuracy"`` is fairlearn's: the groups'
+    balanced accuracies weighted by their shares of the rows.
+
+    Decisions need the sensitive attributes at prediction, and they are
+    random where a group's rule is randomised (reproducible with
+    ``random_state``). There is no ``predict_proba``: the chance that a
+    randomised decision is positive is not a probability of the outcome, and
+    the model's own probabilities are ``estimator_.predict_proba``.
+
+    Read more in the :ref:`User Guide <user_guide>`.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        A binary classifier with ``predict_proba``, fitted on the clients
+        (``prefit=True``, e.g. a fitted
+        :class:`~skfedida.federated.FederatedEstimator`) or to be fitted with
+        ``fit(X, y, clients=..., sensitive_features=...)``.
+    constraints : {"demographic_parity", "equalized_odds", \
+"true_positive_rate_parity", "false_positive_rate_parity"}, \
+default="demographic_parity"
+        The rates made equal across groups: selection rate, both TPR and FPR,
+        TPR, or FPR.
+    objective : {"accuracy", "balanced_accuracy"}, default="accuracy"
+        What the thresholds maximise under the constraint.
+    tolerance : float in [0, 1], default=0.0
+        Largest allowed difference of the constrained rate between groups
+        (as fairlearn's ``tol``; not for ``"equalized_odds"``).
+    selection_rate : float in [0, 1] or None, default=None
+        Choose the operating point whose overall selection rate is nearest to
+        this one instead of the one of best ``objective`` (e.g. the training
+        prevalence, to compare with other models at a matched rate).
+    prefit : bool, default=False
+        Whether ``estimator`` is already fitted; otherwise ``fit`` fits a
+        clone of it first, on the same rows.
+    per_client : bool, default=False
+        One set of thresholds per client, each from that client's counts,
+        instead of one for the federation. ``predict`` then needs ``clients``.
+    n_bins : int, default=1000
+        Number of equal score bins on [0, 1] every client counts in.
+    grid_size : int, default=1000
+        Number of steps of the grid of constrained rates.
+    random_state : int, RandomState instance or None, default=None
+        Draws of the randomised decisions in ``predict``.
+
+    Attributes
+    ----------
+    estimator_ : estimator object
+        The fitted model.
+    classes_ : ndarray of shape (2,)
+        Class labels; ``classes_[1]`` is the positive class.
+    groups_ : tuple
+        The sensitive groups (tuples of attribute values), in code order.
+    histograms_ : ndarray of shape (n_groups, 2, n_bins)
+        The summed counts per group, label (negative, positive) and bin: all
+        the server saw (per client, ``client_histograms_``).
+    client_histograms_ : ndarray of shape (n_clients, n_groups, 2, n_bins)
+        Each client's counts.
+    clients_ : ndarray of shape (n_clients,)
+        Client ids.
+    rules_ : dict
+        Arrays describing each group's rule (``thresholds`` of shape
+        ``(n_groups, 2)`` or ``(n_clients, n_groups, 2)``, the probability of
+        the first, ``p_first``, and the mix with a constant, ``p_constant``
+        and ``constant``).
+    constrained_rates_ : ndarray of shape (n_groups,) or (n_clients, n_groups)
+        Each group's constrained rate at the chosen rules (on the counts).
+    objective_value_ : float or ndarray of shape (n_clients,)
+        The objective at the chosen rules (on the counts).
+
+    See Also
+    --------
+    fairlearn.postprocessing.ThresholdOptimizer : The centralised method.
+    skfedida.federated.evaluate_clients : Per-client metrics of the decisions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.federated import FederatedEstimator
+    >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+    >>> from skfedida.metrics import demographic_parity_difference
+    >>> from skfedida.postprocessing import FederatedThresholdOptimizer
+    >>> rng = np.random.default_rng(0)
+    >>> group = rng.integers(0, 2, 2000)
+    >>> X = rng.normal(size=(2000, 3)) + group[:, None]
+    >>> y = (X[:, 0] + rng.normal(size=2000) > 0.8).astype(int)
+    >>> clients = rng.integers(0, 4, 2000)
+    >>> model = FederatedEstimator(
+    ...     FairPenaltyLogisticRegression(fairness=0), n_rounds=3, random_state=0)
+    >>> post = FederatedThresholdOptimizer(model, random_state=0).fit(
+    ...     X, y, clients=clients, sensitive_features=group)
+    >>> decisions = post.predict(X, sensitive_features=group)
+    >>> gap = demographic_parity_difference(y, decisions, sensitive_features=group)
+    >>> bool(gap < 0.03)
+    True
+    """
+
+    __metadata_request__fit = {"clients": True, "sensitive_features": True}
+    __metadata_request__predict = {"clients": True, "sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict_proba"])],
+        "constraints": [StrOptions(set(_CONSTRAINED_RATE))],
+        "objective": [StrOptions({"accuracy", "balanced_accuracy"})],
+        "tolerance": [Interval(numbers.Real, 0, 1, closed="both")],
+        "selection_rate": [Interval(numbers.Real, 0, 1, closed="both"), None],
+        "prefit": ["boolean"],
+        "per_client": ["boolean"],
+        "n_bins": [Interval(numbers.Integral, 2, None, closed="left")],
+        "grid_size": [Interval(numbers.Integral, 10, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        constraints="demographic_parity",
+        objective="accuracy",
+        tolerance=0.0,
+        selection_rate=None,
+        prefit=False,
+        per_client=False,
+        n_bins=1000,
+        grid_size=1000,
+        random_state=None,
+    ):
+        self.estimator = estimator
+        self.constraints = constraints
+        self.objective = objective
+        self.tolerance = tolerance
+        self.selection_rate = selection_rate
+        self.prefit = prefit
+        self.per_client = per_client
+        self.n_bins = n_bins
+        self.grid_size = grid_size
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.non_deterministic = True
+        return tags
+
+    # -- fitting ------------------------------------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, *, clients=None, sensitive_features=None):
+        """Find each group's thresholds from the clients' score histograms.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows of every client (held-out rows with ``prefit=True`` give
+            thresholds that are not fitted to the model's own training rows).
+        y : array-like of shape (n_samples,)
+            Binary labels.
+        clients : array-like of shape (n_samples,), default=None
+            The client of every row (None: one client).
+        sensitive_features : array-like, DataFrame or dict
+            Sensitive attributes of every row.
+
+        Returns
+        -------
+        self : object
+            Fitted post-processor.
+        """
+        if sensitive_features is None:
+            raise ValueError(
+                "FederatedThresholdOptimizer chooses thresholds per sensitive "
+                "group: pass sensitive_features to fit."
+            )
+        if self.tolerance and self.selection_rate is not None:
+            raise ValueError(
+                "selection_rate fixes the common rate of every group; it cannot "
+                "be combined with tolerance > 0."
+            )
+        if self.tolerance and self.constraints == "equalized_odds":
+            raise ValueError(
+                "tolerance applies to one constrained rate; "
+                "constraints='equalized_odds' equalises two. Use tolerance=0."
+            )
+        if self.prefit:
+            check_is_fitted(self.estimator)
+            self.estimator_ = self.estimator
+        else:
+            self.estimator_ = clone(self.estimator)
+            fit_params = {"sensitive_features": sensitive_features}
+            if clients is not None:
+                fit_params["clients"] = clients
+            self.estimator_.fit(X, y, **fit_params)
+        classes = np.asarray(self.estimator_.classes_)
+        if classes.size != 2:
+            raise ValueError(
+                "FederatedThresholdOptimizer post-processes binary decisions; the "
+                f"model has classes {classes.tolist()}."
+            )
+        self.classes_ = classes
+        y = np.asarray(y)
+        n_samples = y.shape[0]
+        unknown = ~np.isin(y, classes)
+        if unknown.any():
+            raise ValueError(
+                f"y has labels {np.unique(y[unknown]).tolist()[:5]} that are not "
+                f"the model's classes {classes.tolist()}."
+            )
+        groups = encode_groups(sensitive_features, n_samples=n_samples)
+        self.groups_ = groups.labels
+        self.sensitive_names_ = groups.names
+        ids, codes = client_ids(clients, n_samples)
+        self.clients_ = ids
+        scores = self.estimator_.predict_proba(X)[:, 1]
+        # What each client sends: its counts per (group, label, bin).
+        self.client_histograms_ = np.stack(
+            [
+                _client_histogram(
+                    scores[rows],
+                    (y[rows] == classes[1]).astype(np.intp),
+                    groups.codes[rows],
+                    groups.n_groups,
+                    self.n_bins,
+                )
+                for rows in (np.flatnonzero(codes == k) for k in range(ids.size))
+            ]
+        )
+        self.histograms_ = self.client_histograms_.sum(axis=0)
+        federation = self._solve(self.histograms_)
+        if not self.per_client:
+            self.rules_, self.constrained_rates_, self.objective_value_ = federation
+            return self
+        solved = [
+            self._solve(histogram, fallback=federation)
+            for histogram in self.client_histograms_
+        ]
+        self.rules_ = {
+            key: np.stack([rules[key] for rules, _, _ in solved])
+            for key in federation[0]
+        }
+        self.constrained_rates_ = np.stack([rates for _, rates, _ in solved])
+        self.objective_value_ = np.array([value for _, _, value in solved])
+        return self
+
+    def _solve(self, histogram, fallback=None):
+        """Rules of every group from summed counts (n_groups, 2, n_bins)."""
+        n_groups = histogram.shape[0]
+        grid = np.linspace(0.0, 1.0, self.grid_size + 1)
+        sizes = histogram.sum(axis=(1, 2))
+        present = sizes > 0
+        rate = _CONSTRAINED_RATE[self.constraints]
+        curves = np.full((n_groups, grid.size), np.nan)
+        first = np.zeros((n_groups, grid.size), dtype=np.intp)
+        second = np.zeros((n_groups, grid.size), dtype=np.intp)
+        p_first = np.ones((n_groups, grid.size))
+        selection_curves = np.full((n_groups, grid.size), np.nan)
+        roc = {}
+        for g in np.flatnonzero(present):
+            negatives, positives = histogram[g, 0], histogram[g, 1]
+            selection, tpr, fpr = _rates(positives, negatives)
+            one_label = bool(np.isnan(tpr[0]) or np.isnan(fpr[0]))
+            if one_label and (
+                rate != "selection_rate" or self.objective == "balanced_accuracy"
+            ):
+                missing = "positive" if np.isnan(tpr[0]) else "negative"
+                raise ValueError(
+                    f"Sensitive group {self.groups_[g]} has no {missing} rows, so "
+                    f"its rates for constraints={self.constraints!r} and "
+                    f"objective={self.objective!r} are undefined; merge it with "
+                    "another group or use demographic parity with accuracy."
+                )
+            if self.constraints == "equalized_odds":
+                # Points (0, 0) and (1, 1) are rules k = n_bins and k = 0.
+                roc[g] = _curve_on_grid(fpr, tpr, grid)
+                continue
+            x = {
+                "selection_rate": selection,
+                "true_positive_rate": tpr,
+                "false_positive_rate": fpr,
+            }[rate]
+            if self.objective == "accuracy":
+                y_obj = _group_accuracy(positives, negatives)
+            else:
+                y_obj = 0.5 * (tpr + 1.0 - fpr)
+            curves[g], first[g], second[g], p_first[g] = _curve_on_grid(x, y_obj, grid)
+            a, b, p = first[g], second[g], p_first[g]
+            selection_curves[g] = p * selection[a] + (1 - p) * selection[b]
+        weights = sizes / sizes.sum()
+        if self.constraints == "equalized_odds":
+            return self._solve_equalized_odds(histogram, roc, grid, present)
+        if self.selection_rate is not None:
+            overall = np.nansum(selection_curves * weights[:, None], axis=0)
+            feasible = ~np.isnan(curves[present]).any(axis=0)
+            distance = np.where(feasible, np.abs(overall - self.selection_rate), np.inf)
+            index = np.full(n_groups, int(np.argmin(distance)))
+            value = float(np.nansum(curves[:, index[0]] * weights))
+        elif self.tolerance:
+            index = np.zeros(n_groups, dtype=np.intp)
+            chosen, value = _best_with_tolerance(
+                curves[present], weights[present], self.tolerance, grid
+            )
+            index[present] = chosen
+        else:
+            total = np.where(
+                np.isnan(curves[present]).any(axis=0),
+                -np.inf,
+                np.nansum(curves[present] * weights[present, None], axis=0),
+            )
+            best = int(np.argmax(total))
+            index = np.full(n_groups, best)
+            value = float(total[best])
+        rows = np.arange(n_groups)
+        rules = {
+            "thresholds": np.stack([first[rows, index], second[rows, index]], axis=1)
+            / self.n_bins,
+            "p_first": p_first[rows, index],
+            "p_constant": np.zeros(n_groups),
+            "constant": np.zeros(n_groups),
+        }
+        rates = np.where(present, grid[index], np.nan)
+        if fallback is not None and not present.all():
+            # A group the client has no row of: the federation's rule.
+            for key in rules:
+                rules[key][~present] = fallback[0][key][~present]
+        return rules, rates, float(value)
+
+    def _solve_equalized_odds(self, histogram, roc, grid, present):
+        n_groups = histogram.shape[0]
+        values = np.stack([roc[g][0] for g in sorted(roc)])
+        lowest = np.nanmin(values, axis=0)  # under every group's ROC hull
+        n_negative = histogram[:, 0].sum()
+        n_positive = histogram[:, 1].sum()
+        n = n_negative + n_positive
+        if self.objective == "accuracy":
+            score = (n_positive * lowest + n_negative * (1.0 - grid)) / n
+        else:
+            score = 0.5 * (lowest + 1.0 - grid)
+        if self.selection_rate is not None:
+            overall = (n_positive * lowest + n_negative * grid) / n
+            best = int(np.nanargmin(np.abs(overall - self.selection_rate)))
+        else:
+            best = int(np.nanargmax(score))
+        fpr, tpr = grid[best], lowest[best]
+        rules = {
+            "thresholds": np.zeros((n_groups, 2)),
+            "p_first": np.ones(n_groups),
+            "p_constant": np.zeros(n_groups),
+            "constant": np.full(n_groups, fpr),
+        }
+        for g, (value, a, b, p) in roc.items():
+            rules["thresholds"][g] = (a[best] / self.n_bins, b[best] / self.n_bins)
+            rules["p_first"][g] = p[best]
+            own = value[best]
+            # Mixed with a positive rate of fpr (a point on the diagonal) to
+            # come down from the group's hull to the common point.
+            if own - fpr > 1e-12:
+                rules["p_constant"][g] = (own - tpr) / (own - fpr)
+        rates = np.where(present, fpr, np.nan)
+        return rules, rates, float(score[best])
+
+    # -- decisions ------------------------------------------------------------
+
+    def _positive_probability(self, X, sensitive_features, clients):
+        """Chance that each row's decision is positive (the rules, before draws)."""
+        check_is_fitted(self)
+        if sensitive_features is None:
+            raise ValueError(
+                "FederatedThresholdOptimizer's decisions depend on the sensitive "
+                "group: pass sensitive_features to predict."
+            )
+        scores = self.estimator_.predict_proba(X)[:, 1]
+        n_samples = scores.shape[0]
+        groups = encode_groups(sensitive_features, n_samples=n_samples)
+        if len(groups.names) != len(self.sensitive_names_):
+            raise ValueError(
+                f"sensitive_features has attributes {list(groups.names)}; the "
+                f"thresholds were fitted on {list(self.sensitive_names_)}."
+            )
+        known = {label: code for code, label in enumerate(self.groups_)}
+        unknown = [label for label in groups.labels if label not in known]
+        if unknown:
+            raise ValueError(
+                f"Sensitive group {unknown[0]} was not seen in fit, so it has no "
+                f"thresholds; the groups are {list(self.groups_)}."
+            )
+        codes = np.array([known[label] for label in groups.labels], dtype=np.intp)[
+            groups.codes
+        ]
+        rules = self.rules_
+        if self.per_client:
+            if clients is None:
+                raise ValueError(
+                    "per_client=True: pass clients to predict, the client of "
+                    "every row, to use its thresholds."
+                )
+            clients = np.asarray(clients)
+            position = np.searchsorted(self.clients_, clients)
+            position = np.clip(position, 0, self.clients_.size - 1)
+            if not np.array_equal(self.clients_[position], clients):
+                raise ValueError(
+                    f"clients holds ids not seen in fit; the clients are "
+                    f"{self.clients_.tolist()}."
+                )
+            index = (position, codes)
+        else:
+            index = (codes,)
+        thresholds = rules["thresholds"][index]
+        p_first = rules["p_first"][index]
+        # Scores are binned as the counts were: a score in bin j passes every
+        # threshold <= j / n_bins.
+        binned = np.minimum(np.floor(scores * self.n_bins), self.n_bins - 1)
+        above_first = binned >= np.round(thresholds[:, 0] * self.n_bins)
+        above_second = binned >= np.round(thresholds[:, 1] * self.n_bins)
+        rule = p_first * above_first + (1.0 - p_first) * above_second
+        p_constant = rules["p_constant"][index]
+        return (1.0 - p_constant) * rule + p_constant * rules["constant"][index]
+
+    def predict(self, X, *, sensitive_features=None, clients=None, random_state=None):
+        """Decide every row with its group's (randomised) thresholds.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to decide on.
+        sensitive_features : array-like, DataFrame or dict
+            Sensitive attributes of every row (required).
+        clients : array-like of shape (n_samples,), default=None
+            The client of every row; required with ``per_client=True``.
+        random_state : int, RandomState instance or None, default=None
+            Draws of the randomised decisions; ``self.random_state`` when
+            None.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Decided class of every row, one of ``classes_``.
+        """
+        probability = self._positive_probability(X, sensitive_features, clients)
+        rng = check_random_state(
+            self.random_state if random_state is None else random_state
+        )
+        positive = rng.random_sample(probability.shape[0]) < probability
+        return self.classes_[positive.astype(np.intp)]
+
+
+def _client_histogram(scores, labels, groups, n_groups, n_bins):
+    """One client's counts per (group, label, bin): all it sends."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.size and (
+        not np.all(np.isfinite(scores)) or scores.min() < 0 or scores.max() > 1
+    ):
+        raise ValueError(
+            "The model's probabilities must lie in [0, 1]; got values outside."
+        )
+    bins = np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)
+    cells = (groups * 2 + labels) * n_bins + bins
+    counts = np.bincount(cells, minlength=n_groups * 2 * n_bins)
+    return counts.reshape(n_groups, 2, n_bins).astype(np.float64)
+
+
+def _group_accuracy(positives, negatives):
+    """Accuracy of every rule "positive iff bin >= k" within one group."""
+    tp = np.concatenate((np.cumsum(positives[::-1])[::-1], [0.0]))
+    fp = np.concatenate((np.cumsum(negatives[::-1])[::-1], [0.0]))
+    n = tp[0] + fp[0]
+    return (tp + (fp[0] - fp)) / n

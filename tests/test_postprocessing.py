@@ -1,0 +1,225 @@
+"""FederatedThresholdOptimizer: group thresholds from summed score histograms.
+
+Oracle: fairlearn's ThresholdOptimizer on the pooled rows. With 10,000 bins
+(finer than the gaps between this data's scores) the decision probabilities
+agree exactly; with the default 1,000 bins the groups' expected rates agree
+within 0.02 and the objective within 0.005 (the bin grid).
+"""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from fairlearn.postprocessing import ThresholdOptimizer
+from sklearn.base import clone
+
+from skfedida.federated import FederatedEstimator, evaluate_clients
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.metrics import demographic_parity_difference
+from skfedida.postprocessing import FederatedThresholdOptimizer
+
+CONSTRAINTS = [
+    "demographic_parity",
+    "true_positive_rate_parity",
+    "false_positive_rate_parity",
+    "equalized_odds",
+]
+
+
+def _data(n=4000, seed=0):
+    rng = np.random.default_rng(seed)
+    groups = rng.choice(3, n, p=[0.5, 0.3, 0.2])
+    X = rng.normal(size=(n, 3)) + 0.7 * groups[:, None]
+    y = (X[:, 0] + rng.normal(size=n) > 0.9).astype(int)
+    clients = rng.integers(0, 4, n)
+    return X, y, groups, clients
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y, groups, clients = _data()
+    return X, y, groups, clients, FairPenaltyLogisticRegression(fairness=0).fit(X, y)
+
+
+def _fairlearn(model, X, y, groups, constraint, objective, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ThresholdOptimizer(
+            estimator=model,
+            constraints=constraint,
+            objective=f"{objective}_score",
+            prefit=True,
+            predict_method="predict_proba",
+            **kwargs,
+        ).fit(X, y, sensitive_features=groups)
+
+
+@pytest.mark.parametrize("constraint", CONSTRAINTS)
+@pytest.mark.parametrize("objective", ["accuracy", "balanced_accuracy"])
+def test_decisions_agree_with_fairlearn(fitted, constraint, objective):
+    X, y, groups, _, model = fitted
+    oracle = _fairlearn(model, X, y, groups, constraint, objective)
+    expected = oracle._pmf_predict(X, sensitive_features=groups)[:, 1]
+    for n_bins, rate_tolerance, objective_tolerance in (
+        (10_000, 1e-9, 1e-9),
+        (1_000, 0.02, 0.005),
+    ):
+        ours = FederatedThresholdOptimizer(
+            model,
+            constraints=constraint,
+            objective=objective,
+            prefit=True,
+            n_bins=n_bins,
+        ).fit(X, y, sensitive_features=groups)
+        got = ours._positive_probability(X, groups, None)
+        for g in range(3):
+            assert got[groups == g].mean() == pytest.approx(
+                expected[groups == g].mean(), abs=rate_tolerance
+            )
+        accuracy = np.mean(got * y + (1 - got) * (1 - y))
+        oracle_accuracy = np.mean(expected * y + (1 - expected) * (1 - y))
+        assert accuracy == pytest.approx(oracle_accuracy, abs=objective_tolerance)
+        if n_bins == 10_000:
+            np.testing.assert_allclose(got, expected, atol=1e-9)
+
+
+@pytest.mark.parametrize("tolerance", [0.02, 0.1])
+def test_tolerance_agrees_with_fairlearns_tol(fitted, tolerance):
+    X, y, groups, _, model = fitted
+    oracle = _fairlearn(
+        model, X, y, groups, "demographic_parity", "accuracy", tol=tolerance
+    )
+    expected = oracle._pmf_predict(X, sensitive_features=groups)[:, 1]
+    ours = FederatedThresholdOptimizer(
+        model, tolerance=tolerance, prefit=True, n_bins=10_000
+    ).fit(X, y, sensitive_features=groups)
+    got = ours._positive_probability(X, groups, None)
+    rates = [got[groups == g].mean() for g in range(3)]
+    assert max(rates) - min(rates) <= tolerance + 1e-9
+    for g, rate in enumerate(rates):
+        assert rate == pytest.approx(expected[groups == g].mean(), abs=0.005)
+
+
+def test_summed_client_histograms_are_the_pooled_histogram(fitted):
+    X, y, groups, clients, model = fitted
+    federated = FederatedThresholdOptimizer(model, prefit=True).fit(
+        X, y, clients=clients, sensitive_features=groups
+    )
+    pooled = FederatedThresholdOptimizer(model, prefit=True).fit(
+        X, y, sensitive_features=groups
+    )
+    assert federated.client_histograms_.shape == (4, 3, 2, 1000)
+    np.testing.assert_array_equal(federated.histograms_, pooled.histograms_)
+    for key, value in pooled.rules_.items():
+        np.testing.assert_array_equal(federated.rules_[key], value)
+
+
+def test_per_client_thresholds_are_each_clients_own(fitted):
+    X, y, groups, clients, model = fitted
+    post = FederatedThresholdOptimizer(model, prefit=True, per_client=True).fit(
+        X, y, clients=clients, sensitive_features=groups
+    )
+    assert post.rules_["thresholds"].shape == (4, 3, 2)
+    for k in range(4):
+        rows = clients == k
+        alone = FederatedThresholdOptimizer(model, prefit=True).fit(
+            X[rows], y[rows], sensitive_features=groups[rows]
+        )
+        np.testing.assert_array_equal(
+            post.rules_["thresholds"][k], alone.rules_["thresholds"]
+        )
+        got = post._positive_probability(X[rows], groups[rows], clients[rows])
+        np.testing.assert_array_equal(
+            got, alone._positive_probability(X[rows], groups[rows], None)
+        )
+    with pytest.raises(ValueError, match="pass clients"):
+        post.predict(X, sensitive_features=groups)
+    with pytest.raises(ValueError, match="not seen in fit"):
+        post.predict(X, sensitive_features=groups, clients=clients + 10)
+
+
+def test_demographic_parity_decisions_and_a_matched_selection_rate(fitted):
+    X, y, groups, _, model = fitted
+    post = FederatedThresholdOptimizer(model, prefit=True, random_state=0).fit(
+        X, y, sensitive_features=groups
+    )
+    decisions = post.predict(X, sensitive_features=groups)
+    # Randomised decisions: the gap of 4,000 draws is within sampling noise.
+    assert demographic_parity_difference(y, decisions, sensitive_features=groups) < 0.05
+    np.testing.assert_array_equal(decisions, post.predict(X, sensitive_features=groups))
+    matched = FederatedThresholdOptimizer(
+        model, prefit=True, selection_rate=y.mean()
+    ).fit(X, y, sensitive_features=groups)
+    probability = matched._positive_probability(X, groups, None)
+    assert probability.mean() == pytest.approx(y.mean(), abs=2e-3)
+    rates = [probability[groups == g].mean() for g in range(3)]
+    assert max(rates) - min(rates) < 1e-9
+
+
+def test_fits_the_federation_first_unless_prefit():
+    X, y, groups, clients = _data(n=1200)
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0), n_rounds=2, random_state=0
+    )
+    post = FederatedThresholdOptimizer(federation, random_state=0).fit(
+        X, y, clients=clients, sensitive_features=groups
+    )
+    assert post.estimator_ is not federation and hasattr(post.estimator_, "history_")
+    assert not hasattr(federation, "history_")
+    assert not hasattr(post, "predict_proba")
+    # Clone, pickle and evaluate_clients work on it.
+    assert clone(post).get_params()["estimator"] is not federation
+    again = pickle.loads(pickle.dumps(post))
+    np.testing.assert_array_equal(
+        again.predict(X, sensitive_features=groups),
+        post.predict(X, sensitive_features=groups),
+    )
+    report = evaluate_clients(
+        post, X, y, clients=clients, sensitive_features=groups, n_bootstrap=0
+    )
+    assert report.summary.loc["dpd", "mean"] < 0.15
+    assert report.summary.loc["roc_auc", "mean"] > 0.7
+    with pytest.raises(ValueError, match="threshold= does not apply"):
+        evaluate_clients(
+            post,
+            X,
+            y,
+            clients=clients,
+            sensitive_features=groups,
+            threshold="prevalence",
+        )
+
+
+def test_bad_input_is_named(fitted):
+    X, y, groups, _, model = fitted
+    post = FederatedThresholdOptimizer(model, prefit=True)
+    with pytest.raises(ValueError, match="pass sensitive_features to fit"):
+        post.fit(X, y)
+    post.fit(X, y, sensitive_features=groups)
+    with pytest.raises(ValueError, match="pass sensitive_features to predict"):
+        post.predict(X)
+    with pytest.raises(ValueError, match="was not seen in fit"):
+        post.predict(X, sensitive_features=np.where(groups == 2, 7, groups))
+    with pytest.raises(ValueError, match="tolerance=0"):
+        FederatedThresholdOptimizer(
+            model, constraints="equalized_odds", tolerance=0.1, prefit=True
+        ).fit(X, y, sensitive_features=groups)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        FederatedThresholdOptimizer(
+            model, tolerance=0.1, selection_rate=0.3, prefit=True
+        ).fit(X, y, sensitive_features=groups)
+    only_negative = groups.copy()
+    only_negative[(groups == 2) & (y == 1)] = 0
+    with pytest.raises(ValueError, match=r"group \(2,\) has no positive rows"):
+        FederatedThresholdOptimizer(
+            model, constraints="true_positive_rate_parity", prefit=True
+        ).fit(X, y, sensitive_features=only_negative)
+    # Demographic parity with accuracy is defined for a one-label group.
+    FederatedThresholdOptimizer(model, prefit=True).fit(
+        X, y, sensitive_features=only_negative
+    )
+    with pytest.raises(ValueError, match="must be a float in the range"):
+        FederatedThresholdOptimizer(model, tolerance=2.0, prefit=True).fit(
+            X, y, sensitive_features=groups
+        )
