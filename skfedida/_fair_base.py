@@ -348,14 +348,14 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
     # -- the objective ------------------------------------------------------
 
-    def _objective(self, params, batch, with_gradient=True):
+    def _objective(self, params, batch, with_gradient=True, penalised=True):
         scores, cache = self._scores(params, batch.X, cache=with_gradient)
         # A minibatch of zero total weight contributes nothing (not NaN).
         y, weight, total = batch.y, batch.weight, batch.weight_sum or 1.0
         log_loss = np.logaddexp(0.0, scores) - y * scores
         value = float(np.dot(weight, log_loss) / total)
         penalty_fn = PENALTIES[self.penalty]
-        if self.fairness > 0 and batch.n_groups > 1:
+        if penalised and self.fairness > 0 and batch.n_groups > 1:
             penalty, penalty_gradient = penalty_fn(
                 scores, y, batch.groups, batch.n_groups, weight
             )
@@ -513,14 +513,42 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         if squared_norm == 0.0:
             return
         step = self.learning_rate
+        # Passed only when it applies, so an _objective of a subclass that
+        # does not know the keyword keeps working.
+        unpenalised = (
+            {"penalised": False} if self._penalty_undefined(params, minibatch) else {}
+        )
         for _ in range(_MAX_HALVINGS):
             trial = [w - step * g for w, g in zip(params, gradients, strict=True)]
-            trial_value, _ = self._objective(trial, minibatch, with_gradient=False)
+            trial_value, _ = self._objective(
+                trial, minibatch, with_gradient=False, **unpenalised
+            )
             if trial_value <= value - _ARMIJO * step * squared_norm:
                 for w, t in zip(params, trial, strict=True):
                     w[...] = t
                 return
             step *= 0.5
+
+    def _penalty_undefined(self, params, minibatch):
+        """Whether the scale-invariant penalty is 0/0 at these parameters.
+
+        ``penalty="group_standardized"`` divides by the within-label variance
+        of the scores: where the scores are constant within each label (the
+        zero start of training) it is undefined and taken as 0, while any
+        step away costs ``fairness`` times the ratio of its direction at once,
+        so no step from there would pass the Armijo test and training would
+        never start. From such a point the step is judged on the rest of the
+        objective; from the next step on the penalty is defined and counts.
+        """
+        if self.penalty != "group_standardized" or not self.fairness > 0:
+            return False
+        scores = self._scores(params, minibatch.X)[0]
+        labels = minibatch.y
+        return all(
+            np.ptp(scores[labels == label]) == 0
+            for label in (0.0, 1.0)
+            if (labels == label).any()
+        )
 
     def _partial_fit(self, X, y, classes, sensitive_features, sample_weight):
         known = getattr(self, "classes_", None)

@@ -19,7 +19,7 @@ computed from per-(group, label) sums of the trial scores, O(rows + groups).
 The penalties follow :mod:`skfedida.penalty` formula for formula.
 """
 
-from libc.math cimport exp, isfinite, log1p, tanh
+from libc.math cimport INFINITY, exp, isfinite, log1p, tanh
 from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemm
 from libc.stdlib cimport calloc, free
@@ -134,6 +134,10 @@ cdef class _Workspace:
     # (0 when the penalty is 0) and the total weight.
     cdef double mean[2]
     cdef double ratio, variance, total
+    # Whether the scores of the last gradient evaluation were constant within
+    # each label (the standardized penalty is then 0/0; see
+    # BaseFairClassifier._penalty_undefined).
+    cdef bint constant
 
     def __cinit__(self, Py_ssize_t max_rows, Py_ssize_t n_cells):
         self.scores = <double*> calloc(max_rows + 1, sizeof(double))
@@ -190,11 +194,22 @@ cdef double _objective(
     cdef double group_value, N0, N1, S0, S1, Q0, Q1, ordered, W, grand, squares, t
     cdef double mean0, mean1, residual, variance, ratio, label_total
     cdef bint active = fairness > 0 and n_groups > 1
+    cdef double low0 = INFINITY, high0 = -INFINITY, low1 = INFINITY, high1 = -INFINITY
     for i in range(m):
         r = start + i
         w = weight[r]
         total += w
         loss += w * (_log1pexp(s[i]) - y[r] * s[i])
+        if y[r] != 0:
+            low1 = min(low1, s[i])
+            high1 = max(high1, s[i])
+        else:
+            low0 = min(low0, s[i])
+            high0 = max(high0, s[i])
+    if gradient:
+        ws.constant = (low0 >= high0 or low0 == INFINITY) and (
+            low1 >= high1 or low1 == INFINITY
+        )
     if total == 0:
         total = 1.0
     value = loss / total
@@ -337,7 +352,7 @@ def linear_sgd_steps(
     cdef Py_ssize_t n_batches = indptr.shape[0] - 1, n_features = X.shape[1]
     cdef Py_ssize_t b, i, j, r, start, stop, m, max_rows = 0, halving
     cdef double value, trial_value, squared_norm, grad_b, step, reg, acc, d
-    cdef double values = 0.0
+    cdef double values = 0.0, trial_fairness
     cdef int status = 0
     for b in range(n_batches):
         if indptr[b + 1] - indptr[b] > max_rows:
@@ -380,6 +395,9 @@ def linear_sgd_steps(
             if not isfinite(squared_norm):
                 status = 1
                 break
+            trial_fairness = fairness
+            if penalty == 3 and ws.constant:
+                trial_fairness = 0.0
             if squared_norm != 0.0:
                 for i in range(m):
                     r = start + i
@@ -397,7 +415,7 @@ def linear_sgd_steps(
                         reg += d * d
                     trial_value = _objective(
                         ws, ws.trial, y, groups, n_groups, weight, start, stop,
-                        fairness, penalty, alpha * reg, False,
+                        trial_fairness, penalty, alpha * reg, False,
                     )
                     if trial_value <= value - armijo * step * squared_norm:
                         for j in range(n_features):
@@ -519,6 +537,7 @@ def mlp_sgd_steps(
     cdef Py_ssize_t b, i, j, l, start, stop, m, max_rows = 0, halving, n_in, n_out
     cdef Py_ssize_t n_coef_values = 0
     cdef double value, trial_value, squared_norm, step, reg, d, values = 0.0
+    cdef double trial_fairness
     cdef int status = 0
     for b in range(n_batches):
         if indptr[b + 1] - indptr[b] > max_rows:
@@ -618,6 +637,9 @@ def mlp_sgd_steps(
                 if not isfinite(squared_norm):
                     status = 1
                     break
+                trial_fairness = fairness
+                if penalty == 3 and ws.constant:
+                    trial_fairness = 0.0
                 if squared_norm != 0.0:
                     step = learning_rate
                     for halving in range(max_halvings):
@@ -631,7 +653,7 @@ def mlp_sgd_steps(
                         reg = _squared_coefs(&trial[0], n_coef_values)
                         trial_value = _objective(
                             ws, ws.trial, y, groups, n_groups, weight, start,
-                            stop, fairness, penalty, alpha * reg, False,
+                            stop, trial_fairness, penalty, alpha * reg, False,
                         )
                         if trial_value <= value - armijo * step * squared_norm:
                             memcpy(&params[0], &trial[0], n_params * sizeof(double))

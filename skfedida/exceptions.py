@@ -206,8 +206,8 @@ def warn_if_degenerate(positive_share, owner, rows="training rows"):
             "near 0 because it treats (almost) everybody alike, not because it "
             "treats the groups alike. Lower the fairness weight (with "
             "penalty='group', shrinking every score is the cheapest way to lower "
-            "the penalty; penalty='group_standardized' avoids that at moderate "
-            "weights, but at large ones a constant model is its optimum too), "
+            "the penalty; penalty='group_standardized' avoids that, though at "
+            "large weights it still keeps the scores close together), "
             "and compare models at a matched selection rate "
             "(evaluate_clients(..., threshold='prevalence')).",
             DegenerateModelWarning,

@@ -237,15 +237,16 @@ def standardized_group_penalty(scores, y, groups, n_groups=None, sample_weight=N
     of shrinking scores leads to a constant model. It is a ratio of
     between-group to within-label spread, bounded, and 0 where the groups'
     label-conditional mean scores are equal; unlike the group penalty it is
-    not convex in the scores. Where all scores are equal (a constant model,
-    and the zero start of training) it is 0, and any step away costs
-    ``fairness`` times the ratio of its direction at once: when that exceeds
-    what the step gains in log-loss, training stays at the constant model,
-    which is then the optimum of the objective, and the federation warns
-    (``DegenerateModelWarning``). A floor under the variance would let
-    training start, but it opens a path of shrinking scores to the constant
-    model, which we measured on Adult (race x gender, and the ROC-like data):
-    both ended with no positive prediction.
+    not convex in the scores. Where the scores are constant within each
+    label (a constant model, and the zero start of training) it is 0/0,
+    returned as 0, and any step away costs ``fairness`` times the ratio of
+    its direction at once; so the estimators judge a step from such a point
+    without the penalty (it is undefined there), and from the next step on
+    with it: otherwise no step would pass their step-size test and training
+    would never start. A floor under the variance would also let training
+    start, but it opens a path of shrinking scores to the constant model,
+    which we measured on Adult (race x gender, and the ROC-like data): both
+    ended with no positive prediction.
 
     Parameters
     ----------

@@ -477,10 +477,11 @@ def test_a_federation_predicting_no_positive_warns_and_a_sound_one_does_not(data
         fed.fit(X, data.target, clients=clients, sensitive_features=S)
 
 
-def test_a_standardized_penalty_that_keeps_the_constant_model_warns():
+def test_a_standardized_penalty_starts_training_from_the_zero_start():
     # Features strongly tied to the groups: any step from the zero start costs
-    # fairness x (a large ratio) at once, more than it gains in log-loss, so
-    # the constant model is the optimum; the federation must say so.
+    # fairness x (a large ratio) at once, more than it gains in log-loss. The
+    # penalty is 0/0 there, so the first step is judged without it; before
+    # that rule training stayed at the constant model (and warned).
     data = make_federated_classification(
         900,
         n_clients=3,
@@ -489,30 +490,29 @@ def test_a_standardized_penalty_that_keeps_the_constant_model_warns():
         group_shift=1.0,
         random_state=0,
     )
-    fed = FederatedEstimator(
-        FairPenaltyLogisticRegression(fairness=0.5, penalty="group_standardized"),
-        sampler=FairnessAwareROSE(),
-        n_rounds=2,
-        random_state=0,
-    )
-    with pytest.warns(DegenerateModelWarning, match="negative class for 100"):
-        fed.fit(
-            data.data,
-            data.target,
-            clients=data.clients,
-            sensitive_features=data.sensitive,
+    spread = {}
+    for fairness in (0.0, 0.5, 50.0):
+        fed = FederatedEstimator(
+            FairPenaltyLogisticRegression(
+                fairness=fairness, penalty="group_standardized"
+            ),
+            sampler=FairnessAwareROSE(),
+            n_rounds=2,
+            random_state=0,
         )
-    # Weaker: it trains, and a scale-invariant penalty never shrinks it back.
-    fed.set_params(estimator__fairness=0.05)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DegenerateModelWarning)
-        fed.fit(
-            data.data,
-            data.target,
-            clients=data.clients,
-            sensitive_features=data.sensitive,
-        )
-    assert np.abs(fed.estimator_.coef_).max() > 0.1
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DegenerateModelWarning)
+            fed.fit(
+                data.data,
+                data.target,
+                clients=data.clients,
+                sensitive_features=data.sensitive,
+            )
+        assert np.abs(fed.estimator_.coef_).max() > 0.05
+        spread[fairness] = fed.predict_proba(data.data)[:, 1].std()
+    # The penalty acts once training has started: a larger weight keeps the
+    # scores closer together, never at one value.
+    assert spread[0.0] > spread[0.5] > spread[50.0] > 0.01
     value, gradient = standardized_group_penalty(
         np.zeros(4), np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])
     )
