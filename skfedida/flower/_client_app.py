@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import numbers
 import pickle
 
@@ -9,7 +10,8 @@ import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from ..federated import get_parameters
+from ..federated import get_parameters, set_parameters
+from ..federated._client import clone_fitted
 from ._protocol import _STATE_KEY, plan_for_run
 from ._result import _write
 
@@ -46,6 +48,11 @@ def _load(load_data, context):
             f"'sensitive_features_eval'); got {type(loaded).__name__}."
         )
     return loaded
+
+
+def _plain(value):
+    """A numpy scalar as the Python value JSON writes."""
+    return value.item() if hasattr(value, "item") else str(value)
 
 
 def _reply(message, *, arrays=None, metrics=None, config=None):
@@ -180,6 +187,42 @@ def make_client_app(federation, load_data, *, classes=None):
             arrays=get_parameters(estimator),
             metrics={"num-examples": int(part.train.n)},
             config=config,
+        )
+
+    @app.query("skfedida_histograms")
+    def histograms(message, context):
+        # For a FederatedThresholdOptimizer: the global model's scores on this
+        # client's evaluation rows, counted per (group, label, bin).
+        from ..postprocessing._threshold_optimizer import _client_histogram
+
+        estimator, seed = stored(context)
+        _, part, _ = client_side(context, seed)
+        model = set_parameters(
+            clone_fitted(estimator), message.content["arrays"].to_numpy_ndarrays()
+        )
+        X_eval, y_eval, groups = part.evaluation
+        if groups is None:
+            raise ValueError(
+                "Group thresholds need the sensitive features of the client's "
+                "evaluation rows: return 'sensitive_features' from load_data."
+            )
+        scores = model.predict_proba(X_eval)[:, 1]
+        counts = _client_histogram(
+            scores,
+            (np.asarray(y_eval) == part.classes[-1]).astype(np.intp),
+            groups.codes,
+            groups.n_groups,
+            int(message.content["config"]["n-bins"]),
+        )
+        labels = json.dumps([list(label) for label in groups.labels], default=_plain)
+        return _reply(
+            message,
+            arrays=[counts],
+            config={
+                "partition-id": part.partition,
+                "group-labels": labels,
+                "sensitive-names": json.dumps(list(groups.names), default=_plain),
+            },
         )
 
     @app.train()

@@ -20,9 +20,14 @@ RUN_CONFIG_PARAMETERS = {
     "seed": "random_state",
 }
 _INIT = f"{MessageType.QUERY}.skfedida_init"
+#: After the last round, with a FederatedThresholdOptimizer: each client's
+#: counts of scores per (group, label, bin) on its evaluation rows.
+_HISTOGRAMS = f"{MessageType.QUERY}.skfedida_histograms"
 _STATE_KEY = "skfedida"
-# What a client ever sends to the server besides parameter arrays: counts,
-# losses, evaluation metrics and configuration (no rows, labels or groups).
+# What a client ever sends to the server besides parameter arrays (and, for a
+# FederatedThresholdOptimizer, its counts per group, label and score bin):
+# counts, losses, evaluation metrics and configuration (no rows, labels or
+# groups of rows; the group-labels are the categories its rows take).
 REPLY_METRICS = frozenset(
     {
         "num-examples",
@@ -46,6 +51,8 @@ REPLY_CONFIG = frozenset(
         "classes",
         "class-counts",
         "feature-names",
+        "group-labels",
+        "sensitive-names",
     }
 )
 

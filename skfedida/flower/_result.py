@@ -18,7 +18,7 @@ def _write(path, payload):
 
 
 def load_result(path):
-    """The fitted FederatedEstimator written by a skfedida ServerApp.
+    """Read the fitted FederatedEstimator written by a skfedida ServerApp.
 
     Parameters
     ----------
@@ -27,8 +27,9 @@ def load_result(path):
 
     Returns
     -------
-    federation : FederatedEstimator
-        Fitted; predicts with the global model.
+    federation : FederatedEstimator or FederatedThresholdOptimizer
+        Fitted; predicts with the global model (the fitted post-processor,
+        when the ServerApp was given one).
 
     Raises
     ------

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
-from flwr.app import ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import (
+    ArrayRecord,
+    ConfigRecord,
+    Message,
+    MessageType,
+    MetricRecord,
+    RecordDict,
+)
 from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
+from sklearn.base import clone
 
-from ._protocol import _INIT, plan_for_run
+from .._groups import encode_groups
+from ._protocol import _HISTOGRAMS, _INIT, plan_for_run
 from ._result import _write
 
 
@@ -224,7 +234,46 @@ def _discover(grid, timeout, connect_timeout):
     return [by_partition[k] for k in range(n_partitions)]
 
 
-def _federate(plan, grid, *, timeout, connect_timeout):
+def _postprocess(postprocessor, fitted, global_parameters, grid, nodes, timeout):
+    """A FederatedThresholdOptimizer's fit: the clients' counts, summed here."""
+    post = clone(postprocessor)
+    post._validate_params()
+    post._check_options()
+    contents = [
+        RecordDict(
+            {
+                "arrays": ArrayRecord([np.asarray(a) for a in global_parameters]),
+                "config": ConfigRecord({"n-bins": int(post.n_bins)}),
+            }
+        )
+        for _ in nodes
+    ]
+    replies = _query(grid, nodes, contents, _HISTOGRAMS, timeout, "histogram query")
+    replies = [replies[node].content for node in nodes]
+    labels = [
+        [tuple(label) for label in json.loads(reply["config"]["group-labels"])]
+        for reply in replies
+    ]
+    names = json.loads(replies[0]["config"]["sensitive-names"])
+    union = sorted(set().union(*labels), key=repr)
+    # The groups in the order encode_groups gives them on the pooled rows.
+    merged = encode_groups(
+        {name: [label[j] for label in union] for j, name in enumerate(names)}
+    )
+    code = {label: k for k, label in enumerate(merged.labels)}
+    counts = np.zeros((len(nodes), merged.n_groups, 2, post.n_bins))
+    for k, (reply, client_labels) in enumerate(zip(replies, labels, strict=True)):
+        client_counts = reply["arrays"].to_numpy_ndarrays()[0]
+        counts[k, [code[label] for label in client_labels]] = client_counts
+    post.estimator_ = fitted
+    post.classes_ = fitted.classes_
+    post.groups_ = merged.labels
+    post.sensitive_names_ = merged.names
+    post.clients_ = fitted.clients_
+    return post._fit_counts(counts)
+
+
+def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     """The server's side of ``FederatedEstimator.fit``, over a Flower grid."""
     nodes = _discover(grid, timeout, connect_timeout)
     n_clients = len(nodes)
@@ -259,7 +308,7 @@ def _federate(plan, grid, *, timeout, connect_timeout):
         num_rounds=plan.n_rounds,
         timeout=timeout,
     )
-    return plan.fitted(
+    fitted = plan.fitted(
         classes=classes,
         client_sizes=[int(reply["metrics"]["num-examples"]) for reply in replies],
         class_counts=sum(
@@ -276,10 +325,20 @@ def _federate(plan, grid, *, timeout, connect_timeout):
             for round_, metrics in result.evaluate_metrics_clientapp.items()
         },
     )
+    if postprocessor is None:
+        return fitted
+    return _postprocess(
+        postprocessor, fitted, result.arrays.to_numpy_ndarrays(), grid, nodes, timeout
+    )
 
 
 def make_server_app(
-    federation, *, result_path=None, timeout=3600.0, connect_timeout=300.0
+    federation,
+    *,
+    postprocessor=None,
+    result_path=None,
+    timeout=3600.0,
+    connect_timeout=300.0,
 ):
     """Build a Flower ServerApp that runs a FederatedEstimator with Flower's strategies.
 
@@ -299,6 +358,16 @@ def make_server_app(
     ----------
     federation : FederatedEstimator
         The same unfitted object as given to :func:`make_client_app`.
+    postprocessor : FederatedThresholdOptimizer, default=None
+        Group thresholds for the federation's global model, found after the
+        last round from every client's counts of scores per (group, label,
+        bin) on its evaluation rows (``X_eval``, else its held-out rows, else
+        its training rows); its ``estimator`` and ``prefit`` are not used.
+        The result is then the fitted post-processor (its ``estimator_`` the
+        fitted federation), as
+        ``FederatedThresholdOptimizer(federation).fit(...)`` gives
+        in-process. Clients send the categories of their groups
+        (``group-labels``) besides the counts.
     result_path : str or path-like, default=None
         Where the ServerApp writes its result with joblib (see
         :func:`load_result`); the run config key ``result-path`` overrides it.
@@ -340,6 +409,11 @@ def make_server_app(
     >>> app = make_server_app(federation, result_path="fedida.joblib")
     """
     plan_for_run(federation, {})  # a bad federation fails when the app is built
+    if postprocessor is not None and not hasattr(postprocessor, "_fit_counts"):
+        raise TypeError(
+            "postprocessor must be a FederatedThresholdOptimizer; got "
+            f"{type(postprocessor).__name__}."
+        )
     app = ServerApp()
 
     @app.main()
@@ -351,6 +425,7 @@ def make_server_app(
                 grid,
                 timeout=timeout,
                 connect_timeout=connect_timeout,
+                postprocessor=postprocessor,
             )
         except Exception as exc:
             if path:

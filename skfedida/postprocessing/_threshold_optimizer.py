@@ -311,16 +311,7 @@ default="demographic_parity"
                 "FederatedThresholdOptimizer chooses thresholds per sensitive "
                 "group: pass sensitive_features to fit."
             )
-        if self.tolerance and self.selection_rate is not None:
-            raise ValueError(
-                "selection_rate fixes the common rate of every group; it cannot "
-                "be combined with tolerance > 0."
-            )
-        if self.tolerance and self.constraints == "equalized_odds":
-            raise ValueError(
-                "tolerance applies to one constrained rate; "
-                "constraints='equalized_odds' equalises two. Use tolerance=0."
-            )
+        self._check_options()
         if self.prefit:
             check_is_fitted(self.estimator)
             self.estimator_ = self.estimator
@@ -364,6 +355,28 @@ default="demographic_parity"
                 for rows in (np.flatnonzero(codes == k) for k in range(ids.size))
             ]
         )
+        return self._fit_counts(self.client_histograms_)
+
+    def _check_options(self):
+        if self.tolerance and self.selection_rate is not None:
+            raise ValueError(
+                "selection_rate fixes the common rate of every group; it cannot "
+                "be combined with tolerance > 0."
+            )
+        if self.tolerance and self.constraints == "equalized_odds":
+            raise ValueError(
+                "tolerance applies to one constrained rate; "
+                "constraints='equalized_odds' equalises two. Use tolerance=0."
+            )
+
+    def _fit_counts(self, client_histograms):
+        """The server's part: rules from the clients' counts, summed or each.
+
+        ``client_histograms`` has shape (n_clients, n_groups, 2, n_bins), in
+        the order of ``clients_`` and ``groups_``; in-process and on Flower
+        the same arrays give the same rules.
+        """
+        self.client_histograms_ = np.asarray(client_histograms, dtype=np.float64)
         self.histograms_ = self.client_histograms_.sum(axis=0)
         federation = self._solve(self.histograms_)
         if not self.per_client:
