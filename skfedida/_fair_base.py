@@ -443,20 +443,22 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         values = self._minibatch_steps(params, batch.take(order), bounds, optimizer)
         return float(values / n_samples) if n_samples else np.nan
 
-    def _minibatch_steps(self, params, batch, bounds, optimizer=None):
+    def _minibatch_steps(self, params, batch, bounds, optimizer=None, average=None):
         """One step per minibatch ``bounds[b]:bounds[b + 1]`` of ``batch``'s rows.
 
         Updates ``params`` in place (ending at the mean of the iterates with
         ``average=True``) and returns the sum over minibatches of objective
         (before the step) x rows. A subclass's compiled loop
         (``_compiled_steps``) runs when it can; this loop is its reference.
+        ``average`` overrides the estimator's ``average``.
         """
+        average = self.average if average is None else average
         if optimizer is None:
-            values = self._compiled_steps(params, batch, bounds)
+            values = self._compiled_steps(params, batch, bounds, average)
             if values is not None:
                 return values
         values = 0.0
-        totals = [np.zeros_like(w) for w in params] if self.average else None
+        totals = [np.zeros_like(w) for w in params] if average else None
         for start, stop in itertools.pairwise(bounds.tolist()):
             minibatch = batch.slice(start, stop)
             value, gradients = self._objective(params, minibatch)
@@ -473,7 +475,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                 w[...] = total / (bounds.size - 1)
         return values
 
-    def _compiled_steps(self, params, batch, bounds):
+    def _compiled_steps(self, params, batch, bounds, average):
         """``_minibatch_steps`` in compiled code, or None where there is none."""
         return None
 
@@ -484,14 +486,16 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         rows' group codes and ``weight`` their weights (None: 1); minibatch b
         is rows ``bounds[b]:bounds[b + 1]`` (e.g. resampled minibatches laid
         end to end). Each minibatch counts as one ``partial_fit`` call, as
-        when the trainer called ``partial_fit`` per minibatch.
+        when the trainer called ``partial_fit`` per minibatch: so, as there,
+        ``average=True`` averages the iterates of one minibatch (one step),
+        which leaves its last iterate.
         """
         if weight is None:
             weight = np.ones(X.shape[0])
         batch = _Batch(X, y, groups, n_groups, weight)
         params = self._get_params_list()
         values = self._minibatch_steps(
-            params, batch, bounds, self._partial_fit_optimizer(params)
+            params, batch, bounds, self._partial_fit_optimizer(params), average=False
         )
         self._set_params_list(params)
         self._check_finite(params)

@@ -19,7 +19,7 @@ computed from per-(group, label) sums of the trial scores, O(rows + groups).
 The penalties follow :mod:`skfedida.penalty` formula for formula.
 """
 
-from libc.math cimport INFINITY, exp, isfinite, log1p, tanh
+from libc.math cimport INFINITY, exp, fabs, isfinite, log1p, tanh
 from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemm
 from libc.stdlib cimport calloc, free
@@ -27,6 +27,7 @@ from libc.stdlib cimport calloc, free
 import numpy as np
 
 cdef double _TINY = 2.2250738585072014e-308  # np.finfo(np.float64).tiny
+cdef double _EPS = 2.220446049250313e-16  # np.finfo(np.float64).eps
 
 # Penalty codes: 0 none, 1 group, 2 individual, 3 group_standardized.
 
@@ -192,7 +193,7 @@ cdef double _objective(
     cdef Py_ssize_t i, r, c, k, m = stop - start, n_cells = 2 * n_groups
     cdef double total = 0.0, loss = 0.0, value, pen = 0.0, w, si, yi
     cdef double group_value, N0, N1, S0, S1, Q0, Q1, ordered, W, grand, squares, t
-    cdef double mean0, mean1, residual, variance, ratio, label_total
+    cdef double mean0, mean1, residual, variance, ratio, label_total, scale, floor
     cdef bint active = fairness > 0 and n_groups > 1
     cdef double low0 = INFINITY, high0 = -INFINITY, low1 = INFINITY, high1 = -INFINITY
     for i in range(m):
@@ -241,13 +242,17 @@ cdef double _objective(
                     mean1 = S1 / N1 if N1 > 0 else 0.0
                     label_total = 0.0
                     variance = 0.0
+                    scale = 0.0
                     for i in range(m):
                         r = start + i
                         residual = s[i] - (mean1 if y[r] != 0 else mean0)
                         variance += weight[r] * residual * residual
                         label_total += weight[r]
+                        scale = max(scale, fabs(s[i]))
                     variance = variance / label_total if label_total > 0 else 0.0
-                    if variance > _TINY:
+                    # penalty._variance_floor: constant scores up to round-off.
+                    floor = 16.0 * _EPS * scale
+                    if variance > max(_TINY, floor * floor):
                         ratio = group_value / variance
                         pen = ratio
                         ws.mean[0] = mean0

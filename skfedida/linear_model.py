@@ -209,7 +209,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
     def _penalised(self, params):
         return [params[0]]
 
-    def _compiled_steps(self, params, batch, bounds):
+    def _compiled_steps(self, params, batch, bounds, average):
         if linear_sgd_steps is None or sp.issparse(batch.X):
             return None
         coef, intercept = params
@@ -235,7 +235,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             float(self.learning_rate),
             _ARMIJO,
             _MAX_HALVINGS,
-            bool(self.average),
+            bool(average),
             coef_sum,
             intercept_sum,
         )
@@ -244,7 +244,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
                 "The minibatch gradient is not finite; check X for extreme "
                 "values (scale the features) and sample_weight."
             )
-        if self.average and n_steps:
+        if average and n_steps:
             coef_work, intercept_work = coef_sum / n_steps, intercept_sum / n_steps
         coef[0] = coef_work
         intercept[...] = intercept_work

@@ -332,7 +332,7 @@ class FairMLPClassifier(BaseFairClassifier):
     def _penalised(self, params):
         return params[: len(params) // 2]
 
-    def _compiled_steps(self, params, batch, bounds):
+    def _compiled_steps(self, params, batch, bounds, average):
         if mlp_sgd_steps is None or sp.issparse(batch.X):
             return None
         flat = np.concatenate([np.ravel(w) for w in params]).astype(np.float64)
@@ -354,7 +354,7 @@ class FairMLPClassifier(BaseFairClassifier):
             float(self.learning_rate),
             _ARMIJO,
             _MAX_HALVINGS,
-            bool(self.average),
+            bool(average),
             flat_sum,
         )
         if status:
@@ -362,7 +362,7 @@ class FairMLPClassifier(BaseFairClassifier):
                 "The minibatch gradient is not finite; check X for extreme "
                 "values (scale the features) and sample_weight."
             )
-        if self.average and n_steps:
+        if average and n_steps:
             flat = flat_sum / n_steps
         offset = 0
         for w in params:

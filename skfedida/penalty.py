@@ -294,13 +294,25 @@ def standardized_group_penalty(scores, y, groups, n_groups=None, sample_weight=N
     residual = scores - label_mean[labels]
     total = weight.sum()
     variance = float(np.dot(weight, residual * residual) / total) if total > 0 else 0.0
-    if variance <= np.finfo(np.float64).tiny:
+    if variance <= _variance_floor(scores):
         return 0.0, np.zeros_like(scores)
     # d v / d s_i = 2 w_i (s_i - mean of its label) / total: the label means'
     # own derivatives cancel, as residuals sum to 0 within each label.
     variance_gradient = 2.0 * weight * residual / total
     ratio = value / variance
     return ratio, (gradient - ratio * variance_gradient) / variance
+
+
+def _variance_floor(scores):
+    """The variance below which scores are constant up to round-off.
+
+    Scores equal to c within each label have a variance of round-off size
+    (about (eps c)^2, not 0): dividing by it would make the ratio noise.
+    """
+    scale = float(np.max(np.abs(scores))) if scores.size else 0.0
+    return max(
+        np.finfo(np.float64).tiny, (16.0 * np.finfo(np.float64).eps * scale) ** 2
+    )
 
 
 #: Penalties by the name of the estimators' ``penalty`` parameter.

@@ -28,6 +28,10 @@ EXPECTED = {
     "federated_sgdclassifier.py": ["FedAvg + ROSE", "soft_dpd"],
     "fairness_scorers_grid_search.py": ["chosen: alpha"],
     "plot_fairness_plots.py": [],
+    "group_thresholds.py": [
+        "server's counts",
+        "FedAvg + group thresholds",
+    ],
 }
 
 

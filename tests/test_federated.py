@@ -850,3 +850,24 @@ def test_a_sampler_without_parameter_constraints_is_accepted():
         FairPenaltyLogisticRegression(), n_rounds=1, sampler=_PlainSampler()
     ).fit(X, y, clients=clients, sensitive_features=S)
     assert fed.estimator_.coef_.shape == (1, X.shape[1])
+
+
+def test_qfedavg_with_q_zero_is_the_unweighted_mean_and_q_pulls_to_high_loss():
+    from skfedida.federated import QFedAvg
+
+    start = [np.array([0.0, 0.0])]
+    clients = [[np.array([1.0, 0.0])], [np.array([0.0, 3.0])]]
+    mean = QFedAvg(q=0.0, client_learning_rate=0.5).aggregate(
+        clients, [10, 1], global_parameters=start, losses=[0.2, 0.9]
+    )
+    np.testing.assert_allclose(mean[0], [0.5, 1.5])
+    # q > 0: the high-loss client (the second) pulls the model its way.
+    pulled = QFedAvg(q=5.0, client_learning_rate=0.5).aggregate(
+        clients, [10, 1], global_parameters=start, losses=[0.2, 0.9]
+    )
+    assert pulled[0][1] / pulled[0][0] > mean[0][1] / mean[0][0]
+    X, y, clients_, S = _federation()
+    with pytest.raises(ValueError, match="q >= 0"):
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(), aggregation=QFedAvg(q=-1.0)
+        ).fit(X, y, clients=clients_, sensitive_features=S)

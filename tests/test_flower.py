@@ -13,7 +13,7 @@ from flwr.app import Context, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import FederatedEstimator, TrimmedMean
+from skfedida.federated import FederatedEstimator, QFedAvg, TrimmedMean
 from skfedida.flower import (
     InProcessGrid,
     load_result,
@@ -93,6 +93,14 @@ FEDERATIONS = {
         n_rounds=2,
         local_epochs=1,
         random_state=5,
+    ),
+    "qfedavg": lambda: FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        aggregation=QFedAvg(q=2.0, client_learning_rate=0.1),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=6,
     ),
     "fedida-logistic": lambda: FederatedEstimator(
         FairPenaltyLogisticRegression(fairness=1.0),

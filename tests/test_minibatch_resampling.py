@@ -273,3 +273,26 @@ def test_noised_columns_are_selected_from_the_rows_as_given():
         noised_columns=np.array([], dtype=np.intp),
     )
     assert noise is None and synthetic.size
+
+
+def test_averaging_on_the_vectorised_path_is_per_minibatch_as_partial_fit():
+    # Each resampled minibatch is one partial_fit call of one step, so
+    # average=True (the mean of one iterate) changes nothing there.
+    fitted = [
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=1.0, average=average),
+            sampler=FairnessAwareROSE(),
+            n_rounds=2,
+            local_epochs=1,
+            batch_size=64,
+            random_state=0,
+        ).fit(
+            *_federation(False)[:2],
+            clients=_federation(False)[2],
+            sensitive_features=_federation(False)[3],
+        )
+        for average in (False, True)
+    ]
+    np.testing.assert_array_equal(
+        fitted[0].estimator_.coef_, fitted[1].estimator_.coef_
+    )

@@ -223,3 +223,40 @@ def test_bad_input_is_named(fitted):
         FederatedThresholdOptimizer(model, tolerance=2.0, prefit=True).fit(
             X, y, sensitive_features=groups
         )
+
+
+# -- found by a review of the change ------------------------------------------
+
+
+@pytest.mark.parametrize("constraint", ["equalized_odds", "true_positive_rate_parity"])
+def test_a_client_without_a_group_or_a_label_of_it_takes_the_federations_rule(
+    fitted, constraint
+):
+    X, y, groups, clients, model = fitted
+    keep = ~((clients == 3) & (groups == 2))  # client 3 has no row of group 2
+    keep &= ~((clients == 2) & (groups == 1) & (y == 1))  # nor positives here
+    post = FederatedThresholdOptimizer(
+        model, constraints=constraint, prefit=True, per_client=True
+    ).fit(X[keep], y[keep], clients=clients[keep], sensitive_features=groups[keep])
+    federation = FederatedThresholdOptimizer(
+        model, constraints=constraint, prefit=True
+    ).fit(X[keep], y[keep], clients=clients[keep], sensitive_features=groups[keep])
+    for client, group in ((3, 2), (2, 1)):
+        for key, value in federation.rules_.items():
+            np.testing.assert_array_equal(post.rules_[key][client, group], value[group])
+
+
+def test_sensitive_columns_in_another_order_are_read_by_name(fitted):
+    import pandas as pd
+
+    X, y, groups, _, model = fitted
+    S = pd.DataFrame({"sex": groups % 2, "race": groups // 2})
+    post = FederatedThresholdOptimizer(model, prefit=True, random_state=0).fit(
+        X, y, sensitive_features=S
+    )
+    np.testing.assert_array_equal(
+        post.predict(X, sensitive_features=S[["race", "sex"]]),
+        post.predict(X, sensitive_features=S),
+    )
+    with pytest.raises(ValueError, match="attributes"):
+        post.predict(X, sensitive_features=S.rename(columns={"sex": "age"}))

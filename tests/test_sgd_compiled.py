@@ -128,3 +128,32 @@ def test_compiled_network_steps_average_and_backtrack_as_the_reference(
         _fit_mlp(monkeypatch, c, params, X, y, groups, None) for c in (0, 1)
     )
     np.testing.assert_allclose(compiled, reference, rtol=1e-10, atol=1e-12)
+
+
+def test_standardized_penalty_is_zero_at_constant_nonzero_scores():
+    from skfedida.penalty import standardized_group_penalty
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 64)
+    groups = rng.integers(0, 3, 64)
+    for constant in (0.3, -7.1, 1e6):
+        value, gradient = standardized_group_penalty(np.full(64, constant), y, groups)
+        assert value == 0.0 and not gradient.any()
+
+
+def test_compiled_steps_from_a_constant_nonzero_start_equal_the_reference(monkeypatch):
+    X, y, groups, weight = _data(5)
+    fitted = []
+    for compiled in (False, True):
+        if not compiled:
+            monkeypatch.setattr(linear_model, "linear_sgd_steps", None)
+        model = FairPenaltyLogisticRegression(
+            penalty="group_standardized", fairness=5.0, random_state=0, batch_size=50
+        )
+        model.partial_fit(X, y, classes=[0, 1], sample_weight=np.zeros(len(y)))
+        model.intercept_[:] = 0.3  # coefficients 0: every score is 0.3
+        model.partial_fit(X, y, sensitive_features=groups, sample_weight=weight)
+        monkeypatch.undo()
+        fitted.append(np.r_[model.coef_.ravel(), model.intercept_])
+    np.testing.assert_allclose(fitted[1], fitted[0], rtol=1e-10, atol=1e-12)
+    assert np.abs(fitted[1][:-1]).max() > 0  # it trained

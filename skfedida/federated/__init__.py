@@ -1,6 +1,6 @@
 """Federated training: the meta-estimator, evaluation, splitting, parameters."""
 
-from ._aggregation import Median, TrimmedMean, WeightedMean
+from ._aggregation import Median, QFedAvg, TrimmedMean, WeightedMean
 from ._estimator import FederatedEstimator
 from ._evaluation import evaluate_clients
 from ._parameters import get_parameters, n_samples_seen, set_parameters
@@ -10,6 +10,7 @@ __all__ = [
     "ClientStratifiedKFold",
     "FederatedEstimator",
     "Median",
+    "QFedAvg",
     "TrimmedMean",
     "WeightedMean",
     "evaluate_clients",

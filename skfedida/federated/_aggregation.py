@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["Median", "TrimmedMean", "WeightedMean", "check_aggregation"]
+__all__ = ["Median", "QFedAvg", "TrimmedMean", "WeightedMean", "check_aggregation"]
 
 
 class _Aggregator:
@@ -21,6 +21,10 @@ class _Aggregator:
 
     #: Name of the Flower strategy with the same arithmetic.
     flower_strategy = "FedAvg"
+
+    #: Whether ``aggregate`` also needs the round's global parameters and the
+    #: clients' training losses (as keyword arguments).
+    needs_round_context = False
 
     def flower_options(self):
         """Keyword arguments of the Flower strategy.
@@ -202,6 +206,109 @@ def _trim_mean(array, cut_fraction):
     return np.mean(atmp[tuple(slice_list)], axis=axis)
 
 
+class QFedAvg(_Aggregator):
+    """The q-FedAvg aggregation (q-FFL, Li et al. 2020): weight to high-loss clients.
+
+    Performance parity across clients is a fairness goal of its own: a
+    client whose model fits it badly is a worse-served population. q-FedAvg
+    moves the global parameters along the clients' updates
+    ``L (w - w_k)`` weighted by ``loss_k ** q``, with a step from the
+    Lipschitz estimate ``L = 1 / client_learning_rate``; ``q = 0`` is FedAvg's
+    update with equal client weights, larger ``q`` pulls the model toward the
+    clients it fits worst. ``loss_k`` is the client's reported training
+    log-loss of the round. Flower's ``QFedAvg``, with its arithmetic to the
+    last bit (the same losses, in partition order).
+
+    Parameters
+    ----------
+    q : float >= 0, default=0.1
+        Strength of the pull toward high-loss clients.
+    client_learning_rate : float > 0, default=0.1
+        The clients' SGD step, from which ``L`` is estimated.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.federated import QFedAvg
+    >>> QFedAvg(q=0.0, client_learning_rate=1.0).aggregate(
+    ...     [[np.array([1.0])], [np.array([3.0])]], [1, 1],
+    ...     global_parameters=[np.array([0.0])], losses=[0.5, 0.5])
+    [array([2.])]
+    """
+
+    flower_strategy = "QFedAvg"
+    needs_round_context = True
+
+    def __init__(self, q=0.1, client_learning_rate=0.1):
+        self.q = q
+        self.client_learning_rate = client_learning_rate
+
+    def flower_options(self):
+        """Keyword arguments of the Flower strategy.
+
+        Returns
+        -------
+        options : dict
+            ``q``, ``client_learning_rate`` and the key of the clients'
+            training loss.
+        """
+        return {
+            "q": self.q,
+            "client_learning_rate": self.client_learning_rate,
+            "train_loss_key": "train-loss",
+        }
+
+    def __repr__(self):
+        return (
+            f"QFedAvg(q={self.q!r}, client_learning_rate={self.client_learning_rate!r})"
+        )
+
+    def aggregate(self, parameter_lists, weights, *, global_parameters, losses):
+        """The q-FedAvg step from the global parameters.
+
+        Parameters
+        ----------
+        parameter_lists : list of list of ndarray
+            Per client, its parameter arrays after local training.
+        weights : array-like of shape (n_clients,)
+            Ignored (q-FedAvg weighs clients by their losses).
+        global_parameters : list of ndarray
+            The parameters the clients started the round from.
+        losses : array-like of shape (n_clients,)
+            The clients' training losses.
+
+        Returns
+        -------
+        parameters : list of ndarray
+            The new global parameters.
+        """
+        # flwr.serverapp.strategy.qfedavg, operation for operation.
+        lipschitz = 1.0 / self.client_learning_rate
+        sum_delta, sum_h = None, 0.0
+        for local, loss in zip(parameter_lists, losses, strict=True):
+            grad = [
+                (np.subtract(g, w) * lipschitz)
+                for g, w in zip(global_parameters, local, strict=True)
+            ]
+            norm = float(sum(np.sum(np.square(g)) for g in grad))
+            loss_pow_q = np.float_power(float(loss) + 1e-10, self.q)
+            delta = [g * loss_pow_q for g in grad]
+            h = (
+                self.q * np.float_power(float(loss) + 1e-10, self.q - 1) * norm
+                + lipschitz * loss_pow_q
+            )
+            sum_delta = (
+                delta
+                if sum_delta is None
+                else [s + d for s, d in zip(sum_delta, delta, strict=True)]
+            )
+            sum_h += h
+        return [
+            np.asarray(g - (d / sum_h))
+            for g, d in zip(global_parameters, sum_delta, strict=True)
+        ]
+
+
 _BY_NAME = {"mean": WeightedMean, "median": Median, "trimmed_mean": TrimmedMean}
 
 
@@ -220,9 +327,19 @@ def check_aggregation(aggregation):
         raise ValueError(
             f"TrimmedMean's beta must be in [0, 0.5); got {aggregation.beta!r}."
         )
+    if isinstance(aggregation, QFedAvg) and not (
+        isinstance(aggregation.q, numbers.Real)
+        and aggregation.q >= 0
+        and isinstance(aggregation.client_learning_rate, numbers.Real)
+        and aggregation.client_learning_rate > 0
+    ):
+        raise ValueError(
+            f"QFedAvg needs q >= 0 and client_learning_rate > 0; got {aggregation!r}."
+        )
     if not isinstance(aggregation, _Aggregator):
         raise ValueError(
             "aggregation must be 'mean', 'median', 'trimmed_mean' or an "
-            f"aggregator (WeightedMean, Median, TrimmedMean); got {aggregation!r}."
+            "aggregator (WeightedMean, Median, TrimmedMean, QFedAvg); got "
+            f"{aggregation!r}."
         )
     return aggregation

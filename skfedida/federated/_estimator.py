@@ -144,7 +144,9 @@ default="mean"
         do to the global model, at some cost in efficiency (they ignore row
         counts). An aggregator object is one of those three classes, each
         with the arithmetic of a Flower strategy: on Flower that strategy
-        runs, with the same result to the last bit.
+        runs, with the same result to the last bit. :class:`QFedAvg`
+        (q-FFL, Flower's ``QFedAvg``) weighs clients by their training loss
+        to the power q, for performance parity across clients.
     prior_correction : {"weights"} or None, default="weights"
         Keep the model's probabilities calibrated when ``sampler`` changes
         the label balance. A sampler that balances outcomes (FairnessAwareROSE

@@ -285,7 +285,8 @@ def evaluate_clients(
     post_processed = not hasattr(estimator, "predict_proba")
     model = estimator.estimator_ if post_processed else estimator
     kwargs = {}
-    if personalised and hasattr(model, "client_estimators_"):
+    # A post-processor decides with the global model: its probabilities too.
+    if personalised and not post_processed and hasattr(model, "client_estimators_"):
         kwargs["clients"] = ids[codes]
     proba = model.predict_proba(X, **kwargs)[:, 1]
     y_positive = (y == classes[-1]).astype(np.float64)

@@ -143,8 +143,14 @@ class _Server:
                 round_, selected, outcomes, models, history
             )
             if self.communicates or self.strategy == "central":
+                context = {}
+                if self.aggregator.needs_round_context:
+                    context = {
+                        "global_parameters": global_parameters,
+                        "losses": [r[3] for r in results],
+                    }
                 global_parameters = self.aggregator.aggregate(
-                    [r[1] for r in results], weights
+                    [r[1] for r in results], weights, **context
                 )
             if self.verbose:
                 mean_loss = np.average([r[3] for r in results], weights=weights)

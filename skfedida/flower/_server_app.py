@@ -96,6 +96,9 @@ class _FederationChecks:
         )
 
     def configure_train(self, server_round, arrays, config, grid):
+        if hasattr(self, "current_arrays"):
+            # QFedAvg steps from the round's global parameters.
+            self.current_arrays = arrays.copy()
         selected = self.plan.select_clients(self.selection_rng, len(self.nodes))
         return self._messages(server_round, arrays, config, selected, MessageType.TRAIN)
 

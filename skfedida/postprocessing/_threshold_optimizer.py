@@ -411,9 +411,17 @@ default="demographic_parity"
             negatives, positives = histogram[g, 0], histogram[g, 1]
             selection, tpr, fpr = _rates(positives, negatives)
             one_label = bool(np.isnan(tpr[0]) or np.isnan(fpr[0]))
-            if one_label and (
-                rate != "selection_rate" or self.objective == "balanced_accuracy"
-            ):
+            undefined = one_label and (
+                rate != "selection_rate"
+                or self.objective == "balanced_accuracy"
+                or self.constraints == "equalized_odds"
+            )
+            if undefined and fallback is not None:
+                # This client's rows of the group have one label: its rates
+                # are undefined here, so it takes the federation's rule.
+                present[g] = False
+                continue
+            if undefined:
                 missing = "positive" if np.isnan(tpr[0]) else "negative"
                 raise ValueError(
                     f"Sensitive group {self.groups_[g]} has no {missing} rows, so "
@@ -439,7 +447,10 @@ default="demographic_parity"
             selection_curves[g] = p * selection[a] + (1 - p) * selection[b]
         weights = sizes / sizes.sum()
         if self.constraints == "equalized_odds":
-            return self._solve_equalized_odds(histogram, roc, grid, present)
+            rules, rates, value = self._solve_equalized_odds(
+                histogram, roc, grid, present
+            )
+            return self._with_fallback(rules, present, fallback), rates, value
         if self.selection_rate is not None:
             overall = np.nansum(selection_curves * weights[:, None], axis=0)
             feasible = ~np.isnan(curves[present]).any(axis=0)
@@ -470,11 +481,15 @@ default="demographic_parity"
             "constant": np.zeros(n_groups),
         }
         rates = np.where(present, grid[index], np.nan)
+        return self._with_fallback(rules, present, fallback), rates, float(value)
+
+    @staticmethod
+    def _with_fallback(rules, present, fallback):
+        """A client's rules, the federation's for groups it cannot solve for."""
         if fallback is not None and not present.all():
-            # A group the client has no row of: the federation's rule.
             for key in rules:
                 rules[key][~present] = fallback[0][key][~present]
-        return rules, rates, float(value)
+        return rules
 
     def _solve_equalized_odds(self, histogram, roc, grid, present):
         n_groups = histogram.shape[0]
@@ -523,19 +538,23 @@ default="demographic_parity"
         scores = self.estimator_.predict_proba(X)[:, 1]
         n_samples = scores.shape[0]
         groups = encode_groups(sensitive_features, n_samples=n_samples)
-        if len(groups.names) != len(self.sensitive_names_):
+        fitted_names = list(self.sensitive_names_)
+        if sorted(map(str, groups.names)) != sorted(map(str, fitted_names)):
             raise ValueError(
                 f"sensitive_features has attributes {list(groups.names)}; the "
-                f"thresholds were fitted on {list(self.sensitive_names_)}."
+                f"thresholds were fitted on {fitted_names}."
             )
+        # The same attributes in another order: read each label in fit's order.
+        order = [list(map(str, groups.names)).index(str(n)) for n in fitted_names]
+        labels = [tuple(label[j] for j in order) for label in groups.labels]
         known = {label: code for code, label in enumerate(self.groups_)}
-        unknown = [label for label in groups.labels if label not in known]
+        unknown = [label for label in labels if label not in known]
         if unknown:
             raise ValueError(
                 f"Sensitive group {unknown[0]} was not seen in fit, so it has no "
                 f"thresholds; the groups are {list(self.groups_)}."
             )
-        codes = np.array([known[label] for label in groups.labels], dtype=np.intp)[
+        codes = np.array([known[label] for label in labels], dtype=np.intp)[
             groups.codes
         ]
         rules = self.rules_
