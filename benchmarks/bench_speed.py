@@ -126,7 +126,7 @@ def main():
         "FCNN FedAvg",
         "FCNN FedIDA",
     ]
-    medians = {}
+    medians, before_medians = {}, {}
     print("| workload | numpy path (s) | now (s) | speed-up |")
     print("|---|---:|---:|---:|")
     for name in names:
@@ -134,6 +134,7 @@ def main():
             before, before_min, _ = timed(name, train, args.repeat)
         now, now_min, federation = timed(name, train, args.repeat)
         medians[name] = now
+        before_medians[name] = before
         print(
             f"| {name} | {before:.2f} ({before_min:.2f}) | {now:.2f} ({now_min:.2f}) "
             f"| {before / now:.1f}x |"
@@ -177,8 +178,16 @@ def main():
             medians["logistic FedIDA column"] <= 1.2 * medians["logistic FedIDA"],
         ),
     ]
+    for model in ("FCNN FedAvg", "FCNN FedIDA"):
+        ratio = before_medians[model] / medians[model]
+        rows.append((f"{model}: >= 3x the numpy path", f"{ratio:.1f}x", ratio >= 3.0))
     for target, measured, met in rows:
         print(f"| {target} | {measured} | {'yes' if met else 'NO'} |")
+    print(
+        "\nThe two-stage gamma search and 1M rows x 100 clients: "
+        "bench_gamma_search.py and scale.py. Where the FCNN misses: its "
+        "compiled step is bound by three 128 x 30 x 100 matrix products (BLAS)."
+    )
 
 
 if __name__ == "__main__":
