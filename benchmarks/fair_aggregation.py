@@ -1,12 +1,14 @@
-"""q-FedAvg against FedAvg: performance parity across clients, and its cost.
+"""FairFed and q-FedAvg against the weighted mean, with FedAvg and make_fedida().
 
 Run: ``python benchmarks/fair_aggregation.py [--seeds 3]``
 
 Adult (5 clients, race White/non-White x gender) and the ROC-like data
 (4 clients; 20% of each client's rows held out for testing), logistic model,
 10 rounds x 5 local epochs. FedAvg and ``make_fedida()`` with the default
-n_k-weighted mean, and each with ``QFedAvg(q)`` for q = 1 and 5 (weights
-``loss_k ** q``: performance parity across clients, Li et al. 2020). Prints,
+n_k-weighted mean, each with ``FairFed(beta)`` for beta = 0.2 and 1
+(fairness-aware weights, Ezzeldin et al. 2023, on the demographic-parity
+gap), and each with ``QFedAvg(q)`` for q = 1 and 5 (weights ``loss_k ** q``:
+performance parity across clients, Li et al. 2020). Prints,
 mean over seeds: the mean and the lowest client AUROC and the spread (sd)
 of AUROC across clients, the Brier score, the selection rate at 0.5, DPD and
 DFPR at a matched selection rate (groups with >= 30 test rows), and the fit
@@ -22,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from skfedida.exceptions import OperatingPointWarning
-from skfedida.federated import FederatedEstimator, QFedAvg, evaluate_clients
+from skfedida.federated import FairFed, FederatedEstimator, QFedAvg, evaluate_clients
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.model_selection import make_fedida
 
@@ -42,6 +44,12 @@ def setups():
         return make_fedida(random_state=seed).set_params(aggregation=aggregation)
 
     out = {"FedAvg": fedavg, "make_fedida()": fedida}
+    for beta in (0.2, 1.0):
+        aggregation = FairFed(beta=beta)
+        out[f"FedAvg, FairFed beta={beta:g}"] = lambda s, a=aggregation: fedavg(s, a)
+        out[f"make_fedida(), FairFed beta={beta:g}"] = lambda s, a=aggregation: fedida(
+            s, a
+        )
     for q in (1.0, 5.0):
         aggregation = QFedAvg(q=q, client_learning_rate=0.1)
         out[f"FedAvg, q-FedAvg q={q:g}"] = lambda s, a=aggregation: fedavg(s, a)

@@ -31,6 +31,7 @@ from .exceptions import (
 )
 from .federated import (
     ClientStratifiedKFold,
+    FairFed,
     FederatedEstimator,
     Median,
     QFedAvg,
@@ -80,6 +81,7 @@ __all__ = [
     "DataScaleWarning",
     "DegenerateModelWarning",
     "EmptyRangeWarning",
+    "FairFed",
     "FairMLPClassifier",
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",

@@ -871,3 +871,63 @@ def test_qfedavg_with_q_zero_is_the_unweighted_mean_and_q_pulls_to_high_loss():
         FederatedEstimator(
             FairPenaltyLogisticRegression(), aggregation=QFedAvg(q=-1.0)
         ).fit(X, y, clients=clients_, sensitive_features=S)
+
+
+def test_fairfed_weights_by_hand_and_its_federation():
+    from skfedida.federated import FairFed
+
+    # Client gaps: |0.2 - 0.24| = 0.04 and |0.1 - 0.6| = 0.5; federation's
+    # rates (15/100, 42/100): gap 0.27; distances 0.23 and 0.23 - equal, so
+    # the weights stay n_k / n = 1/2 each.
+    reports = [
+        {"n": np.array([50.0, 50.0]), "selected": np.array([10.0, 12.0])},
+        {"n": np.array([50.0, 50.0]), "selected": np.array([5.0, 30.0])},
+    ]
+    parameters = [[np.array([1.0])], [np.array([3.0])]]
+    memory = {}
+    out = FairFed(beta=1.0).aggregate(
+        parameters, [100, 100], reports=reports, clients=[0, 1], memory=memory
+    )
+    np.testing.assert_allclose(out[0], [2.0])
+    # A third client whose gap equals the federation's gains weight.
+    reports.append({"n": np.array([50.0, 50.0]), "selected": np.array([10.0, 23.5])})
+    memory = {}
+    FairFed(beta=0.5).aggregate(
+        [*parameters, [np.array([0.0])]],
+        [100, 100, 100],
+        reports=reports,
+        clients=[0, 1, 2],
+        memory=memory,
+    )
+    # Federation: rates (25/150, 65.5/150), a gap of 0.27.
+    local = np.array([0.04, 0.5, 0.27])
+    distance = np.abs((65.5 - 25) / 150 - local)
+    expected = np.clip(1 / 3 - 0.5 * (distance - distance.mean()), 0, None)
+    expected /= expected.sum()
+    np.testing.assert_allclose([memory["weights"][k] for k in range(3)], expected)
+    # In a federation: reproducible with two jobs, beta=0 is FedAvg, and it
+    # needs sensitive features; not on Flower yet.
+    X, y, clients, S = _federation()
+    fits = [
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=0.0),
+            aggregation=FairFed(beta=beta),
+            n_rounds=2,
+            n_jobs=n_jobs,
+            random_state=0,
+        ).fit(X, y, clients=clients, sensitive_features=S)
+        for beta, n_jobs in ((1.0, 1), (1.0, 2), (0.0, 1))
+    ]
+    np.testing.assert_array_equal(fits[0].estimator_.coef_, fits[1].estimator_.coef_)
+    fedavg = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.0), n_rounds=2, random_state=0
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    np.testing.assert_allclose(fits[2].estimator_.coef_, fedavg.estimator_.coef_)
+    with pytest.raises(RuntimeError, match="need the sensitive features"):
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=0.0), aggregation=FairFed()
+        ).fit(X, y, clients=clients)
+    with pytest.raises(ValueError, match="in-process only"):
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(), aggregation=FairFed()
+        )._plan({})

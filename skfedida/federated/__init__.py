@@ -1,6 +1,6 @@
 """Federated training: the meta-estimator, evaluation, splitting, parameters."""
 
-from ._aggregation import Median, QFedAvg, TrimmedMean, WeightedMean
+from ._aggregation import FairFed, Median, QFedAvg, TrimmedMean, WeightedMean
 from ._estimator import FederatedEstimator
 from ._evaluation import evaluate_clients
 from ._parameters import get_parameters, n_samples_seen, set_parameters
@@ -8,6 +8,7 @@ from ._split import ClientStratifiedKFold
 
 __all__ = [
     "ClientStratifiedKFold",
+    "FairFed",
     "FederatedEstimator",
     "Median",
     "QFedAvg",

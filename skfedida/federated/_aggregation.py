@@ -13,7 +13,14 @@ import numbers
 
 import numpy as np
 
-__all__ = ["Median", "QFedAvg", "TrimmedMean", "WeightedMean", "check_aggregation"]
+__all__ = [
+    "FairFed",
+    "Median",
+    "QFedAvg",
+    "TrimmedMean",
+    "WeightedMean",
+    "check_aggregation",
+]
 
 
 class _Aggregator:
@@ -25,6 +32,11 @@ class _Aggregator:
     #: Whether ``aggregate`` also needs the round's global parameters and the
     #: clients' training losses (as keyword arguments).
     needs_round_context = False
+
+    #: The fairness metric every client reports for the global model before
+    #: training (``aggregate`` then gets ``reports``, ``clients`` and
+    #: ``memory``); None when the aggregator needs no reports.
+    report_metric = None
 
     def flower_options(self):
         """Keyword arguments of the Flower strategy.
@@ -309,6 +321,128 @@ class QFedAvg(_Aggregator):
         ]
 
 
+class FairFed(_Aggregator):
+    """FairFed's fairness-aware weights (Ezzeldin et al., AAAI 2023).
+
+    Every round each client reports, for the global model it receives (before
+    training, decisions at 0.5 on its training rows), its counts per
+    sensitive group: rows and positive decisions (and, for ``"eod"``, those
+    among its positive rows). The server sums them into the federation's
+    gap ``F`` (largest minus smallest group rate) and compares every client's
+    own gap ``F_k``: with ``d_k = |F - F_k|``, the client's weight moves by
+    ``-beta * (d_k - mean(d))`` from the previous round's, starting from
+    ``n_k / n``, is clipped at 0 and renormalised; the global parameters are
+    the weighted mean of the clients'. Clients whose local gap is far from
+    the federation's, whose updates would pull the model away from the
+    federation's fairness, count less. Only counts per group leave a client.
+
+    Runs in-process; it is not available on Flower yet.
+
+    Parameters
+    ----------
+    metric : {"dpd", "eod"}, default="dpd"
+        The gap: selection rates (demographic parity) or true positive rates
+        (equal opportunity) across groups.
+    beta : float >= 0, default=1.0
+        How far a round moves the weights; 0 is FedAvg.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.federated import FairFed
+    >>> reports = [  # per client: rows and positive decisions per group
+    ...     {"n": np.array([50.0, 50.0]), "selected": np.array([10.0, 12.0])},
+    ...     {"n": np.array([50.0, 50.0]), "selected": np.array([5.0, 30.0])},
+    ...     {"n": np.array([50.0, 50.0]), "selected": np.array([10.0, 23.5])}]
+    >>> parameters = [[np.array([1.0])], [np.array([3.0])], [np.array([0.0])]]
+    >>> memory = {}
+    >>> FairFed(beta=0.5).aggregate(parameters, [100, 100, 100], reports=reports,
+    ...                             clients=[0, 1, 2], memory=memory)
+    [array([1.18])]
+    >>> memory["weights"]  # the third client's gap is the federation's
+    {0: 0.295, 1: 0.295, 2: 0.41}
+    """
+
+    flower_strategy = None
+
+    def __init__(self, metric="dpd", beta=1.0):
+        self.metric = metric
+        self.beta = beta
+
+    @property
+    def report_metric(self):
+        """The fairness metric clients report each round.
+
+        Returns
+        -------
+        metric : str
+            ``metric``.
+        """
+        return self.metric
+
+    def __repr__(self):
+        return f"FairFed(metric={self.metric!r}, beta={self.beta!r})"
+
+    @staticmethod
+    def _gap(rates, defined):
+        return float(np.ptp(rates[defined])) if defined.sum() >= 2 else 0.0
+
+    def _rates(self, report):
+        if self.metric == "dpd":
+            n, hits = report["n"], report["selected"]
+        else:
+            n, hits = report["n_positive"], report["true_positive"]
+        defined = n > 0
+        rates = np.divide(hits, n, out=np.zeros_like(hits), where=defined)
+        return rates, defined
+
+    def aggregate(self, parameter_lists, weights, *, reports, clients, memory):
+        """The FairFed-weighted mean of the clients' parameters.
+
+        Parameters
+        ----------
+        parameter_lists : list of list of ndarray
+            Per client, its parameter arrays after local training.
+        weights : array-like of shape (n_clients,)
+            Row counts of the clients (the starting weights).
+        reports : list of dict
+            Per client, its counts per group for the round's global model:
+            ``n`` and ``selected`` (``"dpd"``), ``n_positive`` and
+            ``true_positive`` (``"eod"``).
+        clients : list of int
+            The clients' positions in the federation (weights carry over
+            between rounds by position).
+        memory : dict
+            The server's store for this aggregator across rounds.
+
+        Returns
+        -------
+        parameters : list of ndarray
+            The global parameters.
+        """
+        weights = np.asarray(weights, dtype=np.float64)
+        previous = memory.setdefault("weights", {})
+        omega = np.array(
+            [
+                previous.get(k, w / weights.sum())
+                for k, w in zip(clients, weights, strict=True)
+            ]
+        )
+        total = {key: sum(r[key] for r in reports) for key in reports[0]}
+        global_gap = self._gap(*self._rates(total))
+        local_gaps = np.array([self._gap(*self._rates(r)) for r in reports])
+        distance = np.abs(global_gap - local_gaps)
+        omega = np.clip(omega - self.beta * (distance - distance.mean()), 0.0, None)
+        omega = omega / omega.sum() if omega.sum() > 0 else weights / weights.sum()
+        for k, w in zip(clients, omega, strict=True):
+            previous[k] = float(w)
+        memory.setdefault("gaps", []).append((global_gap, local_gaps.tolist()))
+        return [
+            sum(w * params[i] for w, params in zip(omega, parameter_lists, strict=True))
+            for i in range(len(parameter_lists[0]))
+        ]
+
+
 _BY_NAME = {"mean": WeightedMean, "median": Median, "trimmed_mean": TrimmedMean}
 
 
@@ -336,10 +470,18 @@ def check_aggregation(aggregation):
         raise ValueError(
             f"QFedAvg needs q >= 0 and client_learning_rate > 0; got {aggregation!r}."
         )
+    if isinstance(aggregation, FairFed) and not (
+        aggregation.metric in ("dpd", "eod")
+        and isinstance(aggregation.beta, numbers.Real)
+        and aggregation.beta >= 0
+    ):
+        raise ValueError(
+            f"FairFed needs metric 'dpd' or 'eod' and beta >= 0; got {aggregation!r}."
+        )
     if not isinstance(aggregation, _Aggregator):
         raise ValueError(
             "aggregation must be 'mean', 'median', 'trimmed_mean' or an "
-            "aggregator (WeightedMean, Median, TrimmedMean, QFedAvg); got "
+            "aggregator (WeightedMean, Median, TrimmedMean, QFedAvg, FairFed); got "
             f"{aggregation!r}."
         )
     return aggregation

@@ -690,6 +690,49 @@ def _select_clients(selection_rng, n_clients, client_fraction):
     return np.sort(selection_rng.choice(n_clients, n_selected, replace=False))
 
 
+def _fairness_report(estimator, data, classes):
+    """Counts per group of the decisions (at 0.5) of the round's global model.
+
+    What a client sends a fairness-aware aggregator (FairFed): rows,
+    positive decisions, positive rows and true positives per sensitive
+    group; no row, label or score.
+    """
+    if data.groups is None:
+        raise ValueError(
+            "FairFed weighs clients by their fairness gaps, which need the "
+            "sensitive features: pass sensitive_features to fit."
+        )
+    decided = _training_proba(estimator, data)[:, 1] > 0.5
+    positive = np.asarray(data.y) == classes[-1]
+    codes, n_groups = data.groups.codes, data.groups.n_groups
+
+    def count(weights=None):
+        return np.bincount(codes, weights=weights, minlength=n_groups).astype(float)
+
+    return {
+        "n": count(),
+        "selected": count(decided.astype(float)),
+        "n_positive": count(positive.astype(float)),
+        "true_positive": count((decided & positive).astype(float)),
+    }
+
+
+def _reporting_client_round(trainer, estimator, parameters, data, epochs, seed):
+    """``_client_round``, with the client's fairness report for the global model."""
+    if parameters is not None:
+        set_parameters(estimator, parameters)
+    report = _fairness_report(estimator, data, trainer.classes)
+    return (*_client_round(trainer, estimator, parameters, data, epochs, seed), report)
+
+
+def _guarded_reporting_round(*args):
+    """``_reporting_client_round``, returning a failure to the server."""
+    try:
+        return True, _reporting_client_round(*args)
+    except Exception as exc:  # any failure of a client's own training
+        return False, exc
+
+
 def _guarded_client_round(*args):
     """``_client_round``, returning a failure to the server instead of raising.
 

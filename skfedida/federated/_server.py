@@ -16,7 +16,13 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from ._aggregation import WeightedMean
-from ._client import _guarded_client_round, _round_seed, _select_clients, clone_fitted
+from ._client import (
+    _guarded_client_round,
+    _guarded_reporting_round,
+    _round_seed,
+    _select_clients,
+    clone_fitted,
+)
 from ._parameters import get_parameters, set_parameters
 
 #: Strategies whose clients exchange parameters with the server every round.
@@ -109,6 +115,9 @@ class _Server:
         true return value stops the federation (e.g. early stopping).
         """
         models = state["models"]
+        memory = state.get("aggregator_memory", {})
+        reporting = self.aggregator.report_metric is not None
+        client_task = _guarded_reporting_round if reporting else _guarded_client_round
         selection_rng = state["selection_rng"]
         global_parameters = state["global_parameters"]
         first_round = state["rounds"]
@@ -129,7 +138,7 @@ class _Server:
                 selected = np.arange(n_clients)
             round_seeds = [_round_seed(seeds[k], round_) for k in selected]
             outcomes = parallel(
-                delayed(_guarded_client_round)(
+                delayed(client_task)(
                     trainer,
                     models[k],
                     global_parameters if (self.communicates or round_ == 0) else None,
@@ -148,6 +157,16 @@ class _Server:
                     context = {
                         "global_parameters": global_parameters,
                         "losses": [r[3] for r in results],
+                    }
+                if reporting:
+                    context = {
+                        "reports": [r[4] for r in results],
+                        "clients": [
+                            int(k)
+                            for k, (ok, _) in zip(selected, outcomes, strict=True)
+                            if ok
+                        ],
+                        "memory": memory,
                     }
                 global_parameters = self.aggregator.aggregate(
                     [r[1] for r in results], weights, **context
@@ -175,6 +194,7 @@ class _Server:
             "global_parameters": global_parameters,
             "rounds": first_round + rounds_run,
             "strategy": self.strategy,
+            "aggregator_memory": memory,
         }
 
     def _collect(self, round_, selected, outcomes, models, history):
@@ -208,7 +228,7 @@ class _Server:
         succeeded = [k for k, (ok, _) in zip(selected, outcomes, strict=True) if ok]
         results = [outcome for ok, outcome in outcomes if ok]
         weights = []
-        for k, (model, _parameters, n_rows, loss) in zip(
+        for k, (model, _parameters, n_rows, loss, *_report) in zip(
             succeeded, results, strict=True
         ):
             models[k] = model
