@@ -906,7 +906,7 @@ def test_fairfed_weights_by_hand_and_its_federation():
     expected /= expected.sum()
     np.testing.assert_allclose([memory["weights"][k] for k in range(3)], expected)
     # In a federation: reproducible with two jobs, beta=0 is FedAvg, and it
-    # needs sensitive features; not on Flower yet.
+    # needs sensitive features (its Flower run: tests/test_flower.py).
     X, y, clients, S = _federation()
     fits = [
         FederatedEstimator(
@@ -927,7 +927,3 @@ def test_fairfed_weights_by_hand_and_its_federation():
         FederatedEstimator(
             FairPenaltyLogisticRegression(fairness=0.0), aggregation=FairFed()
         ).fit(X, y, clients=clients)
-    with pytest.raises(ValueError, match="in-process only"):
-        FederatedEstimator(
-            FairPenaltyLogisticRegression(), aggregation=FairFed()
-        )._plan({})

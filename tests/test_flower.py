@@ -13,7 +13,7 @@ from flwr.app import Context, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import FederatedEstimator, QFedAvg, TrimmedMean
+from skfedida.federated import FairFed, FederatedEstimator, QFedAvg, TrimmedMean
 from skfedida.flower import (
     InProcessGrid,
     load_result,
@@ -101,6 +101,14 @@ FEDERATIONS = {
         n_rounds=2,
         local_epochs=1,
         random_state=6,
+    ),
+    "fairfed": lambda: FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        aggregation=FairFed(metric="eod", beta=0.5),
+        n_rounds=3,
+        local_epochs=1,
+        random_state=7,
     ),
     "fedida-logistic": lambda: FederatedEstimator(
         FairPenaltyLogisticRegression(fairness=1.0),
@@ -210,8 +218,9 @@ def test_aggregated_evaluation_is_the_weighted_mean_over_clients(data):
             )
 
 
-def test_the_server_receives_only_parameters_counts_and_metrics(data):
-    federation = FEDERATIONS["fedida-logistic"]()
+@pytest.mark.parametrize("name", ["fedida-logistic", "fairfed"])
+def test_the_server_receives_only_parameters_counts_and_metrics(data, name):
+    federation = FEDERATIONS[name]()
     client_app = make_client_app(federation, _loader(data))
     grid = InProcessGrid(
         client_app,
@@ -225,6 +234,13 @@ def test_the_server_receives_only_parameters_counts_and_metrics(data):
     assert grid.replies
     for reply in grid.replies:
         content = reply.content
+        if "fairness" in content.array_records:
+            # FairFed's report: four counts per group of the client's rows.
+            counts = content.array_records["fairness"].to_numpy_ndarrays()
+            assert len(counts) == 4
+            assert all(c.ndim == 1 and np.array_equal(c, np.round(c)) for c in counts)
+            assert counts[0].sum() <= n_rows
+            content = RecordDict({k: v for k, v in content.items() if k != "fairness"})
         for record in content.array_records.values():
             arrays = record.to_numpy_ndarrays()
             if shapes is None:

@@ -336,7 +336,9 @@ class FairFed(_Aggregator):
     the federation's, whose updates would pull the model away from the
     federation's fairness, count less. Only counts per group leave a client.
 
-    Runs in-process; it is not available on Flower yet.
+    On Flower, the clients send their counts and the categories of their
+    groups with their parameters, and the ServerApp runs this arithmetic (on
+    Flower's ``FedAvg`` strategy otherwise), with the same result.
 
     Parameters
     ----------
@@ -363,7 +365,7 @@ class FairFed(_Aggregator):
     {0: 0.295, 1: 0.295, 2: 0.41}
     """
 
-    flower_strategy = None
+    flower_strategy = "FedAvg"
 
     def __init__(self, metric="dpd", beta=1.0):
         self.metric = metric

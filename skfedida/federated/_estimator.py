@@ -148,7 +148,7 @@ default="mean"
         (q-FFL, Flower's ``QFedAvg``) weighs clients by their training loss
         to the power q, for performance parity across clients;
         :class:`FairFed` moves the clients' weights by how far their
-        fairness gaps are from the federation's (in-process only).
+        fairness gaps are from the federation's.
     prior_correction : {"weights"} or None, default="weights"
         Keep the model's probabilities calibrated when ``sampler`` changes
         the label balance. A sampler that balances outcomes (FairnessAwareROSE
@@ -658,11 +658,6 @@ default="mean"
                 "Flower runs strategy='fedavg' or 'pfedavg'; got "
                 f"strategy={federation.strategy!r} ('local' and 'central' need no "
                 "server: use FederatedEstimator directly)."
-            )
-        if check_aggregation(federation.aggregation).flower_strategy is None:
-            raise ValueError(
-                f"aggregation={federation.aggregation!r} runs in-process only; it "
-                "is not available on Flower yet."
             )
         federation._check_components()
         return FederationPlan(federation)

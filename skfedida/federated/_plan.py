@@ -23,6 +23,7 @@ from ._client import (
     _client_round,
     _client_seeds,
     _ClientData,
+    _reporting_client_round,
     _round_seed,
     _select_clients,
     _split_client,
@@ -166,7 +167,20 @@ class FederationPlan:
         )
 
     def train_round(self, part, estimator, parameters, seed, round_):
-        """One client round (0-based ``round_``): ``(estimator, arrays, n, loss)``."""
+        """One client round (0-based ``round_``): ``(estimator, arrays, n, loss)``.
+
+        With an aggregator that needs fairness reports (FairFed), a fifth
+        element: the client's counts per group for the global model it got.
+        """
+        if self.aggregator.report_metric is not None:
+            return _reporting_client_round(
+                self._trainer(part.classes, part),
+                estimator,
+                parameters,
+                part.train,
+                part.epochs,
+                _round_seed(seed, round_),
+            )
         return _client_round(
             self._trainer(part.classes, part),
             estimator,

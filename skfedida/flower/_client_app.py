@@ -12,7 +12,7 @@ from flwr.clientapp import ClientApp
 
 from ..federated import get_parameters, set_parameters
 from ..federated._client import clone_fitted
-from ._protocol import _STATE_KEY, plan_for_run
+from ._protocol import _REPORT_KEYS, _STATE_KEY, plan_for_run
 from ._result import _write
 
 
@@ -230,7 +230,7 @@ def make_client_app(federation, load_data, *, classes=None):
         estimator, seed = stored(context)
         plan, part, _ = client_side(context, seed)
         round_ = int(message.content["config"]["server-round"]) - 1
-        estimator, parameters, n_rows, loss = plan.train_round(
+        estimator, parameters, n_rows, loss, *report = plan.train_round(
             part,
             estimator,
             message.content["arrays"].to_numpy_ndarrays(),
@@ -238,12 +238,26 @@ def make_client_app(federation, load_data, *, classes=None):
             round_,
         )
         context.state[_STATE_KEY]["estimator"] = pickle.dumps(estimator)
-        return _reply(
+        reply = _reply(
             message,
             arrays=parameters,
             metrics={"num-examples": int(n_rows), "train-loss": float(loss)},
             config={"partition-id": part.partition},
         )
+        if report:
+            # FairFed: the global model's counts per group, and which groups.
+            (counts,) = report
+            reply.content["fairness"] = ArrayRecord(
+                [counts[key] for key in _REPORT_KEYS]
+            )
+            groups = part.train.groups
+            reply.content["config"]["group-labels"] = json.dumps(
+                [list(label) for label in groups.labels], default=_plain
+            )
+            reply.content["config"]["sensitive-names"] = json.dumps(
+                list(groups.names), default=_plain
+            )
+        return reply
 
     @app.evaluate()
     def evaluate(message, context):

@@ -24,6 +24,8 @@ _INIT = f"{MessageType.QUERY}.skfedida_init"
 #: counts of scores per (group, label, bin) on its evaluation rows.
 _HISTOGRAMS = f"{MessageType.QUERY}.skfedida_histograms"
 _STATE_KEY = "skfedida"
+#: A FairFed report's arrays, in this order (per group of the client).
+_REPORT_KEYS = ("n", "selected", "n_positive", "true_positive")
 # What a client ever sends to the server besides parameter arrays (and, for a
 # FederatedThresholdOptimizer, its counts per group, label and score bin):
 # counts, losses, evaluation metrics and configuration (no rows, labels or

@@ -19,7 +19,7 @@ from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 
 from .._groups import encode_groups
-from ._protocol import _HISTOGRAMS, _INIT, plan_for_run
+from ._protocol import _HISTOGRAMS, _INIT, _REPORT_KEYS, plan_for_run
 from ._result import _write
 
 
@@ -84,6 +84,7 @@ class _FederationChecks:
         self.selection_rng = plan.selection_stream(seeds)
         self.history = history
         self.expected = {}
+        self.aggregator_memory = {}
 
     def _messages(self, server_round, arrays, config, partitions, message_type):
         config["server-round"] = server_round
@@ -158,7 +159,23 @@ class _FederationChecks:
             k = self.partition_of[reply.metadata.src_node_id]
             metrics = reply.content["metrics"]
             self._record(server_round, k)["train_loss"] = float(metrics["train-loss"])
-        return super().aggregate_train(server_round, replies)
+        aggregator = self.plan.aggregator
+        if aggregator.report_metric is None:
+            return super().aggregate_train(server_round, replies)
+        # FairFed: its own arithmetic, on the clients' reports, in partition
+        # order, as in-process.
+        reports = _aligned_reports(replies)
+        parameters = aggregator.aggregate(
+            [reply.content["arrays"].to_numpy_ndarrays() for reply in replies],
+            [int(reply.content["metrics"]["num-examples"]) for reply in replies],
+            reports=reports,
+            clients=[self.partition_of[r.metadata.src_node_id] for r in replies],
+            memory=self.aggregator_memory,
+        )
+        metrics = self.train_metrics_aggr_fn(
+            [reply.content for reply in replies], self.weighted_by_key
+        )
+        return ArrayRecord([np.asarray(a) for a in parameters]), metrics
 
     def aggregate_evaluate(self, server_round, replies):
         replies = self._checked(server_round, list(replies), MessageType.EVALUATE)
@@ -169,6 +186,27 @@ class _FederationChecks:
                 if key.startswith("val_"):
                     record[key] = float(value)
         return super().aggregate_evaluate(server_round, replies)
+
+
+def _aligned_reports(replies):
+    """FairFed reports of clients with their own group codes, on common groups."""
+    labels = [
+        [tuple(label) for label in json.loads(r.content["config"]["group-labels"])]
+        for r in replies
+    ]
+    union = sorted(set().union(*labels), key=repr)
+    code = {label: k for k, label in enumerate(union)}
+    reports = []
+    for reply, client_labels in zip(replies, labels, strict=True):
+        arrays = reply.content["fairness"].to_numpy_ndarrays()
+        positions = [code[label] for label in client_labels]
+        report = {}
+        for key, values in zip(_REPORT_KEYS, arrays, strict=True):
+            aligned = np.zeros(len(union))
+            aligned[positions] = values
+            report[key] = aligned
+        reports.append(report)
+    return reports
 
 
 def _wait_for_nodes(grid, n_nodes, timeout):
