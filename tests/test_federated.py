@@ -927,3 +927,18 @@ def test_fairfed_weights_by_hand_and_its_federation():
         FederatedEstimator(
             FairPenaltyLogisticRegression(fairness=0.0), aggregation=FairFed()
         ).fit(X, y, clients=clients)
+
+
+def test_fairfed_gaps_of_each_metric_by_hand():
+    from skfedida.federated import FairFed
+
+    report = {
+        "n": np.array([40.0, 60.0]),
+        "selected": np.array([10.0, 30.0]),  # rates 0.25, 0.5
+        "n_positive": np.array([10.0, 20.0]),
+        "true_positive": np.array([5.0, 16.0]),  # TPR 0.5, 0.8
+    }
+    # FPR: (10 - 5) / 30 = 1/6 and (30 - 16) / 40 = 0.35.
+    expected = {"dpd": 0.25, "dtpr": 0.3, "dfpr": 0.35 - 1 / 6, "eod": 0.3}
+    for metric, gap in expected.items():
+        assert FairFed(metric=metric)._report_gap(report) == pytest.approx(gap)

@@ -105,7 +105,7 @@ FEDERATIONS = {
     "fairfed": lambda: FederatedEstimator(
         FairPenaltyLogisticRegression(fairness=1.0),
         sampler=FairnessAwareROSE(),
-        aggregation=FairFed(metric="eod", beta=0.5),
+        aggregation=FairFed(metric="dtpr", beta=0.5),
         n_rounds=3,
         local_epochs=1,
         random_state=7,
@@ -435,3 +435,15 @@ def test_metadata_routing_holds_on_flower_as_in_process(data):
         local = _in_process(federation, data)
         flower = _on_flower(federation, data)
     _assert_same_model(flower, local)
+
+
+def test_fairfed_reports_on_held_out_rows_as_in_process(data):
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.5),
+        aggregation=FairFed(metric="dpd", beta=1.0),
+        validation_fraction=0.3,
+        n_rounds=2,
+        local_epochs=1,
+        random_state=8,
+    )
+    _assert_same_model(_on_flower(federation, data), _in_process(federation, data))

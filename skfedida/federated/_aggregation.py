@@ -325,7 +325,8 @@ class FairFed(_Aggregator):
     """FairFed's fairness-aware weights (Ezzeldin et al., AAAI 2023).
 
     Every round each client reports, for the global model it receives (before
-    training, decisions at 0.5 on its training rows), its counts per
+    training, decisions at 0.5 on its held-out rows when the federation has
+    ``validation_fraction``, else on its training rows), its counts per
     sensitive group: rows and positive decisions (and, for ``"eod"``, those
     among its positive rows). The server sums them into the federation's
     gap ``F`` (largest minus smallest group rate) and compares every client's
@@ -342,9 +343,10 @@ class FairFed(_Aggregator):
 
     Parameters
     ----------
-    metric : {"dpd", "eod"}, default="dpd"
-        The gap: selection rates (demographic parity) or true positive rates
-        (equal opportunity) across groups.
+    metric : {"dpd", "dtpr", "dfpr", "eod"}, default="dpd"
+        The gap, as skfedida's metrics of the same names: of selection rates
+        (demographic parity), true positive rates (equal opportunity), false
+        positive rates, or the larger of the last two (equalized odds).
     beta : float >= 0, default=1.0
         How far a round moves the weights; 0 is FedAvg.
 
@@ -356,6 +358,9 @@ class FairFed(_Aggregator):
     ...     {"n": np.array([50.0, 50.0]), "selected": np.array([10.0, 12.0])},
     ...     {"n": np.array([50.0, 50.0]), "selected": np.array([5.0, 30.0])},
     ...     {"n": np.array([50.0, 50.0]), "selected": np.array([10.0, 23.5])}]
+    >>> for report in reports:  # and, for the TPR and FPR gaps, among positives
+    ...     report.update(n_positive=np.array([20.0, 20.0]),
+    ...                   true_positive=np.array([8.0, 9.0]))
     >>> parameters = [[np.array([1.0])], [np.array([3.0])], [np.array([0.0])]]
     >>> memory = {}
     >>> FairFed(beta=0.5).aggregate(parameters, [100, 100, 100], reports=reports,
@@ -389,14 +394,26 @@ class FairFed(_Aggregator):
     def _gap(rates, defined):
         return float(np.ptp(rates[defined])) if defined.sum() >= 2 else 0.0
 
-    def _rates(self, report):
-        if self.metric == "dpd":
-            n, hits = report["n"], report["selected"]
-        else:
-            n, hits = report["n_positive"], report["true_positive"]
+    @staticmethod
+    def _rates(n, hits):
         defined = n > 0
         rates = np.divide(hits, n, out=np.zeros_like(hits), where=defined)
         return rates, defined
+
+    def _report_gap(self, report):
+        """The report's gap in ``metric`` (largest minus smallest group rate)."""
+        if self.metric == "dpd":
+            return self._gap(*self._rates(report["n"], report["selected"]))
+        tpr = self._gap(*self._rates(report["n_positive"], report["true_positive"]))
+        if self.metric == "dtpr":
+            return tpr
+        fpr = self._gap(
+            *self._rates(
+                report["n"] - report["n_positive"],
+                report["selected"] - report["true_positive"],
+            )
+        )
+        return fpr if self.metric == "dfpr" else max(tpr, fpr)
 
     def aggregate(self, parameter_lists, weights, *, reports, clients, memory):
         """The FairFed-weighted mean of the clients' parameters.
@@ -409,8 +426,8 @@ class FairFed(_Aggregator):
             Row counts of the clients (the starting weights).
         reports : list of dict
             Per client, its counts per group for the round's global model:
-            ``n`` and ``selected`` (``"dpd"``), ``n_positive`` and
-            ``true_positive`` (``"eod"``).
+            rows ``n``, positive decisions ``selected``, positive rows
+            ``n_positive`` and true positives ``true_positive``.
         clients : list of int
             The clients' positions in the federation (weights carry over
             between rounds by position).
@@ -431,8 +448,8 @@ class FairFed(_Aggregator):
             ]
         )
         total = {key: sum(r[key] for r in reports) for key in reports[0]}
-        global_gap = self._gap(*self._rates(total))
-        local_gaps = np.array([self._gap(*self._rates(r)) for r in reports])
+        global_gap = self._report_gap(total)
+        local_gaps = np.array([self._report_gap(r) for r in reports])
         distance = np.abs(global_gap - local_gaps)
         omega = np.clip(omega - self.beta * (distance - distance.mean()), 0.0, None)
         omega = omega / omega.sum() if omega.sum() > 0 else weights / weights.sum()
@@ -473,12 +490,13 @@ def check_aggregation(aggregation):
             f"QFedAvg needs q >= 0 and client_learning_rate > 0; got {aggregation!r}."
         )
     if isinstance(aggregation, FairFed) and not (
-        aggregation.metric in ("dpd", "eod")
+        aggregation.metric in ("dpd", "dtpr", "dfpr", "eod")
         and isinstance(aggregation.beta, numbers.Real)
         and aggregation.beta >= 0
     ):
         raise ValueError(
-            f"FairFed needs metric 'dpd' or 'eod' and beta >= 0; got {aggregation!r}."
+            "FairFed needs metric 'dpd', 'dtpr', 'dfpr' or 'eod' and beta >= 0; "
+            f"got {aggregation!r}."
         )
     if not isinstance(aggregation, _Aggregator):
         raise ValueError(

@@ -101,6 +101,8 @@ class _ClientData:
         self.weight = weight
         self.source, self.positions = source, positions
         self.n = X.shape[0] if is_plain_array(X) else _num_samples(X)
+        # The client's held-out rows, where it has them (fairness reports).
+        self.held_out = None
         # What rounds of one fit derive from these rows alone (the noised
         # columns, the validated model inputs), computed in the first round.
         self._derived = {}
@@ -721,7 +723,8 @@ def _reporting_client_round(trainer, estimator, parameters, data, epochs, seed):
     """``_client_round``, with the client's fairness report for the global model."""
     if parameters is not None:
         set_parameters(estimator, parameters)
-    report = _fairness_report(estimator, data, trainer.classes)
+    rows = data if data.held_out is None else data.held_out
+    report = _fairness_report(estimator, rows, trainer.classes)
     return (*_client_round(trainer, estimator, parameters, data, epochs, seed), report)
 
 

@@ -484,6 +484,11 @@ default="mean"
             )
             for rows in validation
         ]
+        for client, (X_val, y_val, groups_val) in zip(
+            data, self._validation, strict=False
+        ):
+            # A client reports its fairness (FairFed) on its held-out rows.
+            client.held_out = _ClientData(X_val, y_val, groups_val)
         if self.strategy == "central":
             pooled = np.sort(np.concatenate(train))
             data_central = [self._client_data(X, y, S, groups, pooled)]

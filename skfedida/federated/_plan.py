@@ -126,6 +126,9 @@ class FederationPlan:
                 y[rows],
                 None if S_metrics is None else encode_groups(S_metrics).take(rows),
             )
+        if held_out is not None and "X_eval" not in loaded:
+            # As in-process: fairness reports (FairFed) on the held-out rows.
+            train_data.held_out = _ClientData(*evaluation)
         return _ClientPart(train_data, evaluation, epochs, classes, partition)
 
     @staticmethod

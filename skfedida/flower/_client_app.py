@@ -250,7 +250,8 @@ def make_client_app(federation, load_data, *, classes=None):
             reply.content["fairness"] = ArrayRecord(
                 [counts[key] for key in _REPORT_KEYS]
             )
-            groups = part.train.groups
+            reported = part.train.held_out or part.train
+            groups = reported.groups
             reply.content["config"]["group-labels"] = json.dumps(
                 [list(label) for label in groups.labels], default=_plain
             )
