@@ -24,6 +24,7 @@ from ._client import (
     clone_fitted,
 )
 from ._parameters import get_parameters, set_parameters
+from ._replies import training_reply_problem
 
 #: Strategies whose clients exchange parameters with the server every round.
 COMMUNICATING = ("fedavg", "pfedavg")
@@ -148,6 +149,10 @@ class _Server:
                 )
                 for k, seed in zip(selected, round_seeds, strict=True)
             )
+            outcomes = [
+                self._checked_outcome(outcome, global_parameters, data[k])
+                for k, outcome in zip(selected, outcomes, strict=True)
+            ]
             results, weights = self._collect(
                 round_, selected, outcomes, models, history
             )
@@ -196,6 +201,23 @@ class _Server:
             "strategy": self.strategy,
             "aggregator_memory": memory,
         }
+
+    @staticmethod
+    def _checked_outcome(outcome, global_parameters, client_data):
+        """A client's reply, or its failure when the reply cannot be used."""
+        ok, result = outcome
+        if not ok:
+            return outcome
+        problem = training_reply_problem(
+            result[1],
+            result[2],
+            result[3],
+            reference=global_parameters,
+            declared_rows=client_data.n,
+        )
+        if problem is None:
+            return outcome
+        return False, ValueError(f"its reply cannot be used: {problem}")
 
     def _collect(self, round_, selected, outcomes, models, history):
         """The successful replies and their weights; failures handled, recorded."""

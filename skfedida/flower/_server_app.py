@@ -19,7 +19,8 @@ from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 
 from .._groups import encode_groups
-from ._protocol import _HISTOGRAMS, _INIT, _REPORT_KEYS, plan_for_run
+from ..federated._replies import evaluation_reply_problem, training_reply_problem
+from ._protocol import _HISTOGRAMS, _INIT, _REPORT_KEYS, REPLY_METRICS, plan_for_run
 from ._result import _write
 
 
@@ -45,7 +46,7 @@ def _weighted_metrics(records, weight_key):
     return MetricRecord(aggregated)
 
 
-def _federation_strategy(plan, nodes, seeds, history):
+def _federation_strategy(plan, nodes, seeds, history, declared_rows=None):
     """The Flower strategy of the federation's aggregation, with its checks.
 
     FedAvg, FedMedian or FedTrimmedAvg from ``flwr.serverapp.strategy``: the
@@ -54,7 +55,7 @@ def _federation_strategy(plan, nodes, seeds, history):
     """
     base = getattr(flwr_strategies, plan.aggregator.flower_strategy)
     strategy_class = type("_FederationStrategy", (_FederationChecks, base), {})
-    return strategy_class(plan, nodes, seeds, history)
+    return strategy_class(plan, nodes, seeds, history, declared_rows)
 
 
 class _FederationChecks:
@@ -68,7 +69,7 @@ class _FederationChecks:
     recorded skip (Flower would carry on).
     """
 
-    def __init__(self, plan, nodes, seeds, history):
+    def __init__(self, plan, nodes, seeds, history, declared_rows=None):
         n_clients = len(nodes)
         super().__init__(
             min_train_nodes=n_clients,
@@ -85,6 +86,10 @@ class _FederationChecks:
         self.history = history
         self.expected = {}
         self.aggregator_memory = {}
+        # Training rows each client declared when it joined; the round's
+        # global arrays (what every training reply must match).
+        self.declared_rows = declared_rows
+        self.round_arrays = None
 
     def _messages(self, server_round, arrays, config, partitions, message_type):
         config["server-round"] = server_round
@@ -97,6 +102,7 @@ class _FederationChecks:
         )
 
     def configure_train(self, server_round, arrays, config, grid):
+        self.round_arrays = arrays.to_numpy_ndarrays()
         if hasattr(self, "current_arrays"):
             # QFedAvg steps from the round's global parameters.
             self.current_arrays = arrays.copy()
@@ -122,6 +128,8 @@ class _FederationChecks:
                 failures.append((k, "no reply before the round's timeout"))
             elif reply.has_error():
                 failures.append((k, reply.error.reason))
+            elif (problem := self._reply_problem(k, reply, message_type)) is not None:
+                failures.append((k, f"its reply cannot be used: {problem}"))
             else:
                 succeeded.append((k, reply))
         what = "training" if message_type == MessageType.TRAIN else "evaluation"
@@ -144,6 +152,25 @@ class _FederationChecks:
             else:
                 record["evaluation_skipped"] = reason
         return [reply for _, reply in sorted(succeeded, key=lambda item: item[0])]
+
+    def _reply_problem(self, k, reply, message_type):
+        """What is wrong with a reply (skfedida.federated._replies), or None."""
+        content = reply.content
+        try:
+            metrics = dict(content["metrics"])
+            if message_type != MessageType.TRAIN:
+                return evaluation_reply_problem(metrics, allowed=REPLY_METRICS)
+            return training_reply_problem(
+                content["arrays"].to_numpy_ndarrays(),
+                metrics.get("num-examples"),
+                metrics.get("train-loss"),
+                reference=self.round_arrays,
+                declared_rows=(
+                    None if self.declared_rows is None else self.declared_rows[k]
+                ),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"it is malformed ({type(exc).__name__}: {exc})"
 
     def _record(self, server_round, k):
         for record in self.history:
@@ -341,7 +368,8 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
             )
     n_features, classes, feature_names = described[0]
     history = []
-    strategy = _federation_strategy(plan, nodes, seeds, history)
+    declared_rows = [int(reply["metrics"]["num-examples"]) for reply in replies]
+    strategy = _federation_strategy(plan, nodes, seeds, history, declared_rows)
     result = strategy.start(
         grid=grid,
         # Like the in-process federation, start from client 0's initial model.

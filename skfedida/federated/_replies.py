@@ -1,0 +1,101 @@
+"""What the server checks in a client's reply before using it.
+
+One implementation for the in-process federation and the Flower ServerApp:
+a reply that does not fit the global model (array count, shapes, dtypes),
+holds NaN or infinity, or reports another number of rows than the client
+declared, is that client's failure, named, and handled by
+``on_client_error`` like any other. A finite reply of the right shape can
+still be hostile (scaled or sign-flipped parameters): bounding its effect is
+the aggregator's job (``aggregation="median"`` or ``"trimmed_mean"``).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def training_reply_problem(parameters, n_rows, loss, *, reference, declared_rows):
+    """Why a training reply cannot be aggregated, or None when it can.
+
+    Parameters
+    ----------
+    parameters : list of array-like
+        The client's parameter arrays.
+    n_rows : object
+        The number of training rows it reports (the FedAvg weight).
+    loss : object
+        The training loss it reports.
+    reference : list of ndarray
+        The global parameters of the round (shapes and dtypes to match).
+    declared_rows : int or None
+        The number of training rows the client declared when it joined.
+
+    Returns
+    -------
+    problem : str or None
+        What is wrong, in words; None for a usable reply.
+    """
+    if len(parameters) != len(reference):
+        return (
+            f"it sent {len(parameters)} parameter arrays; the model has "
+            f"{len(reference)}"
+        )
+    for i, (array, expected) in enumerate(zip(parameters, reference, strict=True)):
+        array = np.asarray(array)
+        if array.shape != np.shape(expected):
+            return (
+                f"parameter array {i} has shape {array.shape}; the model's has "
+                f"shape {np.shape(expected)}"
+            )
+        if array.dtype != np.asarray(expected).dtype:
+            return (
+                f"parameter array {i} has dtype {array.dtype}; the model's is "
+                f"{np.asarray(expected).dtype}"
+            )
+        if not np.all(np.isfinite(array)):
+            return f"parameter array {i} holds NaN or infinity"
+    if (
+        not isinstance(n_rows, numbers.Integral)
+        or isinstance(n_rows, bool)
+        or n_rows <= 0
+    ):
+        return f"it reported {n_rows!r} training rows (a count > 0 is needed)"
+    if declared_rows is not None and int(n_rows) != int(declared_rows):
+        return (
+            f"it reported {int(n_rows)} training rows; it declared "
+            f"{int(declared_rows)} when it joined"
+        )
+    if not isinstance(loss, numbers.Real) or not np.isfinite(loss) or loss < 0:
+        return f"it reported a training loss of {loss!r} (a finite value >= 0)"
+    return None
+
+
+def evaluation_reply_problem(metrics, *, allowed):
+    """Why evaluation metrics cannot be recorded, or None when they can.
+
+    Parameters
+    ----------
+    metrics : mapping
+        Metric name to value, as the client sent them.
+    allowed : collection of str
+        The metric names a client may send.
+
+    Returns
+    -------
+    problem : str or None
+        What is wrong, in words; None for usable metrics.
+    """
+    unknown = sorted(set(metrics) - set(allowed))
+    if unknown:
+        return f"it sent unknown metrics {unknown}"
+    for name, value in metrics.items():
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            return f"metric {name!r} is {value!r}, not a number"
+        if name == "num-examples":
+            if not (isinstance(value, numbers.Integral) and value >= 0):
+                return f"it reported {value!r} evaluation rows"
+        elif name.startswith("val_") and not (np.isnan(value) or 0.0 <= value <= 1.0):
+            return f"metric {name!r} is {value!r}, outside [0, 1]"
+    return None

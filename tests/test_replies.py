@@ -1,0 +1,201 @@
+"""Replies the server cannot use are a named failure of their client.
+
+The rows of the issue's table of a client that rewrites its replies, in a
+wrapper around the real ClientApp (and, in-process, an estimator that
+changes its own parameters): a wrong shape or count, NaN, integers, another
+number of rows than the client declared, unknown or impossible metrics.
+"""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+
+from flwr.app import ArrayRecord, MessageType
+
+from skfedida.datasets import make_federated_classification
+from skfedida.federated import FederatedEstimator
+from skfedida.federated._replies import (
+    evaluation_reply_problem,
+    training_reply_problem,
+)
+from skfedida.flower import make_client_app, make_server_app, run_in_process
+from skfedida.linear_model import FairPenaltyLogisticRegression
+
+N_CLIENTS = 3
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_federated_classification(900, n_clients=N_CLIENTS, random_state=0)
+
+
+def _loader(data):
+    def load_data(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {
+            "X": data.data[rows],
+            "y": data.target[rows],
+            "sensitive_features": {
+                name: values[rows] for name, values in data.sensitive.items()
+            },
+        }
+
+    return load_data
+
+
+class _Rewriting:
+    """The real ClientApp, with partition 2's replies rewritten."""
+
+    def __init__(self, app, rewrite, message_type=MessageType.TRAIN):
+        self.app, self.rewrite, self.message_type = app, rewrite, message_type
+
+    def __call__(self, message, context):
+        reply = self.app(message=message, context=context)
+        if (
+            context.node_config["partition-id"] == 2
+            and message.metadata.message_type == self.message_type
+        ):
+            self.rewrite(reply.content)
+        return reply
+
+
+def _arrays(change):
+    def rewrite(content):
+        arrays = content["arrays"].to_numpy_ndarrays()
+        content["arrays"] = ArrayRecord([np.asarray(a) for a in change(arrays)])
+
+    return rewrite
+
+
+def _metric(name, value):
+    def rewrite(content):
+        content["metrics"][name] = value
+
+    return rewrite
+
+
+def _federation(**options):
+    return FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+        **options,
+    )
+
+
+TRAINING_REWRITES = {
+    "coef of shape (1, 1)": (
+        _arrays(lambda a: [a[0][:, :1], a[1]]),
+        "parameter array 0 has shape",
+    ),
+    "a scalar coef": (_arrays(lambda a: [np.float64(1.0), a[1]]), "shape"),
+    "an extra array": (_arrays(lambda a: [*a, a[1]]), "3 parameter arrays"),
+    "NaN": (_arrays(lambda a: [a[0] * np.nan, a[1]]), "NaN or infinity"),
+    "infinity": (_arrays(lambda a: [a[0] + np.inf, a[1]]), "NaN or infinity"),
+    "int8 arrays": (
+        _arrays(lambda a: [x.astype(np.int8) for x in a]),
+        "dtype int8",
+    ),
+    "1e12 rows": (_metric("num-examples", 10**12), "declared"),
+    "-300 rows": (_metric("num-examples", -300), "a count > 0"),
+    "0 rows": (_metric("num-examples", 0), "a count > 0"),
+    "a NaN loss": (_metric("train-loss", float("nan")), "training loss"),
+}
+
+
+@pytest.mark.parametrize("case", list(TRAINING_REWRITES))
+def test_a_bad_training_reply_is_a_named_failure_or_a_recorded_skip(data, case):
+    rewrite, message = TRAINING_REWRITES[case]
+    federation = _federation()
+    client_app = _Rewriting(make_client_app(federation, _loader(data)), rewrite)
+    with pytest.raises(
+        RuntimeError,
+        match=rf"Client 2 \(node \d+\) failed in round 1 \(training\): its reply "
+        rf"cannot be used: .*{message}",
+    ):
+        run_in_process(make_server_app(federation), client_app, num_partitions=3)
+    skipping = _federation(on_client_error="skip")
+    client_app = _Rewriting(make_client_app(skipping, _loader(data)), rewrite)
+    fitted = run_in_process(make_server_app(skipping), client_app, num_partitions=3)
+    skipped = [r for r in fitted.history_ if r.get("skipped")]
+    assert {r["client"] for r in skipped} == {2}
+    assert all(message in r["skipped"] for r in skipped)
+    assert np.all(np.isfinite(fitted.estimator_.coef_))
+    assert fitted.estimator_.coef_.shape == (1, data.data.shape[1])
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "message"),
+    [
+        (_metric("val_roc_auc", 7.0), "outside"),
+        (_metric("val_secret", 0.5), "unknown metrics"),
+        (_metric("num-examples", -1), "evaluation rows"),
+    ],
+)
+def test_bad_evaluation_metrics_are_a_named_failure(data, rewrite, message):
+    federation = _federation(validation_fraction=0.3)
+    client_app = _Rewriting(
+        make_client_app(federation, _loader(data)), rewrite, MessageType.EVALUATE
+    )
+    with pytest.raises(RuntimeError, match=rf"Client 2 .*\(evaluation\).*{message}"):
+        run_in_process(make_server_app(federation), client_app, num_partitions=3)
+
+
+def test_in_process_the_same_check_names_the_client(data, monkeypatch):
+    # A client whose parameter protocol returns one array too many (the
+    # in-process federation runs the same check as the Flower server).
+    from skfedida.federated import _client
+
+    seeds = (
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=0.0), n_rounds=1, random_state=0
+        )
+        .fit(data.data, data.target, clients=data.clients)
+        .client_seeds_
+    )
+    real = _client.get_parameters
+
+    def extra_array_for_client_1(estimator):
+        arrays = real(estimator)
+        if estimator.random_state == int(seeds[1]):
+            arrays.append(np.zeros(1))
+        return arrays
+
+    monkeypatch.setattr(_client, "get_parameters", extra_array_for_client_1)
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.0),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+    )
+    with pytest.raises(
+        RuntimeError, match=r"Client 1 failed in round 1: .*3 parameter arrays"
+    ):
+        federation.fit(data.data, data.target, clients=data.clients)
+    fitted = federation.set_params(on_client_error="skip").fit(
+        data.data, data.target, clients=data.clients
+    )
+    assert {r["client"] for r in fitted.history_ if r.get("skipped")} == {1}
+
+
+def test_the_checks_themselves():
+    reference = [np.zeros((1, 3)), np.zeros(1)]
+    good = [np.ones((1, 3)), np.ones(1)]
+    assert (
+        training_reply_problem(good, 10, 0.5, reference=reference, declared_rows=10)
+        is None
+    )
+    assert "declared 10" in training_reply_problem(
+        good, 11, 0.5, reference=reference, declared_rows=10
+    )
+    assert "a count > 0" in training_reply_problem(
+        good, True, 0.5, reference=reference, declared_rows=None
+    )
+    assert (
+        evaluation_reply_problem({"val_dpd": float("nan")}, allowed={"val_dpd"}) is None
+    )
+    assert "not a number" in evaluation_reply_problem(
+        {"val_dpd": "0.1"}, allowed={"val_dpd"}
+    )
