@@ -236,7 +236,13 @@ class InProcessGrid(Grid):
 
 
 def run_in_process(
-    server_app, client_app, *, num_partitions, run_config=None, node_configs=None
+    server_app,
+    client_app,
+    *,
+    num_partitions,
+    run_config=None,
+    node_configs=None,
+    result_key=None,
 ):
     """Run a skfedida ServerApp against ``num_partitions`` in-process clients.
 
@@ -257,6 +263,9 @@ def run_in_process(
     node_configs : list of dict, default=None
         More node config for each node, in partition order (e.g.
         ``model-path``).
+    result_key : str or bytes, default=None
+        The ``result_key`` given to :func:`make_server_app` (or the run
+        config's ``result-key``), to check the result file with.
 
     Returns
     -------
@@ -311,4 +320,5 @@ def run_in_process(
         )
         with _identity(grid.run_id, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID):
             server_app(grid, context)
-        return load_result(run_config["result-path"])
+        key = result_key if result_key is not None else run_config.get("result-key")
+        return load_result(run_config["result-path"], key=key)

@@ -21,7 +21,7 @@ from sklearn.base import clone
 from .._groups import encode_groups
 from ..federated._replies import evaluation_reply_problem, training_reply_problem
 from ._protocol import _HISTOGRAMS, _INIT, _REPORT_KEYS, REPLY_METRICS, plan_for_run
-from ._result import _write
+from ._result import _write_result
 
 
 def _weighted_metrics(records, weight_key):
@@ -406,6 +406,7 @@ def make_server_app(
     *,
     postprocessor=None,
     result_path=None,
+    result_key=None,
     timeout=3600.0,
     connect_timeout=300.0,
 ):
@@ -441,6 +442,10 @@ def make_server_app(
         Where the ServerApp writes its result with joblib (see
         :func:`load_result`); the run config key ``result-path`` overrides it.
         On failure the file records the error instead.
+    result_key : str or bytes, default=None
+        Sign the result file with this key (HMAC-SHA256), so that
+        ``load_result(path, key=...)`` refuses a changed file before
+        unpickling it; the run config key ``result-key`` overrides it.
     timeout : float, default=3600.0
         Seconds to wait for the replies of one round.
     connect_timeout : float, default=300.0
@@ -488,6 +493,7 @@ def make_server_app(
     @app.main()
     def main(grid, context):
         path = context.run_config.get("result-path", result_path)
+        key = context.run_config.get("result-key", result_key)
         try:
             fitted = _federate(
                 plan_for_run(federation, context.run_config),
@@ -498,9 +504,9 @@ def make_server_app(
             )
         except Exception as exc:
             if path:
-                _write(path, {"error": f"{type(exc).__name__}: {exc}"})
+                _write_result(path, {"error": f"{type(exc).__name__}: {exc}"}, key)
             raise
         if path:
-            _write(path, {"estimator": fitted})
+            _write_result(path, {"estimator": fitted}, key)
 
     return app
