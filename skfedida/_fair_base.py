@@ -126,6 +126,29 @@ class _Batch:
         )
 
 
+def compiled_loop_inputs(batch, bounds):
+    """A ``_Batch``'s rows and minibatch bounds as the compiled loops take them.
+
+    X, y, groups, n_groups, weight and bounds: contiguous float64 / intp.
+    """
+    return (
+        np.ascontiguousarray(batch.X, dtype=np.float64),
+        np.ascontiguousarray(batch.y, dtype=np.float64),
+        np.ascontiguousarray(batch.groups, dtype=np.intp),
+        int(batch.n_groups),
+        np.ascontiguousarray(batch.weight, dtype=np.float64),
+        np.ascontiguousarray(bounds, dtype=np.intp),
+    )
+
+
+def non_finite_gradient():
+    """The error of a minibatch whose gradient is not finite (every loop)."""
+    return FloatingPointError(
+        "The minibatch gradient is not finite; check X for extreme "
+        "values (scale the features) and sample_weight."
+    )
+
+
 def minibatch_bounds(n_samples, batch_size):
     """Bounds of consecutive minibatches of ``batch_size`` rows (last shorter)."""
     return np.append(np.arange(0, n_samples, batch_size), n_samples).astype(np.intp)
@@ -510,10 +533,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
     def _armijo_step(self, params, minibatch, value, gradients):
         squared_norm = sum(float(np.vdot(g, g)) for g in gradients)
         if not np.isfinite(squared_norm):
-            raise FloatingPointError(
-                "The minibatch gradient is not finite; check X for extreme "
-                "values (scale the features) and sample_weight."
-            )
+            raise non_finite_gradient()
         if squared_norm == 0.0:
             return
         step = self.learning_rate

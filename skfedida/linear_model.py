@@ -8,7 +8,14 @@ from scipy.optimize import minimize
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ._compat import _check_optimize_result, _fit_context
-from ._fair_base import _ARMIJO, _MAX_HALVINGS, BaseFairClassifier, _Batch
+from ._fair_base import (
+    _ARMIJO,
+    _MAX_HALVINGS,
+    BaseFairClassifier,
+    _Batch,
+    compiled_loop_inputs,
+    non_finite_gradient,
+)
 
 try:  # built from _sgd_fast.pyx at install; the numpy loop is its reference
     from ._sgd_fast import linear_sgd_steps
@@ -220,12 +227,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         coef_sum = np.zeros_like(coef_work)
         intercept_sum = np.zeros(1)
         values, n_steps, status = linear_sgd_steps(
-            np.ascontiguousarray(batch.X, dtype=np.float64),
-            np.ascontiguousarray(batch.y, dtype=np.float64),
-            np.ascontiguousarray(batch.groups, dtype=np.intp),
-            int(batch.n_groups),
-            np.ascontiguousarray(batch.weight, dtype=np.float64),
-            np.ascontiguousarray(bounds, dtype=np.intp),
+            *compiled_loop_inputs(batch, bounds),
             coef_work,
             intercept_work,
             bool(self.fit_intercept),
@@ -240,10 +242,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             intercept_sum,
         )
         if status:
-            raise FloatingPointError(
-                "The minibatch gradient is not finite; check X for extreme "
-                "values (scale the features) and sample_weight."
-            )
+            raise non_finite_gradient()
         if average and n_steps:
             coef_work, intercept_work = coef_sum / n_steps, intercept_sum / n_steps
         coef[0] = coef_work

@@ -20,6 +20,8 @@ from ._fair_base import (
     _MAX_HALVINGS,
     BaseFairClassifier,
     _Batch,
+    compiled_loop_inputs,
+    non_finite_gradient,
     warn_if_unscaled,
 )
 from .exceptions import caller_stacklevel
@@ -339,12 +341,7 @@ class FairMLPClassifier(BaseFairClassifier):
         flat_sum = np.zeros_like(flat)
         sizes = [w.shape[0] for w in params[: len(params) // 2]] + [1]
         values, n_steps, status = mlp_sgd_steps(
-            np.ascontiguousarray(batch.X, dtype=np.float64),
-            np.ascontiguousarray(batch.y, dtype=np.float64),
-            np.ascontiguousarray(batch.groups, dtype=np.intp),
-            int(batch.n_groups),
-            np.ascontiguousarray(batch.weight, dtype=np.float64),
-            np.ascontiguousarray(bounds, dtype=np.intp),
+            *compiled_loop_inputs(batch, bounds),
             flat,
             np.asarray(sizes, dtype=np.intp),
             _ACTIVATION_CODES[self.activation],
@@ -358,10 +355,7 @@ class FairMLPClassifier(BaseFairClassifier):
             flat_sum,
         )
         if status:
-            raise FloatingPointError(
-                "The minibatch gradient is not finite; check X for extreme "
-                "values (scale the features) and sample_weight."
-            )
+            raise non_finite_gradient()
         if average and n_steps:
             flat = flat_sum / n_steps
         offset = 0

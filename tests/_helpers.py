@@ -57,3 +57,19 @@ class FailingLogistic(FairPenaltyLogisticRegression):
             sensitive_features=sensitive_features,
             sample_weight=sample_weight,
         )
+
+
+def partition_loader(data):
+    """A Flower ``load_data``: partition K holds the rows of client K."""
+
+    def load_data(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {
+            "X": data.data[rows],
+            "y": data.target[rows],
+            "sensitive_features": {
+                name: values[rows] for name, values in data.sensitive.items()
+            },
+        }
+
+    return load_data

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("flwr")
 
+from _helpers import partition_loader
 from flwr.app import Context, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
 
@@ -35,20 +36,6 @@ def data():
     return make_federated_classification(900, n_clients=N_CLIENTS, random_state=0)
 
 
-def _loader(data):
-    def load_data(context):
-        rows = data.clients == context.node_config["partition-id"]
-        return {
-            "X": data.data[rows],
-            "y": data.target[rows],
-            "sensitive_features": {
-                name: values[rows] for name, values in data.sensitive.items()
-            },
-        }
-
-    return load_data
-
-
 def _federation():
     return FederatedEstimator(
         FairPenaltyLogisticRegression(fairness=1.0),
@@ -72,7 +59,7 @@ def test_flower_thresholds_equal_the_in_process_ones(data, options):
     post = FederatedThresholdOptimizer(federation, random_state=0, **options)
     flower = run_in_process(
         make_server_app(federation, postprocessor=post),
-        make_client_app(federation, _loader(data)),
+        make_client_app(federation, partition_loader(data)),
         num_partitions=N_CLIENTS,
     )
     local = FederatedThresholdOptimizer(_federation(), random_state=0, **options).fit(
@@ -94,7 +81,7 @@ def test_flower_thresholds_equal_the_in_process_ones(data, options):
 
 def test_the_server_receives_only_counts_and_group_categories(data):
     federation = _federation()
-    client_app = make_client_app(federation, _loader(data))
+    client_app = make_client_app(federation, partition_loader(data))
     grid = InProcessGrid(
         client_app,
         [{"partition-id": k, "num-partitions": N_CLIENTS} for k in range(N_CLIENTS)],

@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("flwr")
 
+from _helpers import partition_loader
 from flwr.app import ArrayRecord, MessageType
 
 from skfedida.datasets import make_federated_classification
@@ -28,20 +29,6 @@ N_CLIENTS = 3
 @pytest.fixture(scope="module")
 def data():
     return make_federated_classification(900, n_clients=N_CLIENTS, random_state=0)
-
-
-def _loader(data):
-    def load_data(context):
-        rows = data.clients == context.node_config["partition-id"]
-        return {
-            "X": data.data[rows],
-            "y": data.target[rows],
-            "sensitive_features": {
-                name: values[rows] for name, values in data.sensitive.items()
-            },
-        }
-
-    return load_data
 
 
 class _Rewriting:
@@ -109,7 +96,9 @@ TRAINING_REWRITES = {
 def test_a_bad_training_reply_is_a_named_failure_or_a_recorded_skip(data, case):
     rewrite, message = TRAINING_REWRITES[case]
     federation = _federation()
-    client_app = _Rewriting(make_client_app(federation, _loader(data)), rewrite)
+    client_app = _Rewriting(
+        make_client_app(federation, partition_loader(data)), rewrite
+    )
     with pytest.raises(
         RuntimeError,
         match=rf"Client 2 \(node \d+\) failed in round 1 \(training\): its reply "
@@ -117,7 +106,7 @@ def test_a_bad_training_reply_is_a_named_failure_or_a_recorded_skip(data, case):
     ):
         run_in_process(make_server_app(federation), client_app, num_partitions=3)
     skipping = _federation(on_client_error="skip")
-    client_app = _Rewriting(make_client_app(skipping, _loader(data)), rewrite)
+    client_app = _Rewriting(make_client_app(skipping, partition_loader(data)), rewrite)
     fitted = run_in_process(make_server_app(skipping), client_app, num_partitions=3)
     skipped = [r for r in fitted.history_ if r.get("skipped")]
     assert {r["client"] for r in skipped} == {2}
@@ -137,7 +126,9 @@ def test_a_bad_training_reply_is_a_named_failure_or_a_recorded_skip(data, case):
 def test_bad_evaluation_metrics_are_a_named_failure(data, rewrite, message):
     federation = _federation(validation_fraction=0.3)
     client_app = _Rewriting(
-        make_client_app(federation, _loader(data)), rewrite, MessageType.EVALUATE
+        make_client_app(federation, partition_loader(data)),
+        rewrite,
+        MessageType.EVALUATE,
     )
     with pytest.raises(RuntimeError, match=rf"Client 2 .*\(evaluation\).*{message}"):
         run_in_process(make_server_app(federation), client_app, num_partitions=3)

@@ -96,14 +96,18 @@ class WeightedMean(_Aggregator):
             one array per parameter.
         """
         weights = np.asarray(weights, dtype=np.float64)
-        weights = weights / weights.sum()
-        return [
-            sum(
-                w * params[i]
-                for w, params in zip(weights, parameter_lists, strict=True)
-            )
-            for i in range(len(parameter_lists[0]))
-        ]
+        return _weighted_sum(parameter_lists, weights / weights.sum())
+
+
+def _weighted_sum(parameter_lists, shares):
+    """Sum of the clients' arrays times their shares, in client order.
+
+    The order of Flower's FedAvg sum, so the results are the same bits.
+    """
+    return [
+        sum(w * params[i] for w, params in zip(shares, parameter_lists, strict=True))
+        for i in range(len(parameter_lists[0]))
+    ]
 
 
 class Median(_Aggregator):
@@ -456,10 +460,7 @@ class FairFed(_Aggregator):
         for k, w in zip(clients, omega, strict=True):
             previous[k] = float(w)
         memory.setdefault("gaps", []).append((global_gap, local_gaps.tolist()))
-        return [
-            sum(w * params[i] for w, params in zip(omega, parameter_lists, strict=True))
-            for i in range(len(parameter_lists[0]))
-        ]
+        return _weighted_sum(parameter_lists, omega)
 
 
 _BY_NAME = {"mean": WeightedMean, "median": Median, "trimmed_mean": TrimmedMean}

@@ -25,7 +25,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
 from .._compat import _num_samples, _safe_indexing
-from .._fair_base import BaseFairClassifier
+from .._fair_base import BaseFairClassifier, minibatch_bounds
 from .._groups import (
     check_one_kind,
     column_positions,
@@ -403,6 +403,7 @@ class _ResampledEpochs:
             self.sampler_n_groups,
             self.noised,
         ) = arrays
+        self.labels = self.y.astype(np.intp)  # the 0/1 labels as codes, once
         self.sampler_random_state = check_random_state(sampler.random_state)
 
     @classmethod
@@ -489,7 +490,7 @@ class _ResampledEpochs:
         n_samples = self.y.shape[0]
         order = random_state.permutation(n_samples)
         batch_size = self.trainer.batch_size
-        labels = self.y.astype(np.intp)
+        labels = self.labels
         rows, bounds, synthetic, noise = resample_minibatches(
             self.sampler,
             order,
@@ -515,7 +516,7 @@ class _ResampledEpochs:
 def _minibatch_prior_weights(labels, order, batch_size, rows, bounds):
     """``_prior_weights`` of every resampled minibatch, at once."""
     n_batches = bounds.size - 1
-    size_before = np.diff(np.append(np.arange(0, order.size, batch_size), order.size))
+    size_before = np.diff(minibatch_bounds(order.size, batch_size))
     batch_before = np.arange(order.size) // batch_size
     before = (
         np.bincount(batch_before * 2 + labels[order], minlength=2 * n_batches).reshape(
@@ -728,22 +729,16 @@ def _reporting_client_round(trainer, estimator, parameters, data, epochs, seed):
     return (*_client_round(trainer, estimator, parameters, data, epochs, seed), report)
 
 
-def _guarded_reporting_round(*args):
-    """``_reporting_client_round``, returning a failure to the server."""
-    try:
-        return True, _reporting_client_round(*args)
-    except Exception as exc:  # any failure of a client's own training
-        return False, exc
-
-
-def _guarded_client_round(*args):
+def _guarded_client_round(*args, reporting=False):
     """``_client_round``, returning a failure to the server instead of raising.
 
     The server then knows which client failed in which round, and decides
-    (``on_client_error``) whether to stop or to aggregate the others.
+    (``on_client_error``) whether to stop or to aggregate the others. With
+    ``reporting``, the round is ``_reporting_client_round`` (FairFed).
     """
+    client_round = _reporting_client_round if reporting else _client_round
     try:
-        return True, _client_round(*args)
+        return True, client_round(*args)
     except Exception as exc:  # any failure of a client's own training
         return False, exc
 

@@ -175,16 +175,9 @@ class FederationPlan:
         With an aggregator that needs fairness reports (FairFed), a fifth
         element: the client's counts per group for the global model it got.
         """
-        if self.aggregator.report_metric is not None:
-            return _reporting_client_round(
-                self._trainer(part.classes, part),
-                estimator,
-                parameters,
-                part.train,
-                part.epochs,
-                _round_seed(seed, round_),
-            )
-        return _client_round(
+        reporting = self.aggregator.report_metric is not None
+        client_round = _reporting_client_round if reporting else _client_round
+        return client_round(
             self._trainer(part.classes, part),
             estimator,
             parameters,

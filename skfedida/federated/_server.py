@@ -18,7 +18,6 @@ from joblib import Parallel, delayed
 from ._aggregation import WeightedMean
 from ._client import (
     _guarded_client_round,
-    _guarded_reporting_round,
     _round_seed,
     _select_clients,
     clone_fitted,
@@ -118,7 +117,6 @@ class _Server:
         models = state["models"]
         memory = state.get("aggregator_memory", {})
         reporting = self.aggregator.report_metric is not None
-        client_task = _guarded_reporting_round if reporting else _guarded_client_round
         selection_rng = state["selection_rng"]
         global_parameters = state["global_parameters"]
         first_round = state["rounds"]
@@ -139,13 +137,14 @@ class _Server:
                 selected = np.arange(n_clients)
             round_seeds = [_round_seed(seeds[k], round_) for k in selected]
             outcomes = parallel(
-                delayed(client_task)(
+                delayed(_guarded_client_round)(
                     trainer,
                     models[k],
                     global_parameters if (self.communicates or round_ == 0) else None,
                     data[k],
                     int(epochs[k]),
                     int(seed),
+                    reporting=reporting,
                 )
                 for k, seed in zip(selected, round_seeds, strict=True)
             )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import numbers
 import pickle
 
@@ -12,7 +11,7 @@ from flwr.clientapp import ClientApp
 
 from ..federated import get_parameters, set_parameters
 from ..federated._client import clone_fitted
-from ._protocol import _REPORT_KEYS, _STATE_KEY, plan_for_run
+from ._protocol import _REPORT_KEYS, _STATE_KEY, group_config, plan_for_run
 from ._result import _write
 
 
@@ -48,11 +47,6 @@ def _load(load_data, context):
             f"'sensitive_features_eval'); got {type(loaded).__name__}."
         )
     return loaded
-
-
-def _plain(value):
-    """A numpy scalar as the Python value JSON writes."""
-    return value.item() if hasattr(value, "item") else str(value)
 
 
 def _reply(message, *, arrays=None, metrics=None, config=None):
@@ -214,15 +208,10 @@ def make_client_app(federation, load_data, *, classes=None):
             groups.n_groups,
             int(message.content["config"]["n-bins"]),
         )
-        labels = json.dumps([list(label) for label in groups.labels], default=_plain)
         return _reply(
             message,
             arrays=[counts],
-            config={
-                "partition-id": part.partition,
-                "group-labels": labels,
-                "sensitive-names": json.dumps(list(groups.names), default=_plain),
-            },
+            config={"partition-id": part.partition, **group_config(groups)},
         )
 
     @app.train()
@@ -251,13 +240,8 @@ def make_client_app(federation, load_data, *, classes=None):
                 [counts[key] for key in _REPORT_KEYS]
             )
             reported = part.train.held_out or part.train
-            groups = reported.groups
-            reply.content["config"]["group-labels"] = json.dumps(
-                [list(label) for label in groups.labels], default=_plain
-            )
-            reply.content["config"]["sensitive-names"] = json.dumps(
-                list(groups.names), default=_plain
-            )
+            for key, value in group_config(reported.groups).items():
+                reply.content["config"][key] = value
         return reply
 
     @app.evaluate()

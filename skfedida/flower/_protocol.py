@@ -8,8 +8,11 @@ labels or groups), and the federation plan each side builds from the same
 
 from __future__ import annotations
 
+import json
+
 from flwr.app import MessageType
 
+from .._groups import encode_groups
 from ..federated._plan import make_plan
 
 #: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
@@ -57,6 +60,44 @@ REPLY_CONFIG = frozenset(
         "sensitive-names",
     }
 )
+
+
+def _plain(value):
+    """A numpy scalar as the Python value JSON writes."""
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def group_config(groups):
+    """The categories of a client's groups, as it sends them (JSON strings).
+
+    The server needs them to add up counts that each client keeps by its own
+    group codes; they name categories, not rows.
+    """
+    return {
+        "group-labels": json.dumps(
+            [list(label) for label in groups.labels], default=_plain
+        ),
+        "sensitive-names": json.dumps(list(groups.names), default=_plain),
+    }
+
+
+def merged_groups(configs):
+    """The union of the clients' groups, and each client's codes in it.
+
+    ``configs`` are the clients' ``group_config``; the union is in the order
+    ``encode_groups`` gives the pooled rows, as in-process.
+    """
+    labels = [
+        [tuple(label) for label in json.loads(config["group-labels"])]
+        for config in configs
+    ]
+    names = json.loads(configs[0]["sensitive-names"])
+    union = sorted(set().union(*labels), key=repr)
+    merged = encode_groups(
+        {name: [label[j] for label in union] for j, name in enumerate(names)}
+    )
+    code = {label: k for k, label in enumerate(merged.labels)}
+    return merged, [[code[label] for label in client] for client in labels]
 
 
 def plan_for_run(federation, run_config):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import numpy as np
@@ -18,9 +17,15 @@ from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 
-from .._groups import encode_groups
 from ..federated._replies import evaluation_reply_problem, training_reply_problem
-from ._protocol import _HISTOGRAMS, _INIT, _REPORT_KEYS, REPLY_METRICS, plan_for_run
+from ._protocol import (
+    _HISTOGRAMS,
+    _INIT,
+    _REPORT_KEYS,
+    REPLY_METRICS,
+    merged_groups,
+    plan_for_run,
+)
 from ._result import _write_result
 
 
@@ -217,19 +222,13 @@ class _FederationChecks:
 
 def _aligned_reports(replies):
     """FairFed reports of clients with their own group codes, on common groups."""
-    labels = [
-        [tuple(label) for label in json.loads(r.content["config"]["group-labels"])]
-        for r in replies
-    ]
-    union = sorted(set().union(*labels), key=repr)
-    code = {label: k for k, label in enumerate(union)}
+    merged, codes = merged_groups([r.content["config"] for r in replies])
     reports = []
-    for reply, client_labels in zip(replies, labels, strict=True):
+    for reply, positions in zip(replies, codes, strict=True):
         arrays = reply.content["fairness"].to_numpy_ndarrays()
-        positions = [code[label] for label in client_labels]
         report = {}
         for key, values in zip(_REPORT_KEYS, arrays, strict=True):
-            aligned = np.zeros(len(union))
+            aligned = np.zeros(merged.n_groups)
             aligned[positions] = values
             report[key] = aligned
         reports.append(report)
@@ -318,21 +317,10 @@ def _postprocess(postprocessor, fitted, global_parameters, grid, nodes, timeout)
     ]
     replies = _query(grid, nodes, contents, _HISTOGRAMS, timeout, "histogram query")
     replies = [replies[node].content for node in nodes]
-    labels = [
-        [tuple(label) for label in json.loads(reply["config"]["group-labels"])]
-        for reply in replies
-    ]
-    names = json.loads(replies[0]["config"]["sensitive-names"])
-    union = sorted(set().union(*labels), key=repr)
-    # The groups in the order encode_groups gives them on the pooled rows.
-    merged = encode_groups(
-        {name: [label[j] for label in union] for j, name in enumerate(names)}
-    )
-    code = {label: k for k, label in enumerate(merged.labels)}
+    merged, codes = merged_groups([reply["config"] for reply in replies])
     counts = np.zeros((len(nodes), merged.n_groups, 2, post.n_bins))
-    for k, (reply, client_labels) in enumerate(zip(replies, labels, strict=True)):
-        client_counts = reply["arrays"].to_numpy_ndarrays()[0]
-        counts[k, [code[label] for label in client_labels]] = client_counts
+    for k, (reply, positions) in enumerate(zip(replies, codes, strict=True)):
+        counts[k, positions] = reply["arrays"].to_numpy_ndarrays()[0]
     post.estimator_ = fitted
     post.classes_ = fitted.classes_
     post.groups_ = merged.labels

@@ -119,15 +119,25 @@ def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
     """
     n_bins = _check_n_bins(n_bins)
     scores = column_or_1d(scores).astype(np.float64, copy=False)
+    bins = _score_bins(scores, n_bins)
+    weight = _check_sample_weight(sample_weight, scores, ensure_non_negative=True)
+    return np.bincount(bins, weights=weight, minlength=n_bins)
+
+
+def _score_bins(scores, n_bins):
+    """The bin of every probability on the shared grid of ``n_bins`` on [0, 1].
+
+    Bin ``j`` holds ``[j / n_bins, (j + 1) / n_bins)``, the last one also 1.0;
+    every histogram a client sends, and every rule read off them, uses it.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
     if not np.all(np.isfinite(scores)) or (
         scores.size and (scores.min() < 0 or scores.max() > 1)
     ):
         raise ValueError(
             "scores must be probabilities in [0, 1] (e.g. predict_proba(X)[:, 1])."
         )
-    weight = _check_sample_weight(sample_weight, scores, ensure_non_negative=True)
-    bins = np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)
-    return np.bincount(bins, weights=weight, minlength=n_bins)
+    return np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)
 
 
 @validate_params(

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._fair_base import minibatch_bounds
+
 
 def vectorises(sampler):
     """Whether ``resample_minibatches`` covers this sampler's parameters.
@@ -118,7 +120,7 @@ def resample_minibatches(
     present = counts > 0
     positives = counts[:, 1::2].sum(axis=1)
     # A minibatch of one class has nothing to balance: it is kept as it is.
-    rows_per_batch = np.diff(_batch_starts(n_samples, batch_size))
+    rows_per_batch = np.diff(minibatch_bounds(n_samples, batch_size))
     mixed = (positives > 0) & (positives < rows_per_batch)
     target = np.where(
         present & mixed[:, None],
@@ -184,10 +186,6 @@ def resample_minibatches(
     rows[synthetic] = order[seeds]
     bounds = bounds.astype(np.intp)
     return rows, bounds, synthetic, noise
-
-
-def _batch_starts(n_samples, batch_size):
-    return np.append(np.arange(0, n_samples, batch_size), n_samples)
 
 
 def _noise(

@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._compat import HasMethods, Interval, StrOptions, _fit_context
 from .._groups import encode_groups
 from ..federated._client import client_ids
+from ..metrics._operating_point import _score_bins
 
 __all__ = ["FederatedThresholdOptimizer"]
 
@@ -39,14 +40,20 @@ _CONSTRAINED_RATE = {
 }
 
 
+def _cumulative(positives, negatives):
+    """True and false positives of the rules "positive iff bin >= k", every k."""
+    tp = np.concatenate((np.cumsum(positives[::-1])[::-1], [0.0]))
+    fp = np.concatenate((np.cumsum(negatives[::-1])[::-1], [0.0]))
+    return tp, fp
+
+
 def _rates(positives, negatives):
     """Rates of the rules "positive iff bin >= k", k = 0 .. n_bins, of one group.
 
     Returns selection rate, TPR and FPR of every rule (k = 0 selects all
     rows, k = n_bins none), each an array of length n_bins + 1.
     """
-    tp = np.concatenate((np.cumsum(positives[::-1])[::-1], [0.0]))
-    fp = np.concatenate((np.cumsum(negatives[::-1])[::-1], [0.0]))
+    tp, fp = _cumulative(positives, negatives)
     n_positive, n_negative = tp[0], fp[0]
     n = n_positive + n_negative
     selection = (tp + fp) / n if n > 0 else np.zeros_like(tp)
@@ -579,7 +586,7 @@ default="demographic_parity"
         p_first = rules["p_first"][index]
         # Scores are binned as the counts were: a score in bin j passes every
         # threshold <= j / n_bins.
-        binned = np.minimum(np.floor(scores * self.n_bins), self.n_bins - 1)
+        binned = _score_bins(scores, self.n_bins)
         above_first = binned >= np.round(thresholds[:, 0] * self.n_bins)
         above_second = binned >= np.round(thresholds[:, 1] * self.n_bins)
         rule = p_first * above_first + (1.0 - p_first) * above_second
@@ -616,22 +623,13 @@ default="demographic_parity"
 
 def _client_histogram(scores, labels, groups, n_groups, n_bins):
     """One client's counts per (group, label, bin): all it sends."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.size and (
-        not np.all(np.isfinite(scores)) or scores.min() < 0 or scores.max() > 1
-    ):
-        raise ValueError(
-            "The model's probabilities must lie in [0, 1]; got values outside."
-        )
-    bins = np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)
-    cells = (groups * 2 + labels) * n_bins + bins
+    cells = (groups * 2 + labels) * n_bins + _score_bins(scores, n_bins)
     counts = np.bincount(cells, minlength=n_groups * 2 * n_bins)
     return counts.reshape(n_groups, 2, n_bins).astype(np.float64)
 
 
 def _group_accuracy(positives, negatives):
     """Accuracy of every rule "positive iff bin >= k" within one group."""
-    tp = np.concatenate((np.cumsum(positives[::-1])[::-1], [0.0]))
-    fp = np.concatenate((np.cumsum(negatives[::-1])[::-1], [0.0]))
+    tp, fp = _cumulative(positives, negatives)
     n = tp[0] + fp[0]
     return (tp + (fp[0] - fp)) / n
