@@ -31,6 +31,7 @@ from .exceptions import (
 )
 from .federated import (
     ClientStratifiedKFold,
+    DifferentialPrivacy,
     FairFed,
     FederatedEstimator,
     Median,
@@ -80,6 +81,7 @@ __all__ = [
     "CoarseToFineSearchCV",
     "DataScaleWarning",
     "DegenerateModelWarning",
+    "DifferentialPrivacy",
     "EmptyRangeWarning",
     "FairFed",
     "FairMLPClassifier",

@@ -73,3 +73,24 @@ def partition_loader(data):
         }
 
     return load_data
+
+
+class RewritingClientApp:
+    """A real ClientApp whose replies one partition rewrites (a hostile client).
+
+    ``rewrite(content)`` changes the reply's RecordDict in place for the
+    messages of ``message_type`` that partition ``partition`` answers.
+    """
+
+    def __init__(self, app, rewrite, message_type="train", partition=2):
+        self.app, self.rewrite = app, rewrite
+        self.message_type, self.partition = message_type, partition
+
+    def __call__(self, message, context):
+        reply = self.app(message=message, context=context)
+        if (
+            context.node_config["partition-id"] == self.partition
+            and message.metadata.message_type == self.message_type
+        ):
+            self.rewrite(reply.content)
+        return reply

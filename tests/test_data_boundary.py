@@ -110,7 +110,8 @@ def test_aggregation_receives_only_parameters_and_row_counts(
         assert not rows & set(array.shape), f"{path} has shape {array.shape}"
     assert all(
         set(record)
-        <= {"round", "client", "train_loss", "skipped"}
+        # update_norm: the server's own measure of the parameters it got.
+        <= {"round", "client", "train_loss", "skipped", "update_norm"}
         | {
             f"val_{m}"
             for m in (

@@ -13,7 +13,13 @@ from flwr.app import Context, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import FairFed, FederatedEstimator, QFedAvg, TrimmedMean
+from skfedida.federated import (
+    DifferentialPrivacy,
+    FairFed,
+    FederatedEstimator,
+    QFedAvg,
+    TrimmedMean,
+)
 from skfedida.flower import (
     InProcessGrid,
     load_result,
@@ -140,6 +146,40 @@ FEDERATIONS = {
         local_epochs=1,
         random_state=4,
     ),
+    "clipped-at-the-median-norm": lambda: FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        max_update_norm="median",
+        n_rounds=3,
+        local_epochs=1,
+        validation_fraction=0.25,
+        random_state=8,
+    ),
+    "clipped-trimmed-mean": lambda: FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        aggregation=TrimmedMean(beta=0.34),
+        max_update_norm=0.05,
+        n_rounds=2,
+        local_epochs=1,
+        random_state=9,
+    ),
+    "clipped-fairfed": lambda: FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        aggregation=FairFed(metric="dpd", beta=0.5),
+        max_update_norm=0.05,
+        n_rounds=2,
+        local_epochs=1,
+        random_state=10,
+    ),
+    "differential-privacy": lambda: FederatedEstimator(
+        FairMLPClassifier(hidden_layer_sizes=(4,), fairness=0.5),
+        sampler=FairnessAwareROSE(),
+        dp=DifferentialPrivacy(noise_multiplier=0.8, clipping_norm=0.2),
+        client_fraction=0.67,
+        n_rounds=3,
+        local_epochs=1,
+        random_state=11,
+    ),
 }
 
 
@@ -163,7 +203,22 @@ def test_flower_apps_give_the_in_process_model_to_the_last_bit(data, name):
     assert trained == [
         (r["round"], r["client"], r["train_loss"]) for r in local.history_
     ]
+    # The server measures the same update norms, and spends the same privacy.
+    assert [r.get("update_norm") for r in flower.history_ if "train_loss" in r] == [
+        r.get("update_norm") for r in local.history_
+    ]
+    if local.dp is None:
+        assert flower.privacy_ is None and local.privacy_ is None
+    else:
+        assert flower.privacy_.epsilon == local.privacy_.epsilon > 0
     if local.validation_fraction is not None:
+        # The same summaries of the clients' claims (mean and median).
+        assert flower.federated_metrics_.keys() == local.federated_metrics_.keys()
+        for round_, theirs in local.federated_metrics_.items():
+            for key, value in theirs.items():
+                assert flower.federated_metrics_[round_][key] == pytest.approx(
+                    value, rel=1e-12, nan_ok=True
+                ), key
         # Clients evaluate on the same held-out rows as in-process validation.
         for ours, theirs in zip(flower.history_, local.history_, strict=True):
             for key in ("val_roc_auc", "val_dpd", "val_dpr", "val_dfpr", "val_dppv"):

@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("flwr")
 
+from _helpers import RewritingClientApp as _Rewriting
 from _helpers import partition_loader
 from flwr.app import ArrayRecord, MessageType
 
@@ -29,22 +30,6 @@ N_CLIENTS = 3
 @pytest.fixture(scope="module")
 def data():
     return make_federated_classification(900, n_clients=N_CLIENTS, random_state=0)
-
-
-class _Rewriting:
-    """The real ClientApp, with partition 2's replies rewritten."""
-
-    def __init__(self, app, rewrite, message_type=MessageType.TRAIN):
-        self.app, self.rewrite, self.message_type = app, rewrite, message_type
-
-    def __call__(self, message, context):
-        reply = self.app(message=message, context=context)
-        if (
-            context.node_config["partition-id"] == 2
-            and message.metadata.message_type == self.message_type
-        ):
-            self.rewrite(reply.content)
-        return reply
 
 
 def _arrays(change):

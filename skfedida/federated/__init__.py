@@ -4,10 +4,12 @@ from ._aggregation import FairFed, Median, QFedAvg, TrimmedMean, WeightedMean
 from ._estimator import FederatedEstimator
 from ._evaluation import evaluate_clients
 from ._parameters import get_parameters, n_samples_seen, set_parameters
+from ._privacy import DifferentialPrivacy
 from ._split import ClientStratifiedKFold
 
 __all__ = [
     "ClientStratifiedKFold",
+    "DifferentialPrivacy",
     "FairFed",
     "FederatedEstimator",
     "Median",

@@ -55,6 +55,8 @@ from ._client import (
 )
 from ._parameters import set_parameters
 from ._plan import FederationPlan
+from ._privacy import DifferentialPrivacy, check_update_bound, privacy_report
+from ._replies import claims_summary
 from ._server import COMMUNICATING, _Server
 
 __all__ = ["FederatedEstimator"]
@@ -149,6 +151,24 @@ default="mean"
         to the power q, for performance parity across clients;
         :class:`FairFed` moves the clients' weights by how far their
         fairness gaps are from the federation's.
+    max_update_norm : float, "median" or None, default=None
+        Clip each client's update (its parameters minus the round's global
+        parameters, all arrays as one vector) to this L2 norm before
+        aggregating, as Flower's ``compute_clip_model_update`` does; with
+        ``"median"``, to the median of the round's update norms, which needs
+        no tuning and holds while fewer than half the clients are hostile.
+        Bounds what one client's update can move the global model (a client
+        sending its parameters times 1e6 moves it by at most its weight
+        times the bound) and composes with any ``aggregation``. Each
+        client's norm before clipping is recorded in ``history_``
+        (``update_norm``). Applies to ``"fedavg"`` and ``"pfedavg"``.
+    dp : DifferentialPrivacy or None, default=None
+        Client-level differential privacy: every update clipped at
+        ``dp.clipping_norm``, Gaussian noise added to their sum, which is
+        divided by the number of selected clients (every client counts the
+        same); ``privacy_`` reports the epsilon spent. Needs
+        ``aggregation="mean"``, ``max_update_norm=None`` and a strategy
+        whose clients send updates. See :class:`DifferentialPrivacy`.
     prior_correction : {"weights"} or None, default="weights"
         Keep the model's probabilities calibrated when ``sampler`` changes
         the label balance. A sampler that balances outcomes (FairnessAwareROSE
@@ -231,7 +251,22 @@ default="mean"
         local epochs) and, with ``validation_fraction``, ``val_roc_auc``,
         ``val_selection_rate``, ``val_brier``, ``val_dpd``, ``val_dpr``,
         ``val_dfpr`` and ``val_dppv`` of the global model's decisions at 0.5
-        (NaN where undefined).
+        (NaN where undefined); for ``"fedavg"`` and ``"pfedavg"``,
+        ``update_norm`` (the L2 norm of the client's update before any
+        clipping: one client's far larger norm is the mark of a broken or
+        hostile client). These are the clients' own claims: the server
+        cannot check a client's loss or metrics against its rows.
+    federated_metrics_ : dict
+        With ``validation_fraction``: per round, the clients' validation
+        metrics summarised as the weighted mean over the clients where they
+        are defined (weights: validation rows) and, under ``<name>_median``,
+        their median, which one client reporting false values cannot move
+        beyond the honest clients' range; ``n_clients`` counts the clients
+        that reported. Empty without ``validation_fraction``.
+    privacy_ : Bunch or None
+        With ``dp``: ``epsilon`` (at ``delta``), ``epsilon_by_round``,
+        ``n_releases``, ``noise_multiplier``, ``clipping_norm`` and how
+        epsilon was accounted; None without ``dp``.
     n_features_in_ : int
         Columns of X.
     feature_names_in_ : ndarray
@@ -275,6 +310,12 @@ default="mean"
         "sampler": [HasMethods(["fit_resample"]), None],
         "resample": [StrOptions({"batch", "client"})],
         "aggregation": [StrOptions({"mean", "median", "trimmed_mean"}), _Aggregator],
+        "max_update_norm": [
+            Interval(numbers.Real, 0, None, closed="neither"),
+            StrOptions({"median"}),
+            None,
+        ],
+        "dp": [DifferentialPrivacy, None],
         "prior_correction": [StrOptions({"weights"}), None],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "client_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
@@ -303,6 +344,8 @@ default="mean"
         sampler=None,
         resample="batch",
         aggregation="mean",
+        max_update_norm=None,
+        dp=None,
         prior_correction="weights",
         batch_size=128,
         client_fraction=1.0,
@@ -324,6 +367,8 @@ default="mean"
         self.sampler = sampler
         self.resample = resample
         self.aggregation = aggregation
+        self.max_update_norm = max_update_norm
+        self.dp = dp
         self.prior_correction = prior_correction
         self.batch_size = batch_size
         self.client_fraction = client_fraction
@@ -394,7 +439,7 @@ default="mean"
             Fitted meta-estimator.
         """
         self._check_components()
-        check_aggregation(self.aggregation)  # a bad one fails before training
+        self._check_update_bound()  # bad options fail before training
         if _declares_constraints(self.sampler):
             clone(self.sampler)._validate_params()
         warm = self.warm_start and hasattr(self, "_federation_state")
@@ -665,6 +710,7 @@ default="mean"
                 "server: use FederatedEstimator directly)."
             )
         federation._check_components()
+        federation._check_update_bound()
         return FederationPlan(federation)
 
     def get_metadata_routing(self):
@@ -758,6 +804,8 @@ default="mean"
             n_jobs=self.n_jobs,
             verbose=self.verbose,
             client_id=(lambda k: "pooled") if central else self._client_id,
+            max_update_norm=self.max_update_norm,
+            dp=self.dp,
         )
 
     def _run(self, trainer, data, epochs, seeds, central=False):
@@ -766,6 +814,7 @@ default="mean"
         if state is None:
             state = server.start(trainer, data, seeds, self._client_estimator)
             self.history_ = []
+            self.federated_metrics_ = {}
         # else warm_start: the clients' estimators, the server's parameters and
         # random streams carry on where the last fit stopped.
         round_contexts = []
@@ -792,6 +841,7 @@ default="mean"
             on_round_end=end_round,
         )
         self._federation_state = state
+        self.privacy_ = privacy_report(self.dp, state["rounds"])
         self.estimator_ = server.global_model(state, data)
         self.client_estimators_ = {
             self.clients_[k].tolist(): model
@@ -807,6 +857,7 @@ default="mean"
         scratch = clone_fitted(models[0])
         set_parameters(scratch, global_parameters)
         records = {r["client"]: r for r in self.history_ if r["round"] == round_ + 1}
+        reports, weights = [], []
         for k, (X_val, y_val, S_val) in enumerate(self._validation):
             model = models[k] if self.strategy == "local" else scratch
             record = records.setdefault(
@@ -819,10 +870,16 @@ default="mean"
             )
             if record not in self.history_:
                 self.history_.append(record)
-            for name, value in _validation_metrics(
-                model, X_val, y_val, S_val, self.classes_
-            ).items():
-                record[f"val_{name}"] = value
+            report = {
+                f"val_{name}": value
+                for name, value in _validation_metrics(
+                    model, X_val, y_val, S_val, self.classes_
+                ).items()
+            }
+            record.update(report)
+            reports.append(report)
+            weights.append(len(y_val))
+        self.federated_metrics_[round_ + 1] = claims_summary(reports, weights)
 
     def _client_id(self, k):
         return self.clients_[k].tolist()
@@ -830,6 +887,14 @@ default="mean"
     @property
     def _aggregator(self):
         return check_aggregation(self.aggregation)
+
+    def _check_update_bound(self):
+        check_update_bound(
+            self.max_update_norm,
+            self.dp,
+            strategy=self.strategy,
+            aggregator=self._aggregator,
+        )
 
     # -- prediction -----------------------------------------------------------
 

@@ -31,6 +31,7 @@ from ._client import (
     clone_fitted,
 )
 from ._parameters import set_parameters
+from ._privacy import privacy_report
 from ._server import COMMUNICATING
 
 
@@ -277,6 +278,7 @@ class FederationPlan:
         fitted.client_estimators_ = {}
         fitted.history_ = sorted(history, key=lambda r: (r["round"], r["client"]))
         fitted.federated_metrics_ = federated_metrics
+        fitted.privacy_ = privacy_report(fitted.dp, self.n_rounds)
         if federated_metrics:
             # The server never sees training decisions; the clients' evaluation
             # rows of the last round tell it whether the model is degenerate.

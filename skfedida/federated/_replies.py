@@ -99,3 +99,41 @@ def evaluation_reply_problem(metrics, *, allowed):
         elif name.startswith("val_") and not (np.isnan(value) or 0.0 <= value <= 1.0):
             return f"metric {name!r} is {value!r}, outside [0, 1]"
     return None
+
+
+def claims_summary(reports, weights):
+    """The federation's summary of what its clients reported about themselves.
+
+    Parameters
+    ----------
+    reports : list of mapping
+        Per reporting client, metric name to value (NaN where undefined).
+    weights : list of float
+        Per client, the rows its values are computed on.
+
+    Returns
+    -------
+    summary : dict
+        Per metric, the weighted mean over the clients where it is defined,
+        and under ``<name>_median`` their median: a value the server cannot
+        check, so it also gets a statistic that one client reporting false
+        values cannot move beyond the honest clients' range. ``n_clients``
+        counts the reporting clients.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    names = []
+    for report in reports:
+        names.extend(name for name in report if name not in names)
+    summary = {}
+    for name in names:
+        column = np.array(
+            [float(report.get(name, np.nan)) for report in reports], dtype=np.float64
+        )
+        defined = np.isfinite(column)
+        if defined.any() and weights[defined].sum() > 0:
+            summary[name] = float(np.average(column[defined], weights=weights[defined]))
+            summary[f"{name}_median"] = float(np.median(column[defined]))
+        else:
+            summary[name] = summary[f"{name}_median"] = float("nan")
+    summary["n_clients"] = len(reports)
+    return summary

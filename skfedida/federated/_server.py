@@ -12,6 +12,8 @@ runs the same steps with Flower's strategies (``skfedida.flower``).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from joblib import Parallel, delayed
 
@@ -23,6 +25,7 @@ from ._client import (
     clone_fitted,
 )
 from ._parameters import get_parameters, set_parameters
+from ._privacy import bounded_round, noise_stream
 from ._replies import training_reply_problem
 
 #: Strategies whose clients exchange parameters with the server every round.
@@ -56,6 +59,10 @@ class _Server:
     client_id : callable
         ``client_id(k)``: the public id of client ``k`` in messages and the
         history (``"pooled"`` for Central training).
+    max_update_norm : float, "median" or None
+        Clip each client's update before aggregating.
+    dp : DifferentialPrivacy or None
+        Clip, add noise and take the private mean instead.
     """
 
     def __init__(
@@ -68,7 +75,11 @@ class _Server:
         n_jobs,
         verbose,
         client_id,
+        max_update_norm=None,
+        dp=None,
     ):
+        self.max_update_norm = max_update_norm
+        self.dp = dp
         self.strategy = strategy
         self.aggregator = aggregator
         self.client_fraction = client_fraction
@@ -172,9 +183,19 @@ class _Server:
                         ],
                         "memory": memory,
                     }
-                global_parameters = self.aggregator.aggregate(
-                    [r[1] for r in results], weights, **context
+                global_parameters, norms = bounded_round(
+                    functools.partial(self.aggregator.aggregate, **context),
+                    [r[1] for r in results],
+                    weights,
+                    global_parameters=global_parameters,
+                    max_update_norm=self.max_update_norm if self.communicates else None,
+                    dp=self.dp,
+                    n_selected=len(selected),
+                    noise_rng=noise_stream(seeds[0], round_ + 1),
                 )
+                if self.communicates:
+                    for record, norm in zip(history[-len(norms) :], norms, strict=True):
+                        record["update_norm"] = norm
             if self.verbose:
                 mean_loss = np.average([r[3] for r in results], weights=weights)
                 if bar is not None:

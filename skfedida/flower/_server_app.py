@@ -17,7 +17,12 @@ from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 
-from ..federated._replies import evaluation_reply_problem, training_reply_problem
+from ..federated._privacy import bounded_round, noise_stream
+from ..federated._replies import (
+    claims_summary,
+    evaluation_reply_problem,
+    training_reply_problem,
+)
 from ._protocol import (
     _HISTOGRAMS,
     _INIT,
@@ -30,25 +35,13 @@ from ._result import _write_result
 
 
 def _weighted_metrics(records, weight_key):
-    """Weighted mean of each metric over the clients where it is defined."""
-    values, weights = {}, []
+    """The clients' metrics summarised (``claims_summary``): mean and median."""
+    reports, weights = [], []
     for record in records:
         metrics = next(iter(record.metric_records.values()))
         weights.append(float(metrics[weight_key]))
-        for key, value in metrics.items():
-            if key != weight_key:
-                values.setdefault(key, []).append(float(value))
-    weights = np.asarray(weights)
-    aggregated = {}
-    for key, column in values.items():
-        column = np.asarray(column)
-        defined = np.isfinite(column)
-        aggregated[key] = (
-            float(np.average(column[defined], weights=weights[defined]))
-            if defined.any() and weights[defined].sum() > 0
-            else float("nan")
-        )
-    return MetricRecord(aggregated)
+        reports.append({k: v for k, v in metrics.items() if k != weight_key})
+    return MetricRecord(claims_summary(reports, weights))
 
 
 def _federation_strategy(plan, nodes, seeds, history, declared_rows=None):
@@ -88,6 +81,7 @@ class _FederationChecks:
         self.nodes = nodes
         self.partition_of = {node: k for k, node in enumerate(nodes)}
         self.selection_rng = plan.selection_stream(seeds)
+        self.seeds = seeds
         self.history = history
         self.expected = {}
         self.aggregator_memory = {}
@@ -191,19 +185,49 @@ class _FederationChecks:
             k = self.partition_of[reply.metadata.src_node_id]
             metrics = reply.content["metrics"]
             self._record(server_round, k)["train_loss"] = float(metrics["train-loss"])
+        federation = self.plan.federation
         aggregator = self.plan.aggregator
-        if aggregator.report_metric is None:
-            return super().aggregate_train(server_round, replies)
-        # FairFed: its own arithmetic, on the clients' reports, in partition
-        # order, as in-process.
-        reports = _aligned_reports(replies)
-        parameters = aggregator.aggregate(
+
+        def aggregate(parameter_lists, weights):
+            if aggregator.report_metric is None:
+                # Flower's own strategy, on the (possibly clipped) arrays.
+                for reply, arrays in zip(replies, parameter_lists, strict=True):
+                    reply.content["arrays"] = ArrayRecord(
+                        [np.asarray(a) for a in arrays]
+                    )
+                return super(_FederationChecks, self).aggregate_train(
+                    server_round, replies
+                )
+            # FairFed: its own arithmetic, on the clients' reports, in
+            # partition order, as in-process.
+            parameters = aggregator.aggregate(
+                parameter_lists,
+                weights,
+                reports=_aligned_reports(replies),
+                clients=[self.partition_of[r.metadata.src_node_id] for r in replies],
+                memory=self.aggregator_memory,
+            )
+            return self._with_metrics(parameters, replies)
+
+        result, norms = bounded_round(
+            aggregate,
             [reply.content["arrays"].to_numpy_ndarrays() for reply in replies],
             [int(reply.content["metrics"]["num-examples"]) for reply in replies],
-            reports=reports,
-            clients=[self.partition_of[r.metadata.src_node_id] for r in replies],
-            memory=self.aggregator_memory,
+            global_parameters=self.round_arrays,
+            max_update_norm=federation.max_update_norm,
+            dp=federation.dp,
+            n_selected=len(self.expected[MessageType.TRAIN]),
+            noise_rng=noise_stream(self.seeds[0], server_round),
         )
+        for reply, norm in zip(replies, norms, strict=True):
+            k = self.partition_of[reply.metadata.src_node_id]
+            self._record(server_round, k)["update_norm"] = norm
+        if federation.dp is not None:
+            # The private mean of skfedida._privacy (Flower's arithmetic).
+            return self._with_metrics(result, replies)
+        return result
+
+    def _with_metrics(self, parameters, replies):
         metrics = self.train_metrics_aggr_fn(
             [reply.content for reply in replies], self.weighted_by_key
         )
