@@ -1,5 +1,12 @@
 """End to end: a SuperLink and three SuperNodes on 127.0.0.1, driven by ``flwr run``.
 
+The deployment is the one doc/flower.rst recommends: TLS on every connection
+(a certificate authority and a server certificate generated here with the
+``cryptography`` package) and SuperNode authentication
+(``--enable-supernode-auth``: only SuperNodes whose public keys were
+registered with ``flwr supernode register`` may connect); a SuperNode with
+an unregistered key, or without TLS, is refused.
+
 Selected with ``-m e2e`` (deselect with ``-m "not e2e"``); about a minute,
 most of it Flower's 3-second polling. Everything listens on loopback ports
 chosen free at start, Flower's telemetry and update checks are off, the
@@ -8,11 +15,14 @@ stopped through its own process id (and its process group) at the end.
 """
 
 import contextlib
+import datetime
+import ipaddress
 import json
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -23,8 +33,13 @@ import numpy as np
 import pytest
 
 pytest.importorskip("flwr")
+pytest.importorskip("cryptography")
 
 from _helpers import assert_same_parameters
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from skfedida.flower import (
     load_result,
@@ -106,16 +121,116 @@ class _Processes:
                 os.killpg(process.pid, signal.SIGKILL)
 
 
-def _wait_healthy(port, process, timeout=60):
+def _certificate(subject, issuer, public_key, signing_key, *extensions):
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+    )
+    for extension, critical in extensions:
+        builder = builder.add_extension(extension, critical=critical)
+    return builder.sign(signing_key, hashes.SHA256()).public_bytes(
+        serialization.Encoding.PEM
+    )
+
+
+def _write_credentials(folder, node_names):
+    """A CA, the SuperLink's certificate for 127.0.0.1, SuperNode key pairs.
+
+    Node keys are EC P-384 in OpenSSH format, as Flower's SuperNode
+    authentication reads them.
+    """
+    ca_key = ec.generate_private_key(ec.SECP384R1())
+    (folder / "ca.crt").write_bytes(
+        _certificate(
+            "skfedida test CA",
+            "skfedida test CA",
+            ca_key.public_key(),
+            ca_key,
+            (x509.BasicConstraints(ca=True, path_length=None), True),
+        )
+    )
+    server_key = ec.generate_private_key(ec.SECP384R1())
+    names = [
+        x509.DNSName("localhost"),
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+    ]
+    (folder / "server.pem").write_bytes(
+        _certificate(
+            "127.0.0.1",
+            "skfedida test CA",
+            server_key.public_key(),
+            ca_key,
+            (x509.SubjectAlternativeName(names), False),
+        )
+    )
+    (folder / "server.key").write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    for name in node_names:
+        key = ec.generate_private_key(ec.SECP384R1())
+        (folder / name).write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.OpenSSH,
+                serialization.NoEncryption(),
+            )
+        )
+        (folder / f"{name}.pub").write_bytes(
+            key.public_key().public_bytes(
+                serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+            )
+        )
+
+
+def _wait_healthy(port, process, ca_file, timeout=60):
+    context = ssl.create_default_context(cafile=str(ca_file))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, "the SuperLink exited at start"
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+            with urllib.request.urlopen(
+                f"https://127.0.0.1:{port}/health", timeout=2, context=context
+            ):
                 return
         except OSError:
             time.sleep(0.5)
     raise TimeoutError(f"the SuperLink on 127.0.0.1:{port} never became healthy")
+
+
+def _flwr(env, *args, timeout=60):
+    return subprocess.run(
+        [_command("flwr"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+
+
+def _start_supernode(processes, link_port, *options, retries=20):
+    return processes.start(
+        "flower-supernode",
+        *options,
+        "--superlink",
+        f"127.0.0.1:{link_port}",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(_free_port()),
+        "--max-retries",
+        str(retries),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +238,10 @@ def deployment(tmp_path_factory):
     root = tmp_path_factory.mktemp("flower")
     home = root / "flwr-home"
     home.mkdir()
+    credentials = root / "credentials"
+    credentials.mkdir()
+    _write_credentials(credentials, [f"node{k}" for k in range(N_NODES)] + ["intruder"])
+    ca_file = credentials / "ca.crt"
     env = {
         **os.environ,
         "FLWR_HOME": str(home),
@@ -136,34 +255,38 @@ def deployment(tmp_path_factory):
     try:
         link = processes.start(
             "flower-superlink",
-            "--insecure",
+            "--ssl-ca-certfile",
+            str(ca_file),
+            "--ssl-certfile",
+            str(credentials / "server.pem"),
+            "--ssl-keyfile",
+            str(credentials / "server.key"),
+            "--enable-supernode-auth",
             "--host",
             "127.0.0.1",
             "--port",
             str(link_port),
             "--disable-runtime-dependency-installation",
         )
-        _wait_healthy(link_port, link)
+        _wait_healthy(link_port, link, ca_file)
+        (home / "config.toml").write_text(
+            '[superlink]\ndefault = "loopback"\n\n[superlink.loopback]\n'
+            f'address = "127.0.0.1:{link_port}"\n'
+            f'root-certificates = "{ca_file}"\n'
+        )
         for k in range(N_NODES):
-            processes.start(
-                "flower-supernode",
-                "--insecure",
-                "--superlink",
-                f"127.0.0.1:{link_port}",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(_free_port()),
-                "--max-retries",
-                "20",
+            _flwr(env, "supernode", "register", str(credentials / f"node{k}.pub"))
+            _start_supernode(
+                processes,
+                link_port,
+                "--root-certificates",
+                str(ca_file),
+                "--auth-supernode-private-key",
+                str(credentials / f"node{k}"),
                 "--node-config",
                 f"partition-id={k} num-partitions={N_NODES}",
             )
-        (home / "config.toml").write_text(
-            '[superlink]\ndefault = "loopback"\n\n[superlink.loopback]\n'
-            f'address = "127.0.0.1:{link_port}"\ninsecure = true\n'
-        )
-        yield env, root
+        yield env, root, processes, link_port, credentials
     finally:
         processes.stop()
         assert all(process.poll() is not None for process, _ in processes.started)
@@ -201,7 +324,7 @@ def _flwr_run(env, app, run_config):
 
 
 def test_flwr_run_on_loopback_matches_the_in_process_federation(deployment):
-    env, root = deployment
+    env, root, *_ = deployment
     path = root / "result.joblib"
     status, output = _flwr_run(
         env, APP, f"num-server-rounds=1 local-epochs=1 result-path='{path}'"
@@ -228,7 +351,7 @@ def test_flwr_run_on_loopback_matches_the_in_process_federation(deployment):
 
 
 def test_a_failing_client_fails_the_deployed_run_with_a_clear_error(deployment):
-    env, root = deployment
+    env, root, *_ = deployment
     app = root / "failing_app"
     shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__"))
     (app / "fedida_app" / "task.py").write_text(FAILING_TASK)
@@ -246,3 +369,37 @@ def test_a_failing_client_fails_the_deployed_run_with_a_clear_error(deployment):
         match=r"Client 1 \(node \d+\) failed in round 1 \(training\).*lost its data",
     ):
         load_result(path)
+
+
+def test_a_supernode_the_superlink_does_not_know_is_refused(deployment):
+    env, _, processes, link_port, credentials = deployment
+    intruders = {
+        "an unregistered key": [
+            "--root-certificates",
+            str(credentials / "ca.crt"),
+            "--auth-supernode-private-key",
+            str(credentials / "intruder"),
+        ],
+        "no TLS": ["--insecure"],
+    }
+    started = {
+        who: _start_supernode(
+            processes,
+            link_port,
+            *options,
+            "--max-wait-time",
+            "20",
+            "--node-config",
+            f"partition-id=0 num-partitions={N_NODES}",
+            retries=2,
+        )
+        for who, options in intruders.items()
+    }
+    for who, intruder in started.items():
+        # A node the SuperLink accepted would keep running (and time out here).
+        intruder.wait(timeout=120)
+        assert intruder.returncode != 0, who
+    listing = json.loads(_flwr(env, "supernode", "ls", "--format", "json").stdout)
+    online = [node for node in listing["nodes"] if node["status"] == "online"]
+    # Only the registered SuperNodes: neither intruder joined.
+    assert len(online) == N_NODES

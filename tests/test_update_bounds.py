@@ -19,12 +19,13 @@ pytest.importorskip("dp_accounting")
 from _helpers import RewritingClientApp, partition_loader
 from flwr.app import ArrayRecord
 from flwr.supercore.differential_privacy import compute_clip_model_update
+from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import DifferentialPrivacy, FederatedEstimator, TrimmedMean
 from skfedida.federated._aggregation import WeightedMean
-from skfedida.federated._privacy import bounded_round, noise_stream, update_norms
+from skfedida.federated._privacy import bounded_round, update_norms
 from skfedida.flower import make_client_app, make_server_app, run_in_process
 from skfedida.linear_model import FairPenaltyLogisticRegression
 
@@ -190,7 +191,7 @@ def test_private_mean_adds_noise_of_the_stated_scale_over_the_selected_clients()
         global_parameters=g,
         dp=dp,
         n_selected=3,
-        noise_rng=noise_stream(0, 1),
+        noise_rng=np.random.default_rng(0),
     )
     step = result[0] - g[0]
     # The two clipped updates cancel: what is left is the noise / 3.
@@ -205,7 +206,7 @@ def test_private_mean_adds_noise_of_the_stated_scale_over_the_selected_clients()
         global_parameters=g,
         dp=DifferentialPrivacy(noise_multiplier=1e-12, clipping_norm=0.1),
         n_selected=3,
-        noise_rng=noise_stream(0, 1),
+        noise_rng=np.random.default_rng(0),
     )
     assert np.linalg.norm(result[0] - g[0]) == pytest.approx(0.1 / 3, rel=1e-6)
 
@@ -245,23 +246,57 @@ def test_epsilon_is_flowers_rdp_accounting():
     assert DifferentialPrivacy().epsilon(0) == 0.0
 
 
-def test_private_fits_report_privacy_and_are_reproducible(data):
-    dp = DifferentialPrivacy(noise_multiplier=1.0, clipping_norm=0.1)
+def test_private_fits_report_privacy_and_reproduce_only_with_a_noise_seed(data):
+    dp = DifferentialPrivacy(noise_multiplier=1.0, clipping_norm=0.1, noise_seed=3)
     fits = [_fit(_federation(dp=dp, n_jobs=n_jobs), data) for n_jobs in (None, 2)]
     np.testing.assert_array_equal(_coef(fits[0]), _coef(fits[1]))
-    other = _fit(_federation(dp=dp, random_state=1), data)
+    other = _fit(_federation(dp=clone(dp).set_params(noise_seed=4)), data)
     assert not np.array_equal(_coef(other), _coef(fits[0]))
     privacy = fits[0].privacy_
     assert privacy.n_releases == 4 and privacy.delta == 1e-5
     assert privacy.epsilon == pytest.approx(dp.epsilon(4))
     assert np.all(np.diff(privacy.epsilon_by_round) > 0)
     assert privacy.epsilon_by_round[-1] == privacy.epsilon
+    # Under dp the server keeps no exact per-client update norms.
+    assert not any("update_norm" in r for r in fits[0].history_)
     # Resuming spends more: epsilon is for every round released so far.
     resumed = _fit(fits[0].set_params(warm_start=True), data)
     assert resumed.privacy_.n_releases == 8
     assert resumed.privacy_.epsilon == pytest.approx(dp.epsilon(8))
     # Without dp there is nothing to report.
     assert _fit(_federation(), data).privacy_ is None
+
+
+def test_the_private_noise_is_a_secret_not_a_function_of_random_state(data):
+    # random_state (and so client_seeds_) is known to every client; the
+    # default noise must not be drawn from it, or a client could subtract it.
+    dp = DifferentialPrivacy(noise_multiplier=1.0, clipping_norm=0.1)
+    first, second = (_coef(_fit(_federation(dp=dp), data)) for _ in range(2))
+    assert not np.array_equal(first, second)
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        (None, DifferentialPrivacy(noise_seed=0)),
+        (DifferentialPrivacy(0.3, noise_seed=0), DifferentialPrivacy(10.0)),
+        (DifferentialPrivacy(noise_seed=0), None),
+    ],
+)
+def test_warm_start_cannot_change_the_privacy_mechanism(data, before, after):
+    fitted = _fit(_federation(dp=before, n_rounds=2), data)
+    fitted.set_params(warm_start=True, dp=after)
+    with pytest.raises(ValueError, match="released with dp="):
+        _fit(fitted, data)
+
+
+def test_dp_parameters_are_nested_parameters(data):
+    federation = _federation(dp=DifferentialPrivacy())
+    federation.set_params(dp__noise_multiplier=2.0)
+    assert federation.get_params()["dp__noise_multiplier"] == 2.0
+    assert clone(federation).dp.noise_multiplier == 2.0
+    with pytest.raises(ValueError, match="n_rounds"):
+        DifferentialPrivacy().epsilon(2.7)
 
 
 @pytest.mark.parametrize(
@@ -273,6 +308,9 @@ def test_private_fits_report_privacy_and_are_reproducible(data):
         ({"dp": DifferentialPrivacy(), "aggregation": "median"}, "aggregation='mean'"),
         ({"dp": DifferentialPrivacy(), "max_update_norm": 1.0}, "max_update_norm"),
         ({"dp": DifferentialPrivacy(), "strategy": "local"}, "strategy='local'"),
+        ({"dp": DifferentialPrivacy(noise_seed=-1)}, "noise_seed"),
+        ({"max_update_norm": 1.0, "strategy": "local"}, "strategy='local'"),
+        ({"max_update_norm": "median", "strategy": "central"}, "strategy='central'"),
     ],
 )
 def test_options_that_cannot_hold_are_refused_before_training(data, options, message):
@@ -284,7 +322,7 @@ def test_options_that_cannot_hold_are_refused_before_training(data, options, mes
             make_server_app(_federation(**options))
 
 
-@pytest.mark.parametrize("value", [0.0, -1.0, "mean", np.inf])
+@pytest.mark.parametrize("value", [0.0, -1.0, "mean", np.inf, True])
 def test_max_update_norm_is_validated(data, value):
     with pytest.raises((InvalidParameterError, ValueError), match="max_update_norm"):
         _fit(_federation(max_update_norm=value), data)

@@ -155,13 +155,16 @@ default="mean"
         Clip each client's update (its parameters minus the round's global
         parameters, all arrays as one vector) to this L2 norm before
         aggregating, as Flower's ``compute_clip_model_update`` does; with
-        ``"median"``, to the median of the round's update norms, which needs
-        no tuning and holds while fewer than half the clients are hostile.
+        ``"median"``, to the median of the update norms of the round's
+        replying clients, which needs no tuning and holds while fewer than
+        half of them are hostile (with one client per round it clips
+        nothing).
         Bounds what one client's update can move the global model (a client
         sending its parameters times 1e6 moves it by at most its weight
         times the bound) and composes with any ``aggregation``. Each
         client's norm before clipping is recorded in ``history_``
-        (``update_norm``). Applies to ``"fedavg"`` and ``"pfedavg"``.
+        (``update_norm``). Only for ``"fedavg"`` and ``"pfedavg"`` (other
+        strategies send no updates: an error).
     dp : DifferentialPrivacy or None, default=None
         Client-level differential privacy: every update clipped at
         ``dp.clipping_norm``, Gaussian noise added to their sum, which is
@@ -254,8 +257,9 @@ default="mean"
         (NaN where undefined); for ``"fedavg"`` and ``"pfedavg"``,
         ``update_norm`` (the L2 norm of the client's update before any
         clipping: one client's far larger norm is the mark of a broken or
-        hostile client). These are the clients' own claims: the server
-        cannot check a client's loss or metrics against its rows.
+        hostile client; not kept with ``dp``). Losses and metrics are the
+        clients' own claims: the server cannot check them against rows it
+        never sees.
     federated_metrics_ : dict
         With ``validation_fraction``: per round, the clients' validation
         metrics summarised as the weighted mean over the clients where they
@@ -581,6 +585,15 @@ default="mean"
                 f"cannot continue as {type(self.estimator).__name__} with "
                 f"strategy={self.strategy!r}. Set warm_start=False to start anew."
             )
+        trained_with = state.get("dp")
+        asked = None if self.dp is None else self.dp.get_params()
+        if trained_with != asked:
+            raise ValueError(
+                "warm_start continues a federation whose rounds so far were "
+                f"released with dp={trained_with!r}; it cannot continue with "
+                f"dp={asked!r}: privacy_ accounts every released round with one "
+                "mechanism. Set warm_start=False to start anew."
+            )
 
     def _carry_parameters_over(self):
         """Apply the estimator's current hyperparameters to the clients' models.
@@ -840,6 +853,7 @@ default="mean"
             on_round_begin=begin_round,
             on_round_end=end_round,
         )
+        state["dp"] = None if self.dp is None else self.dp.get_params()
         self._federation_state = state
         self.privacy_ = privacy_report(self.dp, state["rounds"])
         self.estimator_ = server.global_model(state, data)

@@ -25,12 +25,13 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.utils import Bunch
 
 __all__ = ["DifferentialPrivacy", "bounded_round", "check_update_bound"]
 
 
-class DifferentialPrivacy:
+class DifferentialPrivacy(BaseEstimator):
     """Client-level differential privacy for the federation's global model.
 
     Every round, each selected client's update (its parameters minus the
@@ -45,12 +46,16 @@ class DifferentialPrivacy:
 
     The guarantee is about clients (adding or removing one client's whole
     data changes the distribution of the released global models by at most
-    (epsilon, delta)), for the parameters the server releases each round;
-    the evaluation metrics clients report are not covered. Epsilon is
-    accounted with Rényi DP (Google's ``dp-accounting``, the backend of
-    Flower's ``RdpAccountant``), composing one Gaussian release per round
-    with no amplification from client sampling (valid whatever
-    ``client_fraction`` is, and conservative when it is below 1).
+    (epsilon, delta)), for the parameters the server releases each round.
+    It treats the number of clients selected each round as public (the
+    denominator of the mean). Not covered: what each client reports about
+    itself (training losses, evaluation metrics) and the server's own
+    records of them in ``history_``; release the global model, not the
+    fitted ``FederatedEstimator`` with its history. Epsilon is accounted with
+    Rényi DP (Google's ``dp-accounting``, the backend of Flower's
+    ``RdpAccountant``), composing one Gaussian release per round with no
+    amplification from client sampling (valid whatever ``client_fraction``
+    is, and conservative when it is below 1).
 
     Parameters
     ----------
@@ -65,6 +70,13 @@ class DifferentialPrivacy:
     target_delta : float in (0, 1), default=1e-5
         The delta at which epsilon is reported; keep it below one over the
         number of clients.
+    noise_seed : int or None, default=None
+        None (the only private choice) draws the noise from the operating
+        system's entropy, a secret no client holds: such fits are not
+        reproducible, by design. An int makes the noise reproducible for
+        tests and benchmarks, and removes the privacy: anyone who knows the
+        seed can subtract the noise. It is never derived from
+        ``random_state``, which clients know.
 
     See Also
     --------
@@ -82,23 +94,17 @@ class DifferentialPrivacy:
     19.05
     """
 
-    def __init__(self, noise_multiplier=1.0, clipping_norm=1.0, target_delta=1e-5):
+    def __init__(
+        self,
+        noise_multiplier=1.0,
+        clipping_norm=1.0,
+        target_delta=1e-5,
+        noise_seed=None,
+    ):
         self.noise_multiplier = noise_multiplier
         self.clipping_norm = clipping_norm
         self.target_delta = target_delta
-
-    def __repr__(self):
-        return (
-            f"DifferentialPrivacy(noise_multiplier={self.noise_multiplier!r}, "
-            f"clipping_norm={self.clipping_norm!r}, "
-            f"target_delta={self.target_delta!r})"
-        )
-
-    def __eq__(self, other):
-        return type(self) is type(other) and repr(self) == repr(other)
-
-    def __hash__(self):
-        return hash(repr(self))
+        self.noise_seed = noise_seed
 
     def _check(self):
         """Raise a ValueError naming the option that is out of range."""
@@ -125,6 +131,14 @@ class DifferentialPrivacy:
             raise ValueError(
                 f"DifferentialPrivacy's target_delta must be in (0, 1); got {delta!r}."
             )
+        seed = self.noise_seed
+        if seed is not None and (
+            not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0
+        ):
+            raise ValueError(
+                f"DifferentialPrivacy's noise_seed must be None or an int >= 0; got "
+                f"{seed!r}."
+            )
         _accountant()  # a missing dp-accounting fails before training
 
     def epsilon(self, n_rounds):
@@ -142,6 +156,12 @@ class DifferentialPrivacy:
             for no round.
         """
         self._check()
+        if (
+            not isinstance(n_rounds, numbers.Integral)
+            or isinstance(n_rounds, bool)
+            or n_rounds < 0
+        ):
+            raise ValueError(f"n_rounds must be an int >= 0; got {n_rounds!r}.")
         if n_rounds == 0:
             return 0.0
         accountant, gaussian = _accountant()
@@ -195,20 +215,24 @@ def _accountant():
 
 def check_update_bound(max_update_norm, dp, *, strategy, aggregator):
     """Raise a ValueError when the update bound options cannot be combined."""
+    problem = (
+        "max_update_norm must be a number > 0, 'median' or None; got "
+        f"{max_update_norm!r}."
+    )
     if isinstance(max_update_norm, str):
         if max_update_norm != "median":
-            raise ValueError(
-                "max_update_norm must be a number > 0, 'median' or None; got "
-                f"{max_update_norm!r}."
-            )
+            raise ValueError(problem)
     elif max_update_norm is not None and not (
         isinstance(max_update_norm, numbers.Real)
+        and not isinstance(max_update_norm, bool)
         and np.isfinite(max_update_norm)
         and max_update_norm > 0
     ):
+        raise ValueError(problem)
+    if max_update_norm is not None and strategy not in ("fedavg", "pfedavg"):
         raise ValueError(
-            f"max_update_norm must be a number > 0, 'median' or None; got "
-            f"{max_update_norm!r}."
+            "max_update_norm bounds the updates clients send to the server; "
+            f"strategy={strategy!r} sends none ('fedavg' or 'pfedavg' do)."
         )
     if dp is None:
         return
@@ -259,9 +283,17 @@ def _clipped(params, global_parameters, norm, bound):
     return [g + u for g, u in zip(global_parameters, update, strict=True)]
 
 
-def noise_stream(seed, round_number):
-    """The seeded stream of one round's DP noise (the same on Flower)."""
-    return np.random.default_rng([int(seed), int(round_number), 0x5EED])
+def noise_stream(dp, round_number):
+    """The stream of one round's DP noise: secret unless ``dp.noise_seed`` is set.
+
+    Never derived from ``random_state`` or the client seeds: clients know
+    those, and a client that can draw the noise can subtract it.
+    """
+    if dp is None:
+        return None
+    if dp.noise_seed is None:
+        return np.random.default_rng()  # the operating system's entropy
+    return np.random.default_rng([int(dp.noise_seed), int(round_number), 0x5EED])
 
 
 def bounded_round(
@@ -295,8 +327,8 @@ def bounded_round(
         Clip at its ``clipping_norm`` and return the noisy private mean.
     n_selected : int
         Clients selected this round (the private mean's denominator).
-    noise_rng : numpy.random.Generator
-        The round's noise stream (``noise_stream``).
+    noise_rng : numpy.random.Generator or None
+        The round's noise stream (``noise_stream``), with ``dp``.
 
     Returns
     -------

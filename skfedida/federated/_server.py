@@ -188,12 +188,14 @@ class _Server:
                     [r[1] for r in results],
                     weights,
                     global_parameters=global_parameters,
-                    max_update_norm=self.max_update_norm if self.communicates else None,
+                    max_update_norm=self.max_update_norm,
                     dp=self.dp,
                     n_selected=len(selected),
-                    noise_rng=noise_stream(seeds[0], round_ + 1),
+                    noise_rng=noise_stream(self.dp, round_ + 1),
                 )
-                if self.communicates:
+                # Under dp the exact norms are not kept: they would describe
+                # each client's data outside the guarantee.
+                if self.communicates and self.dp is None:
                     for record, norm in zip(history[-len(norms) :], norms, strict=True):
                         record["update_norm"] = norm
             if self.verbose:

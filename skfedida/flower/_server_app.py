@@ -81,7 +81,6 @@ class _FederationChecks:
         self.nodes = nodes
         self.partition_of = {node: k for k, node in enumerate(nodes)}
         self.selection_rng = plan.selection_stream(seeds)
-        self.seeds = seeds
         self.history = history
         self.expected = {}
         self.aggregator_memory = {}
@@ -217,11 +216,12 @@ class _FederationChecks:
             max_update_norm=federation.max_update_norm,
             dp=federation.dp,
             n_selected=len(self.expected[MessageType.TRAIN]),
-            noise_rng=noise_stream(self.seeds[0], server_round),
+            noise_rng=noise_stream(federation.dp, server_round),
         )
-        for reply, norm in zip(replies, norms, strict=True):
-            k = self.partition_of[reply.metadata.src_node_id]
-            self._record(server_round, k)["update_norm"] = norm
+        if federation.dp is None:
+            for reply, norm in zip(replies, norms, strict=True):
+                k = self.partition_of[reply.metadata.src_node_id]
+                self._record(server_round, k)["update_norm"] = norm
         if federation.dp is not None:
             # The private mean of skfedida._privacy (Flower's arithmetic).
             return self._with_metrics(result, replies)
