@@ -18,8 +18,10 @@ at that matched selection rate (groups with >= 30 test rows).
 Then client-level differential privacy (``dp=DifferentialPrivacy(...)``,
 in-process): the same table along the noise multiplier, with the epsilon
 spent after 10 rounds at delta = 1e-5, at a clipping norm of the honest
-run's median update norm, and a row with the clipping and the equally
-weighted mean of DP but no noise to speak of (what DP costs before noise).
+run's median update norm (read from the same data, which a private
+deployment would not do: here it only sets the scale), and a row with the
+clipping and the equally weighted mean of DP but no noise to speak of (what
+DP costs before noise).
 The noise is seeded (``noise_seed``) so that the table can be rerun; a
 private run leaves it unset.
 """
