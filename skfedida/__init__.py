@@ -26,6 +26,7 @@ from .exceptions import (
     EmptyRangeWarning,
     InactivePenaltyWarning,
     OperatingPointWarning,
+    OutlyingUpdateWarning,
     SensitiveFeaturesWarning,
     SkfedidaWarning,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "InactivePenaltyWarning",
     "Median",
     "OperatingPointWarning",
+    "OutlyingUpdateWarning",
     "QFedAvg",
     "SensitiveFeaturesWarning",
     "SkfedidaWarning",

@@ -21,6 +21,7 @@ __all__ = [
     "EmptyRangeWarning",
     "InactivePenaltyWarning",
     "OperatingPointWarning",
+    "OutlyingUpdateWarning",
     "SensitiveFeaturesWarning",
     "SkfedidaWarning",
 ]
@@ -161,6 +162,24 @@ class ClientDataWarning(SkfedidaWarning):
     """
 
 
+class OutlyingUpdateWarning(SkfedidaWarning):
+    """A client's update far larger than the other clients', unbounded.
+
+    Raised by ``FederatedEstimator`` (and the Flower ServerApp) when, in some
+    round, one client's update norm is over 10 times the median of the other
+    clients' and nothing bounded it (the plain mean, no
+    ``max_update_norm``): a broken or hostile client (or one whose features
+    are on another scale) then moves the global model that far. Sign-flipped
+    updates have ordinary norms and raise nothing.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import OutlyingUpdateWarning
+    >>> warnings.simplefilter("error", OutlyingUpdateWarning)
+    """
+
+
 class OperatingPointWarning(SkfedidaWarning):
     """No threshold selects the target share of rows.
 
@@ -213,3 +232,46 @@ def warn_if_degenerate(positive_share, owner, rows="training rows"):
             DegenerateModelWarning,
             stacklevel=caller_stacklevel(),
         )
+
+
+#: How many times the median of the other clients' update norms a client's
+#: must exceed to be warned about (honest clients stay within about 2x on the
+#: shipped and synthetic federations).
+OUTLYING_UPDATE_RATIO = 10.0
+
+
+def warn_if_outlying_updates(history, *, bounded):
+    """Warn once about clients whose unbounded update norms stood far out."""
+    if bounded:
+        return
+    outlying = {}
+    for round_ in sorted({r["round"] for r in history if "update_norm" in r}):
+        norms = {
+            r["client"]: r["update_norm"]
+            for r in history
+            if r["round"] == round_ and "update_norm" in r
+        }
+        if len(norms) < 2:
+            continue
+        for client, norm in norms.items():
+            others = np.median([v for k, v in norms.items() if k != client])
+            ratio = norm / others if others > 0 else np.inf
+            if ratio > OUTLYING_UPDATE_RATIO:
+                rounds, worst = outlying.get(client, ([], 0.0))
+                outlying[client] = ([*rounds, round_], max(worst, ratio))
+    if not outlying:
+        return
+    described = "; ".join(
+        f"client {client!r} in round(s) {rounds} (up to {worst:.3g} times)"
+        for client, (rounds, worst) in outlying.items()
+    )
+    warnings.warn(
+        "An update far larger than the other clients' (over "
+        f"{OUTLYING_UPDATE_RATIO:g} times the median of their norms) was "
+        f"averaged unbounded: {described}. With the plain mean one such client "
+        "moves the global model that far. Check that client (its data scale, "
+        "its software), or bound it: aggregation='trimmed_mean' or "
+        "max_update_norm='median'.",
+        OutlyingUpdateWarning,
+        stacklevel=caller_stacklevel(),
+    )

@@ -9,6 +9,7 @@ accountant.
 """
 
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -371,3 +372,45 @@ def test_weighted_mean_in_bounded_round_is_the_aggregators():
         WeightedMean().aggregate, lists, [3, 5, 7], global_parameters=g
     )
     assert ours[0].tobytes() == WeightedMean().aggregate(lists, [3, 5, 7])[0].tobytes()
+
+
+def _scaling_client_2(monkeypatch, data):
+    """In-process: client 2's parameter protocol returns its parameters x 1e6."""
+    from skfedida.federated import _client
+
+    seeds = _fit(_federation(n_rounds=1), data).client_seeds_
+    real = _client.get_parameters
+
+    def scaled_for_client_2(estimator):
+        arrays = real(estimator)
+        if estimator.random_state == int(seeds[2]):
+            arrays = [a * 1e6 for a in arrays]
+        return arrays
+
+    monkeypatch.setattr(_client, "get_parameters", scaled_for_client_2)
+
+
+def test_an_unbounded_outlying_update_warns_naming_its_client(data, monkeypatch):
+    from skfedida.exceptions import OutlyingUpdateWarning
+
+    with pytest.warns(OutlyingUpdateWarning, match=r"client 2 in round\(s\) \[1, 2"):
+        _run(_federation(), data, ATTACKS["parameters x 1e6"])
+    _scaling_client_2(monkeypatch, data)
+    with pytest.warns(OutlyingUpdateWarning, match=r"client 2 in round\(s\) \[1,"):
+        _fit(_federation(), data)
+    # Bounded, the same client's update moves nothing far: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlyingUpdateWarning)
+        for options in ({"aggregation": "trimmed_mean"}, {"max_update_norm": 1.0}):
+            _fit(_federation(**options), data)
+
+
+def test_honest_federations_do_not_warn_about_their_updates(data):
+    from skfedida.exceptions import OutlyingUpdateWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlyingUpdateWarning)
+        _fit(_federation(), data)
+        _run(_federation(), data)
+        # Sign flips have ordinary norms: nothing to see for this check.
+        _run(_federation(), data, ATTACKS["sign-flipped parameters"])

@@ -40,6 +40,7 @@ from ..exceptions import (
     InactivePenaltyWarning,
     caller_stacklevel,
     warn_if_degenerate,
+    warn_if_outlying_updates,
 )
 from ..over_sampling import FairnessAwareROSE
 from ._aggregation import _Aggregator, check_aggregation
@@ -55,7 +56,12 @@ from ._client import (
 )
 from ._parameters import set_parameters
 from ._plan import FederationPlan
-from ._privacy import DifferentialPrivacy, check_update_bound, privacy_report
+from ._privacy import (
+    DifferentialPrivacy,
+    check_update_bound,
+    privacy_report,
+    updates_bounded,
+)
 from ._replies import claims_summary
 from ._server import COMMUNICATING, _Server
 
@@ -552,6 +558,7 @@ default="mean"
             self._run(trainer, data, epochs, self.client_seeds_)
         del self._validation
         self._warn_if_degenerate(data)
+        warn_if_outlying_updates(self.history_, bounded=updates_bounded(self))
         callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
         return self
 

@@ -17,7 +17,11 @@ import numpy as np
 
 from .._compat import _num_samples, _safe_indexing
 from .._groups import encode_groups
-from ..exceptions import InactivePenaltyWarning, warn_if_degenerate
+from ..exceptions import (
+    InactivePenaltyWarning,
+    warn_if_degenerate,
+    warn_if_outlying_updates,
+)
 from ._aggregation import check_aggregation
 from ._client import (
     _client_round,
@@ -31,7 +35,7 @@ from ._client import (
     clone_fitted,
 )
 from ._parameters import set_parameters
-from ._privacy import privacy_report
+from ._privacy import privacy_report, updates_bounded
 from ._server import COMMUNICATING
 
 
@@ -279,6 +283,7 @@ class FederationPlan:
         fitted.history_ = sorted(history, key=lambda r: (r["round"], r["client"]))
         fitted.federated_metrics_ = federated_metrics
         fitted.privacy_ = privacy_report(fitted.dp, self.n_rounds)
+        warn_if_outlying_updates(fitted.history_, bounded=updates_bounded(fitted))
         if federated_metrics:
             # The server never sees training decisions; the clients' evaluation
             # rows of the last round tell it whether the model is degenerate.

@@ -360,6 +360,17 @@ def bounded_round(
     return parameters, norms
 
 
+def updates_bounded(federation):
+    """Whether the federation bounds what one client's update can do."""
+    from ._aggregation import Median, TrimmedMean
+
+    return (
+        federation.max_update_norm is not None
+        or federation.dp is not None
+        or isinstance(federation._aggregator, Median | TrimmedMean)
+    )
+
+
 def privacy_report(dp, n_rounds):
     """``FederatedEstimator.privacy_`` for ``n_rounds`` released rounds."""
     return None if dp is None else dp.spent(n_rounds)
