@@ -17,6 +17,7 @@ from . import (
     over_sampling,
     plotting,
     postprocessing,
+    preprocessing,
 )
 from .datasets import load_adult, make_federated_classification, make_roc_like
 from .exceptions import (
@@ -72,6 +73,12 @@ from .over_sampling import FairnessAwareROSE
 from .penalty import group_penalty, individual_penalty, standardized_group_penalty
 from .plotting import ClientMetricsDisplay, TradeoffDisplay
 from .postprocessing import FederatedThresholdOptimizer
+from .preprocessing import (
+    FederatedMinMaxScaler,
+    FederatedOneHotEncoder,
+    FederatedSimpleImputer,
+    FederatedStandardScaler,
+)
 
 __version__ = "0.1.0.dev0"
 
@@ -89,6 +96,10 @@ __all__ = [
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
     "FederatedEstimator",
+    "FederatedMinMaxScaler",
+    "FederatedOneHotEncoder",
+    "FederatedSimpleImputer",
+    "FederatedStandardScaler",
     "FederatedThresholdOptimizer",
     "InactivePenaltyWarning",
     "Median",
@@ -132,6 +143,7 @@ __all__ = [
     "plotting",
     "positive_predictive_value_difference",
     "postprocessing",
+    "preprocessing",
     "score_histogram",
     "selection_rate",
     "set_parameters",

@@ -28,6 +28,12 @@ EXPECTED = {
     "federated_sgdclassifier.py": ["FedAvg + ROSE", "soft_dpd"],
     "fairness_scorers_grid_search.py": ["chosen: alpha"],
     "plot_fairness_plots.py": [],
+    "raw_adult_pipeline.py": [
+        "fitted from raw tables",
+        "model inputs: 92",
+        "FedIDA, raw table + federated preprocessing",
+        "DPD matched",
+    ],
     "group_thresholds.py": [
         "server's counts",
         "FedAvg + group thresholds",

@@ -16,6 +16,7 @@ MODULES = [
     "skfedida.model_selection",
     "skfedida.plotting",
     "skfedida.postprocessing",
+    "skfedida.preprocessing",
 ]
 
 

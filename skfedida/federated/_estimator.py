@@ -6,8 +6,10 @@ import numbers
 import warnings
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.callback import CallbackSupportMixin
+from sklearn.pipeline import Pipeline
 from sklearn.utils import column_or_1d, get_tags
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
@@ -55,6 +57,12 @@ from ._client import (
     clone_fitted,
 )
 from ._parameters import set_parameters
+from ._pipeline import (
+    PipelineFederation,
+    final_step,
+    is_pipeline,
+    warn_if_pooled_preprocessing,
+)
 from ._plan import FederationPlan
 from ._privacy import (
     DifferentialPrivacy,
@@ -310,7 +318,10 @@ default="mean"
     __metadata_request__decision_function = {"clients": True}
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["partial_fit", "predict", "predict_proba"])],
+        "estimator": [
+            HasMethods(["partial_fit", "predict", "predict_proba"]),
+            Pipeline,
+        ],
         "strategy": [StrOptions(set(_STRATEGIES))],
         "n_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
         "local_epochs": [
@@ -415,7 +426,7 @@ default="mean"
     def _check_components(self):
         if self.sensitive is None:
             return
-        for component in (self.estimator, self.sampler):
+        for component in (final_step(self.estimator), self.sampler):
             params = {} if component is None else component.get_params(deep=False)
             if "sensitive" in params and params["sensitive"] is None:
                 raise ValueError(
@@ -450,6 +461,9 @@ default="mean"
         """
         self._check_components()
         self._check_update_bound()  # bad options fail before training
+        if is_pipeline(self.estimator):
+            return self._fit_pipeline(X, y, clients, sensitive_features)
+        warn_if_pooled_preprocessing(self)
         if _declares_constraints(self.sampler):
             clone(self.sampler)._validate_params()
         warm = self.warm_start and hasattr(self, "_federation_state")
@@ -560,6 +574,49 @@ default="mean"
         self._warn_if_degenerate(data)
         warn_if_outlying_updates(self.history_, bounded=updates_bounded(self))
         callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
+        return self
+
+    def _fit_pipeline(self, X, y, clients, sensitive_features):
+        """Fit the pipeline's transformers from statistics, then the model."""
+        pipeline = PipelineFederation(self)
+        warm = self.warm_start and hasattr(self, "_pipeline_parts")
+        validate_data(self, X, reset=not warm, skip_check_array=True)
+        X_model, S = pipeline.split(X, sensitive_features)
+        if warm:
+            fitted_preprocessing, inner = self._pipeline_parts
+            own = self.get_params(deep=False)
+            for name in ("estimator", "sampler", "sensitive", "warm_start"):
+                own.pop(name)
+            inner.set_params(**own, warm_start=True)
+        else:
+            fitted_preprocessing, _ = pipeline.fit_preprocessing(X_model, clients)
+            inner = pipeline.inner()
+        X_inner = (
+            X_model
+            if fitted_preprocessing is None
+            else fitted_preprocessing.transform(X_model)
+        )
+        if sparse.issparse(X_inner) and isinstance(self.sampler, FairnessAwareROSE):
+            # ROSE's synthetic rows are dense; one-hot output is sparse.
+            X_inner = X_inner.toarray()
+        inner.fit(X_inner, y, clients=clients, sensitive_features=S)
+        for name, value in vars(inner).items():
+            if (
+                name.endswith("_")
+                and not name.startswith("_")
+                and name
+                not in (
+                    "n_features_in_",
+                    "feature_names_in_",
+                )
+            ):
+                setattr(self, name, value)
+        self.estimator_ = pipeline.wrap(fitted_preprocessing, inner.estimator_, X)
+        self.client_estimators_ = {
+            client: pipeline.wrap(fitted_preprocessing, model, X)
+            for client, model in inner.client_estimators_.items()
+        }
+        self._pipeline_parts = (fitted_preprocessing, inner)
         return self
 
     @staticmethod
@@ -729,6 +786,13 @@ default="mean"
                 f"strategy={federation.strategy!r} ('local' and 'central' need no "
                 "server: use FederatedEstimator directly)."
             )
+        if is_pipeline(federation.estimator):
+            raise ValueError(
+                "A FederatedEstimator whose estimator is a Pipeline (federated "
+                "preprocessing) runs in-process only for now; on Flower, give the "
+                "ClientApp rows already transformed, or fit the pipeline with "
+                "FederatedEstimator.fit."
+            )
         federation._check_components()
         federation._check_update_bound()
         return FederationPlan(federation)
@@ -754,7 +818,7 @@ default="mean"
         """
         router = MetadataRouter(owner=self).add_self_request(self)
         router.add(
-            estimator=self.estimator,
+            estimator=final_step(self.estimator),
             method_mapping=MethodMapping().add(caller="fit", callee="partial_fit"),
         )
         if self.sampler is not None:
@@ -921,10 +985,14 @@ default="mean"
 
     def _dispatch(self, method, X, clients):
         check_is_fitted(self)
-        # The array check first: a 1-D X gets sklearn's "Reshape your data".
-        X_checked = self._as_array(X)
-        validate_data(self, X, reset=False, skip_check_array=True)
-        X = X_checked
+        if is_pipeline(self.estimator):
+            # The fitted pipeline validates its own (raw) input.
+            validate_data(self, X, reset=False, skip_check_array=True)
+        else:
+            # The array check first: a 1-D X gets sklearn's "Reshape your data".
+            X_checked = self._as_array(X)
+            validate_data(self, X, reset=False, skip_check_array=True)
+            X = X_checked
         if clients is None or not self.client_estimators_:
             return getattr(self.estimator_, method)(X)
         clients = np.asarray(clients)

@@ -1,0 +1,161 @@
+"""FederatedEstimator(Pipeline([...transformers..., estimator])): preprocessing first.
+
+The transformers are fitted from the clients' statistics (one round each,
+in pipeline order, ``skfedida.preprocessing``); each client then transforms
+its own rows, and the final estimator is trained on them by the same
+federation. In column mode the sensitive columns are taken out of X before
+the preprocessing (they are never model inputs) and reach the sampler and
+the final estimator as metadata.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils import get_tags
+
+from .._compat import _safe_indexing
+from .._groups import resolve_sensitive
+from ..exceptions import ClientDataWarning, caller_stacklevel
+from ..preprocessing._base import federated_transformers, fit_in_process
+from ._client import client_ids
+
+__all__ = ["PipelineFederation", "is_pipeline", "warn_if_pooled_preprocessing"]
+
+
+def warn_if_pooled_preprocessing(federation):
+    """Warn when a Pipeline fitted its transformers on every client's rows pooled.
+
+    ``Pipeline([ColumnTransformer(...), FederatedEstimator(...)])`` fits the
+    transformers on all rows before the federation starts: rows of every
+    client meet in one place. The Pipeline's frame is found on the stack.
+    """
+    frame = inspect.currentframe()
+    try:
+        for _ in range(40):
+            frame = frame.f_back
+            if frame is None:
+                return
+            owner = frame.f_locals.get("self")
+            if not isinstance(owner, Pipeline) or frame.f_code.co_name != "fit":
+                continue
+            names = [name for name, step in owner.steps]
+            steps = [step for name, step in owner.steps]
+            if not any(step is federation for step in steps):
+                continue
+            position = next(i for i, step in enumerate(steps) if step is federation)
+            pooled = [
+                names[i]
+                for i in range(position)
+                if steps[i] not in (None, "passthrough")
+                and get_tags(steps[i]).requires_fit
+            ]
+            if pooled:
+                warnings.warn(
+                    f"The Pipeline fitted {pooled} on the rows of every client "
+                    "pooled, before the federation: rows left their clients. Put "
+                    "the transformers inside the federation instead, with "
+                    "skfedida.preprocessing's federated transformers: "
+                    "FederatedEstimator(Pipeline([..., ('model', estimator)])).",
+                    ClientDataWarning,
+                    stacklevel=caller_stacklevel(),
+                )
+            return
+    finally:
+        del frame
+
+
+def is_pipeline(estimator):
+    """Whether FederatedEstimator's estimator is a Pipeline of preprocessing + model."""
+    return isinstance(estimator, Pipeline)
+
+
+def final_step(estimator):
+    """The estimator a pipeline ends with (the estimator itself otherwise)."""
+    return estimator.steps[-1][1] if is_pipeline(estimator) else estimator
+
+
+def drop_columns(X, columns):
+    """X without ``columns`` (names of a DataFrame, or positions)."""
+    if hasattr(X, "drop"):
+        return X.drop(columns=columns)
+    keep = np.setdiff1d(np.arange(X.shape[1]), np.atleast_1d(columns))
+    return X[:, keep]
+
+
+def _kept_names(transformer, input_features):
+    """Output names of ``drop_columns`` (FunctionTransformer's feature_names_out)."""
+    columns = set(np.atleast_1d(transformer.kw_args["columns"]).tolist())
+    return np.asarray([name for name in input_features if name not in columns])
+
+
+def _without_sensitive(component):
+    if component is None or "sensitive" not in component.get_params(deep=False):
+        return component
+    return clone(component).set_params(sensitive=None)
+
+
+class PipelineFederation:
+    """The preprocessing and the inner federation of a pipeline FederatedEstimator."""
+
+    def __init__(self, federation):
+        self.federation = federation
+        steps = federation.estimator.steps
+        self.final_name, self.final = steps[-1]
+        self.preprocessing = Pipeline(steps[:-1]) if len(steps) > 1 else None
+        if self.preprocessing is not None:
+            # A stateful transformer that is not federated is refused here,
+            # before any statistics round.
+            federated_transformers(self.preprocessing, "estimator")
+
+    def split(self, X, sensitive_features):
+        """Model inputs and sensitive features (the columns out, in column mode)."""
+        sensitive = self.federation.sensitive
+        if sensitive is None:
+            return X, sensitive_features
+        _, S = resolve_sensitive(
+            X, sensitive_features=sensitive_features, sensitive=sensitive, drop=False
+        )
+        return drop_columns(X, sensitive), S
+
+    def fit_preprocessing(self, X_model, clients):
+        """The preprocessing fitted from every client's statistics (or None)."""
+        if self.preprocessing is None:
+            return None, []
+        _, codes = client_ids(clients, X_model.shape[0])
+        parts = [
+            _safe_indexing(X_model, np.flatnonzero(codes == k))
+            for k in range(codes.max() + 1)
+        ]
+        return fit_in_process(self.preprocessing, parts)
+
+    def inner(self):
+        """The federation that trains the final estimator on transformed rows."""
+        federation = self.federation
+        inner = clone(federation).set_params(
+            estimator=_without_sensitive(self.final),
+            sampler=_without_sensitive(federation.sampler),
+            sensitive=None,
+            warm_start=False,
+        )
+        return inner
+
+    def wrap(self, fitted_preprocessing, model, X):
+        """A fitted model behind the fitted preprocessing (and the column drop)."""
+        steps = []
+        if self.federation.sensitive is not None:
+            drop = FunctionTransformer(
+                drop_columns,
+                kw_args={"columns": self.federation.sensitive},
+                feature_names_out=_kept_names,
+            )
+            steps.append(("drop_sensitive", drop.fit(X)))
+        if fitted_preprocessing is not None:
+            steps.extend(fitted_preprocessing.steps)
+        steps.append((self.final_name, model))
+        return Pipeline(steps)

@@ -1,0 +1,290 @@
+"""Federated fitting of transformers: rounds of statistics, never rows.
+
+A federated transformer is fitted by a server that asks every client a
+question about its own rows (``_answer(X, query)``: counts, sums, sums of
+squares, category counts, histograms) and combines the answers
+(``_fit_rounds(ask)``), as many rounds as it needs. Fitted on one client,
+each equals its scikit-learn parent; on K clients, the parent fitted on the
+pooled rows.
+
+Transformers nested in a ``Pipeline`` or ``ColumnTransformer`` are fitted
+one after the other, in the order scikit-learn fits them (pipeline steps in
+order; a ColumnTransformer's transformers in its list order): a client
+answers for the next transformer after applying the already fitted ones to
+its rows. ``fit_tree`` runs that loop; ``FederatedEstimator`` and the Flower
+apps use it with their own way of asking clients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import copy
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import Pipeline
+from sklearn.utils import get_tags
+
+__all__ = ["FederatedTransformerMixin", "federated_transformers", "fit_tree"]
+
+
+class FederatedTransformerMixin:
+    """Mixin of transformers fitted from the clients' statistics (not for direct use).
+
+    Subclasses define ``_validate_rows(X)`` (the parent's validation, with
+    ``reset=True``), ``_answer(X, query)`` (a client's statistics of its
+    validated rows) and ``_fit_rounds(ask)`` (the server's rounds; ``ask``
+    takes a query and returns every client's answer).
+    """
+
+    #: Attributes a client's own validation sets from its rows (feature
+    #: names, dtypes): not part of the statistics the server sends back.
+    _row_attributes = ("n_features_in_", "feature_names_in_")
+
+    def _federated_fit(self, X, clients):
+        """Fit from the statistics of each client's rows (``clients`` ids)."""
+        self._validate_params()
+        X = self._validate_rows(X)
+        parts = _client_parts(X, clients)
+        self._fit_rounds(lambda query: [self._answer(part, query) for part in parts])
+        return self
+
+    def _statistics_state(self):
+        """The fitted attributes the statistics rounds set (what clients get)."""
+        params = set(self.get_params(deep=False))
+        return {
+            name: value
+            for name, value in vars(self).items()
+            if name not in params and name not in self._row_attributes
+        }
+
+    def _apply_state(self, X, state):
+        """Become fitted: validate one client's rows, take the federation's state."""
+        self._validate_rows(X)
+        for name, value in state.items():
+            setattr(self, name, copy.deepcopy(value))
+        return self
+
+
+def _client_parts(X, clients):
+    """Each client's rows of a validated X, in the order of the sorted ids."""
+    if clients is None:
+        return [X]
+    clients = np.asarray(clients)
+    if clients.ndim != 1 or clients.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"clients has {clients.shape[0] if clients.ndim else 0} values; X has "
+            f"{X.shape[0]} rows."
+        )
+    ids, codes = np.unique(clients, return_inverse=True)
+    return [X[codes == k] for k in range(len(ids))]
+
+
+# -- transformer trees ------------------------------------------------------
+
+
+def federated_transformers(tree, path="estimator"):
+    """The federated transformers of a tree, in the order scikit-learn fits them.
+
+    Parameters
+    ----------
+    tree : transformer, Pipeline or ColumnTransformer
+        The (unfitted) preprocessing.
+    path : str
+        Name of ``tree`` in messages.
+
+    Returns
+    -------
+    found : list of (str, transformer)
+        Path and transformer of every federated transformer.
+
+    Raises
+    ------
+    ValueError
+        For a stateful transformer that is not federated: fitted inside the
+        federation it would learn from one client's rows only.
+    """
+    if tree is None or isinstance(tree, str):  # "drop", "passthrough"
+        return []
+    if isinstance(tree, FederatedTransformerMixin):
+        return [(path, tree)]
+    if isinstance(tree, Pipeline):
+        found = []
+        for name, step in tree.steps:
+            found += federated_transformers(step, f"{path}[{name!r}]")
+        return found
+    if isinstance(tree, ColumnTransformer):
+        found = []
+        for name, transformer, _ in tree.transformers:
+            found += federated_transformers(transformer, f"{path}[{name!r}]")
+        return found + federated_transformers(tree.remainder, f"{path}[remainder]")
+    if not get_tags(tree).requires_fit:
+        return []
+    replacement = _FEDERATED_NAMES.get(type(tree).__name__)
+    hint = (
+        f" use skfedida.preprocessing.{replacement}"
+        if replacement
+        else " use a federated transformer (skfedida.preprocessing) or a stateless one"
+    )
+    raise ValueError(
+        f"{path} is {type(tree).__name__}, which learns from the rows it is fitted "
+        f"on: inside a federation it would be fitted on each client's rows alone "
+        f"(or, outside, on every client's rows pooled);{hint}."
+    )
+
+
+_FEDERATED_NAMES = {
+    "StandardScaler": "FederatedStandardScaler",
+    "MinMaxScaler": "FederatedMinMaxScaler",
+    "OneHotEncoder": "FederatedOneHotEncoder",
+    "SimpleImputer": "FederatedSimpleImputer",
+}
+
+_TREE_FIT = contextvars.ContextVar("skfedida_tree_fit", default=None)
+
+
+class _Answered(Exception):
+    """Stops a client's fit of a tree once it has answered for the next transformer."""
+
+    def __init__(self, answer):
+        super().__init__()
+        self.answer = answer
+
+
+class _TreeFit:
+    """A client's fit of the tree: known states applied, then one answer."""
+
+    def __init__(self, states, query):
+        self.states, self.query, self.seen = states, query, 0
+
+    def fit(self, transformer, X):
+        index = self.seen
+        self.seen += 1
+        if index < len(self.states):
+            return transformer._apply_state(X, self.states[index])
+        X = transformer._validate_rows(X)
+        raise _Answered(
+            (type(transformer).__name__, transformer._answer(X, self.query))
+        )
+
+
+@contextlib.contextmanager
+def _tree_fit(states, query=None):
+    token = _TREE_FIT.set(_TreeFit(states, query))
+    try:
+        yield
+    finally:
+        _TREE_FIT.reset(token)
+
+
+def current_tree_fit():
+    """The client's tree fit in progress, or None (a plain ``fit``)."""
+    return _TREE_FIT.get()
+
+
+def _sequential(tree):
+    """A copy of the tree whose ColumnTransformers fit in order, in this process."""
+    tree = clone(tree)
+    for _, value in tree.get_params(deep=True).items():
+        if isinstance(value, ColumnTransformer):
+            value.set_params(n_jobs=None)
+    if isinstance(tree, ColumnTransformer):
+        tree.set_params(n_jobs=None)
+    return tree
+
+
+def client_answer(tree, X, states, query):
+    """One client's answer for the next federated transformer of ``tree``.
+
+    The client fits a copy of the tree on its own rows, applying the
+    federation's states of the transformers fitted so far, up to the next
+    one, which answers ``query`` from its input rows.
+    """
+    with _tree_fit(states, query):
+        try:
+            _fit_tree_copy(tree, X)
+        except _Answered as answered:
+            return answered.answer
+    raise RuntimeError("every federated transformer of the tree is already fitted")
+
+
+def fitted_tree(tree, X, states):
+    """The tree fitted on one client's rows with the federation's states."""
+    with _tree_fit(states):
+        fitted = _sequential(tree)
+        if isinstance(fitted, BaseEstimator) and hasattr(fitted, "fit"):
+            fitted.fit(X)
+    return fitted
+
+
+def _fit_tree_copy(tree, X):
+    fitted = _sequential(tree)
+    fitted.fit(X)
+    return fitted
+
+
+def fit_tree(tree, ask):
+    """The federation's states of every federated transformer of ``tree``.
+
+    Parameters
+    ----------
+    tree : transformer, Pipeline or ColumnTransformer
+        The unfitted preprocessing.
+    ask : callable
+        ``ask(states, query)``: every client's answer (``client_answer``)
+        for the next transformer, after applying ``states``.
+
+    Returns
+    -------
+    states : list of dict
+        Per federated transformer, in fitting order, its fitted state.
+    """
+    states = []
+    for path, template in federated_transformers(tree):
+        name = type(template).__name__
+        server = clone(template)
+        server._validate_params()
+
+        def answers(query, known=tuple(states), path=path, name=name):
+            replies = ask(list(known), query)
+            for k, (answered_by, _) in enumerate(replies):
+                if answered_by != name:
+                    raise ValueError(
+                        f"Client {k} answered for a {answered_by} where {path} "
+                        f"({name}) was expected: does a transformer of the tree "
+                        "select no column?"
+                    )
+            return [answer for _, answer in replies]
+
+        server._fit_rounds(answers)
+        states.append(server._statistics_state())
+    return states
+
+
+def fit_in_process(tree, client_rows):
+    """The tree fitted from the statistics of clients whose rows are all here.
+
+    Parameters
+    ----------
+    tree : transformer, Pipeline or ColumnTransformer
+        The unfitted preprocessing.
+    client_rows : list of array-like or DataFrame
+        Each client's rows.
+
+    Returns
+    -------
+    fitted : transformer
+        The tree fitted on client 0's rows with the federation's states (its
+        federated transformers hold the pooled statistics).
+    states : list of dict
+        The federation's states, in fitting order.
+    """
+    states = fit_tree(
+        tree,
+        lambda known, query: [
+            client_answer(tree, rows, known, query) for rows in client_rows
+        ],
+    )
+    return fitted_tree(tree, client_rows[0], states), states

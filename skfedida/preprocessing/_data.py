@@ -1,0 +1,764 @@
+"""Federated scalers, one-hot encoder and imputer, fitted from statistics."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy import sparse
+from sklearn.impute import SimpleImputer
+from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
+from sklearn.utils.sparsefuncs import mean_variance_axis
+from sklearn.utils.validation import FLOAT_DTYPES, validate_data
+
+from .._compat import (
+    _get_mask,
+    _handle_zeros_in_scale,
+    _is_constant_feature,
+    _map_to_integer,
+    _unique,
+)
+from ._base import FederatedTransformerMixin, current_tree_fit
+
+__all__ = [
+    "FederatedMinMaxScaler",
+    "FederatedOneHotEncoder",
+    "FederatedSimpleImputer",
+    "FederatedStandardScaler",
+]
+
+
+def _fit(transformer, X, clients):
+    """A federated transformer's fit: inside a tree fit, or over ``clients``."""
+    tree_fit = current_tree_fit()
+    if tree_fit is not None and clients is None:
+        return tree_fit.fit(transformer, X)
+    return transformer._federated_fit(X, clients)
+
+
+class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
+    """StandardScaler fitted from the clients' counts, means and sums of squares.
+
+    Each client sends, per feature, its number of non-missing values, their
+    mean and their sum of squared deviations from it; the server combines
+    them with Chan et al.'s pairwise update (numerically stable), so the
+    result equals :class:`~sklearn.preprocessing.StandardScaler` fitted on
+    the pooled rows (to about 1e-12 relative). Transforming is the parent's,
+    row by row, on each client.
+
+    Parameters
+    ----------
+    copy : bool, default=True
+        As in StandardScaler.
+    with_mean : bool, default=True
+        Centre the data (not for sparse input, as in StandardScaler).
+    with_std : bool, default=True
+        Scale the data to unit variance.
+
+    Attributes
+    ----------
+    scale_ : ndarray of shape (n_features,) or None
+        Per-feature scaling (1 for features of zero variance).
+    mean_ : ndarray of shape (n_features,) or None
+        Pooled mean of each feature.
+    var_ : ndarray of shape (n_features,) or None
+        Pooled (biased) variance of each feature.
+    n_features_in_ : int
+        Number of features.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when X has string column names.
+    n_samples_seen_ : float or ndarray of shape (n_features,)
+        Pooled number of non-missing values (one number when equal for
+        all), as StandardScaler's.
+
+    See Also
+    --------
+    sklearn.preprocessing.StandardScaler : The same, on rows in one place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.preprocessing import FederatedStandardScaler
+    >>> X = np.array([[0.0], [2.0], [4.0], [10.0]])
+    >>> scaler = FederatedStandardScaler().fit(X, clients=[0, 0, 1, 1])
+    >>> scaler.mean_, scaler.var_
+    (array([4.]), array([14.]))
+    """
+
+    def __init__(self, *, copy=True, with_mean=True, with_std=True):
+        super().__init__(copy=copy, with_mean=with_mean, with_std=with_std)
+
+    def fit(self, X, y=None, sample_weight=None, *, clients=None):
+        """Fit from each client's statistics.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows of every client.
+        y : None
+            Ignored.
+        sample_weight : None
+            Not supported (an error when given).
+        clients : array-like of shape (n_samples,), default=None
+            Client id of every row: each client's statistics are computed
+            on its rows alone and only they are combined. None makes all
+            rows one client's (then the result is the parent's ``fit``).
+
+        Returns
+        -------
+        self : object
+            Fitted scaler.
+        """
+        if sample_weight is not None:
+            raise ValueError(
+                "FederatedStandardScaler does not take sample_weight; weigh rows "
+                "before scaling or use StandardScaler on one client."
+            )
+        return _fit(self, X, clients)
+
+    def _validate_rows(self, X):
+        X = validate_data(
+            self,
+            X,
+            accept_sparse=("csr", "csc"),
+            dtype=FLOAT_DTYPES,
+            ensure_all_finite="allow-nan",
+            reset=True,
+        )
+        if sparse.issparse(X) and self.with_mean:
+            raise ValueError(
+                "Cannot center sparse matrices: pass `with_mean=False` instead. "
+                "See docstring for motivation and alternatives."
+            )
+        return X
+
+    def _answer(self, X, query):
+        if sparse.issparse(X):
+            mean, var, n = mean_variance_axis(X, axis=0, return_sum_weights=True)
+            return {"n": np.asarray(n, np.float64), "mean": mean, "m2": var * n}
+        missing = np.isnan(X)
+        n = X.shape[0] - missing.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, np.nansum(X, axis=0) / np.maximum(n, 1), 0.0)
+        m2 = np.nansum((X - mean) ** 2, axis=0)
+        return {"n": n.astype(np.float64), "mean": mean, "m2": m2}
+
+    def _fit_rounds(self, ask):
+        answers = ask({"statistic": "moments"})
+        n, mean, m2 = (
+            np.zeros_like(answers[0]["n"]),
+            np.zeros_like(answers[0]["mean"]),
+            np.zeros_like(answers[0]["m2"]),
+        )
+        for answer in answers:
+            # Chan et al.'s pairwise combination of counts, means and M2.
+            n_b, mean_b, m2_b = answer["n"], answer["mean"], answer["m2"]
+            total = n + n_b
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = np.where(total > 0, n_b / np.maximum(total, 1), 0.0)
+            delta = mean_b - mean
+            mean = mean + delta * share
+            m2 = m2 + m2_b + delta**2 * n * share
+            n = total
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = np.where(n > 0, m2 / np.maximum(n, 1), np.nan)
+            mean = np.where(n > 0, mean, np.nan)
+        # Float counts, as StandardScaler's (an int-valued float64).
+        self.n_samples_seen_ = n[0] if n.min() == n.max() else n
+        self.mean_ = mean if (self.with_mean or self.with_std) else None
+        self.var_ = var if self.with_std else None
+        if not self.with_mean and not self.with_std:
+            self.mean_ = None
+        if self.with_std:
+            constant = _is_constant_feature(self.var_, self.mean_, self.n_samples_seen_)
+            self.scale_ = _handle_zeros_in_scale(
+                np.sqrt(self.var_), copy=False, constant_mask=constant
+            )
+        else:
+            self.scale_ = None
+
+
+class FederatedMinMaxScaler(FederatedTransformerMixin, MinMaxScaler):
+    """MinMaxScaler fitted from each client's per-feature minimum and maximum.
+
+    Each client sends, per feature, the minimum and the maximum of its
+    non-missing values and their count; the result equals
+    :class:`~sklearn.preprocessing.MinMaxScaler` fitted on the pooled rows
+    exactly. Note what this reveals: the federation's extremes are values of
+    some client's rows.
+
+    Parameters
+    ----------
+    feature_range : tuple (min, max), default=(0, 1)
+        Range of the transformed data.
+    copy : bool, default=True
+        As in MinMaxScaler.
+    clip : bool, default=False
+        Clip transformed values to ``feature_range``.
+
+    Attributes
+    ----------
+    min_ : ndarray of shape (n_features,)
+        Per-feature shift.
+    scale_ : ndarray of shape (n_features,)
+        Per-feature scaling.
+    data_min_ : ndarray of shape (n_features,)
+        Pooled minimum of each feature.
+    data_max_ : ndarray of shape (n_features,)
+        Pooled maximum of each feature.
+    data_range_ : ndarray of shape (n_features,)
+        ``data_max_ - data_min_``.
+    n_features_in_ : int
+        Number of features.
+    n_samples_seen_ : int
+        Pooled number of rows.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when X has string column names.
+
+    See Also
+    --------
+    sklearn.preprocessing.MinMaxScaler : The same, on rows in one place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.preprocessing import FederatedMinMaxScaler
+    >>> X = np.array([[1.0], [3.0], [0.0], [9.0]])
+    >>> FederatedMinMaxScaler().fit(X, clients=[0, 0, 1, 1]).data_range_
+    array([9.])
+    """
+
+    def __init__(self, feature_range=(0, 1), *, copy=True, clip=False):
+        super().__init__(feature_range=feature_range, copy=copy, clip=clip)
+
+    def fit(self, X, y=None, *, clients=None):
+        """Fit from each client's minima and maxima.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows of every client.
+        y : None
+            Ignored.
+        clients : array-like of shape (n_samples,), default=None
+            Client id of every row: each client's statistics are computed
+            on its rows alone and only they are combined. None makes all
+            rows one client's (then the result is the parent's ``fit``).
+
+        Returns
+        -------
+        self : object
+            Fitted scaler.
+        """
+        return _fit(self, X, clients)
+
+    def _validate_rows(self, X):
+        if sparse.issparse(X):
+            raise TypeError(
+                "MinMaxScaler does not support sparse input. Consider using "
+                "MaxAbsScaler instead."
+            )
+        return validate_data(
+            self, X, dtype=FLOAT_DTYPES, ensure_all_finite="allow-nan", reset=True
+        )
+
+    def _answer(self, X, query):
+        with np.errstate(invalid="ignore"), _quiet_all_nan():
+            return {
+                "min": np.nanmin(X, axis=0),
+                "max": np.nanmax(X, axis=0),
+                "n": np.int64(X.shape[0]),
+            }
+
+    def _fit_rounds(self, ask):
+        feature_range = self.feature_range
+        if feature_range[0] >= feature_range[1]:
+            raise ValueError(
+                "Minimum of desired feature range must be smaller than maximum. Got "
+                f"{feature_range}."
+            )
+        answers = ask({"statistic": "extremes"})
+        with _quiet_all_nan():
+            data_min = np.nanmin(np.stack([a["min"] for a in answers]), axis=0)
+            data_max = np.nanmax(np.stack([a["max"] for a in answers]), axis=0)
+        self.n_samples_seen_ = int(sum(int(a["n"]) for a in answers))
+        data_range = data_max - data_min
+        self.scale_ = (feature_range[1] - feature_range[0]) / _handle_zeros_in_scale(
+            data_range, copy=True
+        )
+        self.min_ = feature_range[0] - data_min * self.scale_
+        self.data_min_ = data_min
+        self.data_max_ = data_max
+        self.data_range_ = data_range
+
+
+class _quiet_all_nan:
+    """Silence numpy's warning for all-NaN columns (sklearn leaves them NaN too)."""
+
+    def __enter__(self):
+        import warnings
+
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.filterwarnings("ignore", message="All-NaN slice encountered")
+
+    def __exit__(self, *exc):
+        return self._catch.__exit__(*exc)
+
+
+class FederatedOneHotEncoder(FederatedTransformerMixin, OneHotEncoder):
+    """OneHotEncoder whose categories are the union of the clients' categories.
+
+    Each client sends, per feature, the categories its rows take and how many
+    rows take each; the server adds the counts up, so ``categories_`` (and,
+    with ``min_frequency`` or ``max_categories``, which categories are
+    infrequent) equal :class:`~sklearn.preprocessing.OneHotEncoder` fitted on
+    the pooled rows. A category held by one client only is revealed to
+    exist, with its count. Every option of the parent works the same.
+
+    Parameters
+    ----------
+    categories : "auto" or list of array-like, default="auto"
+        As in OneHotEncoder.
+    drop : {"first", "if_binary"} or array-like, default=None
+        As in OneHotEncoder.
+    sparse_output : bool, default=True
+        As in OneHotEncoder.
+    dtype : number type, default=np.float64
+        As in OneHotEncoder.
+    handle_unknown : {"error", "ignore", "infrequent_if_exist", "warn"}, \
+default="error"
+        As in OneHotEncoder.
+    min_frequency : int or float, default=None
+        Applied to the summed counts.
+    max_categories : int, default=None
+        Applied to the summed counts.
+    feature_name_combiner : "concat" or callable, default="concat"
+        As in OneHotEncoder.
+
+    Attributes
+    ----------
+    categories_ : list of ndarray
+        Categories of each feature (the union over the clients).
+    drop_idx_ : ndarray of shape (n_features,) or None
+        As in OneHotEncoder.
+    infrequent_categories_ : list of ndarray
+        Infrequent categories of each feature, from the summed counts.
+    n_features_in_ : int
+        Number of features.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when X has string column names.
+
+    See Also
+    --------
+    sklearn.preprocessing.OneHotEncoder : The same, on rows in one place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.preprocessing import FederatedOneHotEncoder
+    >>> X = np.array([["a"], ["b"], ["c"], ["a"]], dtype=object)
+    >>> encoder = FederatedOneHotEncoder(sparse_output=False)
+    >>> encoder.fit(X, clients=[0, 0, 1, 1]).categories_
+    [array(['a', 'b', 'c'], dtype=object)]
+    """
+
+    def __init__(
+        self,
+        *,
+        categories="auto",
+        drop=None,
+        sparse_output=True,
+        dtype=np.float64,
+        handle_unknown="error",
+        min_frequency=None,
+        max_categories=None,
+        feature_name_combiner="concat",
+    ):
+        super().__init__(
+            categories=categories,
+            drop=drop,
+            sparse_output=sparse_output,
+            dtype=dtype,
+            handle_unknown=handle_unknown,
+            min_frequency=min_frequency,
+            max_categories=max_categories,
+            feature_name_combiner=feature_name_combiner,
+        )
+
+    def fit(self, X, y=None, *, clients=None):
+        """Fit from each client's categories and their counts.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows of every client.
+        y : None
+            Ignored.
+        clients : array-like of shape (n_samples,), default=None
+            Client id of every row: each client's statistics are computed
+            on its rows alone and only they are combined. None makes all
+            rows one client's (then the result is the parent's ``fit``).
+
+        Returns
+        -------
+        self : object
+            Fitted encoder.
+        """
+        return _fit(self, X, clients)
+
+    def _validate_rows(self, X):
+        # The parent validates column by column (keeping DataFrame dtypes);
+        # the answer does it again on the client's own rows.
+        validate_data(self, X=X, reset=True, skip_check_array=True)
+        return X
+
+    def _answer(self, X, query):
+        scratch = OneHotEncoder(
+            categories=self.categories,
+            handle_unknown=self.handle_unknown,
+        )
+        found = scratch._fit(
+            X,
+            handle_unknown=self.handle_unknown,
+            ensure_all_finite="allow-nan",
+            return_counts=True,
+        )
+        return {
+            "categories": scratch.categories_,
+            "counts": [np.asarray(c, np.int64) for c in found["category_counts"]],
+            "n": np.int64(found["n_samples"]),
+        }
+
+    def _fit_rounds(self, ask):
+        self._check_infrequent_enabled()
+        answers = ask({"statistic": "category counts"})
+        n_features = len(answers[0]["categories"])
+        self.categories_, counts = [], []
+        for j in range(n_features):
+            if self.categories == "auto":
+                union = _unique(np.concatenate([a["categories"][j] for a in answers]))
+            else:
+                union = answers[0]["categories"][j]
+            total = np.zeros(len(union), dtype=np.int64)
+            for answer in answers:
+                positions = _map_to_integer(answer["categories"][j], union)
+                np.add.at(total, positions, answer["counts"][j])
+            self.categories_.append(union)
+            counts.append(total)
+        if self._infrequent_enabled:
+            n_samples = int(sum(int(a["n"]) for a in answers))
+            self._fit_infrequent_category_mapping(n_samples, counts, {})
+        self._set_drop_idx()
+        self._n_features_outs = self._compute_n_features_outs()
+
+
+class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
+    """SimpleImputer fitted from the clients' counts, sums and value counts.
+
+    ``strategy="mean"``: each client sends per-feature counts and sums of
+    its non-missing values (exact). ``"most_frequent"``: its values and
+    their counts per feature (exact; ties go to the smallest value, as in
+    SimpleImputer; this reveals every value a client holds). ``"constant"``:
+    only which features are entirely missing. ``"median"``: rounds of
+    counts per value interval, each narrowing the interval holding the
+    middle value(s) by ``n_bins`` times; once it is narrower than 1e-12
+    times the values' scale, each client's smallest and largest value inside
+    it, until the interval holds one distinct value: the median is exact
+    (the clients thereby reveal the middle values, which the median is
+    anyway, and values within 1e-12 of them). Dense input only.
+
+    Parameters
+    ----------
+    missing_values : int, float, str, np.nan, None or pandas.NA, default=np.nan
+        As in SimpleImputer.
+    strategy : {"mean", "median", "most_frequent", "constant"}, default="mean"
+        As in SimpleImputer (a callable strategy cannot be federated).
+    fill_value : str or numerical value, default=None
+        As in SimpleImputer.
+    copy : bool, default=True
+        As in SimpleImputer.
+    add_indicator : bool, default=False
+        As in SimpleImputer; which features had missing values is combined
+        over the clients.
+    keep_empty_features : bool, default=False
+        As in SimpleImputer.
+    n_bins : int, default=256
+        Value intervals per round of the median's search.
+
+    Attributes
+    ----------
+    statistics_ : ndarray of shape (n_features,)
+        The fill value of each feature.
+    indicator_ : MissingIndicator or None
+        The missing-value indicator, with ``add_indicator``.
+    n_features_in_ : int
+        Number of features.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when X has string column names.
+
+    See Also
+    --------
+    sklearn.impute.SimpleImputer : The same, on rows in one place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.preprocessing import FederatedSimpleImputer
+    >>> X = np.array([[1.0], [np.nan], [3.0], [10.0]])
+    >>> imputer = FederatedSimpleImputer(strategy="median")
+    >>> imputer.fit(X, clients=[0, 0, 1, 1]).statistics_
+    array([3.])
+    """
+
+    _row_attributes = (
+        "n_features_in_",
+        "feature_names_in_",
+        "_fit_dtype",
+        "_fill_dtype",
+    )
+
+    _parameter_constraints: dict = {
+        **SimpleImputer._parameter_constraints,
+        "n_bins": [numbers.Integral],
+    }
+
+    def __init__(
+        self,
+        *,
+        missing_values=np.nan,
+        strategy="mean",
+        fill_value=None,
+        copy=True,
+        add_indicator=False,
+        keep_empty_features=False,
+        n_bins=256,
+    ):
+        super().__init__(
+            missing_values=missing_values,
+            strategy=strategy,
+            fill_value=fill_value,
+            copy=copy,
+            add_indicator=add_indicator,
+            keep_empty_features=keep_empty_features,
+        )
+        self.n_bins = n_bins
+
+    def fit(self, X, y=None, *, clients=None):
+        """Fit from each client's statistics.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows of every client.
+        y : None
+            Ignored.
+        clients : array-like of shape (n_samples,), default=None
+            Client id of every row: each client's statistics are computed
+            on its rows alone and only they are combined. None makes all
+            rows one client's (then the result is the parent's ``fit``).
+
+        Returns
+        -------
+        self : object
+            Fitted imputer.
+        """
+        if callable(self.strategy):
+            raise ValueError(
+                "FederatedSimpleImputer cannot federate a callable strategy; use "
+                "'mean', 'median', 'most_frequent' or 'constant'."
+            )
+        if not isinstance(self.n_bins, numbers.Integral) or self.n_bins < 2:
+            raise ValueError(f"n_bins must be an int >= 2; got {self.n_bins!r}.")
+        return _fit(self, X, clients)
+
+    def _validate_rows(self, X):
+        X = self._validate_input(X, in_fit=True)
+        if sparse.issparse(X):
+            raise ValueError(
+                "FederatedSimpleImputer takes dense input; densify X, or use "
+                "SimpleImputer on one client."
+            )
+        self._fill_dtype = X.dtype
+        return X
+
+    def _answer(self, X, query):
+        missing = _get_mask(X, self.missing_values)
+        present = ~missing
+        answer = {
+            "n": present.sum(axis=0).astype(np.int64),
+            "any_missing": missing.any(axis=0),
+            "object": X.dtype.kind == "O",
+        }
+        step = query["statistic"]
+        if step == "sums":
+            values = np.where(present, X, 0).astype(np.float64)
+            answer["sum"] = values.sum(axis=0)
+        elif step == "values":
+            answer["values"] = []
+            answer["counts"] = []
+            for j in range(X.shape[1]):
+                values, counts = _unique(X[present[:, j], j], return_counts=True)
+                answer["values"].append(values)
+                answer["counts"].append(counts.astype(np.int64))
+        elif step == "interval counts":
+            answer["below"], answer["bins"], answer["low"], answer["high"] = (
+                [],
+                [],
+                [],
+                [],
+            )
+            # One entry per open search: its feature, and bin edges (None:
+            # the extreme values inside [low, high] instead).
+            for j, edges, low, high in query["intervals"]:
+                column = X[present[:, j], j].astype(np.float64)
+                answer["below"].append(np.int64((column < low).sum()))
+                inside = column[(column >= low) & (column <= high)]
+                if edges is None:
+                    answer["bins"].append(None)
+                    answer["low"].append(inside.min() if inside.size else np.inf)
+                    answer["high"].append(inside.max() if inside.size else -np.inf)
+                else:
+                    bins = np.clip(
+                        np.searchsorted(edges, inside, side="right") - 1,
+                        0,
+                        len(edges) - 2,
+                    )
+                    answer["bins"].append(np.bincount(bins, minlength=len(edges) - 1))
+                    answer["low"].append(None)
+                    answer["high"].append(None)
+        elif step == "extremes":
+            with _quiet_all_nan():
+                column_values = np.where(present, X, np.nan).astype(np.float64)
+                answer["min"] = np.nanmin(column_values, axis=0)
+                answer["max"] = np.nanmax(column_values, axis=0)
+        return answer
+
+    def _fit_rounds(self, ask):
+        strategy = self.strategy
+        query = {
+            "mean": "sums",
+            "most_frequent": "values",
+            "constant": "counts",
+            "median": "extremes",
+        }[strategy]
+        answers = ask({"statistic": query})
+        n = sum(a["n"] for a in answers)
+        empty = n == 0
+        is_object = answers[0]["object"]
+        if strategy == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                statistics = sum(a["sum"] for a in answers) / n
+        elif strategy == "median":
+            statistics = self._median_rounds(ask, answers, n)
+        elif strategy == "most_frequent":
+            statistics = self._most_frequent(answers, is_object)
+        else:
+            fill = self.fill_value
+            if fill is None:
+                fill = "missing_value" if is_object else 0
+            statistics = np.full(len(n), fill, dtype=np.object_)
+        if strategy != "constant":
+            statistics = np.asarray(statistics, dtype=object if is_object else float)
+            if strategy != "most_frequent" or not is_object:
+                statistics = statistics.astype(np.float64)
+            statistics[empty] = 0 if self.keep_empty_features else np.nan
+        elif not self.keep_empty_features:
+            statistics[empty] = np.nan
+        self.statistics_ = statistics
+        # SimpleImputer fits its MissingIndicator on the missing mask; the
+        # mask's columns with a missing value are all that it keeps.
+        any_missing = np.logical_or.reduce([a["any_missing"] for a in answers])
+        self._fit_indicator(np.vstack([any_missing, np.zeros_like(any_missing)]))
+
+    @staticmethod
+    def _most_frequent(answers, is_object):
+        statistics = []
+        for j in range(len(answers[0]["values"])):
+            values = [a["values"][j] for a in answers if len(a["values"][j])]
+            if not values:
+                statistics.append(np.nan)
+                continue
+            union = _unique(np.concatenate(values))
+            total = np.zeros(len(union), dtype=np.int64)
+            for answer in answers:
+                if len(answer["values"][j]):
+                    positions = _map_to_integer(answer["values"][j], union)
+                    np.add.at(total, positions, answer["counts"][j])
+            # The first (smallest) of the most frequent, as SimpleImputer.
+            statistics.append(union[np.argmax(total)])
+        return statistics
+
+    def _median_rounds(self, ask, answers, n):
+        """Order statistics of the pooled values by narrowing intervals."""
+        with _quiet_all_nan():
+            low = np.nanmin(np.stack([a["min"] for a in answers]), axis=0)
+            high = np.nanmax(np.stack([a["max"] for a in answers]), axis=0)
+        n_features = len(n)
+        # The middle rank(s) (0-based) of every feature; two when n is even.
+        targets = [
+            sorted({(int(n[j]) - 1) // 2, int(n[j]) // 2}) if n[j] else []
+            for j in range(n_features)
+        ]
+        found = [dict() for _ in range(n_features)]
+        # One search per (feature, rank): the interval [low, high] holding
+        # the value of that rank, and whether to split it next even if narrow.
+        searches = {
+            (j, rank): [low[j], high[j], False]
+            for j in range(n_features)
+            for rank in targets[j]
+        }
+        for _ in range(_MAX_MEDIAN_ROUNDS):
+            open_ = [key for key in searches if key not in _done(found)]
+            if not open_:
+                break
+            intervals = []
+            for key in open_:
+                a, b, split_next = searches[key]
+                narrow = b - a <= 1e-12 * max(abs(a), abs(b), 1.0)
+                edges = (
+                    None
+                    if narrow and not split_next
+                    else np.linspace(a, b, self.n_bins + 1)
+                )
+                intervals.append((key[0], edges, a, b))
+            replies = ask({"statistic": "interval counts", "intervals": intervals})
+            for i, (key, (j, edges, _, _)) in enumerate(
+                zip(open_, intervals, strict=True)
+            ):
+                rank = key[1]
+                below = sum(int(r["below"][i]) for r in replies)
+                if edges is None:
+                    value_low = min(r["low"][i] for r in replies)
+                    value_high = max(r["high"][i] for r in replies)
+                    if value_low == value_high:
+                        found[j][rank] = value_low
+                    else:
+                        # Distinct values this close: split between them.
+                        searches[key] = [value_low, value_high, True]
+                    continue
+                counts = np.sum([r["bins"][i] for r in replies], axis=0)
+                cumulative = below + np.cumsum(counts)
+                k = int(np.searchsorted(cumulative, rank, side="right"))
+                k = min(k, len(counts) - 1)
+                searches[key] = [edges[k], edges[k + 1], False]
+                if k + 1 < len(edges) - 1:
+                    # Bins are [e_k, e_k+1): the next interval excludes its top.
+                    searches[key][1] = np.nextafter(edges[k + 1], -np.inf)
+        statistics = np.full(n_features, np.nan)
+        for j in range(n_features):
+            for rank in targets[j]:
+                # Not reached in practice: the midpoint of an interval of a
+                # few floating-point steps.
+                a, b, _ = searches[(j, rank)]
+                found[j].setdefault(rank, (a + b) / 2)
+            if targets[j]:
+                statistics[j] = np.mean([found[j][rank] for rank in targets[j]])
+        return statistics
+
+
+_MAX_MEDIAN_ROUNDS = 200
+
+
+def _done(found):
+    return {(j, rank) for j, ranks in enumerate(found) for rank in ranks}

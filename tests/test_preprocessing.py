@@ -1,0 +1,416 @@
+"""Federated preprocessing: statistics of clients equal scikit-learn on pooled rows."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer, make_column_selector
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MinMaxScaler,
+    OneHotEncoder,
+    StandardScaler,
+)
+
+from skfedida.datasets import make_federated_classification
+from skfedida.exceptions import ClientDataWarning
+from skfedida.federated import FederatedEstimator
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.over_sampling import FairnessAwareROSE
+from skfedida.preprocessing import (
+    FederatedMinMaxScaler,
+    FederatedOneHotEncoder,
+    FederatedSimpleImputer,
+    FederatedStandardScaler,
+    _base,
+)
+
+PAIRS = {
+    "standard": (FederatedStandardScaler, StandardScaler),
+    "minmax": (FederatedMinMaxScaler, MinMaxScaler),
+    "onehot": (FederatedOneHotEncoder, OneHotEncoder),
+    "imputer": (FederatedSimpleImputer, SimpleImputer),
+}
+
+
+def _numeric(seed, n=120, missing=0.1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)) * [1.0, 100.0, 1e5, 0.01] + [0.0, 5.0, 1e6, 3.0]
+    # Ties and integers, as real tables have.
+    X[:, 0] = np.round(X[:, 0], 1)
+    X[rng.random(X.shape) < missing] = np.nan
+    return X
+
+
+def _categorical(seed, n=120):
+    rng = np.random.default_rng(seed)
+    X = np.empty((n, 2), dtype=object)
+    X[:, 0] = rng.choice(["a", "b", "c", "d"], size=n, p=[0.5, 0.3, 0.15, 0.05])
+    X[:, 1] = rng.choice(
+        ["x", "y", "z", "w", "v"], size=n, p=[0.6, 0.2, 0.1, 0.07, 0.03]
+    )
+    return X
+
+
+def _dense(X):
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+
+
+def _assert_same_transform(ours, theirs, X):
+    np.testing.assert_allclose(
+        _dense(ours.transform(X)), _dense(theirs.transform(X)), rtol=1e-12, atol=1e-12
+    )
+
+
+CASES = [
+    ("standard", {}, _numeric),
+    ("standard", {"with_mean": False}, _numeric),
+    ("standard", {"with_std": False}, _numeric),
+    ("minmax", {"feature_range": (-1, 2)}, _numeric),
+    ("imputer", {"strategy": "mean"}, _numeric),
+    ("imputer", {"strategy": "median"}, _numeric),
+    ("imputer", {"strategy": "most_frequent"}, _numeric),
+    ("imputer", {"strategy": "constant", "fill_value": -1.0}, _numeric),
+    ("imputer", {"strategy": "median", "add_indicator": True}, _numeric),
+    ("onehot", {"sparse_output": False}, _categorical),
+    (
+        "onehot",
+        {"min_frequency": 8, "handle_unknown": "infrequent_if_exist"},
+        _categorical,
+    ),
+    ("onehot", {"max_categories": 3}, _categorical),
+    ("onehot", {"drop": "first"}, _categorical),
+    ("onehot", {"drop": "if_binary", "min_frequency": 0.1}, _categorical),
+]
+
+
+@pytest.mark.parametrize("name, options, make", CASES)
+def test_one_client_equals_the_sklearn_parent(name, options, make):
+    ours, theirs = PAIRS[name]
+    X = make(0)
+    fitted = ours(**options).fit(X)
+    reference = theirs(**options).fit(X)
+    _assert_same_transform(fitted, reference, X)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    case=st.sampled_from(CASES),
+    n_clients=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+)
+def test_k_clients_equal_the_sklearn_parent_on_pooled_rows(case, n_clients, seed):
+    name, options, make = case
+    ours, theirs = PAIRS[name]
+    X = make(seed)
+    clients = np.random.default_rng(seed).integers(0, n_clients, size=len(X))
+    fitted = ours(**options).fit(X, clients=clients)
+    reference = theirs(**options).fit(X)
+    _assert_same_transform(fitted, reference, X)
+    for attribute in ("mean_", "var_", "data_min_", "data_max_", "statistics_"):
+        if getattr(reference, attribute, None) is not None:
+            np.testing.assert_allclose(
+                np.asarray(getattr(fitted, attribute), dtype=float),
+                np.asarray(getattr(reference, attribute), dtype=float),
+                rtol=1e-12,
+            )
+    if name == "onehot":
+        for a, b in zip(fitted.categories_, reference.categories_, strict=True):
+            assert a.tolist() == b.tolist()
+        if options.get("min_frequency") or options.get("max_categories"):
+            for a, b in zip(
+                fitted.infrequent_categories_,
+                reference.infrequent_categories_,
+                strict=True,
+            ):
+                assert (a is None and b is None) or a.tolist() == b.tolist()
+
+
+def test_median_is_exact_with_ties_and_an_even_count():
+    X = np.array([[1.0], [2.0], [2.0], [3.0], [7.0], [9.0]])
+    fitted = FederatedSimpleImputer(strategy="median").fit(
+        X, clients=[0, 1, 1, 2, 2, 0]
+    )
+    assert fitted.statistics_.tolist() == [2.5]
+    X = np.array([[0.1], [0.1 + 1e-15], [5.0]])
+    fitted = FederatedSimpleImputer(strategy="median", n_bins=2).fit(
+        X, clients=[0, 1, 2]
+    )
+    assert fitted.statistics_[0] == np.median(X)
+
+
+def test_all_missing_and_string_columns_are_handled_as_sklearn():
+    X = np.array([[np.nan, 1.0], [np.nan, 2.0], [np.nan, 4.0]])
+    for keep in (False, True):
+        ours = FederatedSimpleImputer(keep_empty_features=keep).fit(
+            X, clients=[0, 1, 1]
+        )
+        theirs = SimpleImputer(keep_empty_features=keep).fit(X)
+        np.testing.assert_array_equal(ours.transform(X), theirs.transform(X))
+    S = np.array([["a"], [None], ["b"], ["b"]], dtype=object)
+    ours = FederatedSimpleImputer(strategy="most_frequent", missing_values=None)
+    ours.fit(S, clients=[0, 0, 1, 1])
+    assert ours.statistics_.tolist() == ["b"]
+
+
+def _tree(federated):
+    imputer, scaler, encoder = (
+        (FederatedSimpleImputer, FederatedStandardScaler, FederatedOneHotEncoder)
+        if federated
+        else (SimpleImputer, StandardScaler, OneHotEncoder)
+    )
+    return ColumnTransformer(
+        [
+            (
+                "num",
+                Pipeline([("impute", imputer(strategy="median")), ("scale", scaler())]),
+                make_column_selector(dtype_include="number"),
+            ),
+            (
+                "cat",
+                encoder(handle_unknown="infrequent_if_exist", min_frequency=5),
+                make_column_selector(dtype_exclude="number"),
+            ),
+        ]
+    )
+
+
+def _raw_frame(seed, n=300):
+    numbers = pd.DataFrame(_numeric(seed, n), columns=["a", "b", "c", "d"])
+    categories = pd.DataFrame(_categorical(seed, n), columns=["e", "f"])
+    return pd.concat([numbers, categories], axis=1)
+
+
+@settings(max_examples=8, deadline=None)
+@given(n_clients=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_a_tree_fitted_from_statistics_equals_the_pooled_tree(n_clients, seed):
+    X = _raw_frame(seed)
+    clients = np.random.default_rng(seed).integers(0, n_clients, size=len(X))
+    parts = [X[clients == k] for k in np.unique(clients)]
+    fitted, states = _base.fit_in_process(_tree(True), parts)
+    assert len(states) == 3  # imputer, scaler, encoder: one state each
+    reference = _tree(False).fit(X)
+    # Standardised values are of order 1: absolute 1e-12 (near the mean a
+    # relative bound would measure the cancellation, not the statistics).
+    np.testing.assert_allclose(
+        _dense(fitted.transform(X)),
+        _dense(reference.transform(X)),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    assert list(fitted.get_feature_names_out()) == list(
+        reference.get_feature_names_out()
+    )
+
+
+def test_clients_answer_with_statistics_not_rows(monkeypatch):
+    # The data boundary of the statistics rounds: every answer is counts,
+    # sums or category counts per feature; no array has a row dimension.
+    X = _raw_frame(0, n=997)
+    clients = np.arange(len(X)) % 3
+    sizes = {int(np.sum(clients == k)) for k in range(3)} | {len(X)}
+    answers = []
+    real = _base.client_answer
+
+    def recording(tree, rows, states, query):
+        answer = real(tree, rows, states, query)
+        answers.append(answer)
+        return answer
+
+    monkeypatch.setattr(_base, "client_answer", recording)
+    _base.fit_in_process(_tree(True), [X[clients == k] for k in range(3)])
+    assert answers
+
+    def arrays(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                yield from arrays(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from arrays(item)
+        elif isinstance(value, np.ndarray):
+            yield value
+
+    for _, answer in answers:
+        for array in arrays(answer):
+            assert not sizes & set(array.shape), array.shape
+
+
+def _federation(estimator, **options):
+    options = {"n_rounds": 3, "local_epochs": 1, "random_state": 0, **options}
+    return FederatedEstimator(estimator, **options)
+
+
+@pytest.fixture(scope="module")
+def raw():
+    data = make_federated_classification(
+        900, n_clients=3, as_frame=True, random_state=0
+    )
+    X = data.data.copy()
+    X.iloc[::7, 0] = np.nan
+    X["colour"] = np.random.default_rng(0).choice(["red", "green", "blue"], len(X))
+    S = pd.DataFrame(data.sensitive)
+    return X, data.target, np.asarray(data.clients), S
+
+
+def _model_pipeline(**model_options):
+    return Pipeline(
+        [
+            ("pre", _tree(True)),
+            ("model", FairPenaltyLogisticRegression(fairness=1.0, **model_options)),
+        ]
+    )
+
+
+def test_a_pipeline_federation_fits_its_transformers_from_statistics(raw):
+    X, y, clients, S = raw
+    federation = _federation(_model_pipeline(), sampler=FairnessAwareROSE())
+    federation.fit(X, y, clients=clients, sensitive_features=S)
+    assert isinstance(federation.estimator_, Pipeline)
+    fitted_pre = federation.estimator_.named_steps["pre"]
+    pooled = _tree(False).fit(X)
+    scale = fitted_pre.named_transformers_["num"].named_steps["scale"]
+    np.testing.assert_allclose(
+        scale.mean_, pooled.named_transformers_["num"]["scale"].mean_, rtol=1e-12
+    )
+    # The model is the federation of the final estimator on the clients'
+    # transformed rows: the same as fitting it on rows transformed by the
+    # pooled transformers (to rounding).
+    X_pooled = _dense(pooled.transform(X))
+    plain = _federation(
+        FairPenaltyLogisticRegression(fairness=1.0), sampler=FairnessAwareROSE()
+    ).fit(X_pooled, y, clients=clients, sensitive_features=S)
+    np.testing.assert_allclose(
+        federation.predict_proba(X), plain.predict_proba(X_pooled), atol=1e-8
+    )
+    assert federation.n_features_in_ == X.shape[1]
+    assert list(federation.feature_names_in_) == list(X.columns)
+    assert len(federation.history_) == 3 * 3
+    # Pickling and cloning keep it whole.
+    again = pickle.loads(pickle.dumps(federation))
+    np.testing.assert_array_equal(again.predict(X), federation.predict(X))
+    assert clone(federation).get_params()["estimator__model__fairness"] == 1.0
+
+
+def test_column_mode_keeps_the_sensitive_columns_out_of_the_model(raw):
+    X, y, clients, S = raw
+    with_columns = pd.concat([X, S.add_prefix("s_")], axis=1)
+    names = [f"s_{c}" for c in S.columns]
+    estimator = Pipeline(
+        [
+            ("pre", _tree(True)),
+            ("model", FairPenaltyLogisticRegression(fairness=1.0, sensitive=names)),
+        ]
+    )
+    federation = _federation(
+        estimator, sampler=FairnessAwareROSE(sensitive=names), sensitive=names
+    ).fit(with_columns, y, clients=clients)
+    metadata = _federation(_model_pipeline(), sampler=FairnessAwareROSE()).fit(
+        X, y, clients=clients, sensitive_features=S.add_prefix("s_")
+    )
+    np.testing.assert_array_equal(
+        federation.predict_proba(with_columns), metadata.predict_proba(X)
+    )
+    inputs = federation.estimator_[:-1].get_feature_names_out()
+    assert len(inputs) and not any("__s_" in name for name in inputs)
+
+
+def test_warm_start_continues_the_model_not_the_preprocessing(raw):
+    X, y, clients, S = raw
+    once = _federation(_model_pipeline(), n_rounds=4)
+    once.fit(X, y, clients=clients, sensitive_features=S)
+    twice = _federation(_model_pipeline()).set_params(n_rounds=2, warm_start=True)
+    twice.fit(X, y, clients=clients, sensitive_features=S)
+    twice.fit(X, y, clients=clients, sensitive_features=S)
+    np.testing.assert_array_equal(once.predict_proba(X), twice.predict_proba(X))
+
+
+def test_local_models_are_pipelines_per_client(raw):
+    X, y, clients, S = raw
+    federation = _federation(_model_pipeline(), strategy="local").fit(
+        X, y, clients=clients, sensitive_features=S
+    )
+    assert set(federation.client_estimators_) == {0, 1, 2}
+    assert all(isinstance(m, Pipeline) for m in federation.client_estimators_.values())
+    by_client = federation.predict_proba(X, clients=clients)
+    rows = clients == 1
+    np.testing.assert_array_equal(
+        by_client[rows], federation.client_estimators_[1].predict_proba(X[rows])
+    )
+
+
+def test_a_stateful_transformer_that_is_not_federated_is_refused(raw):
+    X, y, clients, S = raw
+    estimator = Pipeline(
+        [
+            ("pre", ColumnTransformer([("scale", StandardScaler(), ["x0", "x1"])])),
+            ("model", FairPenaltyLogisticRegression()),
+        ]
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"estimator\['pre'\]\['scale'\] is StandardScaler.*FederatedStandard",
+    ):
+        _federation(estimator).fit(X, y, clients=clients, sensitive_features=S)
+
+
+def test_stateless_transformers_are_welcome(raw):
+    X, y, clients, S = raw
+    numbers = X.select_dtypes("number").fillna(0.0)
+    estimator = make_pipeline(
+        FunctionTransformer(np.tanh), FairPenaltyLogisticRegression()
+    )
+    federation = _federation(estimator).fit(
+        numbers, y, clients=clients, sensitive_features=S
+    )
+    assert federation.predict(numbers).shape == (len(y),)
+
+
+def test_pooled_preprocessing_outside_the_federation_warns(raw):
+    X, y, clients, _ = raw
+    numbers = X.select_dtypes("number").fillna(0.0)
+    pooled = make_pipeline(
+        StandardScaler(), _federation(FairPenaltyLogisticRegression(fairness=0.0))
+    )
+    with pytest.warns(ClientDataWarning, match=r"fitted \['standardscaler'\].*pooled"):
+        pooled.fit(numbers, y, federatedestimator__clients=clients)
+    stateless = make_pipeline(
+        FunctionTransformer(np.tanh),
+        _federation(FairPenaltyLogisticRegression(fairness=0.0)),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClientDataWarning)
+        stateless.fit(numbers, y, federatedestimator__clients=clients)
+
+
+def test_bad_input_is_a_clear_error():
+    X = _numeric(0)
+    with pytest.raises(ValueError, match="sample_weight"):
+        FederatedStandardScaler().fit(X, sample_weight=np.ones(len(X)))
+    with pytest.raises(ValueError, match="callable strategy"):
+        FederatedSimpleImputer(strategy=np.nanmean).fit(X)
+    with pytest.raises(ValueError, match="n_bins"):
+        FederatedSimpleImputer(strategy="median", n_bins=1).fit(X)
+    with pytest.raises(ValueError, match="clients has 3 values"):
+        FederatedMinMaxScaler().fit(X, clients=[0, 1, 2])
+    from scipy import sparse
+
+    with pytest.raises(ValueError, match="Cannot center sparse"):
+        FederatedStandardScaler().fit(sparse.csr_matrix(np.nan_to_num(X)))
+    with pytest.raises(ValueError, match="dense input"):
+        FederatedSimpleImputer().fit(sparse.csc_matrix(np.nan_to_num(X)))
+
+
+def test_flower_refuses_a_pipeline_federation_clearly():
+    pytest.importorskip("flwr")
+    from skfedida.flower import make_server_app
+
+    with pytest.raises(ValueError, match="runs in-process only"):
+        make_server_app(_federation(_model_pipeline()))
