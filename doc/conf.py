@@ -27,8 +27,8 @@ intersphinx_mapping = {}
 
 
 def _skip_sklearn_machinery(app, what, name, obj, skip, options):
-    """sklearn's metadata-routing methods are documented by sklearn itself."""
-    if name == "get_metadata_routing" or (
+    """sklearn's metadata-routing and set_output methods are sklearn's to document."""
+    if name in ("get_metadata_routing", "set_output") or (
         name.startswith("set_") and name.endswith("_request")
     ):
         return True

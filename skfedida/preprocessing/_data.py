@@ -65,7 +65,7 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
         Pooled (biased) variance of each feature.
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X has string column names.
     n_samples_seen_ : float or ndarray of shape (n_features,)
         Pooled number of non-missing values (one number when equal for
@@ -212,7 +212,7 @@ class FederatedMinMaxScaler(FederatedTransformerMixin, MinMaxScaler):
         Number of features.
     n_samples_seen_ : int
         Pooled number of rows.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X has string column names.
 
     See Also
@@ -346,7 +346,7 @@ default="error"
         Infrequent categories of each feature, from the summed counts.
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X has string column names.
 
     See Also
@@ -494,7 +494,7 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
         The missing-value indicator, with ``add_indicator``.
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X has string column names.
 
     See Also
