@@ -64,8 +64,17 @@ def _dense(X):
 
 
 def _assert_same_transform(ours, theirs, X):
+    # Up to 1e-12 of the input's scale: centred values near the mean carry the
+    # rounding of a mean of values of order 1e6 (the statistics themselves
+    # are compared relatively below).
+    scale = 1.0
+    if np.asarray(X).dtype.kind == "f":
+        scale = max(1.0, float(np.nanmax(np.abs(X))))
     np.testing.assert_allclose(
-        _dense(ours.transform(X)), _dense(theirs.transform(X)), rtol=1e-12, atol=1e-12
+        _dense(ours.transform(X)),
+        _dense(theirs.transform(X)),
+        rtol=1e-12,
+        atol=1e-12 * scale,
     )
 
 
@@ -408,9 +417,127 @@ def test_bad_input_is_a_clear_error():
         FederatedSimpleImputer().fit(sparse.csc_matrix(np.nan_to_num(X)))
 
 
-def test_flower_refuses_a_pipeline_federation_clearly():
-    pytest.importorskip("flwr")
-    from skfedida.flower import make_server_app
+def _dense_tree():
+    tree = _tree(True)
+    tree.set_params(cat__sparse_output=False)
+    return tree
 
-    with pytest.raises(ValueError, match="runs in-process only"):
-        make_server_app(_federation(_model_pipeline()))
+
+@pytest.mark.parametrize("mode", ["metadata", "column"])
+def test_on_flower_a_pipeline_federation_gives_the_in_process_model(raw, mode):
+    pytest.importorskip("flwr")
+    from _helpers import assert_same_parameters
+
+    from skfedida.flower import make_client_app, make_server_app, run_in_process
+
+    X, y, clients, S = raw
+    names = [f"s_{c}" for c in S.columns]
+    if mode == "column":
+        X = pd.concat([X, S.add_prefix("s_")], axis=1)
+        model = FairPenaltyLogisticRegression(fairness=1.0, sensitive=names)
+        options = {"sampler": FairnessAwareROSE(sensitive=names), "sensitive": names}
+    else:
+        model = FairPenaltyLogisticRegression(fairness=1.0)
+        options = {"sampler": FairnessAwareROSE(), "validation_fraction": 0.25}
+    federation = _federation(
+        Pipeline([("pre", _dense_tree()), ("model", model)]), **options
+    )
+
+    def load(context):
+        rows = clients == context.node_config["partition-id"]
+        loaded = {"X": X[rows], "y": np.asarray(y)[rows]}
+        if mode == "metadata":
+            loaded["sensitive_features"] = S[rows]
+        return loaded
+
+    on_flower = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, load),
+        num_partitions=3,
+    )
+    local = clone(federation).fit(
+        X, y, clients=clients, sensitive_features=S if mode == "metadata" else None
+    )
+    assert_same_parameters(on_flower.estimator_[-1], local.estimator_[-1])
+    assert [r["train_loss"] for r in on_flower.history_ if "train_loss" in r] == [
+        r["train_loss"] for r in local.history_
+    ]
+    # The server's pipeline, rebuilt from the statistics and the clients'
+    # column names and dtypes, predicts raw rows as the in-process one.
+    np.testing.assert_array_equal(on_flower.predict_proba(X), local.predict_proba(X))
+    assert list(on_flower.feature_names_in_) == list(X.columns)
+    pre = on_flower.estimator_.named_steps["pre"]
+    np.testing.assert_array_equal(
+        pre.named_transformers_["num"]["scale"].mean_,
+        local.estimator_.named_steps["pre"].named_transformers_["num"]["scale"].mean_,
+    )
+
+
+def test_on_flower_statistics_replies_carry_no_row(raw):
+    pytest.importorskip("flwr")
+    from flwr.app import Context, RecordDict
+    from flwr.common.constant import SUPERLINK_NODE_ID
+
+    from skfedida.flower import InProcessGrid, make_client_app, make_server_app
+    from skfedida.flower._apps import REPLY_CONFIG
+    from skfedida.flower._codec import decode
+    from skfedida.flower._grid import _identity
+
+    X, y, clients, S = raw
+    federation = _federation(_model_pipeline(), n_rounds=1)
+
+    def load(context):
+        rows = clients == context.node_config["partition-id"]
+        return {"X": X[rows], "y": np.asarray(y)[rows], "sensitive_features": S[rows]}
+
+    grid = InProcessGrid(
+        make_client_app(federation, load),
+        [{"partition-id": k, "num-partitions": 3} for k in range(3)],
+    )
+    context = Context(1, SUPERLINK_NODE_ID, {}, RecordDict(), {})
+    with _identity(1, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID):
+        make_server_app(federation)(grid, context)
+    sizes = {int(np.sum(clients == k)) for k in range(3)} | {len(y)}
+    answers = [
+        decode(reply.content["config"]["answer"])
+        for reply in grid.replies
+        if "config" in reply.content and "answer" in reply.content["config"]
+    ]
+    # One round for the median's extremes and several of interval counts,
+    # one for the scaler, one for the encoder: 3 clients each.
+    assert len(answers) >= 3 * 4
+    for reply in grid.replies:
+        for record in reply.content.config_records.values():
+            assert set(record) <= REPLY_CONFIG
+
+    def arrays(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                yield from arrays(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from arrays(item)
+        elif isinstance(value, np.ndarray):
+            yield value
+
+    for _, answer in answers:
+        for array in arrays(answer):
+            assert not sizes & set(array.shape), array.shape
+
+
+def test_a_client_answers_only_what_its_transformer_asks():
+    # A server cannot ask a mean imputer for every value of a column, or a
+    # median imputer for finer bins than its own.
+    X = _numeric(0)
+    with pytest.raises(ValueError, match="not 'values'"):
+        FederatedSimpleImputer(strategy="mean")._answer(X, {"statistic": "values"})
+    with pytest.raises(ValueError, match="n_bins=256"):
+        FederatedSimpleImputer(strategy="median")._answer(
+            X,
+            {
+                "statistic": "interval counts",
+                "intervals": [(0, np.linspace(0, 1, 10**4), 0.0, 1.0)],
+            },
+        )
+    with pytest.raises(ValueError, match="not 'values'"):
+        FederatedStandardScaler()._answer(X, {"statistic": "values"})

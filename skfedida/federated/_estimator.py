@@ -6,7 +6,6 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.callback import CallbackSupportMixin
 from sklearn.pipeline import Pipeline
@@ -591,14 +590,7 @@ default="mean"
         else:
             fitted_preprocessing, _ = pipeline.fit_preprocessing(X_model, clients)
             inner = pipeline.inner()
-        X_inner = (
-            X_model
-            if fitted_preprocessing is None
-            else fitted_preprocessing.transform(X_model)
-        )
-        if sparse.issparse(X_inner) and isinstance(self.sampler, FairnessAwareROSE):
-            # ROSE's synthetic rows are dense; one-hot output is sparse.
-            X_inner = X_inner.toarray()
+        X_inner = pipeline.model_inputs(fitted_preprocessing, X_model)
         inner.fit(X_inner, y, clients=clients, sensitive_features=S)
         for name, value in vars(inner).items():
             if (
@@ -786,15 +778,13 @@ default="mean"
                 f"strategy={federation.strategy!r} ('local' and 'central' need no "
                 "server: use FederatedEstimator directly)."
             )
-        if is_pipeline(federation.estimator):
-            raise ValueError(
-                "A FederatedEstimator whose estimator is a Pipeline (federated "
-                "preprocessing) runs in-process only for now; on Flower, give the "
-                "ClientApp rows already transformed, or fit the pipeline with "
-                "FederatedEstimator.fit."
-            )
         federation._check_components()
         federation._check_update_bound()
+        if is_pipeline(federation.estimator):
+            pipeline = PipelineFederation(federation)
+            inner = pipeline.inner()
+            inner._validate_params()
+            return FederationPlan(inner, pipeline=pipeline)
         return FederationPlan(federation)
 
     def get_metadata_routing(self):

@@ -14,6 +14,7 @@ import inspect
 import warnings
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
@@ -22,6 +23,7 @@ from sklearn.utils import get_tags
 from .._compat import _safe_indexing
 from .._groups import resolve_sensitive
 from ..exceptions import ClientDataWarning, caller_stacklevel
+from ..over_sampling import FairnessAwareROSE
 from ..preprocessing._base import federated_transformers, fit_in_process
 from ._client import client_ids
 
@@ -134,6 +136,20 @@ class PipelineFederation:
         ]
         return fit_in_process(self.preprocessing, parts)
 
+    def model_inputs(self, fitted_preprocessing, X_model):
+        """A client's rows as the final estimator takes them."""
+        X = (
+            X_model
+            if fitted_preprocessing is None
+            else fitted_preprocessing.transform(X_model)
+        )
+        if sparse.issparse(X) and isinstance(
+            self.federation.sampler, FairnessAwareROSE
+        ):
+            # ROSE's synthetic rows are dense; one-hot output is sparse.
+            X = X.toarray()
+        return X
+
     def inner(self):
         """The federation that trains the final estimator on transformed rows."""
         federation = self.federation
@@ -159,3 +175,37 @@ class PipelineFederation:
             steps.extend(fitted_preprocessing.steps)
         steps.append((self.final_name, model))
         return Pipeline(steps)
+
+
+def raw_schema(X):
+    """What a client tells the server of its raw table: column names and dtypes."""
+    if hasattr(X, "dtypes"):
+        return [str(c) for c in X.columns], [str(t) for t in X.dtypes]
+    X = np.asarray(X)
+    return None, [str(X.dtype)] * X.shape[1]
+
+
+def placeholder_rows(columns, dtypes):
+    """One row of a table's columns and dtypes, holding no client's value."""
+
+    def value(dtype):
+        return 0 if np.dtype(dtype).kind in "iufb" else ""
+
+    def kind(dtype):
+        try:
+            return np.dtype(dtype)
+        except TypeError:  # pandas extension dtypes (str, category, ...)
+            return np.dtype(object)
+
+    if columns is None:
+        dtype = kind(dtypes[0])
+        return np.full((1, len(dtypes)), value(dtype), dtype=dtype)
+    import pandas as pd
+
+    frame = {}
+    for column, dtype in zip(columns, dtypes, strict=True):
+        try:
+            frame[column] = pd.Series([value(kind(dtype))], dtype=dtype)
+        except (TypeError, ValueError):
+            frame[column] = pd.Series([value(kind(dtype))], dtype=kind(dtype))
+    return pd.DataFrame(frame)

@@ -22,6 +22,7 @@ from ..exceptions import (
     warn_if_degenerate,
     warn_if_outlying_updates,
 )
+from ..preprocessing._base import client_answer, fitted_tree
 from ._aggregation import check_aggregation
 from ._client import (
     _client_round,
@@ -35,6 +36,7 @@ from ._client import (
     clone_fitted,
 )
 from ._parameters import set_parameters
+from ._pipeline import drop_columns, placeholder_rows
 from ._privacy import privacy_report, updates_bounded
 from ._server import COMMUNICATING
 
@@ -60,10 +62,44 @@ class FederationPlan:
         A validated, unfitted copy (run-time overrides applied); the plan
         fits this copy's input checks (``n_features_in_``) as a client reads
         its rows, and returns it fitted from :meth:`fitted`.
+    pipeline : PipelineFederation, default=None
+        For a federation whose estimator is a Pipeline: its preprocessing
+        (fitted from statistics rounds first) and the original federation;
+        ``federation`` is then the inner federation of the final estimator.
     """
 
-    def __init__(self, federation):
+    def __init__(self, federation, pipeline=None):
         self.federation = federation
+        self.pipeline = pipeline
+
+    # -- federated preprocessing -------------------------------------------------
+
+    @property
+    def preprocessing(self):
+        """The Pipeline's transformers (None without preprocessing)."""
+        return None if self.pipeline is None else self.pipeline.preprocessing
+
+    def statistics_answer(self, loaded, states, query):
+        """This client's answer in a statistics round, from its own raw rows."""
+        X_model, _ = self.pipeline.split(loaded["X"], loaded.get("sensitive_features"))
+        return client_answer(self.preprocessing, X_model, states, query)
+
+    def _transformed(self, loaded, states):
+        """A client's rows through the federation's fitted preprocessing."""
+        pipeline = self.pipeline
+        fitted = None
+        out = dict(loaded)
+        for suffix in ("", "_eval"):
+            if f"X{suffix}" not in loaded:
+                continue
+            X_model, S = pipeline.split(
+                loaded[f"X{suffix}"], loaded.get(f"sensitive_features{suffix}")
+            )
+            if fitted is None and self.preprocessing is not None:
+                fitted = fitted_tree(self.preprocessing, X_model, states)
+            out[f"X{suffix}"] = pipeline.model_inputs(fitted, X_model)
+            out[f"sensitive_features{suffix}"] = S
+        return out
 
     # -- the parameters both sides read ----------------------------------------
 
@@ -93,14 +129,17 @@ class FederationPlan:
 
     # -- a client ---------------------------------------------------------------
 
-    def client(self, loaded, partition, n_partitions, seed, classes=None):
+    def client(self, loaded, partition, n_partitions, seed, classes=None, states=None):
         """A client's rows, checked and split as ``fit`` does for client k.
 
         ``loaded`` maps ``"X"``, ``"y"`` and optionally
         ``"sensitive_features"``, ``"X_eval"``, ``"y_eval"``,
-        ``"sensitive_features_eval"`` to this client's rows.
+        ``"sensitive_features_eval"`` to this client's rows; with a
+        pipeline, they go through the preprocessing fitted with ``states``.
         """
         federation = self.federation
+        if self.pipeline is not None:
+            loaded = self._transformed(loaded, states)
         X, y, S, S_metrics = federation._validated_rows(
             loaded["X"], loaded["y"], loaded.get("sensitive_features"), reset=True
         )
@@ -294,6 +333,43 @@ class FederationPlan:
                 rows="clients' evaluation rows",
             )
         return fitted
+
+
+def fitted_pipeline(plan, inner, states, columns, dtypes):
+    """The fitted pipeline federation a server returns, from statistics and schema.
+
+    ``inner`` is the fitted federation of the final estimator; the
+    preprocessing is fitted on a placeholder row of the clients' raw columns
+    and dtypes with the federation's ``states`` (the server holds no rows).
+    """
+    pipeline = plan.pipeline
+    outer = pipeline.federation
+    placeholder = placeholder_rows(columns, dtypes)
+    fitted_preprocessing = None
+    if pipeline.preprocessing is not None:
+        sensitive = pipeline.federation.sensitive
+        X_model = (
+            placeholder if sensitive is None else drop_columns(placeholder, sensitive)
+        )
+        fitted_preprocessing = fitted_tree(
+            pipeline.preprocessing, X_model, states, schema=True
+        )
+    for name, value in vars(inner).items():
+        if (
+            name.endswith("_")
+            and not name.startswith("_")
+            and name not in ("n_features_in_", "feature_names_in_")
+        ):
+            setattr(outer, name, value)
+    outer.n_features_in_ = len(dtypes)
+    if columns is not None:
+        outer.feature_names_in_ = np.asarray(columns, dtype=object)
+    outer.estimator_ = pipeline.wrap(
+        fitted_preprocessing, inner.estimator_, placeholder
+    )
+    outer.client_estimators_ = {}
+    outer._pipeline_parts = (fitted_preprocessing, inner)
+    return outer
 
 
 def make_plan(federation, overrides=None):

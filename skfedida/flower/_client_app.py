@@ -11,6 +11,8 @@ from flwr.clientapp import ClientApp
 
 from ..federated import get_parameters, set_parameters
 from ..federated._client import clone_fitted
+from ..federated._pipeline import raw_schema
+from ._codec import decode, encode
 from ._protocol import _REPORT_KEYS, _STATE_KEY, group_config, plan_for_run
 from ._result import _write
 
@@ -131,13 +133,20 @@ def make_client_app(federation, load_data, *, classes=None):
         )
     app = ClientApp()
 
-    def client_side(context, seed):
+    def client_side(context, seed, states=None):
         # The same checks and split as FederatedEstimator.fit, on this
         # client's rows only; the rows never leave this node.
         plan = plan_for_run(federation, context.run_config)
         partition, n_partitions = _node_partition(context)
+        if states is None and plan.pipeline is not None:
+            states = decode(context.state[_STATE_KEY]["preprocessing-states"])
         part = plan.client(
-            _load(load_data, context), partition, n_partitions, seed, classes
+            _load(load_data, context),
+            partition,
+            n_partitions,
+            seed,
+            classes,
+            states=states,
         )
         return plan, part, n_partitions
 
@@ -150,6 +159,23 @@ def make_client_app(federation, load_data, *, classes=None):
         record = context.state[_STATE_KEY]
         return pickle.loads(record["estimator"]), int(record["client-seed"])
 
+    @app.query("skfedida_statistics")
+    def statistics(message, context):
+        # A pipeline federation's preprocessing: this client's counts, sums
+        # or category counts for the next federated transformer, computed on
+        # its own rows after the transformers fitted so far.
+        plan = plan_for_run(federation, context.run_config)
+        config = message.content["config"]
+        answer = plan.statistics_answer(
+            _load(load_data, context),
+            decode(config["states"]),
+            decode(config["query"]),
+        )
+        partition, _ = _node_partition(context)
+        return _reply(
+            message, config={"partition-id": partition, "answer": encode(answer)}
+        )
+
     @app.query()
     def discover(message, context):
         partition, n_partitions = _node_partition(context)
@@ -161,11 +187,15 @@ def make_client_app(federation, load_data, *, classes=None):
     @app.query("skfedida_init")
     def initialise(message, context):
         seed = int(message.content["config"]["client-seed"])
-        plan, part, n_partitions = client_side(context, seed)
-        estimator = plan.initial_estimator(part, seed)
-        context.state[_STATE_KEY] = ConfigRecord(
-            {"estimator": pickle.dumps(estimator), "client-seed": seed}
+        states_text = message.content["config"].get("preprocessing-states")
+        plan, part, n_partitions = client_side(
+            context, seed, None if states_text is None else decode(states_text)
         )
+        estimator = plan.initial_estimator(part, seed)
+        record = {"estimator": pickle.dumps(estimator), "client-seed": seed}
+        if states_text is not None:
+            record["preprocessing-states"] = states_text
+        context.state[_STATE_KEY] = ConfigRecord(record)
         config = {
             "partition-id": part.partition,
             "num-partitions": n_partitions,
@@ -176,6 +206,13 @@ def make_client_app(federation, load_data, *, classes=None):
         }
         if plan.feature_names_in_ is not None:
             config["feature-names"] = plan.feature_names_in_.tolist()
+        if plan.pipeline is not None:
+            # The raw table's columns and dtypes (not its rows): the server
+            # rebuilds the fitted preprocessing from them and the statistics.
+            columns, dtypes = raw_schema(_load(load_data, context)["X"])
+            if columns is not None:
+                config["raw-columns"] = columns
+            config["raw-dtypes"] = dtypes
         return _reply(
             message,
             arrays=get_parameters(estimator),

@@ -26,6 +26,9 @@ _INIT = f"{MessageType.QUERY}.skfedida_init"
 #: After the last round, with a FederatedThresholdOptimizer: each client's
 #: counts of scores per (group, label, bin) on its evaluation rows.
 _HISTOGRAMS = f"{MessageType.QUERY}.skfedida_histograms"
+#: Before initialisation, with a pipeline federation: each client's answer
+#: (counts, sums, category counts) for the next federated transformer.
+_STATISTICS = f"{MessageType.QUERY}.skfedida_statistics"
 _STATE_KEY = "skfedida"
 #: A FairFed report's arrays, in this order (per group of the client).
 _REPORT_KEYS = ("n", "selected", "n_positive", "true_positive")
@@ -58,6 +61,9 @@ REPLY_CONFIG = frozenset(
         "feature-names",
         "group-labels",
         "sensitive-names",
+        "raw-columns",
+        "raw-dtypes",
+        "answer",
     }
 )
 

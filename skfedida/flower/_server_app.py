@@ -17,16 +17,20 @@ from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 
+from ..federated._plan import fitted_pipeline
 from ..federated._privacy import bounded_round, noise_stream
 from ..federated._replies import (
     claims_summary,
     evaluation_reply_problem,
     training_reply_problem,
 )
+from ..preprocessing._base import fit_tree
+from ._codec import decode, encode
 from ._protocol import (
     _HISTOGRAMS,
     _INIT,
     _REPORT_KEYS,
+    _STATISTICS,
     REPLY_METRICS,
     merged_groups,
     plan_for_run,
@@ -353,13 +357,43 @@ def _postprocess(postprocessor, fitted, global_parameters, grid, nodes, timeout)
     return post._fit_counts(counts)
 
 
+def _preprocessing_states(plan, grid, nodes, timeout):
+    """A pipeline federation's transformers fitted from the clients' statistics.
+
+    One query per statistics round (``skfedida.preprocessing``): every client
+    answers from its own rows; the server combines the answers and sends the
+    fitted states of the transformers so far with the next query.
+    """
+
+    def ask(states, query):
+        content = RecordDict(
+            {"config": ConfigRecord({"states": encode(states), "query": encode(query)})}
+        )
+        replies = _query(
+            grid,
+            nodes,
+            [content] * len(nodes),
+            _STATISTICS,
+            timeout,
+            "statistics query",
+        )
+        return [decode(replies[node].content["config"]["answer"]) for node in nodes]
+
+    return fit_tree(plan.preprocessing, ask)
+
+
 def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     """The server's side of ``FederatedEstimator.fit``, over a Flower grid."""
     nodes = _discover(grid, timeout, connect_timeout)
     n_clients = len(nodes)
     seeds = plan.client_seeds(n_clients)
+    init_config = {}
+    states = None
+    if plan.pipeline is not None:
+        states = _preprocessing_states(plan, grid, nodes, timeout)
+        init_config["preprocessing-states"] = encode(states)
     contents = [
-        RecordDict({"config": ConfigRecord({"client-seed": int(seed)})})
+        RecordDict({"config": ConfigRecord({"client-seed": int(seed), **init_config})})
         for seed in seeds
     ]
     replies = _query(grid, nodes, contents, _INIT, timeout, "initialisation")
@@ -406,6 +440,15 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
             for round_, metrics in result.evaluate_metrics_clientapp.items()
         },
     )
+    if plan.pipeline is not None:
+        config = replies[0]["config"]
+        fitted = fitted_pipeline(
+            plan,
+            fitted,
+            states,
+            list(config["raw-columns"]) if "raw-columns" in config else None,
+            list(config["raw-dtypes"]),
+        )
     if postprocessor is None:
         return fitted
     return _postprocess(
@@ -434,7 +477,12 @@ def make_server_app(
     followed by an
     evaluation on every client (AUROC, DPD, DPR, DFPR and DPPV, aggregated by
     a weighted mean over the clients where defined). The result is the fitted
-    ``FederatedEstimator`` that the same data would give in-process.
+    ``FederatedEstimator`` that the same data would give in-process. A
+    federation whose estimator is a Pipeline of federated transformers and
+    a model first fits the transformers from the clients' statistics
+    (query messages, one or more rounds per transformer, JSON answers), and
+    returns the fitted pipeline, rebuilt from those statistics and the
+    clients' column names and dtypes.
 
     Parameters
     ----------

@@ -60,6 +60,31 @@ class FederatedTransformerMixin:
             if name not in params and name not in self._row_attributes
         }
 
+    def fit_transform(self, X, y=None, **params):
+        """Fit, then transform X (the parent's), or the output's shape only.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input rows.
+        y : None
+            Ignored.
+        **params : dict
+            Passed to ``fit``.
+
+        Returns
+        -------
+        X_new : ndarray or sparse matrix of shape (n_samples, n_features_out)
+            The transformed rows; zeros of the output's shape when a server
+            rebuilds a fitted pipeline from its statistics and a placeholder
+            row (it holds no real row to transform).
+        """
+        tree_fit = current_tree_fit()
+        if tree_fit is not None and tree_fit.schema:
+            self.fit(X, **params)
+            return np.zeros((X.shape[0], len(self.get_feature_names_out())))
+        return super().fit_transform(X, y, **params)
+
     def _apply_state(self, X, state):
         """Become fitted: validate one client's rows, take the federation's state."""
         self._validate_rows(X)
@@ -154,10 +179,16 @@ class _Answered(Exception):
 
 
 class _TreeFit:
-    """A client's fit of the tree: known states applied, then one answer."""
+    """A client's fit of the tree: known states applied, then one answer.
 
-    def __init__(self, states, query):
+    With ``schema``, a server's fit of the tree on a placeholder row: every
+    state applied, and the federated transformers output zeros of their
+    output's shape instead of transforming the placeholder.
+    """
+
+    def __init__(self, states, query, schema=False):
         self.states, self.query, self.seen = states, query, 0
+        self.schema = schema
 
     def fit(self, transformer, X):
         index = self.seen
@@ -171,8 +202,8 @@ class _TreeFit:
 
 
 @contextlib.contextmanager
-def _tree_fit(states, query=None):
-    token = _TREE_FIT.set(_TreeFit(states, query))
+def _tree_fit(states, query=None, schema=False):
+    token = _TREE_FIT.set(_TreeFit(states, query, schema))
     try:
         yield
     finally:
@@ -210,9 +241,13 @@ def client_answer(tree, X, states, query):
     raise RuntimeError("every federated transformer of the tree is already fitted")
 
 
-def fitted_tree(tree, X, states):
-    """The tree fitted on one client's rows with the federation's states."""
-    with _tree_fit(states):
+def fitted_tree(tree, X, states, schema=False):
+    """The tree fitted on one client's rows with the federation's states.
+
+    With ``schema``, ``X`` is a placeholder row of the right columns and
+    dtypes (a server's, which holds no rows).
+    """
+    with _tree_fit(states, schema=schema):
         fitted = _sequential(tree)
         if isinstance(fitted, BaseEstimator) and hasattr(fitted, "fit"):
             fitted.fit(X)

@@ -133,6 +133,7 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
         return X
 
     def _answer(self, X, query):
+        _check_query(self, query, {"moments"})
         if sparse.issparse(X):
             mean, var, n = mean_variance_axis(X, axis=0, return_sum_weights=True)
             return {"n": np.asarray(n, np.float64), "mean": mean, "m2": var * n}
@@ -263,6 +264,7 @@ class FederatedMinMaxScaler(FederatedTransformerMixin, MinMaxScaler):
         )
 
     def _answer(self, X, query):
+        _check_query(self, query, {"extremes"})
         with np.errstate(invalid="ignore"), _quiet_all_nan():
             return {
                 "min": np.nanmin(X, axis=0),
@@ -414,6 +416,7 @@ default="error"
         return X
 
     def _answer(self, X, query):
+        _check_query(self, query, {"category counts"})
         scratch = OneHotEncoder(
             categories=self.categories,
             handle_unknown=self.handle_unknown,
@@ -583,6 +586,17 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
         return X
 
     def _answer(self, X, query):
+        # A client answers only what its own strategy needs: a server cannot
+        # ask an imputer of means for every value of a column.
+        _check_query(self, query, _IMPUTER_QUERIES[self.strategy])
+        if query["statistic"] == "interval counts" and any(
+            edges is not None and len(edges) != self.n_bins + 1
+            for _, edges, _, _ in query["intervals"]
+        ):
+            raise ValueError(
+                f"The server asked for other bins than this imputer's n_bins="
+                f"{self.n_bins}."
+            )
         missing = _get_mask(X, self.missing_values)
         present = ~missing
         answer = {
@@ -758,6 +772,23 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
 
 
 _MAX_MEDIAN_ROUNDS = 200
+
+_IMPUTER_QUERIES = {
+    "mean": {"sums"},
+    "median": {"extremes", "interval counts"},
+    "most_frequent": {"values"},
+    "constant": {"counts"},
+}
+
+
+def _check_query(transformer, query, allowed):
+    """Refuse a query this transformer's own fit would never ask."""
+    statistic = query.get("statistic") if isinstance(query, dict) else None
+    if statistic not in allowed:
+        raise ValueError(
+            f"{type(transformer).__name__} answers {sorted(allowed)}, not "
+            f"{statistic!r}: the query does not fit this client's transformer."
+        )
 
 
 def _done(found):

@@ -1,0 +1,103 @@
+"""JSON for the statistics rounds: queries, answers and fitted states, no pickle.
+
+What a client answers (counts, sums, categories) and what the server sends
+back (a transformer's fitted state) travel as JSON text, so that neither side
+unpickles what the other sent (unpickling runs code). Numbers round-trip
+exactly (Python writes the shortest repr of a float); numpy arrays keep their
+dtype and shape, object arrays their strings, None and NaN; the only object
+a state may hold is scikit-learn's MissingIndicator (SimpleImputer's
+``indicator_``), rebuilt from its parameters and fitted attributes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from sklearn.impute import MissingIndicator
+
+__all__ = ["decode", "encode"]
+
+#: Objects a state may hold, rebuilt from parameters and attributes.
+_ESTIMATORS = {"MissingIndicator": MissingIndicator}
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return {"__scalar__": value.dtype.str, "value": value.item()}
+    if isinstance(value, np.ndarray):
+        kind = "O" if value.dtype.kind == "O" else value.dtype.str
+        if value.dtype.kind in "US":
+            kind = value.dtype.str
+        return {
+            "__array__": kind,
+            "shape": list(value.shape),
+            "data": [_plain(item) for item in value.ravel().tolist()]
+            if value.dtype.kind == "O"
+            else value.ravel().tolist(),
+        }
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise TypeError(f"Only string keys can be sent; got {list(value)}.")
+        return {"__dict__": {key: _plain(item) for key, item in value.items()}}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_plain(item) for item in value]}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if type(value).__name__ in _ESTIMATORS and isinstance(
+        value, _ESTIMATORS[type(value).__name__]
+    ):
+        params = value.get_params(deep=False)
+        state = {k: v for k, v in vars(value).items() if k not in params}
+        return {
+            "__estimator__": type(value).__name__,
+            "params": _plain(params),
+            "state": _plain(state),
+        }
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return {"__dtype__": np.dtype(value).str}
+    if isinstance(value, np.dtype):
+        return {"__dtype__": value.str}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"Cannot send a {type(value).__name__} in a statistics round.")
+
+
+def _restore(value):
+    if isinstance(value, list):
+        return [_restore(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if "__scalar__" in value:
+        return np.array(value["value"], dtype=np.dtype(value["__scalar__"]))[()]
+    if "__array__" in value:
+        kind = value["__array__"]
+        if kind == "O":
+            array = np.empty(len(value["data"]), dtype=object)
+            array[:] = [_restore(item) for item in value["data"]]
+        else:
+            array = np.array(value["data"], dtype=np.dtype(kind))
+        return array.reshape(value["shape"])
+    if "__dict__" in value:
+        return {key: _restore(item) for key, item in value["__dict__"].items()}
+    if "__tuple__" in value:
+        return tuple(_restore(item) for item in value["__tuple__"])
+    if "__dtype__" in value:
+        return np.dtype(value["__dtype__"])
+    if "__estimator__" in value:
+        cls = _ESTIMATORS[value["__estimator__"]]
+        estimator = cls(**_restore(value["params"]))
+        for name, item in _restore(value["state"]).items():
+            setattr(estimator, name, item)
+        return estimator
+    raise ValueError(f"Unknown encoded value with keys {sorted(value)}.")
+
+
+def encode(value):
+    """JSON text of a query, answer or state (see the module docstring)."""
+    return json.dumps(_plain(value), allow_nan=True)
+
+
+def decode(text):
+    """The value ``encode`` wrote."""
+    return _restore(json.loads(text))
