@@ -254,3 +254,54 @@ def test_roc_like_reproduces_table_s2():
     assert hispanic_f_3.sum() > 0 and roc.target[hispanic_f_3].sum() == 0
     with pytest.raises(TypeError, match="fixes prevalence"):
         make_roc_like(prevalence=0.5)
+
+
+@pytest.mark.parametrize("raw", [False, True])
+@pytest.mark.parametrize("split", ["train", "test", "all"])
+def test_adult_as_arrays_equals_the_frames(split, raw):
+    arrays = load_adult(split, raw=raw, as_frame=False)
+    frames = load_adult(split, raw=raw)
+    assert arrays.feature_names == frames.feature_names
+    if raw:
+        for j, name in enumerate(arrays.feature_names):
+            assert arrays.data[:, j].tolist() == frames.data[name].tolist()
+    else:
+        assert arrays.data.dtype == np.float64
+        np.testing.assert_array_equal(arrays.data, frames.data.to_numpy())
+    np.testing.assert_array_equal(arrays.target, frames.target.to_numpy())
+    np.testing.assert_array_equal(arrays.clients, frames.clients.to_numpy())
+    for name in ("race", "gender"):
+        assert arrays.sensitive[name].tolist() == frames.sensitive[name].tolist()
+
+
+def test_adult_arrays_and_a_federation_need_no_pandas():
+    # The install without the pandas extra: as_frame=False reads the shipped
+    # file with the standard library, and the arrays train a federation.
+    script = (
+        "import importlib.abc, sys\n"
+        "class NoPandas(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] == 'pandas':\n"
+        "            raise ImportError('pandas is not installed')\n"
+        "sys.meta_path.insert(0, NoPandas())\n"
+        "from skfedida.datasets import load_adult\n"
+        "from skfedida.model_selection import make_fedida\n"
+        "adult = load_adult('train', as_frame=False)\n"
+        "fedida = make_fedida(random_state=0).set_params(n_rounds=1)\n"
+        "fedida.fit(adult.data, adult.target, clients=adult.clients,\n"
+        "           sensitive_features=adult.sensitive)\n"
+        "print(fedida.predict(adult.data[:3]).shape)\n"
+        "try:\n"
+        "    load_adult('train')\n"
+        "except ImportError as exc:\n"
+        "    print('as_frame=False' in str(exc))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["(3,)", "True"]
