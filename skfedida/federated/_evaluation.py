@@ -7,10 +7,18 @@ import warnings
 from collections.abc import Mapping
 
 import numpy as np
+from scipy.special import ndtr, ndtri
 from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
 
-from .._compat import HasMethods, Hidden, Interval, _num_samples, validate_params
+from .._compat import (
+    HasMethods,
+    Hidden,
+    Interval,
+    StrOptions,
+    _num_samples,
+    validate_params,
+)
 from .._groups import SensitiveGroups, check_labels_complete, encode_groups
 from ..exceptions import OperatingPointWarning, caller_stacklevel
 from ..metrics import fairness_summary
@@ -84,6 +92,103 @@ def _metric_values(metrics, y, proba, pred, S, weight, min_group_size):
     return values
 
 
+def _loo_auroc(y, scores):
+    """AUROC of every leave-one-row-out sample (Mann-Whitney, ties count 1/2)."""
+    positive = y == 1
+    pos, neg = np.sort(scores[positive]), np.sort(scores[~positive])
+    n1, n0 = pos.size, neg.size
+    loo = np.full(y.size, np.nan)
+    if n1 == 0 or n0 == 0:
+        return loo
+    # A positive's pairs: negatives below it, and half the tied ones.
+    below = np.searchsorted(neg, scores, side="left")
+    tied_neg = np.searchsorted(neg, scores, side="right") - below
+    wins = below + 0.5 * tied_neg
+    # A negative's pairs: positives above it, and half the tied ones.
+    above = n1 - np.searchsorted(pos, scores, side="right")
+    tied_pos = np.searchsorted(pos, scores, side="right") - np.searchsorted(
+        pos, scores, side="left"
+    )
+    losses = above + 0.5 * tied_pos
+    total = wins[positive].sum()
+    if n1 > 1:
+        loo[positive] = (total - wins[positive]) / ((n1 - 1) * n0)
+    if n0 > 1:
+        loo[~positive] = (total - losses[~positive]) / (n1 * (n0 - 1))
+    return loo
+
+
+def _jackknife(metrics, y, proba, pred, S, min_group_size):
+    """Every metric on every leave-one-row-out sample, by metric, per row.
+
+    Rows that are alike for a metric leave it the same value: the decision
+    metrics are computed once per (group, label, decision) cell, the ``soft_``
+    ones once per (group, label, probability); AUROC and Brier in closed form.
+    """
+    n = y.size
+    out = {}
+
+    def by_class(keys, wanted):
+        _, first, inverse = np.unique(
+            keys, axis=0, return_index=True, return_inverse=True
+        )
+        values = {m: np.empty(first.size) for m in wanted}
+        for c, i in enumerate(first):
+            weight = np.ones(n)
+            weight[i] = 0.0
+            found = _metric_values(wanted, y, proba, pred, S, weight, min_group_size)
+            for m in wanted:
+                values[m][c] = found[m]
+        return {m: values[m][inverse.ravel()] for m in wanted}
+
+    decision = [
+        m for m in metrics if m in _FAIRNESS_KEYS or m in ("selection_rate", "accuracy")
+    ]
+    soft = [m for m in metrics if m in _SOFT_KEYS]
+    if decision:
+        out.update(by_class(np.column_stack([S, y, pred]), decision))
+    if soft:
+        out.update(by_class(np.column_stack([S, y, proba]), soft))
+    if "brier" in metrics:
+        errors = (proba - y) ** 2
+        out["brier"] = (
+            (errors.sum() - errors) / (n - 1) if n > 1 else np.full(n, np.nan)
+        )
+    if "roc_auc" in metrics:
+        out["roc_auc"] = _loo_auroc(y, proba)
+    return out
+
+
+def _bca_interval(estimate, draws, jackknife, confidence):
+    """Bias-corrected and accelerated bootstrap interval (Efron & Tibshirani 14.3).
+
+    The arithmetic of ``scipy.stats.bootstrap(method="BCa")`` on the given
+    resample values and leave-one-out values (tested against it); undefined
+    resamples are left out.
+    """
+    draws = draws[np.isfinite(draws)]
+    jackknife = jackknife[np.isfinite(jackknife)]
+    if not np.isfinite(estimate) or draws.size == 0 or jackknife.size < 2:
+        return np.nan, np.nan
+    share = (
+        np.count_nonzero(draws < estimate) + np.count_nonzero(draws <= estimate)
+    ) / (2 * draws.size)
+    z0 = ndtri(share)
+    n = jackknife.size
+    spread = (n - 1) * (jackknife.mean() - jackknife)
+    numerator = np.sum(spread**3) / n**3
+    denominator = np.sum(spread**2) / n**2
+    if denominator == 0:
+        return np.nan, np.nan
+    acceleration = numerator / (6 * denominator**1.5)
+    z = ndtri((1 - confidence) / 2)
+    low = ndtr(z0 + (z0 + z) / (1 - acceleration * (z0 + z)))
+    high = ndtr(z0 + (z0 - z) / (1 - acceleration * (z0 - z)))
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return np.nan, np.nan
+    return tuple(np.quantile(draws, [low, high]))
+
+
 def _rate_of(threshold, estimator, prevalence, y_positive):
     """Target selection rate of a ``threshold`` rule, or None for a fixed one."""
     threshold = _check_threshold(threshold)
@@ -120,6 +225,7 @@ def _rate_of(threshold, estimator, prevalence, y_positive):
         "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_bootstrap": [Interval(numbers.Integral, 0, None, closed="left")],
         "confidence": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "method": [StrOptions({"percentile", "bca"})],
         "personalised": ["boolean"],
         "random_state": ["random_state"],
     },
@@ -139,6 +245,7 @@ def evaluate_clients(
     n_bins=DEFAULT_N_BINS,
     n_bootstrap=1000,
     confidence=0.95,
+    method="percentile",
     personalised=True,
     random_state=None,
 ):
@@ -148,9 +255,10 @@ def evaluate_clients(
     the disparity metrics of the *decisions* ``proba > t`` on its rows, where
     ``t`` is the operating point chosen by ``threshold``; the ``soft_``
     metrics are the disparities of the predicted probabilities (the paper's
-    E[f(A) | group]), which need no threshold. Then a percentile bootstrap
-    interval from ``n_bootstrap`` resamples of each client's rows (drawn as
-    multinomial row weights, so each resample costs one weighted pass; the
+    E[f(A) | group]), which need no threshold. Then a bootstrap interval
+    (percentile or BCa, ``method``) from ``n_bootstrap`` resamples of each
+    client's rows (drawn as multinomial row weights, so each resample costs
+    one weighted pass; the
     threshold stays fixed), and the mean and standard deviation across
     clients, as in the FedIDA paper's Tables 2-3 and Figures S1-S4.
 
@@ -211,6 +319,16 @@ def evaluate_clients(
         Bootstrap resamples per client; 0 skips the intervals.
     confidence : float, default=0.95
         Coverage of the intervals.
+    method : {"percentile", "bca"}, default="percentile"
+        How the interval is read from the resamples: their quantiles
+        (``"percentile"``), or bias-corrected and accelerated (``"bca"``,
+        Efron 1987; the arithmetic of ``scipy.stats.bootstrap``), which
+        corrects the bias of statistics such as the disparities
+        (max - min over groups, which resampling inflates: their percentile
+        interval can sit above the point estimate). BCa needs every metric
+        on every leave-one-row-out sample: computed once per (group, label,
+        decision) cell for the decision metrics, in closed form for AUROC
+        and Brier, and once per row for the ``soft_`` metrics (slower).
     personalised : bool, default=True
         Pass ``clients=`` to a FederatedEstimator's predictions.
     random_state : int, RandomState instance or None, default=None
@@ -351,14 +469,24 @@ def evaluate_clients(
                     )
                     for m in metrics:
                         draws[m].append(values[m])
+            jackknife = (
+                _jackknife(metrics, y_k, proba_k, pred_k, S_k, min_group_size)
+                if method == "bca"
+                else None
+            )
             for m in metrics:
-                finite = np.asarray(draws[m], dtype=float)
-                finite = finite[np.isfinite(finite)]
-                low, high = (
-                    np.quantile(finite, [tail, 1 - tail])
-                    if finite.size
-                    else (np.nan, np.nan)
-                )
+                values_m = np.asarray(draws[m], dtype=float)
+                if method == "bca":
+                    low, high = _bca_interval(
+                        row[m], values_m, jackknife[m], confidence
+                    )
+                else:
+                    finite = values_m[np.isfinite(values_m)]
+                    low, high = (
+                        np.quantile(finite, [tail, 1 - tail])
+                        if finite.size
+                        else (np.nan, np.nan)
+                    )
                 row[f"{m}_low"], row[f"{m}_high"] = low, high
         rows.append(row)
     per_client = pd.DataFrame(rows).set_index("client")
