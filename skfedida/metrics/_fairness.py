@@ -29,7 +29,9 @@ from ..exceptions import caller_stacklevel
 __all__ = [
     "demographic_parity_difference",
     "demographic_parity_ratio",
+    "equal_opportunity_difference",
     "equalized_odds_difference",
+    "equalized_odds_ratio",
     "fairness_summary",
     "false_positive_rate_difference",
     "group_report",
@@ -147,6 +149,18 @@ class _GroupSums:
         np.divide(num, den, out=out, where=usable)
         return out
 
+    def overall(self, name):
+        """The rate over every row (all groups together), NaN if undefined."""
+        numerator, denominator, _, _ = _RATES[name]
+        total = self.sums[denominator].sum()
+        return float(self.sums[numerator].sum() / total) if total > 0 else np.nan
+
+    def gap(self, name, metric_name, method, kind="difference"):
+        """A rate's disparity: between groups, or of every group to the overall."""
+        overall = self.overall(name) if method == "to_overall" else None
+        combine = _difference if kind == "difference" else _ratio
+        return combine(self.rate(name), metric_name, overall)
+
     def left_out(self, name):
         """Reason a group is left out of a rate ('' when it is kept)."""
         _, denominator, count, undefined = _RATES[name]
@@ -194,7 +208,7 @@ def _group_sums(
     return _GroupSums(groups=groups, sums=sums, min_group_size=int(min_group_size))
 
 
-def _difference(rates, metric_name):
+def _defined(rates, metric_name):
     defined = rates[~np.isnan(rates)]
     if defined.size == 0:
         warnings.warn(
@@ -203,20 +217,32 @@ def _difference(rates, metric_name):
             # Past the metric and its @validate_params wrapper, to the caller.
             stacklevel=caller_stacklevel(),
         )
+    return defined
+
+
+def _difference(rates, metric_name, overall=None):
+    """max - min of the groups' rates, or (``overall``) the largest gap to it."""
+    defined = _defined(rates, metric_name)
+    if defined.size == 0:
         return float("nan")
+    if overall is not None:
+        return float(np.max(np.abs(defined - overall)))
     return float(defined.max() - defined.min())
 
 
-def _ratio(rates, metric_name):
-    defined = rates[~np.isnan(rates)]
+def _ratio(rates, metric_name, overall=None):
+    """min / max of the groups' rates, or (``overall``) the smallest ratio to it."""
+    defined = _defined(rates, metric_name)
     if defined.size == 0:
-        warnings.warn(
-            f"{metric_name} is undefined: no group has a defined rate.",
-            UndefinedMetricWarning,
-            # Past the metric and its @validate_params wrapper, to the caller.
-            stacklevel=caller_stacklevel(),
-        )
         return float("nan")
+    if overall is not None:
+        # Each group's rate over the overall one or its inverse, whichever
+        # is <= 1 (fairlearn's ratio to overall); 0 against 0 is parity.
+        high = np.maximum(defined, overall)
+        low = np.minimum(defined, overall)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratios = np.where(high == 0, 1.0, low / np.where(high == 0, 1.0, high))
+        return float(ratios.min())
     highest = defined.max()
     # Every group at rate 0 is parity (the difference is 0), so the ratio is 1.
     return 1.0 if highest == 0 else float(defined.min() / highest)
@@ -264,13 +290,33 @@ _COMMON_CONSTRAINTS = {
 }
 
 
+_METHOD_PARAMETER = """
+    method : {"between_groups", "to_overall"}, default="between_groups"
+        ``"between_groups"``: the largest difference (smallest ratio) between
+        two groups' rates, the paper's definition. ``"to_overall"``: the
+        largest difference (smallest ratio) between a group's rate and the
+        rate over all rows, as fairlearn's ``method="to_overall"``."""
+
+_METHOD_CONSTRAINTS = {
+    **_COMMON_CONSTRAINTS,
+    "method": [StrOptions({"between_groups", "to_overall"})],
+}
+
+
 def _document(func):
     func.__doc__ = func.__doc__.replace("%(parameters)s", _COMMON_PARAMETERS)
     return func
 
 
-@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
-@_document
+def _document_with_method(func):
+    func.__doc__ = func.__doc__.replace(
+        "%(parameters)s", _COMMON_PARAMETERS + _METHOD_PARAMETER
+    )
+    return func
+
+
+@validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
+@_document_with_method
 def demographic_parity_difference(
     y_true,
     y_pred,
@@ -280,6 +326,7 @@ def demographic_parity_difference(
     pos_label=None,
     min_group_size=1,
     soft=False,
+    method="between_groups",
 ):
     """Largest difference in selection rate P(ŷ = 1 | group) between groups.
 
@@ -314,11 +361,13 @@ def demographic_parity_difference(
         min_group_size,
         soft,
     )
-    return _difference(sums.rate("selection_rate"), "demographic_parity_difference")
+    return sums.gap(
+        "selection_rate", "demographic_parity_difference", method, "difference"
+    )
 
 
-@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
-@_document
+@validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
+@_document_with_method
 def demographic_parity_ratio(
     y_true,
     y_pred,
@@ -328,6 +377,7 @@ def demographic_parity_ratio(
     pos_label=None,
     min_group_size=1,
     soft=False,
+    method="between_groups",
 ):
     """Smallest over largest selection rate across groups.
 
@@ -360,11 +410,11 @@ def demographic_parity_ratio(
         min_group_size,
         soft,
     )
-    return _ratio(sums.rate("selection_rate"), "demographic_parity_ratio")
+    return sums.gap("selection_rate", "demographic_parity_ratio", method, "ratio")
 
 
-@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
-@_document
+@validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
+@_document_with_method
 def false_positive_rate_difference(
     y_true,
     y_pred,
@@ -374,6 +424,7 @@ def false_positive_rate_difference(
     pos_label=None,
     min_group_size=1,
     soft=False,
+    method="between_groups",
 ):
     """Largest difference in false positive rate between groups.
 
@@ -404,13 +455,13 @@ def false_positive_rate_difference(
         min_group_size,
         soft,
     )
-    return _difference(
-        sums.rate("false_positive_rate"), "false_positive_rate_difference"
+    return sums.gap(
+        "false_positive_rate", "false_positive_rate_difference", method, "difference"
     )
 
 
-@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
-@_document
+@validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
+@_document_with_method
 def true_positive_rate_difference(
     y_true,
     y_pred,
@@ -420,6 +471,7 @@ def true_positive_rate_difference(
     pos_label=None,
     min_group_size=1,
     soft=False,
+    method="between_groups",
 ):
     """Largest difference in true positive rate (recall) between groups.
 
@@ -450,11 +502,13 @@ def true_positive_rate_difference(
         min_group_size,
         soft,
     )
-    return _difference(sums.rate("true_positive_rate"), "true_positive_rate_difference")
+    return sums.gap(
+        "true_positive_rate", "true_positive_rate_difference", method, "difference"
+    )
 
 
-@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
-@_document
+@validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
+@_document_with_method
 def positive_predictive_value_difference(
     y_true,
     y_pred,
@@ -464,6 +518,7 @@ def positive_predictive_value_difference(
     pos_label=None,
     min_group_size=1,
     soft=False,
+    method="between_groups",
 ):
     """Largest difference in positive predictive value (precision) between groups.
 
@@ -495,16 +550,19 @@ def positive_predictive_value_difference(
         min_group_size,
         soft,
     )
-    return _difference(
-        sums.rate("positive_predictive_value"), "positive_predictive_value_difference"
+    return sums.gap(
+        "positive_predictive_value",
+        "positive_predictive_value_difference",
+        method,
+        "difference",
     )
 
 
 @validate_params(
-    {**_COMMON_CONSTRAINTS, "agg": [StrOptions({"worst_case", "mean"})]},
+    {**_METHOD_CONSTRAINTS, "agg": [StrOptions({"worst_case", "mean"})]},
     prefer_skip_nested_validation=True,
 )
-@_document
+@_document_with_method
 def equalized_odds_difference(
     y_true,
     y_pred,
@@ -514,6 +572,7 @@ def equalized_odds_difference(
     pos_label=None,
     min_group_size=1,
     soft=False,
+    method="between_groups",
     agg="worst_case",
 ):
     """Equalized odds difference: the larger of the TPR and FPR differences.
@@ -529,6 +588,10 @@ def equalized_odds_difference(
     eod : float
         ``max(DTPR, DFPR)`` (or their mean).
 
+    See Also
+    --------
+    equalized_odds_ratio : The same rates as ratios.
+
     Examples
     --------
     >>> from skfedida.metrics import equalized_odds_difference
@@ -538,6 +601,34 @@ def equalized_odds_difference(
     >>> equalized_odds_difference(y_true, y_pred, sensitive_features=sex)
     0.5
     """
+    return _equalized_odds(
+        "difference",
+        "equalized_odds_difference",
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+        method,
+        agg,
+    )
+
+
+def _equalized_odds(
+    kind,
+    metric_name,
+    y_true,
+    y_pred,
+    sensitive_features,
+    sample_weight,
+    pos_label,
+    min_group_size,
+    soft,
+    method,
+    agg,
+):
     if agg not in ("worst_case", "mean"):
         raise ValueError(f"agg must be 'worst_case' or 'mean'; got {agg!r}.")
     sums = _group_sums(
@@ -549,9 +640,121 @@ def equalized_odds_difference(
         min_group_size,
         soft,
     )
-    tpr = _difference(sums.rate("true_positive_rate"), "equalized_odds_difference")
-    fpr = _difference(sums.rate("false_positive_rate"), "equalized_odds_difference")
-    return float(np.max([tpr, fpr]) if agg == "worst_case" else (tpr + fpr) / 2)
+    tpr = sums.gap("true_positive_rate", metric_name, method, kind)
+    fpr = sums.gap("false_positive_rate", metric_name, method, kind)
+    if agg == "mean":
+        return float((tpr + fpr) / 2)
+    # The worst case: the larger difference, the smaller ratio (NaN if either).
+    return float(np.max([tpr, fpr]) if kind == "difference" else np.min([tpr, fpr]))
+
+
+@validate_params(
+    {**_METHOD_CONSTRAINTS, "agg": [StrOptions({"worst_case", "mean"})]},
+    prefer_skip_nested_validation=True,
+)
+@_document_with_method
+def equalized_odds_ratio(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+    method="between_groups",
+    agg="worst_case",
+):
+    """Equalized odds ratio: the smaller of the TPR and FPR ratios.
+
+    As fairlearn's ``equalized_odds_ratio``. 1 means every group has the
+    same true and false positive rates.
+
+    %(parameters)s
+    agg : {"worst_case", "mean"}, default="worst_case"
+        Combine the two ratios by their minimum or their mean.
+
+    Returns
+    -------
+    eor : float
+        ``min(TPR ratio, FPR ratio)`` (or their mean).
+
+    See Also
+    --------
+    equalized_odds_difference : The same rates as differences.
+
+    Examples
+    --------
+    >>> from skfedida.metrics import equalized_odds_ratio
+    >>> y_true = [0, 0, 1, 0, 1, 1]
+    >>> y_pred = [1, 0, 1, 0, 0, 1]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> equalized_odds_ratio(y_true, y_pred, sensitive_features=sex)
+    0.0
+    """
+    return _equalized_odds(
+        "ratio",
+        "equalized_odds_ratio",
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+        method,
+        agg,
+    )
+
+
+@validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
+@_document_with_method
+def equal_opportunity_difference(
+    y_true,
+    y_pred,
+    *,
+    sensitive_features,
+    sample_weight=None,
+    pos_label=None,
+    min_group_size=1,
+    soft=False,
+    method="between_groups",
+):
+    """Equal opportunity difference: fairlearn's name for the TPR difference.
+
+    The same value as :func:`true_positive_rate_difference` (the largest
+    difference in P(ŷ = 1 | y = 1, group) between groups).
+
+    %(parameters)s
+
+    Returns
+    -------
+    eo : float
+        The true positive rate difference.
+
+    See Also
+    --------
+    true_positive_rate_difference : The same metric.
+
+    Examples
+    --------
+    >>> from skfedida.metrics import equal_opportunity_difference
+    >>> equal_opportunity_difference([1, 1, 1, 1], [1, 0, 1, 1],
+    ...                              sensitive_features=["a", "a", "b", "b"])
+    0.5
+    """
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    return sums.gap(
+        "true_positive_rate", "equal_opportunity_difference", method, "difference"
+    )
 
 
 @validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
@@ -623,7 +826,10 @@ def fairness_summary(
     return summary
 
 
-@validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
+@validate_params(
+    {**_COMMON_CONSTRAINTS, "metrics": [Mapping, None]},
+    prefer_skip_nested_validation=True,
+)
 @_document
 def group_report(
     y_true,
@@ -634,25 +840,34 @@ def group_report(
     pos_label=None,
     min_group_size=1,
     soft=False,
+    metrics=None,
 ):
     """Per-group rates behind the disparity metrics.
 
     One row per intersectional group present in the data. A rate that is
     undefined for a group, or rests on fewer than ``min_group_size`` rows, is
     NaN, and the column ``left_out`` says which rates were left out and why;
-    the disparity metrics leave out exactly these.
+    the disparity metrics leave out exactly these. With ``metrics``, any
+    metric function by group too, as fairlearn's ``MetricFrame.by_group``.
 
     %(parameters)s
+    metrics : dict of str to callable, default=None
+        Extra columns: ``metrics[name](y_true_g, y_pred_g)`` on each group's
+        rows (with ``sample_weight=`` the group's weights when weights are
+        given), e.g. ``{"recall": sklearn.metrics.recall_score}``; the value
+        on all rows is in ``report.attrs["overall"]`` (a DataFrame) or
+        ``report.overall`` (a Bunch).
 
     Returns
     -------
     report : pandas.DataFrame or Bunch
         Columns ``n`` (rows), ``n_positive`` (rows with y = pos_label),
         ``base_rate``, ``selection_rate``, ``false_positive_rate``,
-        ``true_positive_rate``, ``positive_predictive_value`` and ``left_out``;
-        rates are weighted by ``sample_weight``. A DataFrame indexed by the
-        attribute values when pandas is installed, otherwise a Bunch of arrays
-        with a ``group`` entry holding the group labels.
+        ``true_positive_rate``, ``positive_predictive_value`` and ``left_out``,
+        then one column per entry of ``metrics``; rates are weighted by
+        ``sample_weight``. A DataFrame indexed by the attribute values when
+        pandas is installed, otherwise a Bunch of arrays with a ``group``
+        entry holding the group labels.
 
     Examples
     --------
@@ -695,10 +910,56 @@ def group_report(
         dtype=object,
     )
     groups = sums.groups
+    overall = {}
+    if metrics:
+        extra, overall = _metrics_by_group(
+            metrics, y_true, y_pred, sample_weight, groups
+        )
+        for name in extra:
+            if name in columns:
+                raise ValueError(
+                    f"metrics has {name!r}, a column group_report already has; "
+                    "name it otherwise."
+                )
+        columns.update(extra)
     if pd is None:
-        return Bunch(group=list(groups.labels), names=list(groups.names), **columns)
+        return Bunch(
+            group=list(groups.labels),
+            names=list(groups.names),
+            overall=overall,
+            **columns,
+        )
     if len(groups.names) == 1:
         index = pd.Index([label[0] for label in groups.labels], name=groups.names[0])
     else:
         index = pd.MultiIndex.from_tuples(groups.labels, names=list(groups.names))
-    return pd.DataFrame(columns, index=index)
+    report = pd.DataFrame(columns, index=index)
+    report.attrs["overall"] = overall
+    return report
+
+
+def _metrics_by_group(metrics, y_true, y_pred, sample_weight, groups):
+    """Each metric function on each group's rows, and on all rows."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    weight = None if sample_weight is None else np.asarray(sample_weight, float)
+    if weight is not None and weight.ndim == 0:
+        weight = np.full(y_true.shape[0], float(weight))
+    by_group, overall = {}, {}
+    for name, function in metrics.items():
+        if not callable(function):
+            raise ValueError(
+                f"metrics[{name!r}] must be a function of (y_true, y_pred); got "
+                f"{function!r}."
+            )
+
+        def apply(rows, function=function):
+            kwargs = {} if weight is None else {"sample_weight": weight[rows]}
+            return function(y_true[rows], y_pred[rows], **kwargs)
+
+        by_group[name] = np.array(
+            [apply(groups.codes == g) for g in range(groups.n_groups)], dtype=object
+        )
+        if all(np.isscalar(value) for value in by_group[name]):
+            by_group[name] = by_group[name].astype(float)
+        overall[name] = apply(np.ones(y_true.shape[0], dtype=bool))
+    return by_group, overall

@@ -36,7 +36,9 @@ from ._fairness import (
     DISPARITY_ALIASES,
     demographic_parity_difference,
     demographic_parity_ratio,
+    equal_opportunity_difference,
     equalized_odds_difference,
+    equalized_odds_ratio,
     false_positive_rate_difference,
     positive_predictive_value_difference,
     true_positive_rate_difference,
@@ -62,6 +64,8 @@ FAIRNESS_METRICS = {
         False,
     ),
     "equalized_odds_difference": (equalized_odds_difference, False),
+    "equalized_odds_ratio": (equalized_odds_ratio, True),
+    "equal_opportunity_difference": (equal_opportunity_difference, False),
 }
 
 _ALIASES = DISPARITY_ALIASES
@@ -307,7 +311,9 @@ def make_fairness_scorer(
         ``"false_positive_rate_difference"`` (``"dfpr"``),
         ``"true_positive_rate_difference"`` (``"dtpr"``),
         ``"positive_predictive_value_difference"`` (``"dppv"``),
-        ``"equalized_odds_difference"`` (``"eod"``), or a callable
+        ``"equalized_odds_difference"`` (``"eod"``), ``"equalized_odds_ratio"``,
+        ``"equal_opportunity_difference"`` (the TPR difference under
+        fairlearn's name), or a callable
         ``metric(y_true, y_pred, *, sensitive_features, **kwargs)``.
     response_method : {"predict", "predict_proba"}, default="predict"
         ``"predict"`` scores predicted labels; ``"predict_proba"`` scores the
