@@ -11,12 +11,16 @@ extensions = [
 ]
 
 # Every example runs when the docs are built (all finish within a minute).
+# CI builds with -D plot_gallery=0: tests/test_examples.py has run each
+# example once already and checked its output.
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r".*\.py",
     "matplotlib_animations": False,
     "download_all_examples": False,
+    # Not a tracked file rewritten by every build.
+    "write_computation_times": False,
 }
 autosummary_generate = True
 numpydoc_show_class_members = False

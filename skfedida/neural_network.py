@@ -198,7 +198,7 @@ class FairMLPClassifier(BaseFairClassifier):
     >>> group = rng.integers(0, 2, 400)
     >>> X = rng.normal(size=(400, 3)) + group[:, None]
     >>> y = (X[:, 0] + rng.normal(size=400) > 0.5).astype(int)
-    >>> clf = FairMLPClassifier(hidden_layer_sizes=(16,), max_iter=30,
+    >>> clf = FairMLPClassifier(hidden_layer_sizes=(16,), max_iter=100,
     ...                         random_state=0)
     >>> clf.fit(X, y, sensitive_features=group).predict_proba(X[:2]).shape
     (2, 2)

@@ -7,8 +7,8 @@ The deployment is the one doc/flower.rst recommends: TLS on every connection
 registered with ``flwr supernode register`` may connect); a SuperNode with
 an unregistered key, or without TLS, is refused.
 
-Selected with ``-m e2e`` (deselect with ``-m "not e2e"``); about a minute,
-most of it Flower's 3-second polling. Everything listens on loopback ports
+Selected with ``-m e2e`` (deselect with ``-m "not e2e"``); about two
+minutes, most of it Flower's 3-second polling. Everything listens on loopback ports
 chosen free at start, Flower's telemetry and update checks are off, the
 SuperLink installs no app dependencies, and every process the test starts is
 stopped through its own process id (and its process group) at the end.
@@ -244,6 +244,12 @@ def deployment(tmp_path_factory):
     ca_file = credentials / "ca.crt"
     env = {
         **os.environ,
+        # The SuperLink starts flower-superexec by name: the interpreter's own
+        # bin folder first, so that a virtual environment that was not
+        # activated still finds it.
+        "PATH": os.pathsep.join(
+            [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+        ),
         "FLWR_HOME": str(home),
         "FLWR_TELEMETRY_ENABLED": "0",
         "FLWR_DISABLE_UPDATE_CHECK": "1",

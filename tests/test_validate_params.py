@@ -58,10 +58,14 @@ WRONG_TYPES = [
             "true_positive_rate_difference",
             "positive_predictive_value_difference",
             "equalized_odds_difference",
+            "equalized_odds_ratio",
+            "equal_opportunity_difference",
             "fairness_summary",
             "group_report",
         )
     ],
+    ("demographic_parity_difference", {**_METRIC_DATA, "method": 1}, "method"),
+    ("group_report", {**_METRIC_DATA, "metrics": [len]}, "metrics"),
     ("demographic_parity_difference", {**_METRIC_DATA, "soft": "yes"}, "soft"),
     (
         "demographic_parity_ratio",
