@@ -423,7 +423,7 @@ def _dense_tree():
     return tree
 
 
-@pytest.mark.parametrize("mode", ["metadata", "column"])
+@pytest.mark.parametrize("mode", ["metadata", "column", "nullable dtypes"])
 def test_on_flower_a_pipeline_federation_gives_the_in_process_model(raw, mode):
     pytest.importorskip("flwr")
     from _helpers import assert_same_parameters
@@ -432,6 +432,13 @@ def test_on_flower_a_pipeline_federation_gives_the_in_process_model(raw, mode):
 
     X, y, clients, S = raw
     names = [f"s_{c}" for c in S.columns]
+    if mode == "nullable dtypes":
+        # pandas' nullable columns: the server rebuilds the pipeline from
+        # their dtypes, before training.
+        X = X.copy()
+        X["count"] = pd.array(np.arange(len(X)) % 7, dtype="Int64")
+        X.loc[X.index[::11], "count"] = pd.NA
+        X["flag"] = pd.array(np.arange(len(X)) % 2 == 0, dtype="boolean")
     if mode == "column":
         X = pd.concat([X, S.add_prefix("s_")], axis=1)
         model = FairPenaltyLogisticRegression(fairness=1.0, sensitive=names)
@@ -446,7 +453,7 @@ def test_on_flower_a_pipeline_federation_gives_the_in_process_model(raw, mode):
     def load(context):
         rows = clients == context.node_config["partition-id"]
         loaded = {"X": X[rows], "y": np.asarray(y)[rows]}
-        if mode == "metadata":
+        if mode != "column":
             loaded["sensitive_features"] = S[rows]
         return loaded
 
@@ -456,7 +463,7 @@ def test_on_flower_a_pipeline_federation_gives_the_in_process_model(raw, mode):
         num_partitions=3,
     )
     local = clone(federation).fit(
-        X, y, clients=clients, sensitive_features=S if mode == "metadata" else None
+        X, y, clients=clients, sensitive_features=None if mode == "column" else S
     )
     assert_same_parameters(on_flower.estimator_[-1], local.estimator_[-1])
     assert [r["train_loss"] for r in on_flower.history_ if "train_loss" in r] == [
@@ -526,18 +533,83 @@ def test_on_flower_statistics_replies_carry_no_row(raw):
 
 
 def test_a_client_answers_only_what_its_transformer_asks():
-    # A server cannot ask a mean imputer for every value of a column, or a
-    # median imputer for finer bins than its own.
+    # A server cannot ask a mean imputer for every value of a column, nor a
+    # median imputer for more intervals than a median search needs (each
+    # reveals counts), nor draw the bins itself.
     X = _numeric(0)
     with pytest.raises(ValueError, match="not 'values'"):
         FederatedSimpleImputer(strategy="mean")._answer(X, {"statistic": "values"})
-    with pytest.raises(ValueError, match="n_bins=256"):
-        FederatedSimpleImputer(strategy="median")._answer(
-            X,
-            {
-                "statistic": "interval counts",
-                "intervals": [(0, np.linspace(0, 1, 10**4), 0.0, 1.0)],
-            },
-        )
+    median = FederatedSimpleImputer(strategy="median")
+    too_many = [(0, -(2**62), 2**62)] * 4000
+    for intervals in (too_many, [(0, 5, 1)], [(9, 0, 1)], [(0, np.linspace(0, 1, 9))]):
+        with pytest.raises(ValueError, match="does not fit a median search"):
+            median._answer(X, {"statistic": "interval counts", "intervals": intervals})
     with pytest.raises(ValueError, match="not 'values'"):
         FederatedStandardScaler()._answer(X, {"statistic": "values"})
+
+
+@pytest.mark.parametrize("n_bins", [2, 3, 4, 256])
+@pytest.mark.parametrize(
+    "column",
+    [
+        [1.0, 1 + 2**-52, 1 + 2**-52],
+        [1.8e-19, -2.5e66, -189782.7, 181.0, 4.2e-18, 1.3e11],
+        [1.7e308, -1.7e308, 1.0, 2.0, 3.0],
+        [-0.0, 0.0, -0.0, 5e-324, -5e-324, 7.0],
+        list(np.random.default_rng(0).standard_cauchy(501) * 1e200),
+    ],
+    ids=["adjacent floats", "heavy tails", "full range", "zeros", "cauchy"],
+)
+def test_the_median_is_exact_whatever_the_values(column, n_bins):
+    X = np.asarray(column, dtype=float)[:, None]
+    clients = np.arange(len(X)) % 3
+    rounds = []
+    imputer = FederatedSimpleImputer(strategy="median", n_bins=n_bins)
+    real = imputer._answer
+
+    def counting(rows, query):
+        rounds.append(query["statistic"])
+        return real(rows, query)
+
+    imputer._answer = counting
+    imputer.fit(X, clients=clients)
+    assert imputer.statistics_[0] == np.median(X)
+    # Searches in float order: 64 bits at log2(n_bins) bits a round.
+    assert rounds.count("interval counts") / 3 <= np.ceil(64 / np.log2(n_bins)) + 1
+
+
+def test_warm_start_applies_the_models_parameters_and_refuses_new_preprocessing(raw):
+    X, y, clients, S = raw
+    warm = _federation(_model_pipeline(), n_rounds=2, warm_start=True)
+    warm.fit(X, y, clients=clients, sensitive_features=S)
+    warm.set_params(estimator__model__fairness=50.0)
+    warm.fit(X, y, clients=clients, sensitive_features=S)
+    assert warm.estimator_[-1].fairness == 50.0
+    # As without preprocessing: 2 rounds at fairness 1, 2 more at 50.
+    plain = _federation(FairPenaltyLogisticRegression(fairness=1.0), n_rounds=2)
+    plain.set_params(warm_start=True)
+    X_pre = _dense(warm.estimator_[:-1].transform(X))
+    plain.fit(X_pre, y, clients=clients, sensitive_features=S)
+    plain.set_params(estimator__fairness=50.0)
+    plain.fit(X_pre, y, clients=clients, sensitive_features=S)
+    np.testing.assert_allclose(
+        warm.predict_proba(X), plain.predict_proba(X_pre), atol=1e-12
+    )
+    warm.set_params(estimator__pre__num__scale__with_std=False)
+    with pytest.raises(ValueError, match="preprocessing"):
+        warm.fit(X, y, clients=clients, sensitive_features=S)
+
+
+def test_column_mode_with_positions_and_preprocessing_is_refused(raw):
+    X, y, clients, S = raw
+    array = np.column_stack([X.select_dtypes("number").fillna(0).to_numpy(), S])
+    estimator = Pipeline(
+        [
+            ("pre", ColumnTransformer([("scale", FederatedStandardScaler(), [0, 1])])),
+            ("model", FairPenaltyLogisticRegression(sensitive=[5, 6])),
+        ]
+    )
+    with pytest.raises(ValueError, match="by name"):
+        _federation(
+            estimator, sensitive=[5, 6], sampler=FairnessAwareROSE(sensitive=[5, 6])
+        ).fit(array, y, clients=clients)

@@ -583,10 +583,17 @@ default="mean"
         X_model, S = pipeline.split(X, sensitive_features)
         if warm:
             fitted_preprocessing, inner = self._pipeline_parts
-            own = self.get_params(deep=False)
-            for name in ("estimator", "sampler", "sensitive", "warm_start"):
-                own.pop(name)
-            inner.set_params(**own, warm_start=True)
+            if pipeline.preprocessing_key() != self._pipeline_preprocessing:
+                raise ValueError(
+                    "warm_start continues the model on the fitted preprocessing; "
+                    "its parameters changed since that fit. Set warm_start=False "
+                    "to fit the preprocessing again."
+                )
+            # The final estimator's and every other parameter apply, as for a
+            # FederatedEstimator without preprocessing.
+            fresh = pipeline.inner().get_params(deep=False)
+            fresh.pop("warm_start")
+            inner.set_params(**fresh, warm_start=True)
         else:
             fitted_preprocessing, _ = pipeline.fit_preprocessing(X_model, clients)
             inner = pipeline.inner()
@@ -609,6 +616,7 @@ default="mean"
             for client, model in inner.client_estimators_.items()
         }
         self._pipeline_parts = (fitted_preprocessing, inner)
+        self._pipeline_preprocessing = pipeline.preprocessing_key()
         return self
 
     @staticmethod

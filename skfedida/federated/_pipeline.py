@@ -11,8 +11,10 @@ the final estimator as metadata.
 from __future__ import annotations
 
 import inspect
+import numbers
 import warnings
 
+import joblib
 import numpy as np
 from scipy import sparse
 from sklearn.base import clone
@@ -114,6 +116,24 @@ class PipelineFederation:
             # A stateful transformer that is not federated is refused here,
             # before any statistics round.
             federated_transformers(self.preprocessing, "estimator")
+            sensitive = federation.sensitive
+            if sensitive is not None and any(
+                isinstance(column, numbers.Integral)
+                for column in np.atleast_1d(np.asarray(sensitive, dtype=object))
+            ):
+                raise ValueError(
+                    "Column mode with a preprocessing pipeline needs the sensitive "
+                    "columns by name (X a DataFrame): they are taken out of X "
+                    "before the preprocessing, so positions in its "
+                    f"ColumnTransformer would shift; got sensitive={sensitive!r}. "
+                    "Name them, or pass sensitive_features= instead."
+                )
+
+    def preprocessing_key(self):
+        """A hash of the unfitted preprocessing's parameters (None without one)."""
+        if self.preprocessing is None:
+            return None
+        return joblib.hash(clone(self.preprocessing))
 
     def split(self, X, sensitive_features):
         """Model inputs and sensitive features (the columns out, in column mode)."""
@@ -178,34 +198,60 @@ class PipelineFederation:
 
 
 def raw_schema(X):
-    """What a client tells the server of its raw table: column names and dtypes."""
+    """What a client tells the server of its raw table: column names and kinds.
+
+    Per column its dtype (pandas' name, nullable ones included) and, for
+    columns of Python objects, whether they hold numbers: enough to build a
+    placeholder row that every transformer accepts, no value of a row.
+    """
     if hasattr(X, "dtypes"):
-        return [str(c) for c in X.columns], [str(t) for t in X.dtypes]
+        return [str(c) for c in X.columns], [
+            _dtype_name(X[c].dtype, X[c].to_numpy()) for c in X.columns
+        ]
     X = np.asarray(X)
-    return None, [str(X.dtype)] * X.shape[1]
+    return None, [_dtype_name(X.dtype, X[:, j]) for j in range(X.shape[1])]
+
+
+def _dtype_name(dtype, values):
+    name = str(dtype)
+    if name == "object":
+        present = [v for v in values.tolist() if v is not None and v == v]
+        if present and all(
+            isinstance(v, numbers.Number) and not isinstance(v, bool) for v in present
+        ):
+            return "object:number"
+    return name
 
 
 def placeholder_rows(columns, dtypes):
     """One row of a table's columns and dtypes, holding no client's value."""
 
     def value(dtype):
-        return 0 if np.dtype(dtype).kind in "iufb" else ""
-
-    def kind(dtype):
+        if dtype == "object:number":
+            return 0
         try:
-            return np.dtype(dtype)
-        except TypeError:  # pandas extension dtypes (str, category, ...)
-            return np.dtype(object)
+            import pandas as pd
+
+            kind = pd.api.types.pandas_dtype(dtype)
+            if pd.api.types.is_bool_dtype(kind):
+                return False
+            return 0 if pd.api.types.is_numeric_dtype(kind) else ""
+        except (ImportError, TypeError):
+            return 0 if np.dtype(dtype).kind in "iufb" else ""
+
+    def storage(dtype):
+        return "object" if dtype.startswith("object") else dtype
 
     if columns is None:
-        dtype = kind(dtypes[0])
-        return np.full((1, len(dtypes)), value(dtype), dtype=dtype)
+        row = np.empty((1, len(dtypes)), dtype=object)
+        row[0] = [value(d) for d in dtypes]
+        kinds = {storage(d) for d in dtypes}
+        return row.astype(kinds.pop()) if len(kinds) == 1 else row
     import pandas as pd
 
-    frame = {}
-    for column, dtype in zip(columns, dtypes, strict=True):
-        try:
-            frame[column] = pd.Series([value(kind(dtype))], dtype=dtype)
-        except (TypeError, ValueError):
-            frame[column] = pd.Series([value(kind(dtype))], dtype=kind(dtype))
-    return pd.DataFrame(frame)
+    return pd.DataFrame(
+        {
+            column: pd.Series([value(dtype)], dtype=storage(dtype))
+            for column, dtype in zip(columns, dtypes, strict=True)
+        }
+    )

@@ -335,25 +335,33 @@ class FederationPlan:
         return fitted
 
 
-def fitted_pipeline(plan, inner, states, columns, dtypes):
-    """The fitted pipeline federation a server returns, from statistics and schema.
+def server_preprocessing(plan, states, columns, dtypes):
+    """The fitted preprocessing a server rebuilds, without a row.
 
-    ``inner`` is the fitted federation of the final estimator; the
-    preprocessing is fitted on a placeholder row of the clients' raw columns
-    and dtypes with the federation's ``states`` (the server holds no rows).
+    From the federation's ``states`` and a placeholder row of the clients'
+    raw columns and dtypes (the federated transformers output only their
+    shape there). Returns the fitted preprocessing (None without one) and
+    the placeholder row.
+    """
+    pipeline = plan.pipeline
+    placeholder = placeholder_rows(columns, dtypes)
+    if pipeline.preprocessing is None:
+        return None, placeholder
+    sensitive = pipeline.federation.sensitive
+    X_model = placeholder if sensitive is None else drop_columns(placeholder, sensitive)
+    fitted = fitted_tree(pipeline.preprocessing, X_model, states, schema=True)
+    return fitted, placeholder
+
+
+def fitted_pipeline(plan, inner, fitted_preprocessing, placeholder):
+    """The fitted pipeline federation a server returns.
+
+    ``inner`` is the fitted federation of the final estimator, and
+    ``fitted_preprocessing`` / ``placeholder`` what
+    :func:`server_preprocessing` rebuilt.
     """
     pipeline = plan.pipeline
     outer = pipeline.federation
-    placeholder = placeholder_rows(columns, dtypes)
-    fitted_preprocessing = None
-    if pipeline.preprocessing is not None:
-        sensitive = pipeline.federation.sensitive
-        X_model = (
-            placeholder if sensitive is None else drop_columns(placeholder, sensitive)
-        )
-        fitted_preprocessing = fitted_tree(
-            pipeline.preprocessing, X_model, states, schema=True
-        )
     for name, value in vars(inner).items():
         if (
             name.endswith("_")
@@ -361,14 +369,15 @@ def fitted_pipeline(plan, inner, states, columns, dtypes):
             and name not in ("n_features_in_", "feature_names_in_")
         ):
             setattr(outer, name, value)
-    outer.n_features_in_ = len(dtypes)
-    if columns is not None:
-        outer.feature_names_in_ = np.asarray(columns, dtype=object)
+    outer.n_features_in_ = placeholder.shape[1]
+    if hasattr(placeholder, "columns"):
+        outer.feature_names_in_ = np.asarray(placeholder.columns, dtype=object)
     outer.estimator_ = pipeline.wrap(
         fitted_preprocessing, inner.estimator_, placeholder
     )
     outer.client_estimators_ = {}
     outer._pipeline_parts = (fitted_preprocessing, inner)
+    outer._pipeline_preprocessing = pipeline.preprocessing_key()
     return outer
 
 

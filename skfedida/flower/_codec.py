@@ -11,6 +11,7 @@ a state may hold is scikit-learn's MissingIndicator (SimpleImputer's
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import numpy as np
@@ -20,11 +21,35 @@ __all__ = ["decode", "encode"]
 
 #: Objects a state may hold, rebuilt from parameters and attributes.
 _ESTIMATORS = {"MissingIndicator": MissingIndicator}
+#: Dates and times (categories of a date column), by their ISO text.
+_TIMES = (datetime.datetime, datetime.date, datetime.time)
+
+
+def _time_from(kind, iso):
+    if kind == "Timestamp":
+        import pandas as pd
+
+        return pd.Timestamp(iso)
+    return {
+        "datetime": datetime.datetime,
+        "date": datetime.date,
+        "time": datetime.time,
+    }[kind].fromisoformat(iso)
 
 
 def _plain(value):
+    if isinstance(value, np.generic) and value.dtype.kind in "Mm":
+        return {"__scalar__": value.dtype.str, "ticks": int(value.view(np.int64))}
     if isinstance(value, np.generic):
         return {"__scalar__": value.dtype.str, "value": value.item()}
+    if isinstance(value, np.ndarray) and value.dtype.kind in "Mm":
+        return {
+            "__array__": value.dtype.str,
+            "shape": list(value.shape),
+            "ticks": value.view(np.int64).ravel().tolist(),
+        }
+    if isinstance(value, _TIMES):
+        return {"__time__": type(value).__name__, "iso": value.isoformat()}
     if isinstance(value, np.ndarray):
         kind = "O" if value.dtype.kind == "O" else value.dtype.str
         if value.dtype.kind in "US":
@@ -68,8 +93,17 @@ def _restore(value):
         return [_restore(item) for item in value]
     if not isinstance(value, dict):
         return value
+    if "__scalar__" in value and "ticks" in value:
+        return np.array(value["ticks"], np.int64).view(np.dtype(value["__scalar__"]))[
+            ()
+        ]
     if "__scalar__" in value:
         return np.array(value["value"], dtype=np.dtype(value["__scalar__"]))[()]
+    if "__array__" in value and "ticks" in value:
+        ticks = np.array(value["ticks"], dtype=np.int64)
+        return ticks.view(np.dtype(value["__array__"])).reshape(value["shape"])
+    if "__time__" in value:
+        return _time_from(value["__time__"], value["iso"])
     if "__array__" in value:
         kind = value["__array__"]
         if kind == "O":

@@ -17,7 +17,7 @@ from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 
-from ..federated._plan import fitted_pipeline
+from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import bounded_round, noise_stream
 from ..federated._replies import (
     claims_summary,
@@ -413,6 +413,16 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
                 f"names): {described[0]} vs {description}."
             )
     n_features, classes, feature_names = described[0]
+    if plan.pipeline is not None:
+        # Rebuilt before training: a schema the server cannot rebuild from
+        # fails here, not after the last round.
+        config = replies[0]["config"]
+        rebuilt = server_preprocessing(
+            plan,
+            states,
+            list(config["raw-columns"]) if "raw-columns" in config else None,
+            list(config["raw-dtypes"]),
+        )
     history = []
     declared_rows = [int(reply["metrics"]["num-examples"]) for reply in replies]
     strategy = _federation_strategy(plan, nodes, seeds, history, declared_rows)
@@ -441,14 +451,7 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
         },
     )
     if plan.pipeline is not None:
-        config = replies[0]["config"]
-        fitted = fitted_pipeline(
-            plan,
-            fitted,
-            states,
-            list(config["raw-columns"]) if "raw-columns" in config else None,
-            list(config["raw-dtypes"]),
-        )
+        fitted = fitted_pipeline(plan, fitted, *rebuilt)
     if postprocessor is None:
         return fitted
     return _postprocess(

@@ -24,8 +24,10 @@ import copy
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.compose import ColumnTransformer
-from sklearn.pipeline import Pipeline
+from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils import get_tags
+
+from .._compat import _num_samples, _safe_indexing
 
 __all__ = ["FederatedTransformerMixin", "federated_transformers", "fit_tree"]
 
@@ -97,14 +99,17 @@ def _client_parts(X, clients):
     """Each client's rows of a validated X, in the order of the sorted ids."""
     if clients is None:
         return [X]
+    if isinstance(X, list):  # as sklearn's encoders take them
+        X = np.asarray(X, dtype=object)
+    n_rows = _num_samples(X)
     clients = np.asarray(clients)
-    if clients.ndim != 1 or clients.shape[0] != X.shape[0]:
+    if clients.ndim != 1 or clients.shape[0] != n_rows:
         raise ValueError(
             f"clients has {clients.shape[0] if clients.ndim else 0} values; X has "
-            f"{X.shape[0]} rows."
+            f"{n_rows} rows."
         )
     ids, codes = np.unique(clients, return_inverse=True)
-    return [X[codes == k] for k in range(len(ids))]
+    return [_safe_indexing(X, np.flatnonzero(codes == k)) for k in range(len(ids))]
 
 
 # -- transformer trees ------------------------------------------------------
@@ -136,9 +141,20 @@ def federated_transformers(tree, path="estimator"):
     if isinstance(tree, FederatedTransformerMixin):
         return [(path, tree)]
     if isinstance(tree, Pipeline):
+        if tree.memory is not None:
+            raise ValueError(
+                f"{path} is a Pipeline with memory={tree.memory!r}: a cached step "
+                "would be fitted outside the statistics rounds. Set memory=None "
+                "inside a federation."
+            )
         found = []
         for name, step in tree.steps:
             found += federated_transformers(step, f"{path}[{name!r}]")
+        return found
+    if isinstance(tree, FeatureUnion):
+        found = []
+        for name, transformer in tree.transformer_list:
+            found += federated_transformers(transformer, f"{path}[{name!r}]")
         return found
     if isinstance(tree, ColumnTransformer):
         found = []
@@ -219,9 +235,9 @@ def _sequential(tree):
     """A copy of the tree whose ColumnTransformers fit in order, in this process."""
     tree = clone(tree)
     for _, value in tree.get_params(deep=True).items():
-        if isinstance(value, ColumnTransformer):
+        if isinstance(value, ColumnTransformer | FeatureUnion):
             value.set_params(n_jobs=None)
-    if isinstance(tree, ColumnTransformer):
+    if isinstance(tree, ColumnTransformer | FeatureUnion):
         tree.set_params(n_jobs=None)
     return tree
 
@@ -238,7 +254,11 @@ def client_answer(tree, X, states, query):
             _fit_tree_copy(tree, X)
         except _Answered as answered:
             return answered.answer
-    raise RuntimeError("every federated transformer of the tree is already fitted")
+    raise ValueError(
+        "The tree's fit ended before the federated transformer the server asked "
+        "about: a ColumnTransformer skips a transformer (or a remainder) that "
+        "selects no column. Give every federated transformer at least one column."
+    )
 
 
 def fitted_tree(tree, X, states, schema=False):
@@ -288,8 +308,9 @@ def fit_tree(tree, ask):
                 if answered_by != name:
                     raise ValueError(
                         f"Client {k} answered for a {answered_by} where {path} "
-                        f"({name}) was expected: does a transformer of the tree "
-                        "select no column?"
+                        f"({name}) was expected: a ColumnTransformer skips a "
+                        "transformer (or a remainder) that selects no column. "
+                        "Give every federated transformer at least one column."
                     )
             return [answer for _, answer in replies]
 

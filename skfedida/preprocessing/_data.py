@@ -8,7 +8,6 @@ import numpy as np
 from scipy import sparse
 from sklearn.impute import SimpleImputer
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
-from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import FLOAT_DTYPES, validate_data
 
 from .._compat import (
@@ -39,12 +38,14 @@ def _fit(transformer, X, clients):
 class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
     """StandardScaler fitted from the clients' counts, means and sums of squares.
 
-    Each client sends, per feature, its number of non-missing values, their
-    mean and their sum of squared deviations from it; the server combines
-    them with Chan et al.'s pairwise update (numerically stable), so the
-    result equals :class:`~sklearn.preprocessing.StandardScaler` fitted on
-    the pooled rows (to about 1e-12 relative). Transforming is the parent's,
-    row by row, on each client.
+    Two rounds, as sklearn's two-pass variance: each client sends, per
+    feature, its number of non-missing values and their sum; then, from the
+    federation's mean the server sends back, the sum of its values'
+    deviations and of their squares. The result equals
+    :class:`~sklearn.preprocessing.StandardScaler` fitted on the pooled rows
+    to 1e-12 relative (floating-point sums in another order), also when the
+    mean is large against the spread. Transforming is the parent's, row by
+    row, on each client.
 
     Parameters
     ----------
@@ -133,37 +134,45 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
         return X
 
     def _answer(self, X, query):
-        _check_query(self, query, {"moments"})
-        if sparse.issparse(X):
-            mean, var, n = mean_variance_axis(X, axis=0, return_sum_weights=True)
-            return {"n": np.asarray(n, np.float64), "mean": mean, "m2": var * n}
-        missing = np.isnan(X)
-        n = X.shape[0] - missing.sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(n > 0, np.nansum(X, axis=0) / np.maximum(n, 1), 0.0)
-        m2 = np.nansum((X - mean) ** 2, axis=0)
-        return {"n": n.astype(np.float64), "mean": mean, "m2": m2}
+        _check_query(self, query, {"sums", "moments about"})
+        columns = _column_values(X)
+        n = np.array([values.size + implicit for values, implicit in columns])
+        if query["statistic"] == "sums":
+            return {
+                "n": n.astype(np.float64),
+                "sum": np.array([values.sum() for values, _ in columns]),
+            }
+        about = np.asarray(query["about"], dtype=np.float64)
+        if about.shape != (X.shape[1],):
+            raise ValueError("The server's shift does not fit this client's features.")
+        shift = np.nan_to_num(about)
+        # Deviations from the federation's mean, not the client's: summed,
+        # they need no combination formula (sklearn's own two-pass).
+        deviations = [values - c for (values, _), c in zip(columns, shift, strict=True)]
+        implicit = np.array([implicit for _, implicit in columns], dtype=np.float64)
+        return {
+            "n": n.astype(np.float64),
+            "shifted_sum": np.array([d.sum() for d in deviations]) - implicit * shift,
+            "shifted_squares": np.array([(d**2).sum() for d in deviations])
+            + implicit * shift**2,
+        }
 
     def _fit_rounds(self, ask):
-        answers = ask({"statistic": "moments"})
-        n, mean, m2 = (
-            np.zeros_like(answers[0]["n"]),
-            np.zeros_like(answers[0]["mean"]),
-            np.zeros_like(answers[0]["m2"]),
-        )
-        for answer in answers:
-            # Chan et al.'s pairwise combination of counts, means and M2.
-            n_b, mean_b, m2_b = answer["n"], answer["mean"], answer["m2"]
-            total = n + n_b
-            with np.errstate(invalid="ignore", divide="ignore"):
-                share = np.where(total > 0, n_b / np.maximum(total, 1), 0.0)
-            delta = mean_b - mean
-            mean = mean + delta * share
-            m2 = m2 + m2_b + delta**2 * n * share
-            n = total
+        # Two rounds: the federation's mean, then every client's deviations
+        # from it, as sklearn's two-pass variance does on pooled rows
+        # (combining the clients' own means and variances instead loses
+        # digits when the mean is large against the spread).
+        first = ask({"statistic": "sums"})
+        n = sum(answer["n"] for answer in first)
         with np.errstate(invalid="ignore", divide="ignore"):
-            var = np.where(n > 0, m2 / np.maximum(n, 1), np.nan)
-            mean = np.where(n > 0, mean, np.nan)
+            about = np.where(n > 0, sum(a["sum"] for a in first) / np.maximum(n, 1), 0)
+        second = ask({"statistic": "moments about", "about": about})
+        shifted_sum = sum(answer["shifted_sum"] for answer in second)
+        squares = sum(answer["shifted_squares"] for answer in second)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            correction = shifted_sum / np.maximum(n, 1)
+            mean = np.where(n > 0, about + correction, np.nan)
+            var = np.where(n > 0, squares / np.maximum(n, 1) - correction**2, np.nan)
         # Float counts, as StandardScaler's (an int-valued float64).
         self.n_samples_seen_ = n[0] if n.min() == n.max() else n
         self.mean_ = mean if (self.with_mean or self.with_std) else None
@@ -177,6 +186,23 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
             )
         else:
             self.scale_ = None
+
+
+def _column_values(X):
+    """Per feature: its non-missing stored values, and its implicit zeros (sparse)."""
+    if sparse.issparse(X):
+        X = X.tocsc()
+        columns = []
+        for j in range(X.shape[1]):
+            stored = X.data[X.indptr[j] : X.indptr[j + 1]]
+            columns.append(
+                (
+                    stored[~np.isnan(stored)],
+                    X.shape[0] - (X.indptr[j + 1] - X.indptr[j]),
+                )
+            )
+        return columns
+    return [(X[~np.isnan(X[:, j]), j], 0) for j in range(X.shape[1])]
 
 
 class FederatedMinMaxScaler(FederatedTransformerMixin, MinMaxScaler):
@@ -463,13 +489,12 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
     its non-missing values (exact). ``"most_frequent"``: its values and
     their counts per feature (exact; ties go to the smallest value, as in
     SimpleImputer; this reveals every value a client holds). ``"constant"``:
-    only which features are entirely missing. ``"median"``: rounds of
-    counts per value interval, each narrowing the interval holding the
-    middle value(s) by ``n_bins`` times; once it is narrower than 1e-12
-    times the values' scale, each client's smallest and largest value inside
-    it, until the interval holds one distinct value: the median is exact
-    (the clients thereby reveal the middle values, which the median is
-    anyway, and values within 1e-12 of them). Dense input only.
+    only which features are entirely missing. ``"median"``: each client's
+    minimum and maximum, then rounds of counts of its values per interval,
+    each narrowing the interval that holds the middle value(s) by ``n_bins``
+    times, in the order of the floats (any range of values takes at most
+    ``ceil(64 / log2(n_bins)) + 1`` rounds: 9 with the default) until it
+    holds one value: the median is exact. Dense input only.
 
     Parameters
     ----------
@@ -487,7 +512,8 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
     keep_empty_features : bool, default=False
         As in SimpleImputer.
     n_bins : int, default=256
-        Value intervals per round of the median's search.
+        Intervals per round of the median's search (more: fewer rounds, and
+        larger answers).
 
     Attributes
     ----------
@@ -589,14 +615,20 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
         # A client answers only what its own strategy needs: a server cannot
         # ask an imputer of means for every value of a column.
         _check_query(self, query, _IMPUTER_QUERIES[self.strategy])
-        if query["statistic"] == "interval counts" and any(
-            edges is not None and len(edges) != self.n_bins + 1
-            for _, edges, _, _ in query["intervals"]
-        ):
-            raise ValueError(
-                f"The server asked for other bins than this imputer's n_bins="
-                f"{self.n_bins}."
-            )
+        if query["statistic"] == "interval counts":
+            intervals = query["intervals"]
+            # At most the two middle ranks of every feature, and intervals
+            # only: the client draws the bins itself, with its own n_bins.
+            if len(intervals) > 2 * X.shape[1] or not all(
+                len(entry) == 3
+                and 0 <= int(entry[0]) < X.shape[1]
+                and int(entry[1]) <= int(entry[2])
+                for entry in intervals
+            ):
+                raise ValueError(
+                    "The server's interval query does not fit a median search: "
+                    "at most two intervals per feature, each (feature, low, high)."
+                )
         missing = _get_mask(X, self.missing_values)
         present = ~missing
         answer = {
@@ -616,31 +648,14 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
                 answer["values"].append(values)
                 answer["counts"].append(counts.astype(np.int64))
         elif step == "interval counts":
-            answer["below"], answer["bins"], answer["low"], answer["high"] = (
-                [],
-                [],
-                [],
-                [],
-            )
-            # One entry per open search: its feature, and bin edges (None:
-            # the extreme values inside [low, high] instead).
-            for j, edges, low, high in query["intervals"]:
-                column = X[present[:, j], j].astype(np.float64)
-                answer["below"].append(np.int64((column < low).sum()))
-                inside = column[(column >= low) & (column <= high)]
-                if edges is None:
-                    answer["bins"].append(None)
-                    answer["low"].append(inside.min() if inside.size else np.inf)
-                    answer["high"].append(inside.max() if inside.size else -np.inf)
-                else:
-                    bins = np.clip(
-                        np.searchsorted(edges, inside, side="right") - 1,
-                        0,
-                        len(edges) - 2,
-                    )
-                    answer["bins"].append(np.bincount(bins, minlength=len(edges) - 1))
-                    answer["low"].append(None)
-                    answer["high"].append(None)
+            answer["below"], answer["bins"] = [], []
+            for j, lo, hi in query["intervals"]:
+                orders = _ordinal(X[present[:, j], j].astype(np.float64))
+                answer["below"].append(np.int64((orders < lo).sum()))
+                edges = _ordinal_edges(lo, hi, self.n_bins)
+                inside = orders[(orders >= lo) & (orders <= hi)]
+                bins = np.searchsorted(edges, inside, side="right") - 1
+                answer["bins"].append(np.bincount(bins, minlength=len(edges) - 1))
         elif step == "extremes":
             with _quiet_all_nan():
                 column_values = np.where(present, X, np.nan).astype(np.float64)
@@ -704,74 +719,85 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
         return statistics
 
     def _median_rounds(self, ask, answers, n):
-        """Order statistics of the pooled values by narrowing intervals."""
+        """Order statistics of the pooled values, exactly, by counts per interval.
+
+        Floats are searched through their order (``_ordinal``): every round
+        narrows the interval of orders holding a middle rank by ``n_bins``
+        times, so the search ends, whatever the values' range, after at most
+        ``ceil(64 / log2(n_bins)) + 1`` rounds, on the exact value.
+        """
         with _quiet_all_nan():
             low = np.nanmin(np.stack([a["min"] for a in answers]), axis=0)
             high = np.nanmax(np.stack([a["max"] for a in answers]), axis=0)
         n_features = len(n)
         # The middle rank(s) (0-based) of every feature; two when n is even.
-        targets = [
-            sorted({(int(n[j]) - 1) // 2, int(n[j]) // 2}) if n[j] else []
-            for j in range(n_features)
-        ]
-        found = [dict() for _ in range(n_features)]
-        # One search per (feature, rank): the interval [low, high] holding
-        # the value of that rank, and whether to split it next even if narrow.
-        searches = {
-            (j, rank): [low[j], high[j], False]
-            for j in range(n_features)
-            for rank in targets[j]
-        }
+        searches = {}
+        for j in range(n_features):
+            if n[j]:
+                for rank in sorted({(int(n[j]) - 1) // 2, int(n[j]) // 2}):
+                    searches[(j, rank)] = (
+                        int(_ordinal(low[j])),
+                        int(_ordinal(high[j])),
+                    )
+        found = {}
         for _ in range(_MAX_MEDIAN_ROUNDS):
-            open_ = [key for key in searches if key not in _done(found)]
+            open_ = [key for key, (lo, hi) in searches.items() if lo < hi]
+            for key in set(searches) - set(open_):
+                found[key] = _from_ordinal(searches[key][0])
             if not open_:
                 break
-            intervals = []
-            for key in open_:
-                a, b, split_next = searches[key]
-                narrow = b - a <= 1e-12 * max(abs(a), abs(b), 1.0)
-                edges = (
-                    None
-                    if narrow and not split_next
-                    else np.linspace(a, b, self.n_bins + 1)
-                )
-                intervals.append((key[0], edges, a, b))
+            intervals = [(key[0], *searches[key]) for key in open_]
             replies = ask({"statistic": "interval counts", "intervals": intervals})
-            for i, (key, (j, edges, _, _)) in enumerate(
-                zip(open_, intervals, strict=True)
-            ):
-                rank = key[1]
+            for i, (key, (_, lo, hi)) in enumerate(zip(open_, intervals, strict=True)):
+                edges = _ordinal_edges(lo, hi, self.n_bins)
                 below = sum(int(r["below"][i]) for r in replies)
-                if edges is None:
-                    value_low = min(r["low"][i] for r in replies)
-                    value_high = max(r["high"][i] for r in replies)
-                    if value_low == value_high:
-                        found[j][rank] = value_low
-                    else:
-                        # Distinct values this close: split between them.
-                        searches[key] = [value_low, value_high, True]
-                    continue
                 counts = np.sum([r["bins"][i] for r in replies], axis=0)
                 cumulative = below + np.cumsum(counts)
-                k = int(np.searchsorted(cumulative, rank, side="right"))
-                k = min(k, len(counts) - 1)
-                searches[key] = [edges[k], edges[k + 1], False]
-                if k + 1 < len(edges) - 1:
-                    # Bins are [e_k, e_k+1): the next interval excludes its top.
-                    searches[key][1] = np.nextafter(edges[k + 1], -np.inf)
+                k = min(
+                    int(np.searchsorted(cumulative, key[1], side="right")),
+                    len(counts) - 1,
+                )
+                searches[key] = (int(edges[k]), int(edges[k + 1]) - 1)
+        else:
+            raise RuntimeError(
+                "The median's search did not end; the clients' answers are "
+                "inconsistent (a client changed its rows between rounds?)."
+            )
         statistics = np.full(n_features, np.nan)
         for j in range(n_features):
-            for rank in targets[j]:
-                # Not reached in practice: the midpoint of an interval of a
-                # few floating-point steps.
-                a, b, _ = searches[(j, rank)]
-                found[j].setdefault(rank, (a + b) / 2)
-            if targets[j]:
-                statistics[j] = np.mean([found[j][rank] for rank in targets[j]])
+            ranks = [found[key] for key in sorted(found) if key[0] == j]
+            if ranks:
+                statistics[j] = np.mean(ranks)
         return statistics
 
 
-_MAX_MEDIAN_ROUNDS = 200
+#: Rounds of the median's search: 64 bits of order, at least 1 bit a round.
+_MAX_MEDIAN_ROUNDS = 70
+_SIGN = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def _ordinal(values):
+    """float64 -> int64 that orders as the floats do (-0.0 just below 0.0)."""
+    bits = np.asarray(values, dtype=np.float64).view(np.int64)
+    return bits ^ ((bits >> 63) & _SIGN)
+
+
+def _from_ordinal(ordinal):
+    """The float64 of an ``_ordinal``."""
+    bits = np.asarray(ordinal, dtype=np.int64)
+    return float((bits ^ ((bits >> 63) & _SIGN)).view(np.float64))
+
+
+def _ordinal_edges(lo, hi, n_bins):
+    """Bin edges over the orders lo..hi (hi + 1 the last edge), at most n_bins bins.
+
+    Computed by the client from the interval alone: a server picks the
+    interval, not the bins.
+    """
+    span = hi - lo + 1
+    edges = sorted({lo + (span * k) // n_bins for k in range(n_bins + 1)})
+    return np.array(edges, dtype=np.int64)
+
 
 _IMPUTER_QUERIES = {
     "mean": {"sums"},
@@ -789,7 +815,3 @@ def _check_query(transformer, query, allowed):
             f"{type(transformer).__name__} answers {sorted(allowed)}, not "
             f"{statistic!r}: the query does not fit this client's transformer."
         )
-
-
-def _done(found):
-    return {(j, rank) for j, ranks in enumerate(found) for rank in ranks}
