@@ -190,3 +190,29 @@ def test_every_public_docstring_passes_numpydoc_validation(monkeypatch):
             errors.append(f"{path} ({name}): {code} {message}")
     assert n_validated > 80, n_validated  # the walk found the public API
     assert not errors, "\n".join(errors)
+
+
+def test_the_readmes_first_example_runs_and_prints_what_it_says():
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = dict(line.split()[:2] for line in result.stdout.splitlines()[1:])
+    # The figures the README quotes right after the example.
+    assert summary == {
+        "roc_auc": "0.835",
+        "brier": "0.133",
+        "selection_rate": "0.251",
+        "dpd": "0.345",
+        "dfpr": "0.133",
+    }
+    assert "AUROC 0.835, Brier 0.133, selection rate 0.251, DPD 0.345" in readme
