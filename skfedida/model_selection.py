@@ -661,13 +661,36 @@ n_splits_, refit_time_, multimetric_ :
             return self._select_best_index(self.refit, self.refit, results)
         return self._select_best_index(self.refit, "score", results)
 
-    def _run_search(self, evaluate_candidates):
+    def _stage(self, evaluate_candidates, values, callback_ctx, name):
+        """Evaluate one stage's candidates, as a task of sklearn's callbacks."""
+        candidates = [{self.param_name: v} for v in values]
+        if callback_ctx is None:
+            return evaluate_candidates(candidates)
+        # Like GridSearchCV's "search" task: candidate x split fits below it,
+        # and below those the estimator's own tasks (a federation's rounds and
+        # clients), so that a ProgressBar nests search -> candidate -> round.
+        stage_ctx = callback_ctx.subcontext(
+            task_name=name,
+            max_subtasks=len(candidates) * self.n_splits_,
+            sequential_subtasks=False,
+        ).call_on_fit_task_begin(estimator=self)
+        results = evaluate_candidates(candidates, callback_ctx=stage_ctx)
+        stage_ctx.call_on_fit_task_end(estimator=self)
+        return results
+
+    def _run_search(self, evaluate_candidates, *, callback_ctx=None):
         if not self.low < self.high:
             raise ValueError(f"low ({self.low}) must be below high ({self.high}).")
         if self.spacing == "log" and self.low <= 0:
             raise ValueError("spacing='log' needs low > 0.")
+        # One "search" task, as GridSearchCV's, with the two stages below it.
+        search_ctx = None
+        if callback_ctx is not None:
+            search_ctx = callback_ctx.subcontext(
+                task_name="search", max_subtasks=2
+            ).call_on_fit_task_begin(estimator=self)
         coarse = self._grid(self.low, self.high, self.n_coarse)
-        results = evaluate_candidates([{self.param_name: v} for v in coarse])
+        results = self._stage(evaluate_candidates, coarse, search_ctx, "coarse search")
         best = self._best(results)
         i = int(np.argmin(np.abs(coarse - results["params"][best][self.param_name])))
         left = coarse[max(i - 1, 0)]
@@ -678,8 +701,10 @@ n_splits_, refit_time_, multimetric_ :
         fine = np.array([v for v in fine if not np.isclose(coarse, v).any()])
         self.coarse_values_, self.fine_values_ = coarse, fine
         if fine.size:
-            results = evaluate_candidates([{self.param_name: v} for v in fine])
+            results = self._stage(evaluate_candidates, fine, search_ctx, "fine search")
             self._best(results)
+        if search_ctx is not None:
+            search_ctx.call_on_fit_task_end(estimator=self)
 
     def fit(self, X, y=None, **params):
         """Run the two-stage search, then refit the best candidate.

@@ -234,9 +234,12 @@ default="mean"
     verbose : int, default=0
         Show progress per round: a tqdm bar with the mean training loss when
         tqdm is installed (``skfedida[progress]``), otherwise a printed line.
-        sklearn's callbacks (``set_callbacks``, e.g. ``ProgressBar``) see the
-        fit as a task whose subtasks are the rounds; a callback that returns
-        True at the end of a round stops training there.
+        sklearn's callbacks (``set_callbacks``, e.g. ``ProgressBar`` or
+        ``ScoringMonitor``) see the fit as a task whose subtasks are the
+        rounds, each with its selected clients as subtasks; at the end of a
+        round they get ``X``, ``y`` and the federation with that round's
+        global model (``fitted_estimator``), and one that returns True stops
+        training there.
     random_state : int, RandomState instance or None, default=None
         Seeds client selection and, through ``client_seeds_``, every client's
         estimator, sampler and batch order.
@@ -470,6 +473,7 @@ default="mean"
             self._check_warm_start()
         # A continued federation keeps its inputs: checked, never reset, so a
         # mismatch fails before any fitted state changes.
+        X_given = X  # what callbacks score the model on (the user's X)
         X, y, S, S_metrics = self._validated_rows(
             X, y, sensitive_features, reset=not warm
         )
@@ -566,9 +570,12 @@ default="mean"
                 np.array([epochs.max()]),
                 self.client_seeds_[:1],
                 central=True,
+                callback_rows=(X_given, y),
             )
         else:
-            self._run(trainer, data, epochs, self.client_seeds_)
+            self._run(
+                trainer, data, epochs, self.client_seeds_, callback_rows=(X_given, y)
+            )
         del self._validation
         self._warn_if_degenerate(data)
         warn_if_outlying_updates(self.history_, bounded=updates_bounded(self))
@@ -598,6 +605,9 @@ default="mean"
             fitted_preprocessing, _ = pipeline.fit_preprocessing(X_model, clients)
             inner = pipeline.inner()
         X_inner = pipeline.model_inputs(fitted_preprocessing, X_model)
+        if getattr(self, "_skl_callbacks", None):
+            # The rounds run in the inner federation, on the transformed rows.
+            inner.set_callbacks(*self._skl_callbacks)
         inner.fit(X_inner, y, clients=clients, sensitive_features=S)
         for name, value in vars(inner).items():
             if (
@@ -890,7 +900,8 @@ default="mean"
             dp=self.dp,
         )
 
-    def _run(self, trainer, data, epochs, seeds, central=False):
+    def _run(self, trainer, data, epochs, seeds, central=False, callback_rows=None):
+        callback_rows = callback_rows or (None, None)
         server = self._server(central)
         state = getattr(self, "_federation_state", None)
         if state is None:
@@ -899,17 +910,50 @@ default="mean"
             self.federated_metrics_ = {}
         # else warm_start: the clients' estimators, the server's parameters and
         # random streams carry on where the last fit stopped.
+        # sklearn's callbacks: the fit is the root task, each round a subtask
+        # and each selected client a subtask of its round. At the end of a
+        # round a callback can see the model as it stands (fitted_estimator:
+        # this federation with the round's global model), on the fit's rows.
         round_contexts = []
 
-        def begin_round():
-            round_ctx = self._callback_fit_ctx.subcontext(task_name="round")
+        def begin_round(selected):
+            round_ctx = self._callback_fit_ctx.subcontext(
+                task_name="round", max_subtasks=len(selected)
+            )
             round_ctx.call_on_fit_task_begin(estimator=self)
-            round_contexts.append(round_ctx)
+            clients = [
+                round_ctx.subcontext(task_name=f"client {self._client_id(k)}")
+                for k in selected
+            ]
+            for client_ctx in clients:
+                client_ctx.call_on_fit_task_begin(estimator=self)
+            round_contexts.append((round_ctx, clients))
+
+        def end_clients(selected):
+            for client_ctx in round_contexts[-1][1]:
+                client_ctx.call_on_fit_task_end(estimator=self)
 
         def end_round(round_, models, global_parameters):
             self._record_validation(round_, models, global_parameters)
+
+            def as_it_stands():
+                state_now = {"models": models, "global_parameters": global_parameters}
+                return {
+                    "estimator_": server.global_model(state_now, data),
+                    "client_estimators_": (
+                        {self._client_id(k): m for k, m in enumerate(models)}
+                        if self.strategy == "local"
+                        else {}
+                    ),
+                }
+
             # A true answer asks to stop (e.g. early stopping).
-            return round_contexts[-1].call_on_fit_task_end(estimator=self)
+            return round_contexts[-1][0].call_on_fit_task_end(
+                estimator=self,
+                X=callback_rows[0],
+                y=callback_rows[1],
+                reconstruction_attributes=as_it_stands,
+            )
 
         state = server.run(
             state,
@@ -921,6 +965,7 @@ default="mean"
             self.history_,
             on_round_begin=begin_round,
             on_round_end=end_round,
+            on_clients_end=end_clients,
         )
         state["dp"] = None if self.dp is None else self.dp.get_params()
         self._federation_state = state

@@ -117,13 +117,16 @@ class _Server:
         *,
         on_round_begin=None,
         on_round_end=None,
+        on_clients_end=None,
     ):
         """Run ``n_rounds`` rounds from ``state``; return the new state.
 
         ``history`` (a list) receives one record per client and round.
-        ``on_round_begin()`` is called before every round;
-        ``on_round_end(round_, models, global_parameters)`` after it, and a
-        true return value stops the federation (e.g. early stopping).
+        ``on_round_begin(selected)`` is called before every round's training
+        with the selected clients' indices, ``on_clients_end(selected)`` when
+        they have replied, ``on_round_end(round_, models, global_parameters)``
+        after the round, and a true return value of the last stops the
+        federation (e.g. early stopping).
         """
         models = state["models"]
         memory = state.get("aggregator_memory", {})
@@ -138,14 +141,14 @@ class _Server:
         for offset in rounds:
             round_ = first_round + offset
             rounds_run += 1
-            if on_round_begin is not None:
-                on_round_begin()
             if self.communicates:
                 selected = _select_clients(
                     selection_rng, n_clients, self.client_fraction
                 )
             else:
                 selected = np.arange(n_clients)
+            if on_round_begin is not None:
+                on_round_begin(selected)
             round_seeds = [_round_seed(seeds[k], round_) for k in selected]
             outcomes = parallel(
                 delayed(_guarded_client_round)(
@@ -163,6 +166,8 @@ class _Server:
                 self._checked_outcome(outcome, global_parameters, data[k])
                 for k, outcome in zip(selected, outcomes, strict=True)
             ]
+            if on_clients_end is not None:
+                on_clients_end(selected)
             results, weights = self._collect(
                 round_, selected, outcomes, models, history
             )
