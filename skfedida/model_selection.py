@@ -19,7 +19,8 @@ from collections.abc import Mapping
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, clone
+from sklearn.callback import CallbackSupportMixin, with_callbacks
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
@@ -91,8 +92,36 @@ def _score_spread(model, X):
 _COLLAPSED_SPREAD = 0.1
 
 
+class _LambdaRange(CallbackSupportMixin, BaseEstimator):
+    """The owner of ``lambda_range``'s callback tasks (a function has none).
+
+    Its root task is the search; each client is a subtask, each lambda a
+    subtask of its client.
+    """
+
+    @with_callbacks
+    def run(self, tasks, ids, run_paths, n_lambdas):
+        root = self._init_callback_context(max_subtasks=len(tasks))
+        root.call_on_fit_task_begin(estimator=self)
+        contexts = [
+            root.subcontext(task_name=f"client {_plain_id(k)}", max_subtasks=n_lambdas)
+            for k in ids
+        ]
+        for ctx in contexts:
+            ctx.call_on_fit_task_begin(estimator=self)
+        paths = run_paths(contexts)
+        for ctx in contexts:
+            ctx.call_on_fit_task_end(estimator=self)
+        root.call_on_fit_task_end(estimator=self)
+        return paths
+
+
+def _plain_id(client):
+    return client.item() if hasattr(client, "item") else client
+
+
 def _client_lambda_path(
-    estimator, param, lambdas, scorer, tolerance, train, valid, band=None
+    estimator, param, lambdas, scorer, tolerance, train, valid, band=None, ctx=None
 ):
     """Scores of one client along lambda, and why the path stopped (or None).
 
@@ -109,7 +138,16 @@ def _client_lambda_path(
         model = clone(estimator).set_params(**{param: value})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InactivePenaltyWarning)
-            model.fit(X_train, y_train, sensitive_features=S_train)
+            if ctx is None:
+                model.fit(X_train, y_train, sensitive_features=S_train)
+            else:
+                # sklearn's callbacks: each lambda a task of its client's,
+                # the model's own tasks (a federation's rounds) below it.
+                value_ctx = ctx.subcontext(task_name=f"lambda {value:g}")
+                value_ctx.call_on_fit_task_begin(estimator=_LambdaRange())
+                with value_ctx.propagate_callback_context(model):
+                    model.fit(X_train, y_train, sensitive_features=S_train)
+                value_ctx.call_on_fit_task_end(estimator=_LambdaRange())
         if S_valid is not None and isinstance(scorer, _SensitiveCallMixin):
             score = float(scorer(model, X_valid, y_valid, sensitive_features=S_valid))
         else:
@@ -167,6 +205,7 @@ def _client_lambda_path(
         "band": ["array-like", None],
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state"],
+        "callbacks": [list, tuple, None],
     },
     # The estimator's own parameters are validated when each client fits it.
     prefer_skip_nested_validation=False,
@@ -188,6 +227,7 @@ def lambda_range(
     band=(0.01, 0.99),
     n_jobs=None,
     random_state=None,
+    callbacks=None,
 ):
     """The paper's data-driven range of the fairness weight lambda.
 
@@ -246,6 +286,11 @@ def lambda_range(
         Clients in parallel.
     random_state : int, RandomState instance or None, default=None
         Seed of the held-out split.
+    callbacks : list of sklearn callbacks, default=None
+        Callbacks of sklearn's API (``sklearn.callback.ProgressBar()``, ...), which
+        see the search as a task whose subtasks are the clients, each with
+        its lambdas as subtasks; callbacks that propagate (ProgressBar) also
+        reach the estimator's own tasks (a federation's rounds).
 
     Returns
     -------
@@ -329,12 +374,23 @@ def lambda_range(
             random_state=random_state,
         )
         tasks.append((part(X, y, S, np.sort(train)), part(X, y, S, np.sort(held_out))))
-    paths = Parallel(n_jobs=n_jobs)(
-        delayed(_client_lambda_path)(
-            estimator, param, lambdas, scorer, tolerance, train, valid, band
+
+    def run_paths(contexts):
+        return Parallel(n_jobs=n_jobs)(
+            delayed(_client_lambda_path)(
+                estimator, param, lambdas, scorer, tolerance, train, valid, band, ctx
+            )
+            for (train, valid), ctx in zip(tasks, contexts, strict=True)
         )
-        for train, valid in tasks
-    )
+
+    if callbacks:
+        paths = (
+            _LambdaRange()
+            .set_callbacks(*callbacks)
+            .run(tasks, ids, run_paths, len(lambdas))
+        )
+    else:
+        paths = run_paths([None] * len(tasks))
     per_client = []
     for client, (scores, reason) in zip(ids, paths, strict=True):
         stopped = reason is not None

@@ -135,3 +135,30 @@ def test_the_search_passes_its_context_to_the_federations(data):
     stages = {p[2] for p in deepest if len(p) > 2 and p[1] == "search"}
     assert stages == {"coarse search", "fine search"}
     assert any(p[-3:-1] == ("fit", "round") for p in deepest)
+
+
+# A lambda grid this coarse ends some clients' ranges at once: not the point.
+@pytest.mark.filterwarnings("ignore::skfedida.exceptions.EmptyRangeWarning")
+def test_lambda_range_makes_clients_and_lambdas_tasks(data):
+    from skfedida.model_selection import lambda_range
+
+    recorder = Recorder()
+    common = dict(
+        clients=data.clients,
+        sensitive_features=data.sensitive,
+        lambdas=(0, 0.5),
+        param="estimator__fairness",
+        random_state=0,
+    )
+    federation = _federation(n_rounds=2)
+    with_callbacks = lambda_range(
+        federation, data.data, data.target, callbacks=[recorder], **common
+    )
+    without = lambda_range(federation, data.data, data.target, **common)
+    assert with_callbacks.per_client == without.per_client
+    names = {path[1:3] for path in recorder.paths if len(path) >= 3}
+    assert {("client 0", "lambda 0"), ("client 2", "lambda 0.5")} <= names
+    # Propagated into each federation's fit (merged with its lambda's task):
+    # its rounds and their clients below the client of lambda_range.
+    # (each of them fits one client's rows: one client, 0, in each round).
+    assert ("fit", "client 2", "fit", "round", "client 0") in recorder.paths

@@ -219,6 +219,25 @@ def test_a_tree_fitted_from_statistics_equals_the_pooled_tree(n_clients, seed):
     )
 
 
+def _arrays(value):
+    """Every numpy array inside an answer (dicts, lists, tuples)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _arrays(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _arrays(item)
+    elif isinstance(value, np.ndarray):
+        yield value
+
+
+def _assert_no_row_dimension(answers, sizes):
+    """No array of any (transformer, answer) pair has a row dimension."""
+    for _, answer in answers:
+        for array in _arrays(answer):
+            assert not sizes & set(array.shape), array.shape
+
+
 def test_clients_answer_with_statistics_not_rows(monkeypatch):
     # The data boundary of the statistics rounds: every answer is counts,
     # sums or category counts per feature; no array has a row dimension.
@@ -237,19 +256,7 @@ def test_clients_answer_with_statistics_not_rows(monkeypatch):
     _base.fit_in_process(_tree(True), [X[clients == k] for k in range(3)])
     assert answers
 
-    def arrays(value):
-        if isinstance(value, dict):
-            for item in value.values():
-                yield from arrays(item)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                yield from arrays(item)
-        elif isinstance(value, np.ndarray):
-            yield value
-
-    for _, answer in answers:
-        for array in arrays(answer):
-            assert not sizes & set(array.shape), array.shape
+    _assert_no_row_dimension(answers, sizes)
 
 
 def _federation(estimator, **options):
@@ -517,19 +524,7 @@ def test_on_flower_statistics_replies_carry_no_row(raw):
         for record in reply.content.config_records.values():
             assert set(record) <= REPLY_CONFIG
 
-    def arrays(value):
-        if isinstance(value, dict):
-            for item in value.values():
-                yield from arrays(item)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                yield from arrays(item)
-        elif isinstance(value, np.ndarray):
-            yield value
-
-    for _, answer in answers:
-        for array in arrays(answer):
-            assert not sizes & set(array.shape), array.shape
+    _assert_no_row_dimension(answers, sizes)
 
 
 def test_a_client_answers_only_what_its_transformer_asks():
