@@ -27,6 +27,7 @@ intervals, seed 0) as ``OUTDIR/clients_<dataset>_<model>.png``.
 """
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -39,6 +40,9 @@ from skfedida.federated import FederatedEstimator, evaluate_clients
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.neural_network import FairMLPClassifier
 from skfedida.over_sampling import FairnessAwareROSE
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _stats import direction
 
 METRICS = ("roc_auc", "soft_dpd", "soft_dpr", "soft_dfpr", "dppv")
 NAMES = ("AUROC", "DPD", "DPR", "DFPR", "DPPV")
@@ -320,19 +324,26 @@ def save_figure(reports, path, title):
     display.figure_.savefig(path, dpi=110)
 
 
-def table(rows, paper=None):
+def table(rows, paper=None, marks=None):
     header = "| setup | " + " | ".join(NAMES) + " |"
     lines = [header, "|---" * (len(NAMES) + 1) + "|"]
-    for setup, (means, sds, seed_sd) in rows.items():
+    marks = marks or {}
+    for setup, (means, sds, seed_sd, covered, n_clients) in rows.items():
         cells = [
             f"{m:.3f} ({s:.3f}) ±{d:.3f}"
-            for m, s, d in zip(means, sds, seed_sd, strict=True)
+            + ("" if c == n_clients else f" †{c}/{n_clients}")
+            for m, s, d, c in zip(means, sds, seed_sd, covered, strict=True)
         ]
-        lines.append(f"| {setup} | " + " | ".join(cells) + " |")
+        lines.append(f"| {setup}{marks.get(setup, '')} | " + " | ".join(cells) + " |")
         if paper is not None and setup in paper:
             lines.append(
                 "| *paper* | " + " | ".join(f"*{v:.3f}*" for v in paper[setup]) + " |"
             )
+    if any(c != n for _, _, _, cs, n in rows.values() for c in cs):
+        lines.append(
+            "\n† k/K: the mean covers the k of K clients where the metric is "
+            "defined in every seed (DPPV needs predicted positives in a group)."
+        )
     return "\n".join(lines)
 
 
@@ -364,10 +375,12 @@ def main():
             else f"lambda = {args.fairness}, gamma = {args.alpha} (fixed); "
         )
         + f"baselines gamma = {args.alpha}; {args.seeds} seeds; cells: mean (sd across "
-        "clients) ± sd of that mean across seeds. DPD, DPR, DFPR on "
-        "probabilities, DPPV on labels, as the paper's §3.1.\n"
+        "clients, ddof=1) ± sd of that mean across seeds (ddof=1). DPD, DPR, DFPR "
+        "on probabilities, DPPV on labels, as the paper's §3.1. A setup whose "
+        "selection rate at 0.5 is below 1% or above 99% is marked degenerate.\n"
     ]
     start = time.perf_counter()
+    args.selected = {}
     for dataset in args.datasets:
         for model in args.models:
             fairness, fedida_alpha = args.fairness, None
@@ -383,7 +396,9 @@ def main():
                 )
                 print(chosen, flush=True)
                 out.append(chosen)
+                args.selected[(dataset, model)] = (fairness, fedida_alpha)
             per_setup = {setup: [] for setup in SETUPS}
+            per_client = {setup: [] for setup in SETUPS}
             operating = {setup: [] for setup in SETUPS}
             figure_reports = {}
             for seed in range(args.seeds):
@@ -399,6 +414,7 @@ def main():
                         n_bootstrap=200 if seed == 0 else 0,
                     )
                     per_setup[setup].append(report.summary)
+                    per_client[setup].append(report.per_client[list(METRICS)])
                     operating[setup].append(at_operating_point)
                     if seed == 0:
                         figure_reports[setup] = report
@@ -409,32 +425,55 @@ def main():
                 "bootstrap intervals",
             )
             rows = {}
+            ddof = 1 if args.seeds > 1 else 0
             for setup, summaries in per_setup.items():
                 means = np.mean([s["mean"].to_numpy() for s in summaries], axis=0)
                 sds = np.mean([s["sd"].to_numpy() for s in summaries], axis=0)
-                seed_sd = np.std([s["mean"].to_numpy() for s in summaries], axis=0)
-                rows[setup] = (means, sds, seed_sd)
-            text = table(rows, PAPER.get((dataset, model)))
-            base, ida = rows["FedAvg"][0], rows["FedIDA (FedAvg)"][0]
+                seed_sd = np.std(
+                    [s["mean"].to_numpy() for s in summaries], axis=0, ddof=ddof
+                )
+                tables = per_client[setup]
+                covered = np.min([t.notna().sum().to_numpy() for t in tables], axis=0)
+                rows[setup] = (means, sds, seed_sd, covered, len(tables[0]))
+            marks = {
+                setup: degenerate(np.mean(operating[setup], axis=0)[1])
+                for setup in SETUPS
+            }
+            text = table(rows, PAPER.get((dataset, model)), marks)
             paper = PAPER[(dataset, model)]
-            paper_cost = paper["FedIDA (FedAvg)"][0] - paper["FedAvg"][0]
+            changes = []
+            for i, (name, metric) in enumerate(zip(NAMES, METRICS, strict=True)):
+                differences = np.array(
+                    [
+                        (ida[metric] - avg[metric]).to_numpy()
+                        for ida, avg in zip(
+                            per_client["FedIDA (FedAvg)"],
+                            per_client["FedAvg"],
+                            strict=True,
+                        )
+                    ]
+                )
+                paper_change = paper["FedIDA (FedAvg)"][i] - paper["FedAvg"][i]
+                word, mean, low, high = direction(differences, paper_change)
+                changes.append((name, word, mean, low, high, paper_change))
             verdict = (
-                f"FedIDA(FedAvg) vs FedAvg: AUROC {ida[0] - base[0]:+.3f} (paper "
-                f"{paper_cost:+.3f}), "
-                f"DPD {ida[1] - base[1]:+.3f}, DPR {ida[2] - base[2]:+.3f}, "
-                f"DFPR {ida[3] - base[3]:+.3f}, DPPV {ida[4] - base[4]:+.3f}"
+                "FedIDA(FedAvg) vs FedAvg, mean change over clients and seeds "
+                "[95% interval, bootstrap over seeds and clients] (paper's change):\n"
+                + "\n".join(
+                    f"- {name}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] "
+                    f"(paper {paper_change:+.3f}): {word}"
+                    for name, word, mean, low, high, paper_change in changes
+                )
             )
-            ours = np.sign(ida - base)
-            theirs = np.sign(np.subtract(paper["FedIDA (FedAvg)"], paper["FedAvg"]))
-            differ = [
-                name for name, a, b in zip(NAMES, ours, theirs, strict=True) if a != b
+            as_paper = [c[0] for c in changes if c[1] == "as in the paper"]
+            opposite = [c[0] for c in changes if c[1] == "opposite to the paper"]
+            unclear = [
+                c[0] for c in changes if c[1] in ("no clear change", "undefined")
             ]
             verdict += (
-                "\nDirection of every change as in the paper."
-                if not differ
-                else "\nDiffers from the paper in the direction of: "
-                + ", ".join(differ)
-                + "."
+                f"\nAs in the paper: {', '.join(as_paper) or 'none'}; opposite: "
+                f"{', '.join(opposite) or 'none'}; no clear change: "
+                f"{', '.join(unclear) or 'none'}."
             )
             lines = [
                 "At the operating point (mean over clients and seeds; groups with "
@@ -469,19 +508,25 @@ def main():
 
 def ablation(args):
     lines = [
-        "\n## Ablation (paper's Table 4), logistic model, FedAvg, seed 0\n",
+        "\n## Ablation (paper's Table 4), logistic model, FedAvg, seed 0 "
+        "(with --select: the selected gamma, and the selected lambda beside "
+        "0.5, 1 and 2)\n",
         "| dataset | variant | lambda | ROSE | " + " | ".join(NAMES + OPERATING) + " |",
         "|---" * (len(NAMES) + len(OPERATING) + 4) + "|",
     ]
     for dataset in args.datasets:
         train, test = adult_data() if dataset == "adult" else roc_data(0)
+        # With --select: the selected gamma, and the selected lambda beside
+        # the paper's grid.
+        selected_lambda, alpha = args.selected.get((dataset, "LR"), (None, args.alpha))
+        grid = sorted({0.5, 1.0, 2.0} | ({selected_lambda} - {None}))
         variants = [("baseline", 0.0, False)]
-        variants += [("penalty only", lam, False) for lam in (0.5, 1.0, 2.0)]
+        variants += [("penalty only", lam, False) for lam in grid]
         variants += [("oversampling only", 0.0, True)]
-        variants += [("both", lam, True) for lam in (0.5, 1.0, 2.0)]
+        variants += [("both", lam, True) for lam in grid]
         for name, lam, rose in variants:
             model = FederatedEstimator(
-                FairPenaltyLogisticRegression(fairness=lam, alpha=args.alpha),
+                FairPenaltyLogisticRegression(fairness=lam, alpha=alpha),
                 n_rounds=10,
                 local_epochs=5,
                 sampler=FairnessAwareROSE() if rose else None,
@@ -504,17 +549,21 @@ def ablation(args):
 def variance_check(args):
     """Theorem 2, empirically: bootstrap spread of the metrics on test rows."""
     lines = [
-        "\n## Theorem 2: bootstrap 95% interval width, logistic model, seed 0\n",
+        "\n## Theorem 2: bootstrap 95% interval width, logistic model, seed 0 "
+        "(with --select: the selected lambda and gamma)\n",
         "Mean over clients of (high - low) of 200 bootstrap resamples of "
         "each client's test rows; narrower = less variance.\n",
-        "| dataset | setup | " + " | ".join(NAMES[1:]) + " |",
-        "|---" * (len(NAMES) + 1) + "|",
+        "| dataset | setup | " + " | ".join(NAMES[1:]) + " | rate@0.5 |",
+        "|---" * (len(NAMES) + 2) + "|",
     ]
     for dataset in args.datasets:
         train, test = adult_data() if dataset == "adult" else roc_data(0)
+        fairness, fedida_alpha = args.selected.get(
+            (dataset, "LR"), (args.fairness, None)
+        )
         for setup in ("FedAvg", "FedIDA (FedAvg)"):
-            report, _ = fit_and_evaluate(
-                federation(setup, "LR", args.fairness, args.alpha, 0),
+            report, (_, rate, _, _) = fit_and_evaluate(
+                federation(setup, "LR", fairness, args.alpha, 0, fedida_alpha),
                 train,
                 test,
                 n_bootstrap=200,
@@ -528,7 +577,7 @@ def variance_check(args):
             lines.append(
                 f"| {dataset} | {setup} | "
                 + " | ".join(f"{w:.3f}" for w in widths)
-                + " |"
+                + f" | {rate:.3f}{degenerate(rate)} |"
             )
     text = "\n".join(lines) + "\n"
     print(text, flush=True)
