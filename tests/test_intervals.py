@@ -114,3 +114,26 @@ def test_bca_corrects_the_upward_bias_of_a_disparity():
     assert bca["dpd_low"] <= bca["dpd"] <= bca["dpd_high"]
     # Same resamples: a metric without bias gets a similar interval.
     assert abs(bca["roc_auc_low"] - percentile["roc_auc_low"]) < 0.01
+
+
+def test_bca_of_a_metric_no_resample_moves_is_that_value():
+    # Nobody selected at 0.999: the selection rate is 0 in every resample.
+    data = make_federated_classification(600, n_clients=1, random_state=0)
+    model = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.0), n_rounds=1, random_state=0
+    ).fit(data.data, data.target, sensitive_features=data.sensitive)
+    for method in ("percentile", "bca"):
+        row = evaluate_clients(
+            model,
+            data.data,
+            data.target,
+            clients=None,
+            sensitive_features=data.sensitive,
+            metrics=("selection_rate", "dpd"),
+            threshold=0.999,
+            n_bootstrap=50,
+            method=method,
+            random_state=0,
+        ).per_client.iloc[0]
+        assert (row["selection_rate_low"], row["selection_rate_high"]) == (0.0, 0.0)
+        assert (row["dpd_low"], row["dpd_high"]) == (0.0, 0.0)

@@ -124,3 +124,21 @@ def test_the_new_metrics_make_scorers():
         score = scorer(model, X, y, sensitive_features=S)
         value = PAIRS[name][0](y, model.predict(X), sensitive_features=S)
         assert score == pytest.approx(value if name.endswith("ratio") else -value)
+
+
+def test_where_the_metrics_differ_from_fairlearn_by_design():
+    # A group with no positives has no TPR: left out here (a disparity not
+    # measured is not reported); fairlearn counts it as 0.
+    y, y_pred, groups = [0, 1, 0, 0], [1, 1, 0, 0], list("baca")
+    assert metrics.equal_opportunity_difference(
+        y, y_pred, sensitive_features=groups
+    ) == pytest.approx(0.0)
+    assert fairlearn_metrics.equal_opportunity_difference(
+        y, y_pred, sensitive_features=groups
+    ) == pytest.approx(1.0)
+    # Every group at rate 0: parity, ratio 1 (fairlearn: 0 / 0).
+    y, y_pred, groups = [0, 1, 0, 1], [0, 0, 0, 0], list("aabb")
+    assert metrics.demographic_parity_ratio(y, y_pred, sensitive_features=groups) == 1
+    assert np.isnan(
+        fairlearn_metrics.demographic_parity_ratio(y, y_pred, sensitive_features=groups)
+    )

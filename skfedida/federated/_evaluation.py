@@ -170,6 +170,10 @@ def _bca_interval(estimate, draws, jackknife, confidence):
     jackknife = jackknife[np.isfinite(jackknife)]
     if not np.isfinite(estimate) or draws.size == 0 or jackknife.size < 2:
         return np.nan, np.nan
+    if np.ptp(draws) == 0:
+        # A metric no resample moves (nobody selected: rate 0 everywhere):
+        # the interval is that value, as the percentile one (scipy: NaN).
+        return float(draws[0]), float(draws[0])
     share = (
         np.count_nonzero(draws < estimate) + np.count_nonzero(draws <= estimate)
     ) / (2 * draws.size)
@@ -178,9 +182,8 @@ def _bca_interval(estimate, draws, jackknife, confidence):
     spread = (n - 1) * (jackknife.mean() - jackknife)
     numerator = np.sum(spread**3) / n**3
     denominator = np.sum(spread**2) / n**2
-    if denominator == 0:
-        return np.nan, np.nan
-    acceleration = numerator / (6 * denominator**1.5)
+    # No leave-one-out spread: no skew to correct (bias correction only).
+    acceleration = 0.0 if denominator == 0 else numerator / (6 * denominator**1.5)
     z = ndtri((1 - confidence) / 2)
     low = ndtr(z0 + (z0 + z) / (1 - acceleration * (z0 + z)))
     high = ndtr(z0 + (z0 - z) / (1 - acceleration * (z0 - z)))

@@ -266,7 +266,10 @@ _COMMON_PARAMETERS = """Parameters
     min_group_size : int, default=1
         Groups whose rate rests on fewer rows than this (rows of the group for
         selection rates, its negatives for FPR, its positives for TPR, its
-        predicted positives for PPV) are left out of the metric.
+        predicted positives for PPV) are left out of the metric, and so is a
+        group whose rate is undefined (no negatives for FPR, ...), where
+        fairlearn counts that rate as 0: a disparity that was not measured
+        is not reported. Rows count whatever their weight.
     soft : bool, default=False
         If True, ``y_pred`` holds probabilities and every rate is the mean
         score of its rows (the paper's E[f(A) | group]); PPV becomes the
@@ -295,7 +298,8 @@ _METHOD_PARAMETER = """
         ``"between_groups"``: the largest difference (smallest ratio) between
         two groups' rates, the paper's definition. ``"to_overall"``: the
         largest difference (smallest ratio) between a group's rate and the
-        rate over all rows, as fairlearn's ``method="to_overall"``."""
+        rate over all rows, as fairlearn's ``method="to_overall"``. Two rates
+        of 0 have ratio 1 (parity; fairlearn gives NaN)."""
 
 _METHOD_CONSTRAINTS = {
     **_COMMON_CONSTRAINTS,
