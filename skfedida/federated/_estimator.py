@@ -609,24 +609,7 @@ default="mean"
             # The rounds run in the inner federation, on the transformed rows.
             inner.set_callbacks(*self._skl_callbacks)
         inner.fit(X_inner, y, clients=clients, sensitive_features=S)
-        for name, value in vars(inner).items():
-            if (
-                name.endswith("_")
-                and not name.startswith("_")
-                and name
-                not in (
-                    "n_features_in_",
-                    "feature_names_in_",
-                )
-            ):
-                setattr(self, name, value)
-        self.estimator_ = pipeline.wrap(fitted_preprocessing, inner.estimator_, X)
-        self.client_estimators_ = {
-            client: pipeline.wrap(fitted_preprocessing, model, X)
-            for client, model in inner.client_estimators_.items()
-        }
-        self._pipeline_parts = (fitted_preprocessing, inner)
-        self._pipeline_preprocessing = pipeline.preprocessing_key()
+        pipeline.adopt(self, inner, fitted_preprocessing, X)
         return self
 
     @staticmethod

@@ -22,12 +22,10 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import get_tags
 
-from .._compat import _safe_indexing
 from .._groups import resolve_sensitive
 from ..exceptions import ClientDataWarning, caller_stacklevel
 from ..over_sampling import FairnessAwareROSE
-from ..preprocessing._base import federated_transformers, fit_in_process
-from ._client import client_ids
+from ..preprocessing._base import client_parts, federated_transformers, fit_in_process
 
 __all__ = ["PipelineFederation", "is_pipeline", "warn_if_pooled_preprocessing"]
 
@@ -149,12 +147,7 @@ class PipelineFederation:
         """The preprocessing fitted from every client's statistics (or None)."""
         if self.preprocessing is None:
             return None, []
-        _, codes = client_ids(clients, X_model.shape[0])
-        parts = [
-            _safe_indexing(X_model, np.flatnonzero(codes == k))
-            for k in range(codes.max() + 1)
-        ]
-        return fit_in_process(self.preprocessing, parts)
+        return fit_in_process(self.preprocessing, client_parts(X_model, clients))
 
     def model_inputs(self, fitted_preprocessing, X_model):
         """A client's rows as the final estimator takes them."""
@@ -169,6 +162,29 @@ class PipelineFederation:
             # ROSE's synthetic rows are dense; one-hot output is sparse.
             X = X.toarray()
         return X
+
+    def adopt(self, outer, inner, fitted_preprocessing, X):
+        """Make ``outer`` the fitted pipeline federation of a fitted ``inner``.
+
+        Its fitted attributes are the inner federation's, with the models
+        behind the fitted preprocessing; ``n_features_in_`` and
+        ``feature_names_in_`` stay those of the raw rows (set by the caller).
+        """
+        for name, value in vars(inner).items():
+            if (
+                name.endswith("_")
+                and not name.startswith("_")
+                and name not in ("n_features_in_", "feature_names_in_")
+            ):
+                setattr(outer, name, value)
+        outer.estimator_ = self.wrap(fitted_preprocessing, inner.estimator_, X)
+        outer.client_estimators_ = {
+            client: self.wrap(fitted_preprocessing, model, X)
+            for client, model in inner.client_estimators_.items()
+        }
+        outer._pipeline_parts = (fitted_preprocessing, inner)
+        outer._pipeline_preprocessing = self.preprocessing_key()
+        return outer
 
     def inner(self):
         """The federation that trains the final estimator on transformed rows."""

@@ -362,23 +362,11 @@ def fitted_pipeline(plan, inner, fitted_preprocessing, placeholder):
     """
     pipeline = plan.pipeline
     outer = pipeline.federation
-    for name, value in vars(inner).items():
-        if (
-            name.endswith("_")
-            and not name.startswith("_")
-            and name not in ("n_features_in_", "feature_names_in_")
-        ):
-            setattr(outer, name, value)
     outer.n_features_in_ = placeholder.shape[1]
     if hasattr(placeholder, "columns"):
         outer.feature_names_in_ = np.asarray(placeholder.columns, dtype=object)
-    outer.estimator_ = pipeline.wrap(
-        fitted_preprocessing, inner.estimator_, placeholder
-    )
-    outer.client_estimators_ = {}
-    outer._pipeline_parts = (fitted_preprocessing, inner)
-    outer._pipeline_preprocessing = pipeline.preprocessing_key()
-    return outer
+    # Personalised models stay on their clients: inner has none to wrap.
+    return pipeline.adopt(outer, inner, fitted_preprocessing, placeholder)
 
 
 def make_plan(federation, overrides=None):

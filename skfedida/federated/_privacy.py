@@ -28,6 +28,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import Bunch
 
+from ._aggregation import Median, TrimmedMean, WeightedMean
+
 __all__ = ["DifferentialPrivacy", "bounded_round", "check_update_bound"]
 
 
@@ -251,7 +253,7 @@ def check_update_bound(max_update_norm, dp, *, strategy, aggregator):
             "dp clips every update at its clipping_norm; leave max_update_norm "
             f"None (got {max_update_norm!r})."
         )
-    if type(aggregator).__name__ != "WeightedMean":
+    if not isinstance(aggregator, WeightedMean):
         raise ValueError(
             "dp computes its own mean of the clipped updates (every client "
             "counts the same); leave aggregation='mean' (got "
@@ -334,8 +336,10 @@ def bounded_round(
     -------
     parameters : list of ndarray
         The new global parameters.
-    norms : list of float
-        Each replying client's update norm, before clipping.
+    norms : list of float or None
+        Each replying client's update norm, before clipping; None with
+        ``dp``: exact norms would describe each client's data outside the
+        guarantee, so they are not kept.
     """
     norms = update_norms(parameter_lists, global_parameters)
     if dp is not None:
@@ -351,6 +355,7 @@ def bounded_round(
         ]
     if dp is None:
         return aggregate(parameter_lists, weights), norms
+    norms = None
     scale = float(dp.noise_multiplier) * float(dp.clipping_norm)
     parameters = []
     for i, g in enumerate(global_parameters):
@@ -362,8 +367,6 @@ def bounded_round(
 
 def updates_bounded(federation):
     """Whether the federation bounds what one client's update can do."""
-    from ._aggregation import Median, TrimmedMean
-
     return (
         federation.max_update_norm is not None
         or federation.dp is not None

@@ -198,9 +198,7 @@ class _Server:
                     n_selected=len(selected),
                     noise_rng=noise_stream(self.dp, round_ + 1),
                 )
-                # Under dp the exact norms are not kept: they would describe
-                # each client's data outside the guarantee.
-                if self.communicates and self.dp is None:
+                if self.communicates and norms is not None:
                     for record, norm in zip(history[-len(norms) :], norms, strict=True):
                         record["update_norm"] = norm
             if self.verbose:

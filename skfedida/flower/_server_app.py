@@ -222,7 +222,7 @@ class _FederationChecks:
             n_selected=len(self.expected[MessageType.TRAIN]),
             noise_rng=noise_stream(federation.dp, server_round),
         )
-        if federation.dp is None:
+        if norms is not None:
             for reply, norm in zip(replies, norms, strict=True):
                 k = self.partition_of[reply.metadata.src_node_id]
                 self._record(server_round, k)["update_norm"] = norm

@@ -49,7 +49,7 @@ class FederatedTransformerMixin:
         """Fit from the statistics of each client's rows (``clients`` ids)."""
         self._validate_params()
         X = self._validate_rows(X)
-        parts = _client_parts(X, clients)
+        parts = client_parts(X, clients)
         self._fit_rounds(lambda query: [self._answer(part, query) for part in parts])
         return self
 
@@ -95,20 +95,17 @@ class FederatedTransformerMixin:
         return self
 
 
-def _client_parts(X, clients):
-    """Each client's rows of a validated X, in the order of the sorted ids."""
-    if clients is None:
-        return [X]
+def client_parts(X, clients):
+    """Each client's rows of X, in the order of its sorted ids."""
+    # FederatedEstimator's check and coding of the ids (imported here: the
+    # federated package imports this module).
+    from ..federated._client import client_ids
+
     if isinstance(X, list):  # as sklearn's encoders take them
         X = np.asarray(X, dtype=object)
-    n_rows = _num_samples(X)
-    clients = np.asarray(clients)
-    if clients.ndim != 1 or clients.shape[0] != n_rows:
-        raise ValueError(
-            f"clients has {clients.shape[0] if clients.ndim else 0} values; X has "
-            f"{n_rows} rows."
-        )
-    ids, codes = np.unique(clients, return_inverse=True)
+    ids, codes = client_ids(clients, _num_samples(X))
+    if clients is None:
+        return [X]
     return [_safe_indexing(X, np.flatnonzero(codes == k)) for k in range(len(ids))]
 
 
