@@ -1,6 +1,6 @@
 """The Flower backend's own cost: the same FedIDA fit in-process and through Flower.
 
-Run: ``python benchmarks/bench_flower.py``
+Run: ``python benchmarks/bench_flower.py [--repeat 3]``
 
 FedIDA (logistic, lambda = 1, FairnessAwareROSE per minibatch) with the paper's
 settings on the shipped Adult training data (5 clients, 10 rounds x 5 local
@@ -10,14 +10,17 @@ against the real ClientApp and ServerApp driven by ``run_in_process``
 between rounds, an evaluation on the test rows after each training round).
 Both give the same model to the last bit, which the script checks. A
 deployment adds a process per message and Flower's 3-second polling (about
-25 s per round for these 5 clients on 2 cores: doc/flower.rst).
+25 s per round for these 5 clients on 2 cores: doc/flower.rst). Times are
+the median (and min) of ``--repeat`` runs of each path, printed with the core
+count and load.
 """
 
+import argparse
 import sys
 import warnings
 from pathlib import Path
 
-from _timing import best_of
+from _timing import header, timed
 
 from skfedida.datasets import load_adult
 from skfedida.federated import FederatedEstimator, get_parameters
@@ -25,6 +28,9 @@ from skfedida.flower import make_client_app, make_server_app, run_in_process
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
     logging_off()
     # The example app's own federation and data loader: FedIDA with the
     # paper's settings, one Adult client per partition.
@@ -53,8 +59,9 @@ def main():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        local_time, local = best_of(in_process, repeat=2)
-        flower_time, flower = best_of(on_flower, repeat=2)
+        local_time = timed(in_process, args.repeat)
+        flower_time = timed(on_flower, args.repeat)
+    local, flower = local_time.result, flower_time.result
     same = all(
         a.tobytes() == b.tobytes()
         for a, b in zip(
@@ -63,13 +70,14 @@ def main():
             strict=True,
         )
     )
-    print("FedIDA (logistic) on Adult train, 5 clients, 10 rounds x 5 epochs\n")
-    print("| path | wall time (s) | ratio |")
+    print("FedIDA (logistic) on Adult train, 5 clients, 10 rounds x 5 epochs")
+    print(header(args.repeat) + "\n")
+    print("| path | wall time (s) | ratio of medians |")
     print("|---|---:|---:|")
-    print(f"| FederatedEstimator.fit (1 job) | {local_time:.2f} | 1.00 |")
+    print(f"| FederatedEstimator.fit (1 job) | {local_time} | 1.00 |")
     print(
-        f"| Flower apps, run_in_process | {flower_time:.2f} | "
-        f"{flower_time / local_time:.2f} |"
+        f"| Flower apps, run_in_process | {flower_time} | "
+        f"{flower_time.median / local_time.median:.2f} |"
     )
     print(f"\nsame model to the last bit: {same}")
     last = flower.federated_metrics_[max(flower.federated_metrics_)]

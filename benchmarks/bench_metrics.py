@@ -7,7 +7,8 @@ intersectional groups of 3 attributes (5 x 2 x 4 = 40 groups), with
 skfedida (one call of ``fairness_summary``, and the four metric functions
 called separately) and with fairlearn's ``MetricFrame`` (one frame holding
 selection rate, FPR and precision, the usual way to get all four). Prints the
-best-of-R wall time of each and the ratio; checks that both agree.
+median (and min) wall time of R runs of each, with the core count and load,
+and the ratio of medians; checks that both agree.
 """
 
 import argparse
@@ -15,7 +16,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from _timing import best_of
+from _timing import header, timed
 
 from skfedida.metrics import (
     demographic_parity_difference,
@@ -98,35 +99,31 @@ def main():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_summary, ours = best_of(
-            lambda: run_skfedida_summary(y_true, y_pred, S), args.repeat
-        )
-        t_separate, separate = best_of(
+        t_summary = timed(lambda: run_skfedida_summary(y_true, y_pred, S), args.repeat)
+        t_separate = timed(
             lambda: run_skfedida_separate(y_true, y_pred, S), args.repeat
         )
-        t_fairlearn, theirs = best_of(
-            lambda: run_fairlearn(y_true, y_pred, S), args.repeat
-        )
+        t_fairlearn = timed(lambda: run_fairlearn(y_true, y_pred, S), args.repeat)
+    ours, separate, theirs = t_summary.result, t_separate.result, t_fairlearn.result
     np.testing.assert_allclose(ours, theirs, rtol=1e-9)
     np.testing.assert_allclose(separate, theirs, rtol=1e-9)
 
     print(
         f"{args.n_samples:,} rows, 3 sensitive attributes, "
-        f"{len(S.drop_duplicates())} groups; best of {args.repeat}\n"
+        f"{len(S.drop_duplicates())} groups"
     )
-    print("| implementation | what | time (s) | fairlearn / this |")
+    print(header(args.repeat) + "\n")
+    print("| implementation | what | time (s) | fairlearn / this (medians) |")
     print("|---|---|---:|---:|")
     print(
-        f"| skfedida | fairness_summary (one pass, all four) | {t_summary:.3f} "
-        f"| {t_fairlearn / t_summary:.1f}x |"
+        f"| skfedida | fairness_summary (one pass, all four) | {t_summary} "
+        f"| {t_fairlearn.median / t_summary.median:.1f}x |"
     )
     print(
-        f"| skfedida | four metric functions, one call each | {t_separate:.3f} "
-        f"| {t_fairlearn / t_separate:.1f}x |"
+        f"| skfedida | four metric functions, one call each | {t_separate} "
+        f"| {t_fairlearn.median / t_separate.median:.1f}x |"
     )
-    print(
-        f"| fairlearn | MetricFrame(selection, FPR, PPV) | {t_fairlearn:.3f} | 1.0x |"
-    )
+    print(f"| fairlearn | MetricFrame(selection, FPR, PPV) | {t_fairlearn} | 1.0x |")
 
 
 if __name__ == "__main__":

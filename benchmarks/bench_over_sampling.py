@@ -6,16 +6,17 @@ Run: ``python benchmarks/bench_over_sampling.py [--n-samples N] [--repeat R]``
 subgroups. RandomOverSampler balances the 2 classes only; FairnessAwareROSE
 balances the 20 subgroups, to the largest one (``n_target="max"``, pure
 oversampling like RandomOverSampler) and to their mean (the default, which
-keeps the number of rows). Prints best-of-R wall time, peak traced memory
-(tracemalloc; numpy reports its buffers to it) and rows out, and the ratios to
+keeps the number of rows). Prints the median (and min) wall time of R runs,
+with the core count and load, the peak traced memory (tracemalloc; numpy
+reports its buffers to it) and rows out, and the ratios of medians to
 RandomOverSampler: time per call and time per output row.
 """
 
 import argparse
-import time
 import tracemalloc
 
 import numpy as np
+from _timing import header, timed
 from imblearn.over_sampling import RandomOverSampler
 
 from skfedida.over_sampling import FairnessAwareROSE
@@ -30,19 +31,18 @@ def make_data(n_samples, n_features=20, seed=0):
 
 
 def measure(make_sampler, X, y, fit_kwargs, repeat):
-    best = np.inf
-    for _ in range(repeat):
-        sampler = make_sampler()
-        start = time.perf_counter()
-        X_res, _ = sampler.fit_resample(X, y, **fit_kwargs)
-        best = min(best, time.perf_counter() - start)
-        n_out = X_res.shape[0]
-        del X_res
+    # The sampler is made outside the timed call; only the row count is kept,
+    # so one resampled copy at a time is alive.
+    samplers = iter([make_sampler() for _ in range(repeat)])
+    seconds = timed(
+        lambda: next(samplers).fit_resample(X, y, **fit_kwargs)[0].shape[0], repeat
+    )
+    n_out = seconds.result
     tracemalloc.start()
     make_sampler().fit_resample(X, y, **fit_kwargs)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return best, peak, n_out
+    return seconds, peak, n_out
 
 
 def main():
@@ -74,20 +74,22 @@ def main():
         (name, *measure(make, X, y, kwargs, args.repeat)) for name, make, kwargs in rows
     ]
     base_time, _, base_rows = results[0][1:]
+    base_time = base_time.median
     print(
         f"{args.n_samples:,} rows x {X.shape[1]} features ({data_mb:.0f} MiB), "
-        f"20 subgroups; best of {args.repeat}\n"
+        "20 subgroups"
     )
+    print(header(args.repeat) + "\n")
     print(
         "| sampler | rows out | time (s) | peak memory (MiB) | time / ROS | "
         "time per row out / ROS |"
     )
     print("|---|---:|---:|---:|---:|---:|")
     for name, seconds, peak, n_out in results:
-        per_row = (seconds / n_out) / (base_time / base_rows)
+        per_row = (seconds.median / n_out) / (base_time / base_rows)
         print(
-            f"| {name} | {n_out:,} | {seconds:.2f} | {peak / 2**20:.0f} | "
-            f"{seconds / base_time:.2f} | {per_row:.2f} |"
+            f"| {name} | {n_out:,} | {seconds} | {peak / 2**20:.0f} | "
+            f"{seconds.median / base_time:.2f} | {per_row:.2f} |"
         )
 
 

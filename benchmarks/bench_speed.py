@@ -28,14 +28,12 @@ The two-stage gamma search and the 1M-row federation have their own scripts
 
 import argparse
 import contextlib
-import os
-import statistics
-import time
 import warnings
 from unittest import mock
 
 import numpy as np
 import pandas as pd
+from _timing import header, timed
 
 from skfedida import linear_model, neural_network
 from skfedida.datasets import load_adult
@@ -97,16 +95,15 @@ def workload(name, train):
     return federation, X, {**fit, "sensitive_features": S}
 
 
-def timed(name, train, repeat):
-    times = []
-    for _ in range(repeat):
-        federation, X, fit = workload(name, train)
-        start = time.perf_counter()
+def timed_workload(name, train, repeat):
+    def fit(workload_):
+        federation, X, fit_arguments = workload_
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            federation.fit(X, train.target, **fit)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times), federation
+            return federation.fit(X, train.target, **fit_arguments)
+
+    times = timed(fit, repeat, setup=lambda: workload(name, train))
+    return times.median, times.minimum, times.result
 
 
 def main():
@@ -114,10 +111,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     train = load_adult("train")
-    print(
-        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; "
-        f"median (min) of {args.repeat} runs, one job\n"
-    )
+    print(header(args.repeat) + ", one job\n")
     names = [
         "reference",
         "logistic FedAvg",
@@ -131,8 +125,8 @@ def main():
     print("|---|---:|---:|---:|")
     for name in names:
         with numpy_path():
-            before, before_min, _ = timed(name, train, args.repeat)
-        now, now_min, federation = timed(name, train, args.repeat)
+            before, before_min, _ = timed_workload(name, train, args.repeat)
+        now, now_min, federation = timed_workload(name, train, args.repeat)
         medians[name] = now
         before_medians[name] = before
         print(

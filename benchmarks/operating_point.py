@@ -28,12 +28,11 @@ at the matched rate: the table behind a ``TradeoffDisplay``.
 """
 
 import argparse
-import os
-import time
 import warnings
 
 import numpy as np
 import pandas as pd
+from _timing import Stopwatch, machine
 
 from skfedida.datasets import load_adult, make_federated_classification, make_roc_like
 from skfedida.federated import FederatedEstimator, evaluate_clients
@@ -189,11 +188,8 @@ def main():
     args = parser.parse_args()
     rounds, epochs = (3, 2) if args.quick else (10, 5)
     seeds = range(args.seeds)
-    start = time.perf_counter()
-    print(
-        f"{len(seeds)} seeds, {rounds} rounds x {epochs} local epochs; "
-        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
-    )
+    stopwatch = Stopwatch()
+    print(f"{len(seeds)} seeds, {rounds} rounds x {epochs} local epochs; {machine()}")
     makers = setups(rounds, epochs)
     if args.main_only:
         changes = []
@@ -297,7 +293,7 @@ def main():
         ).plot()
         display.figure_.savefig(args.plot, dpi=120)
         print(f"trade-off drawn to {args.plot}")
-    print(f"\n{time.perf_counter() - start:.0f} s in all")
+    print(f"\n{stopwatch}")
 
 
 if __name__ == "__main__":

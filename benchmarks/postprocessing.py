@@ -19,11 +19,11 @@ and Brier of the model's probabilities (the thresholds do not change them).
 """
 
 import argparse
-import time
 import warnings
 
 import numpy as np
 import pandas as pd
+from _timing import Stopwatch
 
 from skfedida.datasets import load_adult
 from skfedida.exceptions import OperatingPointWarning
@@ -102,7 +102,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
-    start = time.perf_counter()
+    stopwatch = Stopwatch()
     for coding, title in (
         ("binary", "race White/non-White x gender"),
         ("all", "race x gender"),
@@ -178,7 +178,7 @@ def main():
             "Noise floor (decisions drawn at random at the same rate, measured "
             f"the same way): DPD {np.mean(extra['floor']):.3f}"
         )
-    print(f"\n{time.perf_counter() - start:.0f} s in all")
+    print(f"\n{stopwatch}")
 
 
 if __name__ == "__main__":

@@ -15,9 +15,7 @@ clients, groups >= 30 test rows).
 """
 
 import argparse
-import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -38,6 +36,7 @@ from skfedida.preprocessing import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _timing import header, timed
 from fair_aggregation import measure
 
 
@@ -63,15 +62,6 @@ def preprocessing(federated):
     )
 
 
-def timed(function, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return result, np.median(times), np.min(times)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -95,20 +85,15 @@ def main():
         _base.client_answer = real_ask
     per_transformer = pd.Series(rounds).value_counts().sort_index() // len(parts)
     names = [path for path, _ in _base.federated_transformers(tree)]
-    print(f"\n{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}\n")
+    print(f"\n{header(args.repeats)}\n")
     print("statistics rounds per transformer:")
     for name, count in zip(names, per_transformer, strict=True):
         print(f"  {name}: {count}")
-    _, federated_median, federated_min = timed(
-        lambda: _base.fit_in_process(tree, parts), args.repeats
-    )
-    _, pooled_median, pooled_min = timed(
-        lambda: preprocessing(False).fit(raw.data), args.repeats
-    )
+    federated = timed(lambda: _base.fit_in_process(tree, parts), args.repeats)
+    pooled = timed(lambda: preprocessing(False).fit(raw.data), args.repeats)
     print(
         f"\npreprocessing fit, median (min) of {args.repeats}: federated "
-        f"{federated_median:.2f} s ({federated_min:.2f}), sklearn on pooled rows "
-        f"{pooled_median:.2f} s ({pooled_min:.2f})"
+        f"{federated} s, sklearn on pooled rows {pooled} s"
     )
 
     def raw_fedida():
@@ -137,15 +122,16 @@ def main():
         ("raw table, federated preprocessing", raw_fedida, raw_test),
         ("paper's pre-encoded table", encoded_fedida, encoded_test),
     ):
-        model, median, minimum = timed(fit, args.repeats)
+        seconds = timed(fit, args.repeats)
+        model = seconds.result
         X, y = test.data, test.target
         scores = measure(model, (X, y, test.clients.to_numpy(), test.sensitive))
         rows[name] = {
             **{
                 k: v for k, v in scores.items() if k not in ("AUROC lowest", "AUROC sd")
             },
-            "fit s (median)": median,
-            "fit s (min)": minimum,
+            "fit s (median)": seconds.median,
+            "fit s (min)": seconds.minimum,
         }
     print(f"\nmake_fedida() on Adult, test rows, median fit time of {args.repeats}\n")
     print(pd.DataFrame(rows).T.round(3).to_string())

@@ -28,7 +28,6 @@ intervals, seed 0) as ``OUTDIR/clients_<dataset>_<model>.png``.
 
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -43,6 +42,7 @@ from skfedida.over_sampling import FairnessAwareROSE
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _stats import direction
+from _timing import Stopwatch
 
 METRICS = ("roc_auc", "soft_dpd", "soft_dpr", "soft_dfpr", "dppv")
 NAMES = ("AUROC", "DPD", "DPR", "DFPR", "DPPV")
@@ -379,7 +379,7 @@ def main():
         "on probabilities, DPPV on labels, as the paper's §3.1. A setup whose "
         "selection rate at 0.5 is below 1% or above 99% is marked degenerate.\n"
     ]
-    start = time.perf_counter()
+    stopwatch = Stopwatch()
     args.selected = {}
     for dataset in args.datasets:
         for model in args.models:
@@ -502,7 +502,7 @@ def main():
             out.append(block)
     out.append(ablation(args))
     out.append(variance_check(args))
-    out.append(f"\nTotal time: {time.perf_counter() - start:.0f} s\n")
+    out.append(f"\nTotal time: {stopwatch}\n")
     (args.outdir / "results.md").write_text("".join(out), encoding="utf-8")
 
 

@@ -41,6 +41,7 @@ from skfedida.flower import make_client_app, make_server_app, run_in_process
 from skfedida.model_selection import make_fedida
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _timing import Stopwatch
 from fair_aggregation import measure
 from operating_point import adult
 
@@ -103,6 +104,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)  # Flower's per-round log
+    stopwatch = Stopwatch()
     train, test = adult(binary=True)
     rows, norms = {}, []
     for seed in range(args.seeds):
@@ -157,6 +159,7 @@ def main():
         "noise to speak of\n"
     )
     print(table.round(3).to_string())
+    print(f"\n{stopwatch}")
 
 
 if __name__ == "__main__":

@@ -29,3 +29,43 @@ def test_undefined_clients_are_left_out_and_the_interval_covers_the_mean():
     assert mean == np.nanmean(differences)
     assert low <= mean <= high
     assert direction(np.full((2, 3), np.nan), paper_change=1.0)[0] == "undefined"
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def test_timings_are_the_median_and_min_of_the_stated_repeats(monkeypatch):
+    import _timing
+
+    # Calls taking 5, 1 and 3 seconds: the median is 3 and the min 1, not the
+    # best-of the benchmarks used to print.
+    clock = iter([0.0, 5.0, 10.0, 11.0, 20.0, 23.0])
+    monkeypatch.setattr(_timing.time, "perf_counter", lambda: next(clock))
+    calls = []
+    timing = _timing.timed(lambda: calls.append(1) or len(calls), repeat=3)
+    assert (timing.median, timing.minimum, timing.repeat) == (3.0, 1.0, 3)
+    assert timing.result == 3 and str(timing) == "3 (1)"
+    assert "median (min) of 3 runs" in _timing.header(3)
+    assert "1 run" in _timing.header(1) and "median" not in _timing.header(1)
+    assert "cores, load average" in _timing.machine()
+
+
+def test_every_benchmark_times_through_the_shared_convention():
+    # A benchmark that reads the clock itself could print a best-of or a
+    # single run as if typical (issue 23). mutation.py times mutants against a
+    # timeout, not the library.
+    own_clock = [
+        path.name
+        for path in BENCHMARKS.glob("*.py")
+        if path.name not in ("_timing.py", "mutation.py")
+        and ("perf_counter" in (text := path.read_text()) or "best_of" in text)
+    ]
+    assert own_clock == []
+    untimed = [
+        path.name
+        for path in BENCHMARKS.glob("*.py")
+        if not path.name.startswith("_")
+        and path.name != "mutation.py"
+        and "from _timing import" not in path.read_text()
+    ]
+    assert untimed == []
