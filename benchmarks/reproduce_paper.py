@@ -50,6 +50,9 @@ NAMES = ("AUROC", "DPD", "DPR", "DFPR", "DPPV")
 # user acts on: Brier score, selection rate at 0.5, and the disparities of the
 # decisions at the matched selection rate (the training prevalence).
 OPERATING = ("Brier", "rate@0.5", "DPD matched", "DFPR matched")
+# FedIDA(FedAvg) against FedAvg: the change the verdicts judge.
+COMPARED = ("FedIDA (FedAvg)", "FedAvg")
+ROW_DRAWS = 200
 SETUPS = (
     "Central",
     "Local",
@@ -399,20 +402,32 @@ def main():
                 args.selected[(dataset, model)] = (fairness, fedida_alpha)
             per_setup = {setup: [] for setup in SETUPS}
             per_client = {setup: [] for setup in SETUPS}
+            row_draws = {setup: [] for setup in COMPARED}
             operating = {setup: [] for setup in SETUPS}
             figure_reports = {}
             for seed in range(args.seeds):
                 train, test = adult_data() if dataset == "adult" else roc_data(seed)
                 for setup in SETUPS:
-                    # Seed 0 also gets bootstrap intervals, for the figure.
+                    # Seed 0 gets bootstrap intervals, for the figure; the two
+                    # compared setups get them for every seed, with the seed as
+                    # the resamples' random_state, so their draws are paired
+                    # resamples of the same test rows.
                     report, at_operating_point = fit_and_evaluate(
                         federation(
                             setup, model, fairness, args.alpha, seed, fedida_alpha
                         ),
                         train,
                         test,
-                        n_bootstrap=200 if seed == 0 else 0,
+                        n_bootstrap=ROW_DRAWS if seed == 0 or setup in COMPARED else 0,
+                        seed=seed,
                     )
+                    if setup in COMPARED:
+                        n_clients = len(report.per_client)
+                        row_draws[setup].append(
+                            report.draws[list(METRICS)]
+                            .to_numpy()
+                            .reshape(n_clients, ROW_DRAWS, len(METRICS))
+                        )
                     per_setup[setup].append(report.summary)
                     per_client[setup].append(report.per_client[list(METRICS)])
                     operating[setup].append(at_operating_point)
@@ -454,11 +469,18 @@ def main():
                     ]
                 )
                 paper_change = paper["FedIDA (FedAvg)"][i] - paper["FedAvg"][i]
-                word, mean, low, high = direction(differences, paper_change)
+                paired = (
+                    np.array(row_draws["FedIDA (FedAvg)"])[..., i]
+                    - np.array(row_draws["FedAvg"])[..., i]
+                )
+                word, mean, low, high = direction(
+                    differences, paper_change, row_draws=paired
+                )
                 changes.append((name, word, mean, low, high, paper_change))
             verdict = (
                 "FedIDA(FedAvg) vs FedAvg, mean change over clients and seeds "
-                "[95% interval, bootstrap over seeds and clients] (paper's change):\n"
+                "[95% interval, bootstrap over seeds, clients and paired resamples "
+                "of each client's test rows] (paper's change):\n"
                 + "\n".join(
                     f"- {name}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] "
                     f"(paper {paper_change:+.3f}): {word}"

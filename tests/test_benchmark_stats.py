@@ -31,6 +31,25 @@ def test_undefined_clients_are_left_out_and_the_interval_covers_the_mean():
     assert direction(np.full((2, 3), np.nan), paper_change=1.0)[0] == "undefined"
 
 
+def test_a_change_inside_the_test_rows_noise_is_not_called_a_change():
+    rng = np.random.default_rng(1)
+    # Every seed and client agrees on -0.05, but each client's few test rows
+    # would give anything from about -0.25 to +0.15 (their paired bootstrap).
+    differences = np.full((3, 5), -0.05)
+    row_draws = differences[:, :, None] + rng.normal(0, 0.1, size=(3, 5, 200))
+    assert direction(differences, paper_change=-0.07)[0] == "as in the paper"
+    word, mean, low, high = direction(
+        differences, paper_change=-0.07, row_draws=row_draws
+    )
+    assert word == "no clear change" and low < mean < 0 < high
+    # Row draws that agree with the point values change nothing.
+    steady = differences[:, :, None] + rng.normal(0, 0.001, size=(3, 5, 200))
+    assert direction(differences, -0.07, row_draws=steady)[0] == "as in the paper"
+    # An undefined client stays left out whatever its draws.
+    differences[:, 2] = np.nan
+    assert np.isfinite(change_interval(differences, row_draws=steady)).all()
+
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 

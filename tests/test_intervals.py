@@ -137,3 +137,76 @@ def test_bca_of_a_metric_no_resample_moves_is_that_value():
         ).per_client.iloc[0]
         assert (row["selection_rate_low"], row["selection_rate_high"]) == (0.0, 0.0)
         assert (row["dpd_low"], row["dpd_high"]) == (0.0, 0.0)
+
+
+def test_draws_are_the_resamples_behind_the_intervals_and_pair_across_models():
+    data = make_federated_classification(900, n_clients=3, random_state=0)
+    X, y = data.data, data.target
+    fit = {"clients": data.clients, "sensitive_features": data.sensitive}
+    models = [
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=fairness), n_rounds=2
+        ).fit(X, y, **fit)
+        for fairness in (0.0, 1.0)
+    ]
+    reports = [
+        evaluate_clients(
+            model,
+            X,
+            y,
+            **fit,
+            metrics=("roc_auc", "dpd"),
+            n_bootstrap=40,
+            random_state=3,
+        )
+        for model in models
+    ]
+    draws = reports[0].draws
+    assert draws.shape == (3 * 40, 2)
+    assert draws.index.names == ["client", "resample"]
+    # The intervals are the draws' percentiles.
+    for client, row in reports[0].per_client.iterrows():
+        low, high = np.quantile(draws.loc[client, "roc_auc"], [0.025, 0.975])
+        assert (row["roc_auc_low"], row["roc_auc_high"]) == pytest.approx((low, high))
+    # A model compared with itself differs by 0 in every resample.
+    again = evaluate_clients(
+        models[0],
+        X,
+        y,
+        **fit,
+        metrics=("roc_auc", "dpd"),
+        n_bootstrap=40,
+        random_state=3,
+    )
+    assert (again.draws - draws).abs().to_numpy().max() == 0
+    assert evaluate_clients(models[0], X, y, **fit, n_bootstrap=0).draws is None
+
+
+def test_draws_with_the_same_seed_are_a_paired_bootstrap_of_two_models():
+    data = make_federated_classification(900, n_clients=3, random_state=0)
+    X, y = data.data, data.target
+    fit = {"clients": data.clients, "sensitive_features": data.sensitive}
+    first, second = (
+        FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=fairness), n_rounds=2
+        ).fit(X, y, **fit)
+        for fairness in (0.0, 0.5)
+    )
+
+    def draws(model, seed):
+        return evaluate_clients(
+            model,
+            X,
+            y,
+            **fit,
+            metrics=("brier",),
+            n_bootstrap=300,
+            random_state=seed,
+        ).draws["brier"]
+
+    # The two models' Brier scores move together over the same resampled
+    # rows, so their paired difference varies far less than the difference of
+    # independent resamples (about the sum of the two variances).
+    paired = (draws(second, 3) - draws(first, 3)).groupby("client").var()
+    unpaired = (draws(second, 4) - draws(first, 3)).groupby("client").var()
+    assert (paired < unpaired / 10).all()

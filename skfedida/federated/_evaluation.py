@@ -346,7 +346,13 @@ def evaluate_clients(
         ``threshold``: the probability threshold used; ``target_rate``: the
         selection rate it was chosen for (None for a fixed threshold);
         ``achieved_rate``: the share of all rows it selects (differs from the
-        target, with a warning, when many scores tie at the threshold).
+        target, with a warning, when many scores tie at the threshold);
+        ``draws``: the metrics of every bootstrap resample, a DataFrame with
+        a (client, resample) index (None when ``n_bootstrap=0``). The
+        resamples depend only on ``random_state`` and the number of each
+        client's rows, so two models evaluated on the same rows with the same
+        ``random_state`` see the same resamples, and the difference of their
+        draws is a paired bootstrap of the difference between the models.
 
     Examples
     --------
@@ -364,6 +370,8 @@ def evaluate_clients(
     ['mean', 'sd']
     >>> bool(abs(report.target_rate - data.target.mean()) < 1e-12)
     True
+    >>> report.draws.shape[0]  # 3 clients x 50 resamples
+    150
     """
     import pandas as pd
     from sklearn.utils import Bunch
@@ -446,7 +454,7 @@ def evaluate_clients(
         )
     rng = check_random_state(random_state)
     tail = (1 - confidence) / 2
-    rows = []
+    rows, all_draws = [], []
     for client, idx in zip(ids, client_rows, strict=True):
         y_k, proba_k, pred_k = y_positive[idx], proba[idx], pred[idx]
         S_k = group_codes[idx]
@@ -472,6 +480,13 @@ def evaluate_clients(
                     )
                     for m in metrics:
                         draws[m].append(values[m])
+            all_draws.append(
+                pd.DataFrame(draws).set_index(
+                    pd.MultiIndex.from_product(
+                        [[client], range(n_bootstrap)], names=["client", "resample"]
+                    )
+                )
+            )
             jackknife = (
                 _jackknife(metrics, y_k, proba_k, pred_k, S_k, min_group_size)
                 if method == "bca"
@@ -501,4 +516,5 @@ def evaluate_clients(
         threshold=cut,
         target_rate=target_rate,
         achieved_rate=achieved_rate,
+        draws=pd.concat(all_draws) if all_draws else None,
     )
