@@ -143,3 +143,104 @@ def test_penalties_take_lists_as_their_constraints_say(penalty):
     )
     assert value == expected
     np.testing.assert_array_equal(gradient, expected_gradient)
+
+
+def _within_label_variance(scores, y, weight):
+    means = {
+        label: np.average(scores[y == label], weights=weight[y == label])
+        for label in np.unique(y)
+    }
+    residual = scores - np.array([means[label] for label in y])
+    return np.average(residual**2, weights=weight)
+
+
+@pytest.mark.parametrize("n_classes", [3, 4])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize(
+    "penalty, kind",
+    [
+        (group_penalty, "group"),
+        (individual_penalty, "individual"),
+        (standardized_group_penalty, "standardized"),
+    ],
+)
+def test_multiclass_closed_form_equals_pair_loop(n_classes, weighted, penalty, kind):
+    # One score column per class, pairs matched on the true class (C labels),
+    # the columns' values summed with class weights (issue 21).
+    rng = np.random.default_rng(n_classes)
+    n, n_groups = 40, 3
+    scores = rng.normal(size=(n, n_classes)) * 2
+    y = rng.integers(0, n_classes, size=n)
+    groups = rng.permutation(np.arange(n) % n_groups)
+    weight = rng.uniform(0.2, 3.0, size=n) if weighted else np.ones(n)
+    class_weight = rng.uniform(0.5, 2.0, size=n_classes)
+
+    def oracle(flat):
+        s = flat.reshape(n, n_classes)
+        total = 0.0
+        for c in range(n_classes):
+            column = _pair_loop(s[:, c], y, groups, weight, kind == "individual")
+            if kind == "standardized":
+                column /= _within_label_variance(s[:, c], y, weight)
+            total += class_weight[c] * column
+        return total
+
+    value, gradient = penalty(
+        scores, y, groups, n_groups, weight if weighted else None, class_weight
+    )
+    assert gradient.shape == scores.shape
+    assert value == pytest.approx(oracle(scores.ravel()), rel=1e-10, abs=1e-12)
+    flat, eps = scores.ravel(), 1e-6
+    for i in range(0, flat.size, 7):
+        up, down = flat.copy(), flat.copy()
+        up[i] += eps
+        down[i] -= eps
+        numeric = (oracle(up) - oracle(down)) / (2 * eps)
+        assert gradient.ravel()[i] == pytest.approx(numeric, rel=1e-5, abs=1e-7)
+
+
+def test_multiclass_penalty_is_zero_when_groups_match_within_every_true_class():
+    rng = np.random.default_rng(0)
+    # Two groups with different class mixes but, within each true class, the
+    # same scores: nothing to penalise, although the groups' overall mean
+    # scores differ.
+    base = rng.normal(size=(3, 3))
+    y = np.r_[
+        np.zeros(10, int),
+        np.ones(5, int),
+        np.full(5, 2),
+        np.zeros(2, int),
+        np.ones(8, int),
+        np.full(10, 2),
+    ]
+    groups = np.r_[np.zeros(20, int), np.ones(20, int)]
+    scores = base[y]
+    assert group_penalty(scores, y, groups)[0] == pytest.approx(0, abs=1e-12)
+    assert individual_penalty(scores, y, groups)[0] == pytest.approx(0, abs=1e-12)
+    scores[groups == 1, 2] += 0.5
+    assert group_penalty(scores, y, groups)[0] > 1e-3
+
+
+def test_binary_labels_with_two_score_columns_are_two_binary_penalties():
+    rng = np.random.default_rng(1)
+    scores = rng.normal(size=(50, 2))
+    y, groups = rng.integers(0, 2, 50), rng.integers(0, 3, 50)
+    value, gradient = group_penalty(scores, y, groups, class_weight=[1.0, 0.5])
+    first, second = (group_penalty(scores[:, c], y, groups) for c in (0, 1))
+    assert value == pytest.approx(first[0] + 0.5 * second[0])
+    np.testing.assert_allclose(gradient, np.column_stack([first[1], 0.5 * second[1]]))
+
+
+@pytest.mark.parametrize(
+    "class_weight, match",
+    [([1.0, 1.0], "3 non-negative weights"), ([1.0, -1.0, 1.0], "non-negative")],
+)
+def test_class_weight_must_match_the_score_columns(class_weight, match):
+    scores, y, groups = np.zeros((6, 3)), np.arange(6) % 3, np.arange(6) % 2
+    with pytest.raises(ValueError, match=match):
+        group_penalty(scores, y, groups, class_weight=class_weight)
+
+
+def test_scores_of_three_dimensions_are_refused():
+    with pytest.raises(ValueError, match=r"1-D .* or 2-D"):
+        group_penalty(np.zeros((2, 2, 2)), [0, 1], [0, 1])
