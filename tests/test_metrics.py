@@ -336,8 +336,14 @@ def test_bad_input_is_named(kwargs, message):
 
 def test_bad_targets():
     S = ["a", "b", "a"]
-    with pytest.raises(ValueError, match="binary outcomes"):
-        demographic_parity_difference([0, 1, 2], [0, 1, 2], sensitive_features=S)
+    with pytest.raises(ValueError, match="soft=True needs pos_label"):
+        demographic_parity_difference(
+            [0, 1, 2], [0.1, 0.5, 0.2], sensitive_features=S, soft=True
+        )
+    with pytest.raises(ValueError, match="pos_label=7 is not a valid label"):
+        demographic_parity_difference(
+            [0, 1, 2], [0, 1, 2], sensitive_features=S, pos_label=7
+        )
     with pytest.raises(ValueError, match="different types"):
         demographic_parity_difference([0, 1, 1], ["a", "b", "a"], sensitive_features=S)
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):

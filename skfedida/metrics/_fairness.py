@@ -97,7 +97,8 @@ def _resolve_pos_label(pos_label, labels):
     )
 
 
-def _check_targets(y_true, y_pred, sample_weight, pos_label, soft):
+def _validated(y_true, y_pred, sample_weight, soft):
+    """y_true, y_pred and the weights checked; the labels the metrics see."""
     y_true = column_or_1d(y_true, warn=True)
     y_pred = column_or_1d(y_pred, warn=True)
     check_consistent_length(y_true, y_pred)
@@ -119,18 +120,64 @@ def _check_targets(y_true, y_pred, sample_weight, pos_label, soft):
                 "of different types; predict labels of the same kind as y_true."
             )
         labels = np.union1d(true_labels, y_pred)
+    sample_weight = _check_sample_weight(
+        sample_weight, y_true, ensure_non_negative=True
+    )
+    return y_true, y_pred, sample_weight, labels
+
+
+def _check_targets(y_true, y_pred, sample_weight, pos_label, soft):
+    """Binary targets: 0/1 positives, predictions (0/1 or scores), weights."""
+    y_true, y_pred, sample_weight, labels = _validated(
+        y_true, y_pred, sample_weight, soft
+    )
     if len(labels) > 2:
         raise ValueError(
-            "Fairness metrics are defined for binary outcomes; y_true and y_pred "
+            "This metric is defined for binary outcomes; y_true and y_pred "
             f"take {len(labels)} values: {labels.tolist()[:10]}."
         )
     pos_label = _resolve_pos_label(pos_label, labels)
     positive = (y_true == pos_label).astype(np.float64)
     predicted = y_pred if soft else (y_pred == pos_label).astype(np.float64)
-    sample_weight = _check_sample_weight(
-        sample_weight, y_true, ensure_non_negative=True
-    )
     return positive, predicted, sample_weight
+
+
+def _one_vs_rest_targets(y_true, y_pred, sample_weight, pos_label, soft):
+    """The classes to compare, each as (label, 0/1 positives, predictions).
+
+    Two labels give one comparison, of ``pos_label`` (resolved as sklearn
+    does). More than two give one per class, class against the rest, or the
+    given ``pos_label``'s alone; with ``soft=True`` y_pred then holds the
+    probabilities of ``pos_label``, which must be given.
+    """
+    y_true, y_pred, sample_weight, labels = _validated(
+        y_true, y_pred, sample_weight, soft
+    )
+    if len(labels) <= 2:
+        classes = [_resolve_pos_label(pos_label, labels)]
+    elif pos_label is not None:
+        if not np.isin(pos_label, labels.astype(object)):
+            raise ValueError(
+                f"pos_label={pos_label!r} is not a valid label: y_true and y_pred "
+                f"take the values {labels.tolist()[:10]}."
+            )
+        classes = [pos_label]
+    elif soft:
+        raise ValueError(
+            f"y_true takes {len(labels)} values: with more than two classes, "
+            "soft=True needs pos_label, and y_pred the probabilities of that "
+            "class (e.g. predict_proba(X)[:, list(classes_).index(pos_label)])."
+        )
+    else:
+        classes = list(labels)
+    return [
+        (
+            label,
+            (y_true == label).astype(np.float64),
+            y_pred if soft else (y_pred == label).astype(np.float64),
+        )
+        for label in classes
+    ], sample_weight
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,15 +218,52 @@ class _GroupSums:
         return reasons
 
 
+class _ClassSums(list):
+    """The group sums of every class compared (one for binary outcomes)."""
+
+    def gap(self, name, metric_name, method, kind="difference", agg="worst_case"):
+        """The disparity of each class, combined over classes by ``agg``."""
+        return _combine(
+            [sums.gap(name, metric_name, method, kind) for sums in self], kind, agg
+        )
+
+
+def _combine(values, kind, agg):
+    """Disparities combined: the worst (largest difference, smallest ratio) or mean.
+
+    NaN if any is: a disparity that could not be measured for one class is
+    not hidden by the others.
+    """
+    if len(values) == 1:
+        return float(values[0])
+    if agg == "mean":
+        return float(np.mean(values))
+    return float(np.max(values) if kind == "difference" else np.min(values))
+
+
 def _group_sums(
-    y_true, y_pred, sensitive_features, sample_weight, pos_label, min_group_size, soft
+    y_true,
+    y_pred,
+    sensitive_features,
+    sample_weight,
+    pos_label,
+    min_group_size,
+    soft,
 ):
+    """Per-group sums of every compared class (``_ClassSums``)."""
     if not (isinstance(min_group_size, (int, np.integer)) and min_group_size >= 1):
         raise ValueError(f"min_group_size must be an int >= 1; got {min_group_size!r}.")
-    positive, predicted, weight = _check_targets(
+    targets, weight = _one_vs_rest_targets(
         y_true, y_pred, sample_weight, pos_label, soft
     )
-    groups = encode_groups(sensitive_features, n_samples=positive.shape[0])
+    groups = encode_groups(sensitive_features, n_samples=weight.shape[0])
+    return _ClassSums(
+        _class_group_sums(groups, positive, predicted, weight, min_group_size, soft)
+        for _, positive, predicted in targets
+    )
+
+
+def _class_group_sums(groups, positive, predicted, weight, min_group_size, soft):
     codes, n_groups = groups.codes, groups.n_groups
 
     def total(values):
@@ -304,7 +388,17 @@ _METHOD_PARAMETER = """
 _METHOD_CONSTRAINTS = {
     **_COMMON_CONSTRAINTS,
     "method": [StrOptions({"between_groups", "to_overall"})],
+    "agg": [StrOptions({"worst_case", "mean"})],
 }
+
+_AGG_PARAMETER = """
+    agg : {"worst_case", "mean"}, default="worst_case"
+        With more than two classes and no ``pos_label``, the disparity is
+        computed one-vs-rest for every class (its rows against the others',
+        its predictions against the others') and ``agg`` combines them: the
+        largest difference (smallest ratio) over classes, or their mean. With
+        two classes, or a ``pos_label``, there is one value and ``agg`` has
+        no effect."""
 
 
 def _document(func):
@@ -315,7 +409,7 @@ def _document(func):
 def _document_with_method(func):
     func.__doc__ = func.__doc__.replace(
         "%(parameters)s", _COMMON_PARAMETERS + _METHOD_PARAMETER
-    )
+    ).replace("%(agg)s", _AGG_PARAMETER.strip())
     return func
 
 
@@ -331,30 +425,32 @@ def demographic_parity_difference(
     min_group_size=1,
     soft=False,
     method="between_groups",
+    agg="worst_case",
 ):
     """Largest difference in selection rate P(ŷ = 1 | group) between groups.
 
-    The paper's DPD. 0 means every group is selected at the same rate.
+        The paper's DPD. 0 means every group is selected at the same rate.
 
-    %(parameters)s
+        %(parameters)s
+    %(agg)s
 
-    Returns
-    -------
-    dpd : float
-        ``max_k rate_k - min_k rate_k``; 0.0 with a single group.
+        Returns
+        -------
+        dpd : float
+            ``max_k rate_k - min_k rate_k``; 0.0 with a single group.
 
-    See Also
-    --------
-    demographic_parity_ratio : The same rates as a ratio.
+        See Also
+        --------
+        demographic_parity_ratio : The same rates as a ratio.
 
-    Examples
-    --------
-    >>> from skfedida.metrics import demographic_parity_difference
-    >>> y_true = [0, 1, 0, 1, 0, 1]
-    >>> y_pred = [0, 1, 1, 1, 0, 0]
-    >>> sex = ["F", "F", "F", "M", "M", "M"]
-    >>> demographic_parity_difference(y_true, y_pred, sensitive_features=sex)
-    0.333...
+        Examples
+        --------
+        >>> from skfedida.metrics import demographic_parity_difference
+        >>> y_true = [0, 1, 0, 1, 0, 1]
+        >>> y_pred = [0, 1, 1, 1, 0, 0]
+        >>> sex = ["F", "F", "F", "M", "M", "M"]
+        >>> demographic_parity_difference(y_true, y_pred, sensitive_features=sex)
+        0.333...
     """
     sums = _group_sums(
         y_true,
@@ -366,7 +462,11 @@ def demographic_parity_difference(
         soft,
     )
     return sums.gap(
-        "selection_rate", "demographic_parity_difference", method, "difference"
+        "selection_rate",
+        "demographic_parity_difference",
+        method,
+        "difference",
+        agg=agg,
     )
 
 
@@ -382,28 +482,30 @@ def demographic_parity_ratio(
     min_group_size=1,
     soft=False,
     method="between_groups",
+    agg="worst_case",
 ):
     """Smallest over largest selection rate across groups.
 
-    The paper's DPR, in [0, 1]; 1 means parity. When no group has a positive
-    prediction every rate is 0, the groups are treated alike, and the ratio is
-    1.0 (fairlearn returns NaN there).
+        The paper's DPR, in [0, 1]; 1 means parity. When no group has a positive
+        prediction every rate is 0, the groups are treated alike, and the ratio is
+        1.0 (fairlearn returns NaN there).
 
-    %(parameters)s
+        %(parameters)s
+    %(agg)s
 
-    Returns
-    -------
-    dpr : float
-        ``min_k rate_k / max_k rate_k``.
+        Returns
+        -------
+        dpr : float
+            ``min_k rate_k / max_k rate_k``.
 
-    Examples
-    --------
-    >>> from skfedida.metrics import demographic_parity_ratio
-    >>> y_true = [0, 1, 0, 1, 0, 1]
-    >>> y_pred = [0, 1, 1, 1, 0, 0]
-    >>> sex = ["F", "F", "F", "M", "M", "M"]
-    >>> demographic_parity_ratio(y_true, y_pred, sensitive_features=sex)
-    0.5
+        Examples
+        --------
+        >>> from skfedida.metrics import demographic_parity_ratio
+        >>> y_true = [0, 1, 0, 1, 0, 1]
+        >>> y_pred = [0, 1, 1, 1, 0, 0]
+        >>> sex = ["F", "F", "F", "M", "M", "M"]
+        >>> demographic_parity_ratio(y_true, y_pred, sensitive_features=sex)
+        0.5
     """
     sums = _group_sums(
         y_true,
@@ -414,7 +516,9 @@ def demographic_parity_ratio(
         min_group_size,
         soft,
     )
-    return sums.gap("selection_rate", "demographic_parity_ratio", method, "ratio")
+    return sums.gap(
+        "selection_rate", "demographic_parity_ratio", method, "ratio", agg=agg
+    )
 
 
 @validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
@@ -429,26 +533,28 @@ def false_positive_rate_difference(
     min_group_size=1,
     soft=False,
     method="between_groups",
+    agg="worst_case",
 ):
     """Largest difference in false positive rate between groups.
 
-    The paper's DFPR. Groups without negatives have no FPR and are left out.
+        The paper's DFPR. Groups without negatives have no FPR and are left out.
 
-    %(parameters)s
+        %(parameters)s
+    %(agg)s
 
-    Returns
-    -------
-    dfpr : float
-        ``max_k FPR_k - min_k FPR_k`` over groups with a defined FPR.
+        Returns
+        -------
+        dfpr : float
+            ``max_k FPR_k - min_k FPR_k`` over groups with a defined FPR.
 
-    Examples
-    --------
-    >>> from skfedida.metrics import false_positive_rate_difference
-    >>> y_true = [0, 0, 1, 0, 0, 1]
-    >>> y_pred = [1, 0, 1, 0, 0, 1]
-    >>> sex = ["F", "F", "F", "M", "M", "M"]
-    >>> false_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
-    0.5
+        Examples
+        --------
+        >>> from skfedida.metrics import false_positive_rate_difference
+        >>> y_true = [0, 0, 1, 0, 0, 1]
+        >>> y_pred = [1, 0, 1, 0, 0, 1]
+        >>> sex = ["F", "F", "F", "M", "M", "M"]
+        >>> false_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
+        0.5
     """
     sums = _group_sums(
         y_true,
@@ -460,7 +566,11 @@ def false_positive_rate_difference(
         soft,
     )
     return sums.gap(
-        "false_positive_rate", "false_positive_rate_difference", method, "difference"
+        "false_positive_rate",
+        "false_positive_rate_difference",
+        method,
+        "difference",
+        agg=agg,
     )
 
 
@@ -476,26 +586,28 @@ def true_positive_rate_difference(
     min_group_size=1,
     soft=False,
     method="between_groups",
+    agg="worst_case",
 ):
     """Largest difference in true positive rate (recall) between groups.
 
-    Groups without positives have no TPR and are left out.
+        Groups without positives have no TPR and are left out.
 
-    %(parameters)s
+        %(parameters)s
+    %(agg)s
 
-    Returns
-    -------
-    dtpr : float
-        ``max_k TPR_k - min_k TPR_k`` over groups with a defined TPR.
+        Returns
+        -------
+        dtpr : float
+            ``max_k TPR_k - min_k TPR_k`` over groups with a defined TPR.
 
-    Examples
-    --------
-    >>> from skfedida.metrics import true_positive_rate_difference
-    >>> y_true = [1, 1, 0, 1, 1, 0]
-    >>> y_pred = [1, 0, 0, 1, 1, 0]
-    >>> sex = ["F", "F", "F", "M", "M", "M"]
-    >>> true_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
-    0.5
+        Examples
+        --------
+        >>> from skfedida.metrics import true_positive_rate_difference
+        >>> y_true = [1, 1, 0, 1, 1, 0]
+        >>> y_pred = [1, 0, 0, 1, 1, 0]
+        >>> sex = ["F", "F", "F", "M", "M", "M"]
+        >>> true_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
+        0.5
     """
     sums = _group_sums(
         y_true,
@@ -507,7 +619,11 @@ def true_positive_rate_difference(
         soft,
     )
     return sums.gap(
-        "true_positive_rate", "true_positive_rate_difference", method, "difference"
+        "true_positive_rate",
+        "true_positive_rate_difference",
+        method,
+        "difference",
+        agg=agg,
     )
 
 
@@ -523,27 +639,29 @@ def positive_predictive_value_difference(
     min_group_size=1,
     soft=False,
     method="between_groups",
+    agg="worst_case",
 ):
     """Largest difference in positive predictive value (precision) between groups.
 
-    The paper's DPPV. Groups with no predicted positive have no PPV and are left
-    out, never counted as 0.
+        The paper's DPPV. Groups with no predicted positive have no PPV and are left
+        out, never counted as 0.
 
-    %(parameters)s
+        %(parameters)s
+    %(agg)s
 
-    Returns
-    -------
-    dppv : float
-        ``max_k PPV_k - min_k PPV_k`` over groups with a defined PPV.
+        Returns
+        -------
+        dppv : float
+            ``max_k PPV_k - min_k PPV_k`` over groups with a defined PPV.
 
-    Examples
-    --------
-    >>> from skfedida.metrics import positive_predictive_value_difference
-    >>> y_true = [1, 0, 0, 1, 1, 0]
-    >>> y_pred = [1, 1, 0, 1, 1, 0]
-    >>> sex = ["F", "F", "F", "M", "M", "M"]
-    >>> positive_predictive_value_difference(y_true, y_pred, sensitive_features=sex)
-    0.5
+        Examples
+        --------
+        >>> from skfedida.metrics import positive_predictive_value_difference
+        >>> y_true = [1, 0, 0, 1, 1, 0]
+        >>> y_pred = [1, 1, 0, 1, 1, 0]
+        >>> sex = ["F", "F", "F", "M", "M", "M"]
+        >>> positive_predictive_value_difference(y_true, y_pred, sensitive_features=sex)
+        0.5
     """
     sums = _group_sums(
         y_true,
@@ -559,6 +677,7 @@ def positive_predictive_value_difference(
         "positive_predictive_value_difference",
         method,
         "difference",
+        agg=agg,
     )
 
 
@@ -585,7 +704,9 @@ def equalized_odds_difference(
 
     %(parameters)s
     agg : {"worst_case", "mean"}, default="worst_case"
-        Combine the two differences by their maximum or their mean.
+        Combine the two differences by their maximum or their mean; with more
+        than two classes and no ``pos_label``, the two differences of every
+        class one-vs-rest (equalized odds over classes).
 
     Returns
     -------
@@ -644,12 +765,16 @@ def _equalized_odds(
         min_group_size,
         soft,
     )
-    tpr = sums.gap("true_positive_rate", metric_name, method, kind)
-    fpr = sums.gap("false_positive_rate", metric_name, method, kind)
+    # Both rates of every class compared; the worst case is the larger
+    # difference, the smaller ratio (NaN if any is).
+    values = [
+        class_sums.gap(rate, metric_name, method, kind)
+        for class_sums in sums
+        for rate in ("true_positive_rate", "false_positive_rate")
+    ]
     if agg == "mean":
-        return float((tpr + fpr) / 2)
-    # The worst case: the larger difference, the smaller ratio (NaN if either).
-    return float(np.max([tpr, fpr]) if kind == "difference" else np.min([tpr, fpr]))
+        return float(np.mean(values))
+    return float(np.max(values) if kind == "difference" else np.min(values))
 
 
 @validate_params(
@@ -676,7 +801,9 @@ def equalized_odds_ratio(
 
     %(parameters)s
     agg : {"worst_case", "mean"}, default="worst_case"
-        Combine the two ratios by their minimum or their mean.
+        Combine the two ratios by their minimum or their mean; with more than
+        two classes and no ``pos_label``, the two ratios of every class
+        one-vs-rest.
 
     Returns
     -------
@@ -723,29 +850,31 @@ def equal_opportunity_difference(
     min_group_size=1,
     soft=False,
     method="between_groups",
+    agg="worst_case",
 ):
     """Equal opportunity difference: fairlearn's name for the TPR difference.
 
-    The same value as :func:`true_positive_rate_difference` (the largest
-    difference in P(ŷ = 1 | y = 1, group) between groups).
+        The same value as :func:`true_positive_rate_difference` (the largest
+        difference in P(ŷ = 1 | y = 1, group) between groups).
 
-    %(parameters)s
+        %(parameters)s
+    %(agg)s
 
-    Returns
-    -------
-    eo : float
-        The true positive rate difference.
+        Returns
+        -------
+        eo : float
+            The true positive rate difference.
 
-    See Also
-    --------
-    true_positive_rate_difference : The same metric.
+        See Also
+        --------
+        true_positive_rate_difference : The same metric.
 
-    Examples
-    --------
-    >>> from skfedida.metrics import equal_opportunity_difference
-    >>> equal_opportunity_difference([1, 1, 1, 1], [1, 0, 1, 1],
-    ...                              sensitive_features=["a", "a", "b", "b"])
-    0.5
+        Examples
+        --------
+        >>> from skfedida.metrics import equal_opportunity_difference
+        >>> equal_opportunity_difference([1, 1, 1, 1], [1, 0, 1, 1],
+        ...                              sensitive_features=["a", "a", "b", "b"])
+        0.5
     """
     sums = _group_sums(
         y_true,
@@ -757,7 +886,11 @@ def equal_opportunity_difference(
         soft,
     )
     return sums.gap(
-        "true_positive_rate", "equal_opportunity_difference", method, "difference"
+        "true_positive_rate",
+        "equal_opportunity_difference",
+        method,
+        "difference",
+        agg=agg,
     )
 
 
@@ -783,7 +916,9 @@ def fairness_summary(
         Keys ``"demographic_parity_difference"``, ``"demographic_parity_ratio"``,
         ``"false_positive_rate_difference"``, ``"true_positive_rate_difference"``,
         ``"positive_predictive_value_difference"`` and
-        ``"equalized_odds_difference"``.
+        ``"equalized_odds_difference"``. With more than two classes and no
+        ``pos_label``, each is the worst case over the classes one-vs-rest
+        (as the metric functions' ``agg="worst_case"``).
 
     Examples
     --------
@@ -802,6 +937,52 @@ def fairness_summary(
         min_group_size,
         soft,
     )
+    return _worst_over_classes([_summary_of(class_sums) for class_sums in sums])
+
+
+def _worst_over_classes(per_class):
+    """Summaries of the classes one-vs-rest combined: the largest difference,
+    the smallest ratio."""
+    return {
+        key: _combine(
+            [summary[key] for summary in per_class],
+            "ratio" if key == "demographic_parity_ratio" else "difference",
+            "worst_case",
+        )
+        for key in per_class[0]
+    }
+
+
+def _class_summary(
+    y_true, y_pred, labels, sensitive_features, sample_weight=None, min_group_size=1
+):
+    """fairness_summary over the given ``labels``, each one-vs-rest, worst case.
+
+    For a model's evaluation, where every class of the model counts even
+    when some rows (a client's) lack it: a class nobody has and nobody is
+    predicted has no disparity of selection or FPR, and undefined TPR/PPV.
+    """
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    weight = _check_sample_weight(sample_weight, y_true, ensure_non_negative=True)
+    groups = encode_groups(sensitive_features, n_samples=y_true.shape[0])
+    per_class = [
+        _summary_of(
+            _class_group_sums(
+                groups,
+                (y_true == label).astype(np.float64),
+                (y_pred == label).astype(np.float64),
+                weight,
+                min_group_size,
+                False,
+            )
+        )
+        for label in labels
+    ]
+    return _worst_over_classes(per_class)
+
+
+def _summary_of(sums):
+    """fairness_summary's disparities of one compared class."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         selection = sums.rate("selection_rate")
@@ -865,6 +1046,8 @@ def group_report(
     Returns
     -------
     report : pandas.DataFrame or Bunch
+        With more than two classes and no ``pos_label``, one block of rows per
+        class (the outer index level ``class``), each class against the rest.
         Columns ``n`` (rows), ``n_positive`` (rows with y = pos_label),
         ``base_rate``, ``selection_rate``, ``false_positive_rate``,
         ``true_positive_rate``, ``positive_predictive_value`` and ``left_out``,
@@ -884,7 +1067,7 @@ def group_report(
     F    2             0.5                  0.0
     M    2             0.5                  NaN  FPR: no negatives
     """
-    sums = _group_sums(
+    class_sums = _group_sums(
         y_true,
         y_pred,
         sensitive_features,
@@ -893,6 +1076,29 @@ def group_report(
         min_group_size,
         soft,
     )
+    if len(class_sums) > 1:
+        # More than two classes: one block of rows per class, one-vs-rest.
+        if pd is None:
+            raise ValueError(
+                "group_report of more than two classes needs pandas (one block "
+                "per class), or pos_label to report one class against the rest."
+            )
+        return pd.concat(
+            {
+                label: group_report(
+                    y_true,
+                    y_pred,
+                    sensitive_features=sensitive_features,
+                    sample_weight=sample_weight,
+                    pos_label=label,
+                    min_group_size=min_group_size,
+                    metrics=metrics,
+                )
+                for label in np.unique(np.union1d(y_true, y_pred))
+            },
+            names=["class"],
+        )
+    (sums,) = class_sums
     columns = {
         "n": sums.sums["n"].astype(np.int64),
         "n_positive": np.rint(sums.sums["n_positive"]).astype(np.int64),

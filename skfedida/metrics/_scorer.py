@@ -223,6 +223,16 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
         )
         if sensitive_features is None:
             raise _missing_sensitive_error(self)
+        classes = getattr(estimator, "classes_", ())
+        if len(classes) > 2 and (
+            self._threshold is not None or self._response_method != "predict"
+        ):
+            raise ValueError(
+                f"{self!r} scores the probability of one class, but the "
+                f"estimator has {len(classes)} classes: use "
+                "response_method='predict', whose decisions the metric compares "
+                "one class against the rest for every class."
+            )
         if self._threshold is not None:
             last = estimator.classes_[-1]
             positive = last if self._positive_label is None else self._positive_label
