@@ -4,7 +4,8 @@ Both estimators minimise, over a set of parameter arrays,
 
     mean log-loss + fairness * f(scores) + alpha * ||weights||^2
 
-where the scores are the model's logits and f is a penalty of
+where the scores are the model's logits (one per row for two classes, one per
+row and class, under a softmax, for more) and f is a penalty of
 :mod:`skfedida.penalty`. A subclass provides the model (initial parameters,
 scores, and the back-propagation of a gradient in the scores); this module
 provides input handling (sensitive attributes in both modes, labels), the
@@ -19,7 +20,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
+from scipy.special import expit, log_softmax, logsumexp, softmax
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
@@ -205,7 +206,6 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
         tags.input_tags.sparse = True
         return tags
 
@@ -274,7 +274,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {n_samples} rows but y has {y.shape[0]}.")
         check_labels_complete(y)
         if getattr(self, "classes_", None) is not None and y.ndim == 1:
-            # Known classes: _to01 checks every label against them, which is
+            # Known classes: _label_codes checks every label against them, which is
             # all type_of_target would add (and it is slow on small batches).
             return y, None
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
@@ -354,20 +354,19 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                 "sklearn.preprocessing.StandardScaler)."
             )
 
-    def _binary_labels(self, y):
-        y_type = type_of_target(y, input_name="y")
+    def _class_labels(self, y):
+        """The sorted classes of y; at least two, any number of them."""
         classes = np.unique(y)
-        if y_type == "multiclass" or len(classes) > 2:
-            raise ValueError(
-                "Only binary classification is supported. The type of the target "
-                f"is {y_type}. Fairness metrics and penalties compare two outcomes."
-            )
         if len(classes) < 2:
             raise ValueError(
-                f"{type(self).__name__} needs samples of 2 classes, but the data "
-                f"contain only one class: {classes.tolist()}."
+                f"{type(self).__name__} needs samples of at least 2 classes, but "
+                f"the data contain only one class: {classes.tolist()}."
             )
         return classes
+
+    def _n_score_columns(self):
+        """1 (the logit of classes_[1]) for two classes, else one per class."""
+        return 1 if len(self.classes_) == 2 else len(self.classes_)
 
     # -- the objective ------------------------------------------------------
 
@@ -375,7 +374,12 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         scores, cache = self._scores(params, batch.X, cache=with_gradient)
         # A minibatch of zero total weight contributes nothing (not NaN).
         y, weight, total = batch.y, batch.weight, batch.weight_sum or 1.0
-        log_loss = np.logaddexp(0.0, scores) - y * scores
+        if scores.ndim == 2:  # softmax over the classes; y holds class codes
+            codes = y.astype(np.intp, copy=False)
+            rows = np.arange(scores.shape[0])
+            log_loss = logsumexp(scores, axis=1) - scores[rows, codes]
+        else:
+            log_loss = np.logaddexp(0.0, scores) - y * scores
         value = float(np.dot(weight, log_loss) / total)
         penalty_fn = PENALTIES[self.penalty]
         if penalised and self.fairness > 0 and batch.n_groups > 1:
@@ -389,7 +393,12 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         value += self.alpha * sum(float(np.vdot(w, w)) for w in penalised)
         if not with_gradient:
             return value, None
-        score_gradient = weight * (expit(scores) - y) / total
+        if scores.ndim == 2:
+            score_gradient = softmax(scores, axis=1)
+            score_gradient[rows, codes] -= 1.0
+            score_gradient *= (weight / total)[:, None]
+        else:
+            score_gradient = weight * (expit(scores) - y) / total
         if penalty_gradient is not None:
             score_gradient += self.fairness * penalty_gradient
         gradients = self._backprop(params, batch.X, cache, score_gradient)
@@ -425,23 +434,26 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         X_model, y, groups, n_groups, weight = self._prepare(
             X, y, sensitive_features, sample_weight, reset=False, warn=False
         )
-        batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
+        batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
         return self._objective(self._get_params_list(), batch, with_gradient=False)[0]
 
-    def _to01(self, y):
-        positive = y == self.classes_[1]
-        if not (positive | (y == self.classes_[0])).all():
-            return self._to01_checked(y)
-        return positive.astype(np.float64)
+    def _label_codes(self, y):
+        """y as float codes: 0/1 (classes_[1] is 1) for two classes, else 0..C-1."""
+        if len(self.classes_) == 2:
+            positive = y == self.classes_[1]
+            if not (positive | (y == self.classes_[0])).all():
+                self._check_known(y)
+            return positive.astype(np.float64)
+        self._check_known(y)
+        return np.searchsorted(self.classes_, y).astype(np.float64)
 
-    def _to01_checked(self, y):
+    def _check_known(self, y):
         unknown = ~np.isin(y, self.classes_)
         if unknown.any():
             raise ValueError(
                 f"y has labels {np.unique(y[unknown]).tolist()} not among the "
                 f"classes {self.classes_.tolist()} seen in the first fit."
             )
-        return (y == self.classes_[1]).astype(np.float64)
 
     # -- minibatch training -------------------------------------------------
 
@@ -569,9 +581,8 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         scores = self._scores(params, minibatch.X)[0]
         labels = minibatch.y
         return all(
-            np.ptp(scores[labels == label]) == 0
-            for label in (0.0, 1.0)
-            if (labels == label).any()
+            np.ptp(scores[labels == label], axis=0).max() == 0
+            for label in np.unique(labels)
         )
 
     def _partial_fit(self, X, y, classes, sensitive_features, sample_weight):
@@ -584,7 +595,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             first_call = _check_partial_fit_first_call(self, classes)
         try:
             if first_call:
-                self._binary_labels(self.classes_)
+                self._class_labels(self.classes_)
             X_model, y, groups, n_groups, weight = self._prepare(
                 X,
                 y,
@@ -598,7 +609,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             if first_call:  # leave the estimator unfitted, not half-fitted
                 del self.classes_
             raise
-        batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
+        batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
         if first_call:
             if weight.any():  # not a federation's zero-weight initialisation
                 warn_if_unscaled(X_model, type(self).__name__)
@@ -652,7 +663,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
     # -- prediction ---------------------------------------------------------
 
     def decision_function(self, X):
-        """Logit of the positive class (``classes_[1]``) for every row.
+        """Confidence scores: logits of the classes.
 
         Parameters
         ----------
@@ -661,9 +672,11 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        scores : ndarray of shape (n_samples,)
-            Logit of the positive class for every row; positive means
-            ``classes_[1]`` is predicted.
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            For two classes, the logit of ``classes_[1]`` for every row
+            (positive means ``classes_[1]`` is predicted); for more, the
+            softmax logit of every class, columns in the order of
+            ``classes_``.
         """
         check_is_fitted(self)
         X_model, _ = self._model_inputs(X, reset=False)
@@ -679,10 +692,13 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, 2)
+        proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
         """
-        positive = expit(self.decision_function(X))
+        scores = self.decision_function(X)
+        if scores.ndim == 2:
+            return softmax(scores, axis=1)
+        positive = expit(scores)
         return np.column_stack([1.0 - positive, positive])
 
     def predict_log_proba(self, X):
@@ -695,10 +711,12 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        log_proba : ndarray of shape (n_samples, 2)
+        log_proba : ndarray of shape (n_samples, n_classes)
             Log-probability of each class, columns in the order of ``classes_``.
         """
         scores = self.decision_function(X)
+        if scores.ndim == 2:
+            return log_softmax(scores, axis=1)
         return np.column_stack(
             [-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)]
         )
@@ -716,5 +734,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
             Predicted class of every row, one of ``classes_``.
         """
-        positive = self.decision_function(X) > 0
-        return self.classes_[positive.astype(np.intp)]
+        scores = self.decision_function(X)
+        if scores.ndim == 2:
+            return self.classes_[np.argmax(scores, axis=1)]
+        return self.classes_[(scores > 0).astype(np.intp)]

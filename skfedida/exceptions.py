@@ -212,12 +212,20 @@ class EmptyRangeWarning(SkfedidaWarning):
     """
 
 
-def warn_if_degenerate(positive_share, owner, rows="training rows"):
-    """Warn when decisions put >= 99% of the ``rows`` in one class."""
+def warn_if_degenerate(positive_share, owner, rows="training rows", label=None):
+    """Warn when decisions put >= 99% of the ``rows`` in one class.
+
+    With more than two classes, ``positive_share`` is the share of the most
+    predicted class and ``label`` that class.
+    """
     if not np.isfinite(positive_share):
+        return
+    if label is not None and positive_share < _DEGENERATE_SHARE:
         return
     if positive_share <= 1 - _DEGENERATE_SHARE or positive_share >= _DEGENERATE_SHARE:
         side = "positive" if positive_share >= _DEGENERATE_SHARE else "negative"
+        if label is not None:
+            side = repr(label)
         share = max(positive_share, 1 - positive_share)
         warnings.warn(
             f"{owner} predicts the {side} class for {share:.1%} "

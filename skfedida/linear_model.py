@@ -193,7 +193,8 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
     # -- model ----------------------------------------------------------------
 
     def _initial_parameters(self, n_features, random_state):
-        return [np.zeros((1, n_features)), np.zeros(1)]
+        n_outputs = self._n_score_columns()
+        return [np.zeros((n_outputs, n_features)), np.zeros(n_outputs)]
 
     def _get_params_list(self):
         return [self.coef_, self.intercept_]
@@ -203,10 +204,21 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
 
     def _scores(self, params, X, cache=False):
         coef, intercept = params
+        if coef.shape[0] > 1:  # multinomial: one logit per class
+            scores = safe_sparse_dot(X, coef.T, dense_output=True) + intercept
+            return np.asarray(scores, dtype=np.float64), None
         scores = safe_sparse_dot(X, coef[0]) + intercept[0]
         return np.asarray(scores, dtype=np.float64).ravel(), None
 
     def _backprop(self, params, X, cache, score_gradient):
+        if score_gradient.ndim == 2:
+            coef_gradient = np.asarray(safe_sparse_dot(score_gradient.T, X))
+            intercept_gradient = (
+                score_gradient.sum(axis=0)
+                if self.fit_intercept
+                else np.zeros(score_gradient.shape[1])
+            )
+            return [coef_gradient, intercept_gradient]
         coef_gradient = np.asarray(safe_sparse_dot(score_gradient, X)).reshape(1, -1)
         intercept_gradient = np.array(
             [score_gradient.sum() if self.fit_intercept else 0.0]
@@ -217,7 +229,9 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         return [params[0]]
 
     def _compiled_steps(self, params, batch, bounds, average):
-        if linear_sgd_steps is None or sp.issparse(batch.X):
+        if linear_sgd_steps is None or sp.issparse(batch.X) or params[0].shape[0] > 1:
+            # The compiled loop is the binary model's; multinomial steps run
+            # the numpy loop.
             return None
         coef, intercept = params
         # Working copies of the parameters, written back after the loop (the
@@ -274,17 +288,19 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         X_model, y, groups, n_groups, weight = self._prepare(
             X, y, sensitive_features, sample_weight, reset=True, warn=True
         )
+        classes = self._class_labels(y)
+        n_outputs = 1 if len(classes) == 2 else len(classes)
         previous = (
             self._get_params_list()
             if (
                 self.warm_start
                 and hasattr(self, "coef_")
-                and self.coef_.shape[1] == X_model.shape[1]
+                and self.coef_.shape == (n_outputs, X_model.shape[1])
             )
             else None
         )
-        self.classes_ = self._binary_labels(y)
-        batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
+        self.classes_ = classes
+        batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
         n_features = X_model.shape[1]
         params = previous or self._initial_parameters(n_features, None)
         theta0 = (
@@ -292,10 +308,11 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             if self.fit_intercept
             else params[0].ravel().copy()
         )
+        n_coef = n_outputs * n_features
 
         def unpack(theta):
-            coef = theta[:n_features].reshape(1, -1)
-            intercept = theta[n_features:] if self.fit_intercept else np.zeros(1)
+            coef = theta[:n_coef].reshape(n_outputs, n_features)
+            intercept = theta[n_coef:] if self.fit_intercept else np.zeros(n_outputs)
             return [coef, intercept]
 
         def fun(theta):

@@ -75,6 +75,11 @@ def _outside_band(model, X, band):
     if band is None:
         return False
     pred = model.predict(X)
+    if len(model.classes_) > 2:
+        # More classes: degenerate when one class takes (almost) every row; a
+        # rare class predicted for few rows is no sign of it.
+        _, counts = np.unique(pred, return_counts=True)
+        return float(counts.max() / pred.shape[0]) > band[1]
     rate = float(np.mean(pred == model.classes_[-1]))
     return not band[0] <= rate <= band[1]
 
@@ -276,7 +281,9 @@ def lambda_range(
     band : (float, float) or None, default=(0.01, 0.99)
         A lambda whose model predicts the positive class for a share of the
         client's held-out rows outside this band is degenerate (it predicts
-        almost no, or almost only, positives), and so is one whose scores
+        almost no, or almost only, positives; with more than two classes,
+        one whose most predicted class takes more than ``band[1]`` of the
+        rows), and so is one whose scores
         spread less than a tenth as widely (standard deviation on the held-out
         rows) as the lambda = 0 model's; either ends the client's range as a
         score below the tolerance does, with a

@@ -275,7 +275,7 @@ class FairMLPClassifier(BaseFairClassifier):
             raise ValueError(
                 f"hidden_layer_sizes must hold positive ints; got {hidden}."
             )
-        return [n_features, *hidden, 1]
+        return [n_features, *hidden, self._n_score_columns()]
 
     def _initial_parameters(self, n_features, random_state):
         # Glorot uniform initialisation, as sklearn's MLPClassifier.
@@ -287,8 +287,8 @@ class FairMLPClassifier(BaseFairClassifier):
             coefs.append(random_state.uniform(-bound, bound, (fan_in, fan_out)))
             intercepts.append(random_state.uniform(-bound, bound, fan_out))
         self.n_layers_ = len(sizes)
-        self.n_outputs_ = 1
-        self.out_activation_ = "logistic"
+        self.n_outputs_ = sizes[-1]
+        self.out_activation_ = "logistic" if sizes[-1] == 1 else "softmax"
         return coefs + intercepts
 
     def _get_params_list(self):
@@ -310,14 +310,16 @@ class FairMLPClassifier(BaseFairClassifier):
             pre_activations.append(z)
             activations.append(hidden)
         scores = np.asarray(safe_sparse_dot(hidden, coefs[-1]) + intercepts[-1])
-        return scores.ravel(), ((pre_activations, activations) if cache else None)
+        if scores.shape[1] == 1:
+            scores = scores.ravel()
+        return scores, ((pre_activations, activations) if cache else None)
 
     def _backprop(self, params, X, cache, score_gradient):
         half = len(params) // 2
         coefs = params[:half]
         _, derivative = _ACTIVATIONS[self.activation]
         pre_activations, activations = cache
-        delta = score_gradient[:, None]
+        delta = score_gradient[:, None] if score_gradient.ndim == 1 else score_gradient
         coef_gradients = [None] * half
         intercept_gradients = [None] * half
         for layer in range(half - 1, -1, -1):
@@ -335,7 +337,10 @@ class FairMLPClassifier(BaseFairClassifier):
         return params[: len(params) // 2]
 
     def _compiled_steps(self, params, batch, bounds, average):
-        if mlp_sgd_steps is None or sp.issparse(batch.X):
+        output_units = params[len(params) // 2 - 1].shape[1]
+        if mlp_sgd_steps is None or sp.issparse(batch.X) or output_units > 1:
+            # The compiled loop is the one-logit network's; a softmax output
+            # runs the numpy loop.
             return None
         flat = np.concatenate([np.ravel(w) for w in params]).astype(np.float64)
         flat_sum = np.zeros_like(flat)
@@ -401,14 +406,16 @@ class FairMLPClassifier(BaseFairClassifier):
             X, y, sensitive_features, sample_weight, reset=True, warn=True
         )
         warn_if_unscaled(X_model, type(self).__name__)
-        self.classes_ = self._binary_labels(y)
-        batch = _Batch(X_model, self._to01(y), groups, n_groups, weight)
-        random_state = check_random_state(self.random_state)
+        classes = self._class_labels(y)
         continuing = (
             self.warm_start
             and hasattr(self, "coefs_")
             and (self.coefs_[0].shape[0] == X_model.shape[1])
+            and np.array_equal(getattr(self, "classes_", ()), classes)
         )
+        self.classes_ = classes
+        batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
+        random_state = check_random_state(self.random_state)
         if not continuing:
             self._set_params_list(
                 self._initial_parameters(X_model.shape[1], random_state)

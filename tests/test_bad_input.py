@@ -269,10 +269,20 @@ def test_other_label_codings_give_the_same_model_with_the_greater_label_positive
 @pytest.mark.parametrize(
     "name", [n for n in sorted(FITTERS) if "ROSE" not in n and "partial" not in n]
 )
-def test_multiclass_y_is_an_error_for_the_fair_models(name):
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_multiclass_y_gives_a_model_of_every_class(name):
+    # Issue 21: it was "Only binary classification is supported".
     X, _, S, clients = _data()
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
-        FITTERS[name](X, np.arange(N) % 3, S, clients)
+    model = FITTERS[name](X, np.arange(N) % 3, S, clients)
+    assert model.classes_.tolist() == [0, 1, 2]
+    assert model.predict_proba(X).shape == (N, 3)
+
+
+def test_a_single_class_is_an_error_naming_the_class():
+    X, _, S, _ = _data()
+    for estimator in _estimators():
+        with pytest.raises(ValueError, match=r"only one class: \[1\]"):
+            estimator.fit(X, np.ones(N, dtype=int), sensitive_features=S)
 
 
 def test_fairness_aware_rose_balances_multiclass_subgroups():

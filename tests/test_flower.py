@@ -503,3 +503,47 @@ def test_fairfed_reports_on_held_out_rows_as_in_process(data):
         random_state=8,
     )
     _assert_same_model(_on_flower(federation, data), _in_process(federation, data))
+
+
+def test_a_federation_of_three_classes_on_flower_is_the_in_process_one():
+    # Issue 21. Client 0 has no row of class 2: the clients are told the
+    # federation's classes (make_client_app's classes=), which FederatedEstimator
+    # reads from all rows.
+    shares = np.ones((N_CLIENTS, 4, 3))
+    shares[0, :, 2] = 0.0
+    data = make_federated_classification(
+        900,
+        n_clients=N_CLIENTS,
+        n_classes=3,
+        class_proportions=shares,
+        client_sizes=np.linspace(1.0, 2.0, N_CLIENTS),
+        random_state=3,
+    )
+    assert 2 not in data.target[data.clients == 0]
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        n_rounds=2,
+        local_epochs=1,
+        validation_fraction=0.25,
+        random_state=12,
+    )
+    local = _in_process(federation, data)
+    with pytest.raises(ValueError, match=r"disagree on .* \[0, 1\]"):
+        _on_flower(federation, data)
+    flower = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, _loader(data), classes=[0, 1, 2]),
+        num_partitions=N_CLIENTS,
+    )
+    _assert_same_model(flower, local)
+    np.testing.assert_array_equal(flower.classes_, [0, 1, 2])
+    np.testing.assert_array_equal(flower.class_prior_, local.class_prior_)
+    np.testing.assert_array_equal(
+        flower.predict_proba(data.data), local.predict_proba(data.data)
+    )
+    for round_, theirs in local.federated_metrics_.items():
+        for key, value in theirs.items():
+            assert flower.federated_metrics_[round_][key] == pytest.approx(
+                value, rel=1e-12, nan_ok=True
+            ), key

@@ -25,12 +25,15 @@ from skfedida.over_sampling import FairnessAwareROSE, _minibatches
 from skfedida.over_sampling._minibatches import resample_minibatches, vectorises
 
 
-def _rows(n=460, n_groups=3, seed=0):
+def _rows(n=460, n_groups=3, seed=0, n_labels=2):
     rng = np.random.default_rng(seed)
     groups = rng.choice(
         n_groups, n, p=np.linspace(1, 3, n_groups) / np.linspace(1, 3, n_groups).sum()
     )
     y = (rng.random(n) < 0.2 + 0.2 * (groups == 0)).astype(np.intp)
+    if n_labels > 2:  # the third class mostly in the last group
+        third = rng.random(n) < 0.1 + 0.3 * (groups == n_groups - 1)
+        y = np.where(third, 2, y)
     X = rng.normal(size=(n, 3)) + groups[:, None]
     return X, y, groups
 
@@ -41,15 +44,24 @@ def _subgroup_counts(groups, y):
 
 @pytest.mark.parametrize("n_target", ["mean", "max", "median", 7, 0.5])
 @pytest.mark.parametrize("undersample", [True, False])
+@pytest.mark.parametrize("n_labels", [2, 3])
 def test_subgroup_counts_are_fit_resamples_minibatch_by_minibatch(
-    n_target, undersample
+    n_target, undersample, n_labels
 ):
-    X, y, groups = _rows()
+    X, y, groups = _rows(n_labels=n_labels)
     rose = FairnessAwareROSE(n_target=n_target, undersample=undersample)
     order = np.random.RandomState(1).permutation(y.size)
     batch_size = 64
     rows, bounds, synthetic, noise = resample_minibatches(
-        rose, order, batch_size, groups, 3, y, X, np.random.RandomState(2)
+        rose,
+        order,
+        batch_size,
+        groups,
+        3,
+        y,
+        X,
+        np.random.RandomState(2),
+        n_labels=n_labels,
     )
     assert bounds[0] == 0 and bounds[-1] == rows.size
     assert noise.shape == (synthetic.size, 3)
@@ -129,18 +141,31 @@ def test_noise_has_the_smoothed_bootstrap_covariance():
     assert abs(np.corrcoef(noise.T)[0, 1]) < 0.03
 
 
-def test_prior_weights_are_those_of_every_minibatch():
-    X, y, groups = _rows()
+@pytest.mark.parametrize("n_labels", [2, 3])
+def test_prior_weights_are_those_of_every_minibatch(n_labels):
+    X, y, groups = _rows(n_labels=n_labels)
     order = np.random.RandomState(3).permutation(y.size)
     rows, bounds, _, _ = resample_minibatches(
-        FairnessAwareROSE(), order, 64, groups, 3, y, X, np.random.RandomState(0)
+        FairnessAwareROSE(),
+        order,
+        64,
+        groups,
+        3,
+        y,
+        X,
+        np.random.RandomState(0),
+        n_labels=n_labels,
     )
-    weight = _minibatch_prior_weights(y, order, 64, rows, bounds)
+    weight = _minibatch_prior_weights(y, order, 64, rows, bounds, n_labels)
+    assert np.unique(y).size == n_labels
     for b in range(bounds.size - 1):
         batch = order[b * 64 : (b + 1) * 64]
         out = rows[bounds[b] : bounds[b + 1]]
+        # As the per-minibatch path computes them, over the classes present.
+        classes, codes = np.unique(y[batch], return_inverse=True)
         np.testing.assert_allclose(
-            weight[bounds[b] : bounds[b + 1]], _prior_weights(y[batch], y[out], 2)
+            weight[bounds[b] : bounds[b + 1]],
+            _prior_weights(codes, np.searchsorted(classes, y[out]), classes.size),
         )
 
 

@@ -651,8 +651,25 @@ def test_evaluate_clients_checks_its_inputs(data):
     with pytest.raises(ValueError, match="sensitive_features has 10 rows"):
         evaluate_clients(model, X, y, clients=clients, sensitive_features=S[:10], **kw)
     three = LogisticRegression().fit(X, np.arange(len(y)) % 3)
-    with pytest.raises(ValueError, match="binary outcomes"):
-        evaluate_clients(three, X, y, clients=clients, sensitive_features=S, **kw)
+    y3 = np.arange(len(y)) % 3
+    with pytest.raises(ValueError, match="most probable class, so threshold="):
+        evaluate_clients(
+            three, X, y3, clients=clients, sensitive_features=S, threshold=0.3
+        )
+    with pytest.raises(ValueError, match="most probable class, so threshold="):
+        evaluate_clients(
+            three, X, y3, clients=clients, sensitive_features=S, prevalence=0.2
+        )
+    with pytest.raises(ValueError, match="method='bca' is implemented for two"):
+        evaluate_clients(
+            three,
+            X,
+            y3,
+            clients=clients,
+            sensitive_features=S,
+            method="bca",
+            n_bootstrap=5,
+        )
 
 
 def test_a_federation_says_once_when_its_penalty_cannot_act(data):

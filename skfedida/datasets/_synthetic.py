@@ -81,6 +81,28 @@ def _per_client_table(value, n_clients, n_groups, name, *, probabilities):
     return table
 
 
+def _class_table(class_proportions, n_clients, n_groups, n_classes):
+    """Class shares per (client, group): (n_clients, n_groups, n_classes)."""
+    table = np.asarray(
+        np.ones(n_classes) if class_proportions is None else class_proportions,
+        dtype=np.float64,
+    )
+    shapes = [(n_classes,), (n_groups, n_classes), (n_clients, n_groups, n_classes)]
+    if table.shape not in shapes:
+        raise ValueError(
+            f"class_proportions must have shape {shapes[0]}, {shapes[1]} "
+            f"(groups x classes) or {shapes[2]} (clients x groups x classes); "
+            f"got {table.shape}."
+        )
+    if not np.all(np.isfinite(table)) or np.any(table < 0):
+        raise ValueError("class_proportions must hold finite values >= 0.")
+    table = np.broadcast_to(table, shapes[2])
+    totals = table.sum(axis=2, keepdims=True)
+    if np.any(totals <= 0):
+        raise ValueError("every group needs a positive total in class_proportions.")
+    return table / totals
+
+
 def _client_sizes(n_samples, n_clients, client_sizes):
     if client_sizes is None:
         weights = np.ones(n_clients)
@@ -108,7 +130,9 @@ def _client_sizes(n_samples, n_clients, client_sizes):
         "sensitive_attributes": [Mapping, None],
         # One number is also a share for every group: equal shares.
         "group_proportions": ["array-like", Hidden(numbers.Real), None],
-        "prevalence": [numbers.Real, "array-like"],
+        "prevalence": [numbers.Real, "array-like", None],
+        "n_classes": [numbers.Integral],
+        "class_proportions": ["array-like", None],
         "client_sizes": ["array-like", None],
         "heterogeneity": [numbers.Real],
         "class_sep": [numbers.Real],
@@ -126,7 +150,9 @@ def make_federated_classification(
     n_features=10,
     sensitive_attributes=None,
     group_proportions=None,
-    prevalence=0.25,
+    prevalence=None,
+    n_classes=2,
+    class_proportions=None,
     client_sizes=None,
     heterogeneity=0.0,
     class_sep=1.5,
@@ -135,12 +161,13 @@ def make_federated_classification(
     as_frame=False,
     random_state=None,
 ):
-    """Generate a federated binary classification problem with sensitive groups.
+    """Generate a federated classification problem with sensitive groups.
 
     Every row belongs to a client and to an intersectional group (one value of
     each sensitive attribute). Per client, groups are drawn with
     ``group_proportions`` and the outcome within each (client, group) with
-    probability ``prevalence``; features are Gaussian around a mean that
+    probability ``prevalence`` (or, for more than two classes, with the
+    shares ``class_proportions``); features are Gaussian around a mean that
     depends on the outcome (so they predict it), on the group (so they are
     proxies for the sensitive attributes, as real data are) and optionally on
     the client (covariate shift).
@@ -161,9 +188,17 @@ def make_federated_classification(
         Share of each group: shape (n_groups,) for every client, or
         (n_clients, n_groups); rows are normalised to sum to one. Default:
         equal shares.
-    prevalence : float or array-like, default=0.25
+    prevalence : float or array-like, default=None
         Probability of the positive outcome: one value, one per group, or one
-        per (client, group).
+        per (client, group); None is 0.25. Two classes only.
+    n_classes : int, default=2
+        Number of outcome classes (``0 .. n_classes - 1``).
+    class_proportions : array-like, default=None
+        With more than two classes, the share of each class: shape
+        (n_classes,), (n_groups, n_classes) for every client, or
+        (n_clients, n_groups, n_classes); normalised to sum to one. Default:
+        equal shares. Each class's features centre on their own random
+        direction, ``class_sep / 2`` from the origin.
     client_sizes : array-like of shape (n_clients,), default=None
         Relative client sizes; default equal.
     heterogeneity : float, default=0.0
@@ -189,7 +224,9 @@ def make_federated_classification(
         ``sensitive``, ``clients``, ``feature_names``, ``DESCR``) and
         ``group_labels`` (the groups, in the order of the tables),
         ``group_proportions`` and ``prevalence`` (the (n_clients, n_groups)
-        tables the rows were drawn from). Without ``as_frame``,
+        tables the rows were drawn from; with more than two classes,
+        ``prevalence`` is the (n_clients, n_groups, n_classes) table of class
+        shares). Without ``as_frame``,
         ``sensitive`` is a dict of attribute name to array.
 
     Examples
@@ -220,6 +257,18 @@ def make_federated_classification(
     ):
         if not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
             raise ValueError(f"{name} must be a finite number >= 0; got {value!r}.")
+    if not isinstance(n_classes, numbers.Integral) or n_classes < 2:
+        raise ValueError(f"n_classes must be an int >= 2; got {n_classes!r}.")
+    if n_classes > 2 and prevalence is not None:
+        raise ValueError(
+            f"prevalence is the positive share of two classes; with n_classes="
+            f"{n_classes} give the class shares as class_proportions."
+        )
+    if n_classes == 2 and class_proportions is not None:
+        raise ValueError(
+            "class_proportions is for more than two classes; with two, give the "
+            "positive share as prevalence."
+        )
     if sensitive_attributes is None:
         sensitive_attributes = {"race": ["A", "B"], "gender": ["Female", "Male"]}
     if not sensitive_attributes or any(
@@ -246,9 +295,16 @@ def make_federated_classification(
             present = concentration[k] > 0
             drawn[k, present] = rng.dirichlet(concentration[k, present])
         proportions = drawn
-    prevalence = _per_client_table(
-        prevalence, n_clients, n_groups, "prevalence", probabilities=False
-    )
+    if n_classes == 2:
+        prevalence = _per_client_table(
+            0.25 if prevalence is None else prevalence,
+            n_clients,
+            n_groups,
+            "prevalence",
+            probabilities=False,
+        )
+    else:
+        prevalence = _class_table(class_proportions, n_clients, n_groups, n_classes)
 
     sizes = _client_sizes(n_samples, n_clients, client_sizes)
     clients = np.repeat(np.arange(n_clients), sizes)
@@ -260,17 +316,27 @@ def make_federated_classification(
     for k in range(n_clients):
         rows = clients == k
         group[rows] = np.searchsorted(cumulative[k], uniforms[rows], side="right")
-    target = (rng.random_sample(n_samples) < prevalence[clients, group]).astype(
-        np.int64
-    )
-
-    direction = rng.standard_normal(n_features)
-    direction /= np.linalg.norm(direction)
+    if n_classes == 2:
+        target = (rng.random_sample(n_samples) < prevalence[clients, group]).astype(
+            np.int64
+        )
+        direction = rng.standard_normal(n_features)
+        direction /= np.linalg.norm(direction)
+        class_means = np.outer(target - 0.5, direction * class_sep)
+    else:
+        # Inverse-CDF draws against each row's (client, group) class shares.
+        shares = np.cumsum(prevalence[clients, group], axis=1)
+        shares[:, -1] = 1.0
+        uniforms = rng.random_sample(n_samples)
+        target = (shares <= uniforms[:, None]).sum(axis=1).astype(np.int64)
+        centres = rng.standard_normal((n_classes, n_features))
+        centres *= class_sep / 2 / np.linalg.norm(centres, axis=1, keepdims=True)
+        class_means = centres[target]
     group_offsets = rng.standard_normal((n_groups, n_features)) * group_shift
     client_offsets = rng.standard_normal((n_clients, n_features)) * client_shift
     data = (
         rng.standard_normal((n_samples, n_features))
-        + np.outer(target - 0.5, direction * class_sep)
+        + class_means
         + group_offsets[group]
         + client_offsets[clients]
     )

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn import config_context
 from sklearn.base import clone
 from sklearn.metrics import log_loss, roc_auc_score
@@ -37,7 +37,7 @@ from .._groups import (
 from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
-from ..metrics._fairness import DISPARITY_ALIASES
+from ..metrics._fairness import DISPARITY_ALIASES, _class_summary
 from ..over_sampling import FairnessAwareROSE
 from ..over_sampling._minibatches import resample_minibatches, vectorises
 from ._parameters import get_parameters, set_parameters
@@ -403,7 +403,8 @@ class _ResampledEpochs:
             self.sampler_n_groups,
             self.noised,
         ) = arrays
-        self.labels = self.y.astype(np.intp)  # the 0/1 labels as codes, once
+        self.labels = self.y.astype(np.intp)  # the labels as codes, once
+        self.n_labels = len(trainer.classes)
         self.sampler_random_state = check_random_state(sampler.random_state)
 
     @classmethod
@@ -436,7 +437,6 @@ class _ResampledEpochs:
             and vectorises(sampler)
             and not sp.issparse(data.X)
             and np.array_equal(getattr(estimator, "classes_", ()), trainer.classes)
-            and len(trainer.classes) == 2
             and data.weight is None
         )
 
@@ -477,7 +477,7 @@ class _ResampledEpochs:
         noised = np.flatnonzero(noised)
         return (
             X,
-            estimator._to01(data.y),
+            estimator._label_codes(data.y),
             np.asarray(groups, dtype=np.intp),
             n_groups,
             np.asarray(sampler_groups, dtype=np.intp),
@@ -501,34 +501,38 @@ class _ResampledEpochs:
             self.X,
             self.sampler_random_state,
             noised_columns=self.noised,
+            n_labels=self.n_labels,
         )
         X = self.X[rows]
         if noise is not None:
             X[synthetic[:, None], self.noised] += noise
         weight = None
         if self.trainer.prior_correction == "weights":
-            weight = _minibatch_prior_weights(labels, order, batch_size, rows, bounds)
+            weight = _minibatch_prior_weights(
+                labels, order, batch_size, rows, bounds, self.n_labels
+            )
         self.estimator._train_minibatches(
             X, self.y[rows], self.groups[rows], self.n_groups, weight, bounds
         )
 
 
-def _minibatch_prior_weights(labels, order, batch_size, rows, bounds):
+def _minibatch_prior_weights(labels, order, batch_size, rows, bounds, n_labels=2):
     """``_prior_weights`` of every resampled minibatch, at once."""
     n_batches = bounds.size - 1
     size_before = np.diff(minibatch_bounds(order.size, batch_size))
     batch_before = np.arange(order.size) // batch_size
+    cells = n_labels * n_batches
     before = (
-        np.bincount(batch_before * 2 + labels[order], minlength=2 * n_batches).reshape(
-            n_batches, 2
+        np.bincount(batch_before * n_labels + labels[order], minlength=cells).reshape(
+            n_batches, n_labels
         )
         / size_before[:, None]
     )
     batch_after = np.repeat(np.arange(n_batches), np.diff(bounds))
     labels_after = labels[rows]
     after = (
-        np.bincount(batch_after * 2 + labels_after, minlength=2 * n_batches).reshape(
-            n_batches, 2
+        np.bincount(batch_after * n_labels + labels_after, minlength=cells).reshape(
+            n_batches, n_labels
         )
         / np.diff(bounds)[:, None]
     )
@@ -566,7 +570,10 @@ def _training_proba(estimator, data):
         _model_inputs_key(estimator),
         lambda: estimator._model_inputs(data.X, reset=False)[0],
     )
-    positive = expit(estimator._scores(estimator._get_params_list(), X)[0])
+    scores = estimator._scores(estimator._get_params_list(), X)[0]
+    if scores.ndim == 2:  # one logit per class
+        return softmax(scores, axis=1)
+    positive = expit(scores)
     return np.column_stack([1.0 - positive, positive])
 
 
@@ -622,24 +629,45 @@ def _validation_metrics(model, X, y, S, classes):
 
     The disparities are those of ``predict``'s decisions. Plain floats (NaN
     where undefined), as both the in-process history and a Flower
-    MetricRecord need them.
+    MetricRecord need them. With more than two classes: AUROC one-vs-rest
+    (macro), the multi-class Brier score (squared error summed over
+    classes), no single selection rate (NaN), and each disparity the worst
+    over the classes one-vs-rest.
     """
-    scores = model.predict_proba(X)[:, 1]
+    y = np.asarray(y)
+    proba = model.predict_proba(X)
     predicted = model.predict(X)
-    positive = (np.asarray(y) == classes[-1]).astype(np.float64)
-    metrics = {
-        "roc_auc": float(roc_auc_score(y, scores))
-        if np.unique(y).size == 2
-        else np.nan,
-        "selection_rate": float(np.mean(predicted == classes[-1])),
-        "brier": float(np.mean((scores - positive) ** 2)),
-    }
+    if len(classes) > 2:
+        present = np.unique(y).size == len(classes)
+        truth = (y[:, None] == np.asarray(classes)[None, :]).astype(np.float64)
+        metrics = {
+            "roc_auc": float(roc_auc_score(y, proba, multi_class="ovr", labels=classes))
+            if present
+            else np.nan,
+            "selection_rate": np.nan,
+            "brier": float(np.mean(np.sum((proba - truth) ** 2, axis=1))),
+        }
+        pos_label = None
+    else:
+        scores = proba[:, 1]
+        positive = (y == classes[-1]).astype(np.float64)
+        metrics = {
+            "roc_auc": float(roc_auc_score(y, scores))
+            if np.unique(y).size == 2
+            else np.nan,
+            "selection_rate": float(np.mean(predicted == classes[-1])),
+            "brier": float(np.mean((scores - positive) ** 2)),
+        }
+        pos_label = classes[-1]
     if S is None:
         metrics.update(dpd=np.nan, dpr=np.nan, dfpr=np.nan, dppv=np.nan)
         return metrics
-    summary = fairness_summary(
-        y, predicted, sensitive_features=S, pos_label=classes[-1]
-    )
+    if pos_label is None:
+        summary = _class_summary(y, predicted, classes, S)
+    else:
+        summary = fairness_summary(
+            y, predicted, sensitive_features=S, pos_label=pos_label
+        )
     for name, key in _DISPARITIES.items():
         metrics[name] = float(summary[key])
     return metrics
@@ -704,6 +732,11 @@ def _fairness_report(estimator, data, classes):
         raise ValueError(
             "FairFed weighs clients by their fairness gaps, which need the "
             "sensitive features: pass sensitive_features to fit."
+        )
+    if len(classes) > 2:
+        raise ValueError(
+            "FairFed weighs clients by a fairness gap of decisions for one "
+            f"positive class; the outcome has {len(classes)} classes."
         )
     decided = _training_proba(estimator, data)[:, 1] > 0.5
     positive = np.asarray(data.y) == classes[-1]

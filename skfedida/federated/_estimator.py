@@ -505,7 +505,15 @@ default="mean"
             self._carry_parameters_over()
         else:
             self.__dict__.pop("_federation_state", None)
-        self.classes_ = np.unique(y)
+        classes = np.unique(y)
+        if len(classes) > 2 and self._aggregator.report_metric is not None:
+            raise ValueError(
+                f"{type(self._aggregator).__name__} weighs clients by a fairness "
+                "gap of decisions for one positive class; y has "
+                f"{len(classes)} classes {classes.tolist()[:10]}. Use another "
+                "aggregation for a multi-class outcome."
+            )
+        self.classes_ = classes
         self.clients_ = ids
         n_clients = len(ids)
         epochs = self._client_epochs(n_clients)
@@ -694,14 +702,22 @@ default="mean"
         Each client counts its own rows predicted positive by the model it
         uses (personalised or own, else global); only the counts are summed.
         """
-        positive = self.classes_[-1]
-        selected = 0
+        # Counts of each predicted class; with two, the positive one's share.
+        counts = np.zeros(len(self.classes_), dtype=np.int64)
         for k, client in enumerate(data):
             model = self.client_estimators_.get(
                 self.clients_[k].tolist(), self.estimator_
             )
-            selected += int(np.sum(model.predict(client.X) == positive))
-        warn_if_degenerate(selected / self.client_sizes_.sum(), type(self).__name__)
+            predicted = np.searchsorted(self.classes_, model.predict(client.X))
+            counts += np.bincount(predicted, minlength=len(self.classes_))
+        shares = counts / self.client_sizes_.sum()
+        if len(self.classes_) == 2:
+            warn_if_degenerate(shares[-1], type(self).__name__)
+        else:
+            most = int(np.argmax(shares))
+            warn_if_degenerate(
+                shares[most], type(self).__name__, label=self.classes_.tolist()[most]
+            )
 
     def _validated_rows(self, X, y, sensitive_features, *, reset, suffix=""):
         """X, y and the sensitive features of training (or evaluation) rows.

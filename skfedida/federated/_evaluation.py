@@ -22,7 +22,7 @@ from .._compat import (
 from .._groups import SensitiveGroups, check_labels_complete, encode_groups
 from ..exceptions import OperatingPointWarning, caller_stacklevel
 from ..metrics import fairness_summary
-from ..metrics._fairness import DISPARITY_ALIASES
+from ..metrics._fairness import DISPARITY_ALIASES, _class_summary
 from ..metrics._operating_point import (
     DEFAULT_N_BINS,
     _check_threshold,
@@ -53,7 +53,13 @@ _DEFAULT_METRICS = (
 
 
 def _metric_values(metrics, y, proba, pred, S, weight, min_group_size):
-    """Metrics of one client's rows; ``y`` and ``pred`` coded 0/1."""
+    """Metrics of one client's rows; ``y`` and ``pred`` coded 0/1.
+
+    With more than two classes ``proba`` has a column per class and ``y`` and
+    ``pred`` hold class codes: see :func:`_multiclass_values`.
+    """
+    if proba.ndim == 2:
+        return _multiclass_values(metrics, y, proba, pred, S, weight, min_group_size)
     values = {}
     w = np.ones_like(proba) if weight is None else weight
     total = w.sum()
@@ -89,6 +95,120 @@ def _metric_values(metrics, y, proba, pred, S, weight, min_group_size):
             )
         for name in wanted:
             values[name] = summary[keys[name]]
+    return values
+
+
+def _binary_decisions(
+    estimator,
+    model,
+    X,
+    proba,
+    y_positive,
+    threshold,
+    prevalence,
+    sensitive_features,
+    row_clients,
+    client_rows,
+    n_bins,
+):
+    """The target rate, the threshold and the decisions of a binary model.
+
+    A post-processor's decisions are its own (its labels, with its
+    ``random_state``); otherwise the decisions are ``proba > cut`` (0/1) at
+    the threshold ``threshold`` asks for.
+    """
+    if model is not estimator:  # a post-processor
+        if not (isinstance(threshold, numbers.Real) and threshold == 0.5):
+            raise ValueError(
+                f"{type(estimator).__name__} makes its own decisions (its "
+                "thresholds per group); threshold= does not apply to it."
+            )
+        decisions = estimator.predict(
+            X, sensitive_features=sensitive_features, clients=row_clients
+        )
+        return None, np.nan, decisions
+    target_rate = _rate_of(threshold, model, prevalence, y_positive)
+    if target_rate is None:
+        cut = float(threshold)
+    else:
+        # Each client's histograms are all the server needs to place the cut.
+        cut = federated_threshold(
+            [proba[rows] for rows in client_rows], target_rate, n_bins=n_bins
+        )
+    return target_rate, cut, (proba > cut).astype(np.float64)
+
+
+def _check_multiclass_options(classes, threshold, prevalence, method):
+    """Options that need one positive class are refused for more classes."""
+    if not (isinstance(threshold, numbers.Real) and threshold == 0.5) or (
+        prevalence is not None
+    ):
+        raise ValueError(
+            f"The model has {classes.size} classes {classes.tolist()[:10]}: its "
+            "decisions are the most probable class, so threshold= and "
+            "prevalence= (operating points on one class's probability) do not "
+            "apply; leave them at their defaults."
+        )
+    if method == "bca":
+        raise ValueError(
+            "method='bca' is implemented for two classes; use "
+            "method='percentile' for a model of more classes."
+        )
+
+
+def _multiclass_values(metrics, y, proba, pred, S, weight, min_group_size):
+    """Metrics of one client's rows for a model of more than two classes.
+
+    ``roc_auc`` is the mean of the classes' one-vs-rest AUROCs (macro, over
+    the classes present), each also given as ``roc_auc_<code>``;
+    ``brier`` the squared error summed over classes; the disparities of the
+    decisions (the most probable class) the worst over the classes
+    one-vs-rest; no selection rate or ``soft_`` disparity (they need one
+    positive class: NaN).
+    """
+    values = {}
+    w = np.ones(y.shape[0]) if weight is None else weight
+    total = w.sum()
+    n_classes = proba.shape[1]
+    if "roc_auc" in metrics:
+        # A class is scored where the rows hold it and others; a client
+        # without a class gives that class NaN and the mean of the others.
+        present = np.bincount(y[w > 0], minlength=n_classes) > 0
+        per_class = [
+            roc_auc_score(y == c, proba[:, c], sample_weight=weight)
+            if present[c] and present.sum() > 1
+            else np.nan
+            for c in range(n_classes)
+        ]
+        values["roc_auc"] = (
+            float(np.nanmean(per_class)) if present.sum() > 1 else np.nan
+        )
+        for c, value in enumerate(per_class):
+            values[f"roc_auc_{c}"] = float(value)
+    if "selection_rate" in metrics:
+        values["selection_rate"] = np.nan
+    if "accuracy" in metrics:
+        values["accuracy"] = float(np.dot(w, pred == y) / total)
+    if "brier" in metrics:
+        truth = y[:, None] == np.arange(n_classes)[None, :]
+        values["brier"] = float(np.dot(w, np.sum((proba - truth) ** 2, axis=1)) / total)
+    wanted = [m for m in metrics if m in _FAIRNESS_KEYS]
+    if wanted:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            summary = _class_summary(
+                y,
+                pred,
+                range(n_classes),
+                S,
+                sample_weight=weight,
+                min_group_size=min_group_size,
+            )
+        for name in wanted:
+            values[name] = summary[_FAIRNESS_KEYS[name]]
+    for name in metrics:
+        if name in _SOFT_KEYS:
+            values[name] = np.nan
     return values
 
 
@@ -265,6 +385,14 @@ def evaluate_clients(
     threshold stays fixed), and the mean and standard deviation across
     clients, as in the FedIDA paper's Tables 2-3 and Figures S1-S4.
 
+    A model of more than two classes decides by its most probable class (no
+    threshold): ``roc_auc`` is then the mean of the classes' one-vs-rest
+    AUROCs (over the classes the client's rows hold), each also reported as
+    ``roc_auc_<class>`` (NaN for a class the client lacks); ``brier`` the squared
+    error summed over the classes; the disparities the worst over the
+    classes one-vs-rest (see the metrics' ``agg``); ``selection_rate`` and
+    the ``soft_`` metrics, which need one positive class, are NaN.
+
     Compare models at ``threshold="prevalence"``: a model that compresses its
     scores, or shifts them toward one class, can look fair at 0.5 (it selects
     almost nobody, or almost everybody); at a matched selection rate both
@@ -396,11 +524,9 @@ def evaluate_clients(
         )
     check_labels_complete(y)
     classes = np.asarray(estimator.classes_)
-    if classes.size != 2:
-        raise ValueError(
-            "evaluate_clients reports binary outcomes; the model has classes "
-            f"{classes.tolist()}."
-        )
+    multiclass = classes.size > 2
+    if multiclass:
+        _check_multiclass_options(classes, threshold, prevalence, method)
     unknown = ~np.isin(y, classes)
     if unknown.any():
         raise ValueError(
@@ -417,31 +543,34 @@ def evaluate_clients(
     # A post-processor decides with the global model: its probabilities too.
     if personalised and not post_processed and hasattr(model, "client_estimators_"):
         kwargs["clients"] = ids[codes]
-    proba = model.predict_proba(X, **kwargs)[:, 1]
-    y_positive = (y == classes[-1]).astype(np.float64)
     client_rows = [np.flatnonzero(codes == k) for k in range(ids.size)]
-    target_rate = _rate_of(threshold, model, prevalence, y_positive)
-    if post_processed:
-        if not (isinstance(threshold, numbers.Real) and threshold == 0.5):
-            raise ValueError(
-                f"{type(estimator).__name__} makes its own decisions (its "
-                "thresholds per group); threshold= does not apply to it."
-            )
-        decisions = estimator.predict(
-            X, sensitive_features=sensitive_features, clients=ids[codes]
-        )
-        pred = (decisions == classes[-1]).astype(np.float64)
-        target_rate, cut = None, np.nan
-    elif target_rate is None:
-        cut = float(threshold)
+    if multiclass:
+        # Decisions are the most probable class; y and pred as class codes.
+        proba = model.predict_proba(X, **kwargs)
+        y_positive = np.searchsorted(classes, y)
+        pred = np.argmax(proba, axis=1)
+        target_rate, cut, achieved_rate = None, np.nan, np.nan
+        if "roc_auc" in metrics:
+            metrics = (*metrics, *(f"roc_auc_{c}" for c in range(classes.size)))
     else:
-        # Each client's histograms are all the server needs to place the cut.
-        cut = federated_threshold(
-            [proba[rows] for rows in client_rows], target_rate, n_bins=n_bins
+        proba = model.predict_proba(X, **kwargs)[:, 1]
+        y_positive = (y == classes[-1]).astype(np.float64)
+        target_rate, cut, pred = _binary_decisions(
+            estimator,
+            model,
+            X,
+            proba,
+            y_positive,
+            threshold,
+            prevalence,
+            sensitive_features,
+            ids[codes],
+            client_rows,
+            n_bins,
         )
-    if not post_processed:
-        pred = (proba > cut).astype(np.float64)
-    achieved_rate = float(pred.mean())
+        if post_processed:
+            pred = (pred == classes[-1]).astype(np.float64)
+        achieved_rate = float(pred.mean())
     if target_rate is not None and abs(achieved_rate - target_rate) > 0.01:
         warnings.warn(
             f"The threshold {cut:.4g} selects {achieved_rate:.3f} of the rows, "
@@ -510,11 +639,22 @@ def evaluate_clients(
     per_client = pd.DataFrame(rows).set_index("client")
     values = per_client[list(metrics)]
     summary = pd.DataFrame({"mean": values.mean(), "sd": values.std(ddof=1)})
+    draws = pd.concat(all_draws) if all_draws else None
+    if multiclass:
+        # Per-class AUROC columns are named by the class labels.
+        names = {
+            f"roc_auc_{c}{suffix}": f"roc_auc_{label}{suffix}"
+            for c, label in enumerate(classes.tolist())
+            for suffix in ("", "_low", "_high")
+        }
+        per_client = per_client.rename(columns=names)
+        summary = summary.rename(index=names)
+        draws = None if draws is None else draws.rename(columns=names)
     return Bunch(
         per_client=per_client,
         summary=summary,
         threshold=cut,
         target_rate=target_rate,
         achieved_rate=achieved_rate,
-        draws=pd.concat(all_draws) if all_draws else None,
+        draws=draws,
     )

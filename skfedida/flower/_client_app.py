@@ -92,7 +92,9 @@ def make_client_app(federation, load_data, *, classes=None):
         their training rows.
     classes : array-like, default=None
         Labels of the whole federation. By default each client's own labels,
-        which must then be both classes; give them when a client may lack one.
+        which must then be all the classes (the server refuses clients that
+        disagree); give them when a client may lack one, as clients of a
+        multi-class outcome often do.
 
         The node config (``flower-supernode --node-config``) gives
         ``partition-id`` and ``num-partitions``, and optionally ``model-path``:

@@ -68,6 +68,7 @@ def resample_minibatches(
     X_noised,
     random_state=None,
     noised_columns=None,
+    n_labels=2,
 ):
     """Algorithm 1 on each minibatch of ``order``, all minibatches at once.
 
@@ -86,7 +87,7 @@ def resample_minibatches(
     n_groups : int
         Number of group codes.
     y : ndarray of shape (n_samples,)
-        Labels coded 0/1.
+        Labels coded ``0 .. n_labels - 1`` (0/1 for two classes).
     X_noised : ndarray of shape (n_samples, n_features) or None
         The rows' noised columns (float64), or all columns with
         ``noised_columns`` naming the noised ones; None when no column is
@@ -96,6 +97,8 @@ def resample_minibatches(
     noised_columns : ndarray of int, default=None
         The noised columns of ``X_noised`` (None: all). Selected per epoch,
         so that a federation does not hold a copy of its clients' columns.
+    n_labels : int, default=2
+        Number of label codes; subgroups are the (group, label) cells.
 
     Returns
     -------
@@ -112,16 +115,16 @@ def resample_minibatches(
         random_state = check_random_state(sampler.random_state)
     n_samples = order.shape[0]
     n_batches = -(-n_samples // batch_size)
-    n_cells = 2 * n_groups
+    n_cells = n_labels * n_groups
     batch_of = np.arange(n_samples) // batch_size
-    cell = groups[order] * 2 + y[order].astype(np.intp)
+    cell = groups[order] * n_labels + y[order].astype(np.intp)
     key = batch_of * n_cells + cell
     counts = np.bincount(key, minlength=n_batches * n_cells).reshape(n_batches, n_cells)
     present = counts > 0
-    positives = counts[:, 1::2].sum(axis=1)
+    label_counts = counts.reshape(n_batches, n_groups, n_labels).sum(axis=1)
     # A minibatch of one class has nothing to balance: it is kept as it is.
     rows_per_batch = np.diff(minibatch_bounds(n_samples, batch_size))
-    mixed = (positives > 0) & (positives < rows_per_batch)
+    mixed = (label_counts > 0).sum(axis=1) > 1
     target = np.where(
         present & mixed[:, None],
         _targets(sampler.n_target, counts, present)[:, None],
