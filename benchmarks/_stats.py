@@ -19,9 +19,10 @@ def change_interval(
     paired bootstrap resamples of each client's test rows (the difference of
     the two models' metrics on the same resampled rows, ``evaluate_clients``'s
     ``draws`` with one ``random_state``). Each resampled (seed, client) cell
-    then takes one of its row draws instead of its point value, so the
-    interval also holds the sampling noise of the test rows: a change a
-    client's few test rows cannot tell from 0 is not called a change.
+    then takes its point value plus the deviation of one of its row draws
+    from their mean, so the interval also holds the sampling noise of the
+    test rows (a change a client's few test rows cannot tell from 0 is not
+    called a change) without the bootstrap's bias moving it.
 
     Returns
     -------
@@ -47,7 +48,15 @@ def change_interval(
         draws = rng.integers(
             0, row_draws.shape[2], size=(n_resamples, n_seeds, n_clients)
         )
-        cells = row_draws[seeds[:, :, None], clients[:, None, :], draws]
+        # Each row draw enters as its deviation from the cell's mean draw,
+        # around the cell's point value: the resamples give the spread of the
+        # test rows, not a location (a bootstrap of a max - min gap is biased
+        # upward, and the bias need not cancel between two models).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells
+            centred = row_draws - np.nanmean(row_draws, axis=2, keepdims=True)
+        centred += differences[:, :, None]
+        cells = centred[seeds[:, :, None], clients[:, None, :], draws]
         # A client whose metric is undefined stays left out, whatever its draws.
         cells[np.isnan(differences[seeds[:, :, None], clients[:, None, :]])] = np.nan
     with warnings.catch_warnings():

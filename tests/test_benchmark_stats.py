@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from _stats import change_interval, direction
@@ -45,6 +46,12 @@ def test_a_change_inside_the_test_rows_noise_is_not_called_a_change():
     # Row draws that agree with the point values change nothing.
     steady = differences[:, :, None] + rng.normal(0, 0.001, size=(3, 5, 200))
     assert direction(differences, -0.07, row_draws=steady)[0] == "as in the paper"
+    # The draws give the spread, not the location: draws biased upward by 0.2
+    # (as a bootstrap of a max - min gap is) move nothing.
+    biased = row_draws + 0.2
+    assert change_interval(differences, row_draws=biased) == pytest.approx(
+        change_interval(differences, row_draws=row_draws)
+    )
     # An undefined client stays left out whatever its draws.
     differences[:, 2] = np.nan
     assert np.isfinite(change_interval(differences, row_draws=steady)).all()
