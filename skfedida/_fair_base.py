@@ -155,6 +155,21 @@ def minibatch_bounds(n_samples, batch_size):
     return np.append(np.arange(0, n_samples, batch_size), n_samples).astype(np.intp)
 
 
+def _centred_logits(scores):
+    """Logits of more than two classes with each row's mean subtracted.
+
+    Adding one number to every class's logit of a row leaves the softmax,
+    so every prediction, unchanged: the penalty is taken of the centred
+    logits so that no such shift can lower it (it would lower the
+    standardized penalty's variances, and so the penalty, without treating
+    any group differently). One logit per row (two classes) is returned as
+    it is.
+    """
+    if scores.ndim == 1:
+        return scores
+    return scores - scores.mean(axis=1, keepdims=True)
+
+
 class BaseFairClassifier(ClassifierMixin, BaseEstimator):
     """Base class of the fairness-penalised classifiers (not for direct use)."""
 
@@ -384,8 +399,11 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         penalty_fn = PENALTIES[self.penalty]
         if penalised and self.fairness > 0 and batch.n_groups > 1:
             penalty, penalty_gradient = penalty_fn(
-                scores, y, batch.groups, batch.n_groups, weight
+                _centred_logits(scores), y, batch.groups, batch.n_groups, weight
             )
+            if scores.ndim == 2:
+                # Through the centring: d/ds = g - (row mean of g).
+                penalty_gradient -= penalty_gradient.mean(axis=1, keepdims=True)
             value += self.fairness * penalty
         else:
             penalty_gradient = None
@@ -578,7 +596,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         """
         if self.penalty != "group_standardized" or not self.fairness > 0:
             return False
-        scores = self._scores(params, minibatch.X)[0]
+        scores = _centred_logits(self._scores(params, minibatch.X)[0])
         labels = minibatch.y
         return all(
             np.ptp(scores[labels == label], axis=0).max() == 0

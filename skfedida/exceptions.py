@@ -227,16 +227,23 @@ def warn_if_degenerate(positive_share, owner, rows="training rows", label=None):
         if label is not None:
             side = repr(label)
         share = max(positive_share, 1 - positive_share)
+        if label is None:
+            where = "at the 0.5 threshold"
+            compare = (
+                "and compare models at a matched selection rate "
+                "(evaluate_clients(..., threshold='prevalence'))."
+            )
+        else:
+            where = "of its decisions"
+            compare = "and compare models by the classes' shares of the decisions."
         warnings.warn(
             f"{owner} predicts the {side} class for {share:.1%} "
-            f"of its {rows}: its disparities at the 0.5 threshold are "
+            f"of its {rows}: its disparities {where} are "
             "near 0 because it treats (almost) everybody alike, not because it "
             "treats the groups alike. Lower the fairness weight (with "
             "penalty='group', shrinking every score is the cheapest way to lower "
             "the penalty; penalty='group_standardized' avoids that, though at "
-            "large weights it still keeps the scores close together), "
-            "and compare models at a matched selection rate "
-            "(evaluate_clients(..., threshold='prevalence')).",
+            f"large weights it still keeps the scores close together), {compare}",
             DegenerateModelWarning,
             stacklevel=caller_stacklevel(),
         )

@@ -315,25 +315,35 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             intercept = theta[n_coef:] if self.fit_intercept else np.zeros(n_outputs)
             return [coef, intercept]
 
-        def fun(theta):
-            value, gradients = self._objective(unpack(theta), batch)
+        def fun(theta, penalised=True):
+            value, gradients = self._objective(
+                unpack(theta), batch, penalised=penalised
+            )
             flat = gradients[0].ravel()
             if self.fit_intercept:
                 flat = np.concatenate([flat, gradients[1]])
             return value, flat
 
-        result = minimize(
-            fun,
-            theta0,
-            method="L-BFGS-B",
-            jac=True,
-            options={
-                "maxiter": self.max_iter,
-                "maxls": 50,
-                "gtol": self.tol,
-                "ftol": 64 * np.finfo(float).eps,
-            },
-        )
+        options = {
+            "maxiter": self.max_iter,
+            "maxls": 50,
+            "gtol": self.tol,
+            "ftol": 64 * np.finfo(float).eps,
+        }
+        if previous is None and self._penalty_undefined(unpack(theta0), batch):
+            # The standardized penalty is 0/0 at the zero start, and any step
+            # from there costs fairness x its ratio at once: L-BFGS would
+            # stop at the constant model, "converged". Start from the
+            # unpenalised optimum instead, where the penalty is defined.
+            theta0 = minimize(
+                fun,
+                theta0,
+                args=(False,),
+                method="L-BFGS-B",
+                jac=True,
+                options=options,
+            ).x
+        result = minimize(fun, theta0, method="L-BFGS-B", jac=True, options=options)
         self.n_iter_ = _check_optimize_result("lbfgs", result, self.max_iter)
         if self.verbose:
             print(

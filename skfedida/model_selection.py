@@ -707,11 +707,18 @@ n_splits_, refit_time_, multimetric_ :
         for metric in metrics:
             if np.isnan(results[f"mean_test_{metric}"]).any():
                 bad = np.flatnonzero(np.isnan(results[f"mean_test_{metric}"]))
+                hint = ""
+                if metric == getattr(self.refit, "selection_rate", None):
+                    hint = (
+                        " A selection rate needs one positive class: for a "
+                        "multi-class outcome pass fairest_within(..., "
+                        "selection_rate=None) and leave it out of scoring."
+                    )
                 raise ValueError(
                     f"Candidates {[results['params'][i] for i in bad]} have NaN "
                     f"mean_test_{metric}: a fit or a score failed (e.g. a fairness "
                     "scorer without its sensitive features). Refusing to choose "
-                    "among them."
+                    f"among them.{hint}"
                 )
         if callable(self.refit):
             return self._select_best_index(self.refit, None, results)

@@ -68,7 +68,7 @@ class _Cells:
     """
 
     def __init__(self, y, groups, n_groups, sample_weight, n_rows):
-        labels = y.astype(np.intp, copy=False)
+        labels = _label_codes(y)
         self.n_labels = max(2, int(labels.max()) + 1) if labels.size else 2
         self.n_groups = n_groups
         self.index = groups * self.n_labels + labels
@@ -82,6 +82,34 @@ class _Cells:
         return np.bincount(self.index, weights=values, minlength=size).reshape(
             self.n_groups, self.n_labels
         )
+
+
+def _label_codes(y):
+    """y as non-negative integer codes; anything else is refused.
+
+    Truncating a float label (0.5 -> 0) would merge labels and return a
+    plausible penalty of the wrong pairs.
+    """
+    if y.dtype.kind in "iub":
+        labels = y.astype(np.intp, copy=False)
+    elif y.dtype.kind == "f":
+        labels = y.astype(np.intp)
+        if not np.array_equal(labels, y):
+            raise ValueError(
+                "y must hold label codes 0, 1, ... (integers); it has "
+                f"non-integer values such as {float(y[labels != y][0])!r}."
+            )
+    else:
+        raise ValueError(
+            f"y must hold label codes 0, 1, ... (integers); got dtype {y.dtype}. "
+            "Code the labels first, e.g. np.unique(y, return_inverse=True)[1]."
+        )
+    if labels.size and labels.min() < 0:
+        raise ValueError(
+            f"y must hold label codes 0, 1, ... ; it has {int(labels.min())}. Code "
+            "the labels first, e.g. np.unique(y, return_inverse=True)[1]."
+        )
+    return labels
 
 
 def _as_cells(scores, y, groups, n_groups, sample_weight):
@@ -103,6 +131,11 @@ def _columns(penalty_1d, scores, cells, class_weight, sample_weight):
     and the values summed with ``class_weight``.
     """
     if scores.ndim == 1:
+        if class_weight is not None:
+            raise ValueError(
+                "class_weight weighs the columns of 2-D scores (one per class); "
+                "the scores are 1-D."
+            )
         value, gradient = penalty_1d(scores, cells)
     else:
         n_columns = scores.shape[1]

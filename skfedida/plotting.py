@@ -183,19 +183,17 @@ class ClientMetricsDisplay:
                 table = report.per_client.loc[clients]
                 values = table[metric].to_numpy(dtype=float)
                 x = positions - 0.4 + width * (s + 0.5)
+                (point,) = axis.plot(x, values, "o", label=name if m == 0 else None)
                 if f"{metric}_low" in table:
-                    low = values - table[f"{metric}_low"].to_numpy(dtype=float)
-                    high = table[f"{metric}_high"].to_numpy(dtype=float) - values
-                    axis.errorbar(
+                    # The interval as it is, from low to high: a bootstrap
+                    # interval of a gap (max - min) need not hold its point
+                    # value, which error bars relative to it cannot draw.
+                    axis.vlines(
                         x,
-                        values,
-                        yerr=np.vstack([low, high]),
-                        fmt="o",
-                        capsize=3,
-                        label=name if m == 0 else None,
+                        table[f"{metric}_low"].to_numpy(dtype=float),
+                        table[f"{metric}_high"].to_numpy(dtype=float),
+                        color=point.get_color(),
                     )
-                else:
-                    axis.plot(x, values, "o", label=name if m == 0 else None)
             axis.set_xticks(positions, [str(c) for c in clients])
             axis.set_xlabel("client")
             axis.set_title(_label(metric))

@@ -95,7 +95,10 @@ def test_objective_is_softmax_loss_plus_penalty_of_every_class_with_its_gradient
     log_loss = -np.mean(log_softmax(scores, axis=1)[np.arange(len(y)), y])
     from skfedida.penalty import PENALTIES
 
-    penalty_value, _ = PENALTIES[penalty](scores, y, groups)
+    # The penalty of the logits with each row's mean removed (a shift common
+    # to a row's logits changes no probability).
+    centred = scores - scores.mean(axis=1, keepdims=True)
+    penalty_value, _ = PENALTIES[penalty](centred, y, groups)
     weights = sum(np.sum(w**2) for w in model._penalised(model._get_params_list()))
     expected = log_loss + 2.0 * penalty_value + 0.01 * weights
     assert model.objective(X, y, sensitive_features=S) == pytest.approx(
@@ -268,7 +271,10 @@ def test_evaluate_clients_reports_per_class_auroc_and_worst_class_disparities():
     )
     table = report.per_client
     for label in ("high", "low", "mid"):
-        assert f"roc_auc_{label}" in table and f"roc_auc_{label}_low" in table
+        assert f"roc_auc[{label}]" in table and f"roc_auc[{label}]_low" in table
+    # "low" and "high" are class labels here: no column name is repeated (a
+    # class "high" once clashed with the mean AUROC's upper bound).
+    assert table.columns.is_unique
     proba, predicted = model.predict_proba(X), model.predict(X)
     from sklearn.metrics import roc_auc_score
 
@@ -278,7 +284,7 @@ def test_evaluate_clients_reports_per_class_auroc_and_worst_class_disparities():
             roc_auc_score(labels[rows] == c, proba[rows, k])
             for k, c in enumerate(model.classes_)
         ]
-        assert table.loc[client, "roc_auc_mid"] == pytest.approx(per_class[2])
+        assert table.loc[client, "roc_auc[mid]"] == pytest.approx(per_class[2])
         assert table.loc[client, "roc_auc"] == pytest.approx(np.mean(per_class))
         truth = labels[rows][:, None] == model.classes_[None, :]
         assert table.loc[client, "brier"] == pytest.approx(
@@ -291,7 +297,7 @@ def test_evaluate_clients_reports_per_class_auroc_and_worst_class_disparities():
         )
     assert table["selection_rate"].isna().all()
     assert report.threshold != report.threshold  # NaN: decisions are argmax
-    assert "roc_auc_mid" in report.summary.index
+    assert "roc_auc[mid]" in report.summary.index
 
 
 def test_group_report_of_a_federation_of_three_classes():
@@ -396,5 +402,102 @@ def test_a_client_without_a_class_gets_the_mean_auroc_of_the_classes_it_has():
     proba = model.predict_proba(X[rows])
     expected = [roc_auc_score(y[rows] == c, proba[:, c]) for c in (0, 1)]
     first = report.per_client.loc[0]
-    assert np.isnan(first["roc_auc_2"])
+    assert np.isnan(first["roc_auc[2]"])
+    # The summary says how many clients each mean covers.
+    assert report.summary.loc["roc_auc[2]", "n_clients"] == 2
+    assert report.summary.loc["roc_auc", "n_clients"] == 3
     assert first["roc_auc"] == pytest.approx(np.mean(expected))
+
+
+@pytest.mark.parametrize("penalty", ["group", "individual", "group_standardized"])
+def test_no_shift_of_a_rows_logits_lowers_the_penalty(penalty):
+    # Adding one number to all logits of a row changes no probability, so it
+    # must not change the objective either: the standardized penalty fell
+    # from 0.18 to 0.12 that way, and training used it (reviewer's finding),
+    # leaving the predictions as unfair as before.
+    X, y, _, S = _three_classes(n=600)
+    groups = _groups(S)
+    model = FairPenaltyLogisticRegression(fairness=0.5, penalty=penalty).fit(
+        X, y, sensitive_features=S
+    )
+    batch = _Batch(X, y.astype(float), groups, groups.max() + 1, np.ones(len(y)))
+    coef, intercept = model._get_params_list()
+    shift = np.random.default_rng(0).normal(size=X.shape[1]) * 3
+    shifted = [coef + shift[None, :], intercept + 5.0]
+    np.testing.assert_allclose(
+        model._objective(shifted, batch, with_gradient=False)[0]
+        - model.alpha * (np.sum(shifted[0] ** 2) - np.sum(coef**2)),
+        model._objective([coef, intercept], batch, with_gradient=False)[0],
+        rtol=1e-10,
+    )
+    # And a fitted model's penalty is that of its centred logits: training
+    # lowered it by treating the groups alike, not by a common shift.
+    plain = FairPenaltyLogisticRegression(fairness=0.0).fit(X, y)
+    from skfedida.metrics import equalized_odds_difference
+
+    gap = [
+        equalized_odds_difference(y, m.predict(X), sensitive_features=S)
+        for m in (plain, model)
+    ]
+    assert gap[1] < gap[0]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_fit_with_the_standardized_penalty_leaves_the_zero_start(n_classes):
+    # The penalty is 0/0 at the zero start and any step costs fairness x its
+    # ratio at once: L-BFGS stopped there, "converged", at the constant model
+    # (accuracy 0.32 on three classes at the default fairness; binary from
+    # fairness 10). It now starts from the unpenalised optimum.
+    X, y, _, S = _three_classes(n=900)
+    if n_classes == 2:
+        y = (y == 2).astype(int)
+    fairness = 1.0 if n_classes == 3 else 10.0
+    model = FairPenaltyLogisticRegression(
+        fairness=fairness, penalty="group_standardized"
+    ).fit(X, y, sensitive_features=S)
+    plain = FairPenaltyLogisticRegression(fairness=0.0).fit(X, y)
+    assert np.abs(model.coef_).max() > 0.1
+    assert model.score(X, y) > plain.score(X, y) - 0.05
+    # Its objective is below the constant model's, where it used to stop.
+    fitted = model.objective(X, y, sensitive_features=S)
+    model.coef_, model.intercept_ = (
+        np.zeros_like(model.coef_),
+        np.zeros_like(model.intercept_),
+    )
+    assert fitted < model.objective(X, y, sensitive_features=S) - 0.05
+
+
+def test_a_search_that_needs_a_selection_rate_says_how_to_skip_it():
+    from sklearn import config_context
+    from sklearn.metrics import make_scorer
+
+    from skfedida.metrics import make_fairness_scorer, selection_rate
+    from skfedida.model_selection import CoarseToFineSearchCV, fairest_within
+
+    X, y, _, S = _three_classes(n=600)
+    scoring = {
+        "acc": "accuracy",
+        "dpd": make_fairness_scorer("dpd"),
+        "selection_rate": make_scorer(selection_rate),
+    }
+    with config_context(enable_metadata_routing=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # sklearn's scoring failures
+        search = CoarseToFineSearchCV(
+            FairPenaltyLogisticRegression(),
+            "fairness",
+            0.0,
+            2.0,
+            n_coarse=2,
+            n_fine=2,
+            scoring=scoring,
+            refit=fairest_within("acc", "dpd", 0.05),
+            cv=2,
+        )
+        with pytest.raises(ValueError, match=r"selection_rate=None\) and leave"):
+            search.fit(X, y, sensitive_features=S)
+        del scoring["selection_rate"]
+        search.set_params(
+            scoring=scoring,
+            refit=fairest_within("acc", "dpd", 0.05, selection_rate=None),
+        ).fit(X, y, sensitive_features=S)
+    assert search.best_estimator_.classes_.tolist() == [0, 1, 2]

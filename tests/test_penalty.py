@@ -244,3 +244,22 @@ def test_class_weight_must_match_the_score_columns(class_weight, match):
 def test_scores_of_three_dimensions_are_refused():
     with pytest.raises(ValueError, match=r"1-D .* or 2-D"):
         group_penalty(np.zeros((2, 2, 2)), [0, 1], [0, 1])
+
+
+@pytest.mark.parametrize(
+    "y, match",
+    [
+        ([0.0, 0.5, 1.0, 1.0], "non-integer values such as 0.5"),
+        ([-1, 1, -1, 1], "has -1"),
+        (["a", "b", "a", "b"], "got dtype <U1"),
+    ],
+)
+def test_labels_that_are_not_codes_are_refused(y, match):
+    # A float label was truncated (0.5 -> 0), merging labels silently.
+    with pytest.raises(ValueError, match=match):
+        group_penalty([0.1, 0.2, 0.3, 0.4], y, [0, 0, 1, 1])
+
+
+def test_class_weight_needs_score_columns():
+    with pytest.raises(ValueError, match="the scores are 1-D"):
+        group_penalty([0.1, 0.2], [0, 1], [0, 1], class_weight=[1.0, 2.0])

@@ -2,6 +2,7 @@
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import pytest
 from _helpers import make_federation
 
@@ -51,13 +52,31 @@ def test_client_metrics_display(federation):
     )
     assert len(display.axes_) == 3
     assert [a.get_title() for a in display.axes_] == ["AUROC", "DPD", "DFPR"]
-    # One error-bar container per setup in every panel.
-    assert all(len(a.containers) == 2 for a in display.axes_)
+    # Per setup in every panel: its points, and its intervals from low to high.
+    assert all(len(a.lines) == 2 and len(a.collections) == 2 for a in display.axes_)
     labels = [t.get_text() for t in display.figure_.legends[0].get_texts()]
     assert labels == ["FedAvg", "FedIDA"]
-    auc = display.reports["FedIDA"].per_client["roc_auc"].to_numpy()
-    drawn = display.axes_[0].containers[1].lines[0].get_ydata()
-    np.testing.assert_allclose(drawn, auc)
+    table = display.reports["FedIDA"].per_client
+    np.testing.assert_allclose(display.axes_[0].lines[1].get_ydata(), table["roc_auc"])
+    segments = display.axes_[1].collections[1].get_segments()
+    np.testing.assert_allclose([seg[0][1] for seg in segments], table["dpd_low"])
+    np.testing.assert_allclose([seg[1][1] for seg in segments], table["dpd_high"])
+
+
+def test_an_interval_that_does_not_hold_its_point_is_drawn_as_it_is():
+    # A bootstrap interval of a gap (max - min) can lie beside its point
+    # value; error bars relative to the point then had negative lengths and
+    # matplotlib refused to draw them.
+    from sklearn.utils import Bunch
+
+    table = pd.DataFrame(
+        {"dpd": [0.10, 0.20], "dpd_low": [0.12, 0.15], "dpd_high": [0.30, 0.25]},
+        index=pd.Index([0, 1], name="client"),
+    )
+    display = ClientMetricsDisplay({"model": Bunch(per_client=table)}).plot()
+    segments = display.axes_[0].collections[0].get_segments()
+    np.testing.assert_allclose([s[0][1] for s in segments], [0.12, 0.15])
+    np.testing.assert_allclose([s[1][1] for s in segments], [0.30, 0.25])
     plt.close("all")
 
 

@@ -160,7 +160,7 @@ def _multiclass_values(metrics, y, proba, pred, S, weight, min_group_size):
     """Metrics of one client's rows for a model of more than two classes.
 
     ``roc_auc`` is the mean of the classes' one-vs-rest AUROCs (macro, over
-    the classes present), each also given as ``roc_auc_<code>``;
+    the classes present), each also given as ``roc_auc[<code>]``;
     ``brier`` the squared error summed over classes; the disparities of the
     decisions (the most probable class) the worst over the classes
     one-vs-rest; no selection rate or ``soft_`` disparity (they need one
@@ -184,7 +184,7 @@ def _multiclass_values(metrics, y, proba, pred, S, weight, min_group_size):
             float(np.nanmean(per_class)) if present.sum() > 1 else np.nan
         )
         for c, value in enumerate(per_class):
-            values[f"roc_auc_{c}"] = float(value)
+            values[f"roc_auc[{c}]"] = float(value)
     if "selection_rate" in metrics:
         values["selection_rate"] = np.nan
     if "accuracy" in metrics:
@@ -388,10 +388,12 @@ def evaluate_clients(
     A model of more than two classes decides by its most probable class (no
     threshold): ``roc_auc`` is then the mean of the classes' one-vs-rest
     AUROCs (over the classes the client's rows hold), each also reported as
-    ``roc_auc_<class>`` (NaN for a class the client lacks); ``brier`` the squared
-    error summed over the classes; the disparities the worst over the
-    classes one-vs-rest (see the metrics' ``agg``); ``selection_rate`` and
-    the ``soft_`` metrics, which need one positive class, are NaN.
+    ``roc_auc[<class>]`` (NaN for a class the client lacks; in brackets so
+    that no class label can clash with the ``_low``/``_high`` of a bound);
+    ``brier`` the squared error summed over the classes; the disparities
+    the worst over the classes one-vs-rest (see the metrics' ``agg``);
+    ``selection_rate`` and the ``soft_`` metrics, which need one positive
+    class, are NaN.
 
     Compare models at ``threshold="prevalence"``: a model that compresses its
     scores, or shifts them toward one class, can look fair at 0.5 (it selects
@@ -470,7 +472,10 @@ def evaluate_clients(
     report : :class:`~sklearn.utils.Bunch`
         ``per_client``: a DataFrame indexed by client with, for each metric,
         its value and ``<metric>_low`` / ``<metric>_high``; ``summary``: a
-        DataFrame with the ``mean`` and ``sd`` of each metric across clients;
+        DataFrame with the ``mean`` and ``sd`` of each metric across the
+        clients where it is defined, and ``n_clients``, how many those are
+        (a client without a class, or without predicted positives, has no
+        TPR or PPV gap: the mean covers the others, and says so);
         ``threshold``: the probability threshold used; ``target_rate``: the
         selection rate it was chosen for (None for a fixed threshold);
         ``achieved_rate``: the share of all rows it selects (differs from the
@@ -495,7 +500,7 @@ def evaluate_clients(
     ...                           threshold="prevalence",
     ...                           n_bootstrap=50, random_state=0)
     >>> list(report.summary.columns)
-    ['mean', 'sd']
+    ['mean', 'sd', 'n_clients']
     >>> bool(abs(report.target_rate - data.target.mean()) < 1e-12)
     True
     >>> report.draws.shape[0]  # 3 clients x 50 resamples
@@ -551,7 +556,7 @@ def evaluate_clients(
         pred = np.argmax(proba, axis=1)
         target_rate, cut, achieved_rate = None, np.nan, np.nan
         if "roc_auc" in metrics:
-            metrics = (*metrics, *(f"roc_auc_{c}" for c in range(classes.size)))
+            metrics = (*metrics, *(f"roc_auc[{c}]" for c in range(classes.size)))
     else:
         proba = model.predict_proba(X, **kwargs)[:, 1]
         y_positive = (y == classes[-1]).astype(np.float64)
@@ -638,12 +643,19 @@ def evaluate_clients(
         rows.append(row)
     per_client = pd.DataFrame(rows).set_index("client")
     values = per_client[list(metrics)]
-    summary = pd.DataFrame({"mean": values.mean(), "sd": values.std(ddof=1)})
+    # Means over the clients whose metric is defined: n_clients says how many.
+    summary = pd.DataFrame(
+        {
+            "mean": values.mean(),
+            "sd": values.std(ddof=1),
+            "n_clients": values.notna().sum(),
+        }
+    )
     draws = pd.concat(all_draws) if all_draws else None
     if multiclass:
         # Per-class AUROC columns are named by the class labels.
         names = {
-            f"roc_auc_{c}{suffix}": f"roc_auc_{label}{suffix}"
+            f"roc_auc[{c}]{suffix}": f"roc_auc[{label}]{suffix}"
             for c, label in enumerate(classes.tolist())
             for suffix in ("", "_low", "_high")
         }

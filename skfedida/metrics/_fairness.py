@@ -335,18 +335,21 @@ def _ratio(rates, metric_name, overall=None):
 _COMMON_PARAMETERS = """Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        True binary labels.
+        True labels: two classes, or more (each class is then compared
+        against the rest).
     y_pred : array-like of shape (n_samples,)
         Predicted labels, or with ``soft=True`` predicted probabilities of the
-        positive class.
+        positive class (of ``pos_label`` for more than two classes).
     sensitive_features : Series, DataFrame, array-like or dict of array-like
         Sensitive attributes of every row: one (1-D) or several (DataFrame,
         2-D array, dict of columns). Groups are their intersections.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative sample weights.
     pos_label : int, float, bool or str, default=None
-        The positive (favourable) label. Needed unless the labels are in
-        {0, 1} or {-1, 1}, where it is 1.
+        The positive (favourable) label. For two classes it is needed unless
+        the labels are in {0, 1} or {-1, 1}, where it is 1. For more, the one
+        class to compare against the rest; by default every class is, and the
+        classes' disparities are combined (the worst, or as ``agg`` says).
     min_group_size : int, default=1
         Groups whose rate rests on fewer rows than this (rows of the group for
         selection rates, its negatives for FPR, its positives for TPR, its
@@ -429,28 +432,28 @@ def demographic_parity_difference(
 ):
     """Largest difference in selection rate P(ŷ = 1 | group) between groups.
 
-        The paper's DPD. 0 means every group is selected at the same rate.
+    The paper's DPD. 0 means every group is selected at the same rate.
 
-        %(parameters)s
+    %(parameters)s
     %(agg)s
 
-        Returns
-        -------
-        dpd : float
-            ``max_k rate_k - min_k rate_k``; 0.0 with a single group.
+    Returns
+    -------
+    dpd : float
+        ``max_k rate_k - min_k rate_k``; 0.0 with a single group.
 
-        See Also
-        --------
-        demographic_parity_ratio : The same rates as a ratio.
+    See Also
+    --------
+    demographic_parity_ratio : The same rates as a ratio.
 
-        Examples
-        --------
-        >>> from skfedida.metrics import demographic_parity_difference
-        >>> y_true = [0, 1, 0, 1, 0, 1]
-        >>> y_pred = [0, 1, 1, 1, 0, 0]
-        >>> sex = ["F", "F", "F", "M", "M", "M"]
-        >>> demographic_parity_difference(y_true, y_pred, sensitive_features=sex)
-        0.333...
+    Examples
+    --------
+    >>> from skfedida.metrics import demographic_parity_difference
+    >>> y_true = [0, 1, 0, 1, 0, 1]
+    >>> y_pred = [0, 1, 1, 1, 0, 0]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> demographic_parity_difference(y_true, y_pred, sensitive_features=sex)
+    0.333...
     """
     sums = _group_sums(
         y_true,
@@ -486,26 +489,26 @@ def demographic_parity_ratio(
 ):
     """Smallest over largest selection rate across groups.
 
-        The paper's DPR, in [0, 1]; 1 means parity. When no group has a positive
-        prediction every rate is 0, the groups are treated alike, and the ratio is
-        1.0 (fairlearn returns NaN there).
+    The paper's DPR, in [0, 1]; 1 means parity. When no group has a positive
+    prediction every rate is 0, the groups are treated alike, and the ratio is
+    1.0 (fairlearn returns NaN there).
 
-        %(parameters)s
+    %(parameters)s
     %(agg)s
 
-        Returns
-        -------
-        dpr : float
-            ``min_k rate_k / max_k rate_k``.
+    Returns
+    -------
+    dpr : float
+        ``min_k rate_k / max_k rate_k``.
 
-        Examples
-        --------
-        >>> from skfedida.metrics import demographic_parity_ratio
-        >>> y_true = [0, 1, 0, 1, 0, 1]
-        >>> y_pred = [0, 1, 1, 1, 0, 0]
-        >>> sex = ["F", "F", "F", "M", "M", "M"]
-        >>> demographic_parity_ratio(y_true, y_pred, sensitive_features=sex)
-        0.5
+    Examples
+    --------
+    >>> from skfedida.metrics import demographic_parity_ratio
+    >>> y_true = [0, 1, 0, 1, 0, 1]
+    >>> y_pred = [0, 1, 1, 1, 0, 0]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> demographic_parity_ratio(y_true, y_pred, sensitive_features=sex)
+    0.5
     """
     sums = _group_sums(
         y_true,
@@ -537,24 +540,24 @@ def false_positive_rate_difference(
 ):
     """Largest difference in false positive rate between groups.
 
-        The paper's DFPR. Groups without negatives have no FPR and are left out.
+    The paper's DFPR. Groups without negatives have no FPR and are left out.
 
-        %(parameters)s
+    %(parameters)s
     %(agg)s
 
-        Returns
-        -------
-        dfpr : float
-            ``max_k FPR_k - min_k FPR_k`` over groups with a defined FPR.
+    Returns
+    -------
+    dfpr : float
+        ``max_k FPR_k - min_k FPR_k`` over groups with a defined FPR.
 
-        Examples
-        --------
-        >>> from skfedida.metrics import false_positive_rate_difference
-        >>> y_true = [0, 0, 1, 0, 0, 1]
-        >>> y_pred = [1, 0, 1, 0, 0, 1]
-        >>> sex = ["F", "F", "F", "M", "M", "M"]
-        >>> false_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
-        0.5
+    Examples
+    --------
+    >>> from skfedida.metrics import false_positive_rate_difference
+    >>> y_true = [0, 0, 1, 0, 0, 1]
+    >>> y_pred = [1, 0, 1, 0, 0, 1]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> false_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
+    0.5
     """
     sums = _group_sums(
         y_true,
@@ -590,24 +593,24 @@ def true_positive_rate_difference(
 ):
     """Largest difference in true positive rate (recall) between groups.
 
-        Groups without positives have no TPR and are left out.
+    Groups without positives have no TPR and are left out.
 
-        %(parameters)s
+    %(parameters)s
     %(agg)s
 
-        Returns
-        -------
-        dtpr : float
-            ``max_k TPR_k - min_k TPR_k`` over groups with a defined TPR.
+    Returns
+    -------
+    dtpr : float
+        ``max_k TPR_k - min_k TPR_k`` over groups with a defined TPR.
 
-        Examples
-        --------
-        >>> from skfedida.metrics import true_positive_rate_difference
-        >>> y_true = [1, 1, 0, 1, 1, 0]
-        >>> y_pred = [1, 0, 0, 1, 1, 0]
-        >>> sex = ["F", "F", "F", "M", "M", "M"]
-        >>> true_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
-        0.5
+    Examples
+    --------
+    >>> from skfedida.metrics import true_positive_rate_difference
+    >>> y_true = [1, 1, 0, 1, 1, 0]
+    >>> y_pred = [1, 0, 0, 1, 1, 0]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> true_positive_rate_difference(y_true, y_pred, sensitive_features=sex)
+    0.5
     """
     sums = _group_sums(
         y_true,
@@ -643,25 +646,25 @@ def positive_predictive_value_difference(
 ):
     """Largest difference in positive predictive value (precision) between groups.
 
-        The paper's DPPV. Groups with no predicted positive have no PPV and are left
-        out, never counted as 0.
+    The paper's DPPV. Groups with no predicted positive have no PPV and are left
+    out, never counted as 0.
 
-        %(parameters)s
+    %(parameters)s
     %(agg)s
 
-        Returns
-        -------
-        dppv : float
-            ``max_k PPV_k - min_k PPV_k`` over groups with a defined PPV.
+    Returns
+    -------
+    dppv : float
+        ``max_k PPV_k - min_k PPV_k`` over groups with a defined PPV.
 
-        Examples
-        --------
-        >>> from skfedida.metrics import positive_predictive_value_difference
-        >>> y_true = [1, 0, 0, 1, 1, 0]
-        >>> y_pred = [1, 1, 0, 1, 1, 0]
-        >>> sex = ["F", "F", "F", "M", "M", "M"]
-        >>> positive_predictive_value_difference(y_true, y_pred, sensitive_features=sex)
-        0.5
+    Examples
+    --------
+    >>> from skfedida.metrics import positive_predictive_value_difference
+    >>> y_true = [1, 0, 0, 1, 1, 0]
+    >>> y_pred = [1, 1, 0, 1, 1, 0]
+    >>> sex = ["F", "F", "F", "M", "M", "M"]
+    >>> positive_predictive_value_difference(y_true, y_pred, sensitive_features=sex)
+    0.5
     """
     sums = _group_sums(
         y_true,
@@ -854,27 +857,27 @@ def equal_opportunity_difference(
 ):
     """Equal opportunity difference: fairlearn's name for the TPR difference.
 
-        The same value as :func:`true_positive_rate_difference` (the largest
-        difference in P(ŷ = 1 | y = 1, group) between groups).
+    The same value as :func:`true_positive_rate_difference` (the largest
+    difference in P(ŷ = 1 | y = 1, group) between groups).
 
-        %(parameters)s
+    %(parameters)s
     %(agg)s
 
-        Returns
-        -------
-        eo : float
-            The true positive rate difference.
+    Returns
+    -------
+    eo : float
+        The true positive rate difference.
 
-        See Also
-        --------
-        true_positive_rate_difference : The same metric.
+    See Also
+    --------
+    true_positive_rate_difference : The same metric.
 
-        Examples
-        --------
-        >>> from skfedida.metrics import equal_opportunity_difference
-        >>> equal_opportunity_difference([1, 1, 1, 1], [1, 0, 1, 1],
-        ...                              sensitive_features=["a", "a", "b", "b"])
-        0.5
+    Examples
+    --------
+    >>> from skfedida.metrics import equal_opportunity_difference
+    >>> equal_opportunity_difference([1, 1, 1, 1], [1, 0, 1, 1],
+    ...                              sensitive_features=["a", "a", "b", "b"])
+    0.5
     """
     sums = _group_sums(
         y_true,
