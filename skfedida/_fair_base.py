@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, log_softmax, logsumexp, softmax
+from scipy.special import expit, log_softmax, softmax
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
@@ -392,7 +392,13 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         if scores.ndim == 2:  # softmax over the classes; y holds class codes
             codes = y.astype(np.intp, copy=False)
             rows = np.arange(scores.shape[0])
-            log_loss = logsumexp(scores, axis=1) - scores[rows, codes]
+            # log-sum-exp of each row, shifted by its largest logit; plain
+            # numpy, as scipy's logsumexp costs ~0.2 ms a call (a third of a
+            # minibatch step).
+            top = scores.max(axis=1, keepdims=True) if scores.size else scores
+            exp_shifted = np.exp(scores - top)
+            row_sum = exp_shifted.sum(axis=1)
+            log_loss = top[:, 0] + np.log(row_sum) - scores[rows, codes]
         else:
             log_loss = np.logaddexp(0.0, scores) - y * scores
         value = float(np.dot(weight, log_loss) / total)
@@ -412,7 +418,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         if not with_gradient:
             return value, None
         if scores.ndim == 2:
-            score_gradient = softmax(scores, axis=1)
+            score_gradient = exp_shifted / row_sum[:, None]  # the softmax
             score_gradient[rows, codes] -= 1.0
             score_gradient *= (weight / total)[:, None]
         else:
