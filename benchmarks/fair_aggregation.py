@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
-from _timing import header, timed
+from _timing import Stopwatch, header, timed
 
 from skfedida.exceptions import OperatingPointWarning
 from skfedida.federated import FairFed, FederatedEstimator, QFedAvg, evaluate_clients
@@ -100,6 +100,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
+    stopwatch = Stopwatch()
     datasets = {
         "Adult, race W/non-W x gender": lambda seed: adult(binary=True),
         "ROC-like data": roc_like,
@@ -131,6 +132,7 @@ def main():
         print(f"\n{title}, mean over {args.seeds} seeds")
         print(header(args.seeds) + " (one fit per seed)\n")
         print(table.to_string())
+    print(f"\n{stopwatch}")
 
 
 if __name__ == "__main__":
