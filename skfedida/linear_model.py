@@ -61,8 +61,10 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
     (Armijo backtracking), so training is stable for any ``fairness``: plain
     SGD at 0.1 on the squared penalty diverges for large ``fairness``.
 
-    Binary outcomes only: fairness metrics and the penalty compare two
-    outcomes; a multi-class y raises a ``ValueError``.
+    With more than two classes the model is multinomial (softmax): one row
+    of ``coef_`` per class, and the penalty is applied to every class's
+    logit (row-centred) with rows compared to rows of the same true class
+    (see the user guide's "More than two classes").
 
     Parameters
     ----------
@@ -110,15 +112,19 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (1, n_model_features)
-        Coefficients of the model inputs (``model_feature_names_``).
-    intercept_ : ndarray of shape (1,)
+    coef_ : ndarray of shape (1, n_model_features) or \
+(n_classes, n_model_features)
+        Coefficients of the model inputs (``model_feature_names_``): one row
+        for two classes (the logit of ``classes_[1]``), one per class for more.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
         Intercept (0 when ``fit_intercept=False``).
-    classes_ : ndarray of shape (2,)
-        Class labels; ``classes_[1]`` is the positive class.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels, sorted; with two, ``classes_[1]`` is the positive class.
     n_iter_ : int
-        L-BFGS iterations of the last ``fit``, or epochs run by
-        ``partial_fit`` since the first call.
+        L-BFGS iterations of the last ``fit`` (with
+        ``penalty="group_standardized"`` from the zero start, those of its
+        unpenalised start too), or epochs run by ``partial_fit`` since the
+        first call.
     n_samples_seen_ : int
         Training rows processed: n for ``fit``, summed over ``partial_fit``
         calls.
@@ -274,7 +280,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; in column mode it holds the sensitive columns.
         y : array-like of shape (n_samples,)
-            Binary labels.
+            Class labels (two or more classes).
         sensitive_features : array-like, DataFrame or dict, default=None
             Sensitive attributes of every row (metadata mode).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -330,21 +336,27 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             "gtol": self.tol,
             "ftol": 64 * np.finfo(float).eps,
         }
+        n_start = 0
         if previous is None and self._penalty_undefined(unpack(theta0), batch):
             # The standardized penalty is 0/0 at the zero start, and any step
             # from there costs fairness x its ratio at once: L-BFGS would
             # stop at the constant model, "converged". Start from the
-            # unpenalised optimum instead, where the penalty is defined.
-            theta0 = minimize(
+            # unpenalised optimum instead, where the penalty is defined;
+            # max_iter bounds both runs together, and n_iter_ counts both.
+            start = minimize(
                 fun,
                 theta0,
                 args=(False,),
                 method="L-BFGS-B",
                 jac=True,
-                options=options,
-            ).x
+                options={**options, "maxiter": max(self.max_iter - 1, 1)},
+            )
+            theta0, n_start = start.x, int(start.nit)
+            options["maxiter"] = max(self.max_iter - n_start, 1)
         result = minimize(fun, theta0, method="L-BFGS-B", jac=True, options=options)
-        self.n_iter_ = _check_optimize_result("lbfgs", result, self.max_iter)
+        self.n_iter_ = n_start + _check_optimize_result(
+            "lbfgs", result, options["maxiter"]
+        )
         if self.verbose:
             print(
                 f"L-BFGS: {self.n_iter_} iterations, objective {result.fun:.6g}, "
@@ -363,7 +375,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
     ):
         """Run one epoch of minibatch SGD on the given rows.
 
-        The first call needs ``classes`` (both labels) and starts from zero
+        The first call needs ``classes`` (every label) and starts from zero
         coefficients; later calls continue from the current ones (also after
         ``fit``, or after a federated server set them).
 
@@ -372,8 +384,8 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training rows.
         y : array-like of shape (n_samples,)
-            Binary labels.
-        classes : array-like of shape (2,), default=None
+            Class labels.
+        classes : array-like of shape (n_classes,), default=None
             All labels; required on the first call.
         sensitive_features : array-like, DataFrame or dict, default=None
             Sensitive attributes of the rows (metadata mode).

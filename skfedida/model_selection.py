@@ -87,7 +87,13 @@ def _outside_band(model, X, band):
 def _score_spread(model, X):
     """Standard deviation of the model's scores (logits where it has them)."""
     if hasattr(model, "decision_function"):
-        return float(np.std(model.decision_function(X)))
+        scores = model.decision_function(X)
+        if scores.ndim == 2:
+            # One logit per class: a row's common shift changes no decision,
+            # and the gaps between the classes' intercepts are no spread.
+            scores = scores - scores.mean(axis=1, keepdims=True)
+            scores = scores - scores.mean(axis=0, keepdims=True)
+        return float(np.std(scores))
     proba = np.clip(model.predict_proba(X)[:, -1], 1e-12, 1 - 1e-12)
     return float(np.std(np.log(proba) - np.log1p(-proba)))
 

@@ -97,7 +97,10 @@ class FairMLPClassifier(BaseFairClassifier):
     falls (Armijo backtracking), so large ``fairness`` values do not diverge;
     Adam's steps are bounded by ``learning_rate`` by construction.
 
-    Binary outcomes only; a multi-class y raises a ``ValueError``.
+    With more than two classes the output layer has one unit per class under
+    a softmax (``out_activation_ == "softmax"``), and the penalty is applied
+    to every class's logit (row-centred), rows compared to rows of the same
+    true class.
 
     Parameters
     ----------
@@ -152,17 +155,18 @@ class FairMLPClassifier(BaseFairClassifier):
     Attributes
     ----------
     coefs_ : list of ndarray
-        Weight matrix of every layer; the last is (n_units, 1).
+        Weight matrix of every layer; the last is (n_units, n_outputs_).
     intercepts_ : list of ndarray
         Bias vector of every layer.
-    classes_ : ndarray of shape (2,)
-        Class labels; ``classes_[1]`` is the positive class.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels, sorted; with two, ``classes_[1]`` is the positive class.
     n_layers_ : int
         Number of layers, input and output included.
     n_outputs_ : int
-        Always 1: the logit of ``classes_[1]``.
+        1 for two classes (the logit of ``classes_[1]``), else the number of
+        classes.
     out_activation_ : str
-        ``"logistic"``.
+        ``"logistic"`` for two classes, ``"softmax"`` for more.
     loss_ : float
         Mean minibatch objective of the last epoch.
     loss_curve_ : list of float
@@ -391,7 +395,7 @@ class FairMLPClassifier(BaseFairClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; in column mode it holds the sensitive columns.
         y : array-like of shape (n_samples,)
-            Binary labels.
+            Class labels (two or more classes).
         sensitive_features : array-like, DataFrame or dict, default=None
             Sensitive attributes of every row (metadata mode).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -488,8 +492,8 @@ class FairMLPClassifier(BaseFairClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training rows.
         y : array-like of shape (n_samples,)
-            Binary labels.
-        classes : array-like of shape (2,), default=None
+            Class labels (two or more classes).
+        classes : array-like of shape (n_classes,), default=None
             All labels; required on the first call.
         sensitive_features : array-like, DataFrame or dict, default=None
             Sensitive attributes of the rows (metadata mode).

@@ -501,3 +501,28 @@ def test_a_search_that_needs_a_selection_rate_says_how_to_skip_it():
             refit=fairest_within("acc", "dpd", 0.05, selection_rate=None),
         ).fit(X, y, sensitive_features=S)
     assert search.best_estimator_.classes_.tolist() == [0, 1, 2]
+
+
+def test_n_iter_counts_the_unpenalised_start_and_max_iter_bounds_both():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, _, S = _three_classes(n=900)
+    model = FairPenaltyLogisticRegression(penalty="group_standardized")
+    model.fit(X, y, sensitive_features=S)
+    plain = FairPenaltyLogisticRegression(fairness=0.0).fit(X, y)
+    # Both runs counted: more than the unpenalised fit's own iterations.
+    assert model.n_iter_ > plain.n_iter_
+    with pytest.warns(ConvergenceWarning):
+        model.set_params(max_iter=5).fit(X, y, sensitive_features=S)
+    assert model.n_iter_ <= 5
+
+
+def test_a_collapsed_multiclass_model_has_no_score_spread():
+    from skfedida.model_selection import _COLLAPSED_SPREAD, _score_spread
+
+    X, y, _, S = _three_classes(n=900)
+    model = FairPenaltyLogisticRegression(fairness=0.0).fit(X, y)
+    baseline = _score_spread(model, X)
+    # Constant probabilities: the classes' intercepts differ, nothing else.
+    model.coef_[:] = 0.0
+    assert _score_spread(model, X) < _COLLAPSED_SPREAD * baseline

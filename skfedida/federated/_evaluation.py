@@ -484,8 +484,10 @@ def evaluate_clients(
         a (client, resample) index (None when ``n_bootstrap=0``). The
         resamples depend only on ``random_state`` and the number of each
         client's rows, so two models evaluated on the same rows with the same
-        ``random_state`` see the same resamples, and the difference of their
-        draws is a paired bootstrap of the difference between the models.
+        integer ``random_state`` see the same resamples, and the difference of
+        their draws is a paired bootstrap of the difference between the
+        models (``None``, or one RandomState instance passed to both calls,
+        gives each call other resamples).
 
     Examples
     --------
