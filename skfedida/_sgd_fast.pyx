@@ -17,9 +17,13 @@ scores of a trial step are ``s - t * d`` with ``d = X g_coef + g_intercept``
 computed once per step (the model is linear), and the penalty of a trial is
 computed from per-(group, label) sums of the trial scores, O(rows + groups).
 The penalties follow :mod:`skfedida.penalty` formula for formula.
+
+``multinomial_sgd_steps`` takes the same steps for more than two classes: C
+logits per row under a softmax, the penalty of the row-centred logits per
+class column with rows matched on the true class (C labels).
 """
 
-from libc.math cimport INFINITY, exp, fabs, isfinite, log1p, tanh
+from libc.math cimport INFINITY, exp, fabs, isfinite, log, log1p, tanh
 from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemm
 from libc.stdlib cimport calloc, free
@@ -670,4 +674,438 @@ def mlp_sgd_steps(
     finally:
         free(Z)
         free(A)
+    return values, n_batches, status
+
+
+# -- the multinomial model (FairPenaltyLogisticRegression, > 2 classes) --------
+
+
+cdef double _mn_group_column(
+    Py_ssize_t K, Py_ssize_t L, double[:, ::1] n, double[:, ::1] S,
+    double[::1] label_n, double[::1] label_S, double[::1] xk, double[::1] yk,
+    double[:, ::1] M, double[:, ::1] R, double[:, ::1] cell_gradient, bint gradient,
+) noexcept nogil:
+    """``penalty._group_1d`` for one score column, from its cell sums.
+
+    ``n[k, l]`` and ``S[k, l]`` are the weight and weighted score sums of group
+    k and label l (L labels); ``cell_gradient[k, l]`` receives d value / d s_i
+    for a row of unit weight in that cell. M is 2L x 2L, R 2L x L.
+    """
+    cdef Py_ssize_t k, l, a, b
+    cdef double grand = 0.0, squares = 0.0, total, W, value, acc
+    for l in range(L):
+        label_n[l] = 0.0
+        label_S[l] = 0.0
+    for k in range(K):
+        total = 0.0
+        for l in range(L):
+            label_n[l] += n[k, l]
+            label_S[l] += S[k, l]
+            total += n[k, l]
+        grand += total
+        squares += total * total
+    W = 0.5 * (grand * grand - squares)
+    if W <= 0:
+        if gradient:
+            for k in range(K):
+                for l in range(L):
+                    cell_gradient[k, l] = 0.0
+        return 0.0
+    for a in range(2 * L):
+        for b in range(2 * L):
+            M[a, b] = 0.0
+    for k in range(K):
+        total = 0.0
+        for l in range(L):
+            xk[l] = n[k, l]
+            xk[L + l] = S[k, l] - n[k, l] * (
+                label_S[l] / (label_n[l] if label_n[l] != 0 else 1.0)
+            )
+            total += n[k, l]
+        if total == 0:
+            total = 1.0
+        for a in range(2 * L):
+            yk[a] = xk[a] / total
+        for a in range(2 * L):
+            for b in range(2 * L):
+                M[a, b] += xk[a] * yk[b]
+    value = 0.0
+    for a in range(L):
+        for b in range(L):
+            value += M[a, b] * M[L + a, L + b] - M[a, L + b] * M[b, L + a]
+    value = value / W
+    if value < 0.0:
+        value = 0.0
+    if gradient:
+        # R = [-C^T; A] * 2 / W with A = M[:L, :L], C = M[:L, L:].
+        for a in range(L):
+            for b in range(L):
+                R[a, b] = -M[b, L + a] * (2.0 / W)
+                R[L + a, b] = M[a, b] * (2.0 / W)
+        for k in range(K):
+            total = 0.0
+            for l in range(L):
+                xk[l] = n[k, l]
+                xk[L + l] = S[k, l] - n[k, l] * (
+                    label_S[l] / (label_n[l] if label_n[l] != 0 else 1.0)
+                )
+                total += n[k, l]
+            if total == 0:
+                total = 1.0
+            for b in range(L):
+                acc = 0.0
+                for a in range(2 * L):
+                    acc = acc + xk[a] * R[a, b]
+                cell_gradient[k, b] = acc / total
+    return value
+
+
+cdef class _MultinomialWorkspace:
+    """Buffers of one multinomial call: per-row scores, per-cell sums."""
+
+    cdef double[:, ::1] s, u, trial, direction, score_gradient, pen
+    cdef double[:, ::1] n, S, Q, cell_gradient, slope, offset, M, R
+    cdef double[::1] label_n, label_S, label_Q, xk, yk, label_mean
+    cdef bint constant
+
+    def __cinit__(self, Py_ssize_t max_rows, Py_ssize_t n_classes, Py_ssize_t n_groups):
+        rows = max(max_rows, 1)
+        self.s = np.zeros((rows, n_classes))
+        self.u = np.zeros((rows, n_classes))
+        self.trial = np.zeros((rows, n_classes))
+        self.direction = np.zeros((rows, n_classes))
+        self.score_gradient = np.zeros((rows, n_classes))
+        self.pen = np.zeros((rows, n_classes))
+        groups = max(n_groups, 1)
+        self.n = np.zeros((groups, n_classes))
+        self.S = np.zeros((groups, n_classes))
+        self.Q = np.zeros((groups, n_classes))
+        self.cell_gradient = np.zeros((groups, n_classes))
+        self.slope = np.zeros((groups, n_classes))
+        self.offset = np.zeros((groups, n_classes))
+        self.M = np.zeros((2 * n_classes, 2 * n_classes))
+        self.R = np.zeros((2 * n_classes, n_classes))
+        self.label_n = np.zeros(n_classes)
+        self.label_S = np.zeros(n_classes)
+        self.label_Q = np.zeros(n_classes)
+        self.xk = np.zeros(2 * n_classes)
+        self.yk = np.zeros(2 * n_classes)
+        self.label_mean = np.zeros(n_classes)
+
+
+cdef double _mn_objective(
+    _MultinomialWorkspace ws,
+    double[:, ::1] s,
+    const double[::1] y,
+    const Py_ssize_t[::1] groups,
+    Py_ssize_t n_groups,
+    const double[::1] weight,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+    Py_ssize_t C,
+    double fairness,
+    int penalty,
+    double regularisation,
+    bint gradient,
+) noexcept nogil:
+    """Objective of rows start:stop at scores s (m x C, indexed from 0).
+
+    The softmax loss, plus ``fairness`` times the penalty of the row-centred
+    logits summed over the class columns, as ``BaseFairClassifier._objective``
+    computes it. With ``gradient``, ``ws.score_gradient`` receives its
+    derivative in every score (through the centring).
+    """
+    cdef Py_ssize_t i, r, c, k, l, m = stop - start, K = n_groups
+    cdef double total = 0.0, loss = 0.0, value, w, top, row_sum, mean, pen = 0.0
+    cdef double group_value, variance, residual, scale, floor, ratio, W, grand
+    cdef double squares, ordered, t, weight_total, acc
+    cdef bint active = fairness > 0 and n_groups > 1
+    cdef bint constant = True
+    for i in range(m):
+        r = start + i
+        w = weight[r]
+        total += w
+        top = s[i, 0]
+        for c in range(1, C):
+            if s[i, c] > top:
+                top = s[i, c]
+        row_sum = 0.0
+        for c in range(C):
+            row_sum += exp(s[i, c] - top)
+        loss += w * (top + log(row_sum) - s[i, <Py_ssize_t> y[r]])
+        mean = 0.0
+        for c in range(C):
+            mean += s[i, c]
+        mean /= C
+        for c in range(C):
+            ws.u[i, c] = s[i, c] - mean
+    weight_total = total
+    if total == 0:
+        total = 1.0
+    value = loss / total
+    if gradient:
+        # Constant centred logits within every label present: the
+        # standardized penalty is 0/0 (BaseFairClassifier._penalty_undefined).
+        for l in range(C):
+            for c in range(C):
+                ws.n[0, c] = INFINITY  # low
+                ws.S[0, c] = -INFINITY  # high
+            for i in range(m):
+                if <Py_ssize_t> y[start + i] == l:
+                    for c in range(C):
+                        if ws.u[i, c] < ws.n[0, c]:
+                            ws.n[0, c] = ws.u[i, c]
+                        if ws.u[i, c] > ws.S[0, c]:
+                            ws.S[0, c] = ws.u[i, c]
+            for c in range(C):
+                if ws.n[0, c] != INFINITY and ws.S[0, c] > ws.n[0, c]:
+                    constant = False
+        ws.constant = constant
+        for i in range(m):
+            for c in range(C):
+                ws.pen[i, c] = 0.0
+    if active:
+        for c in range(C):
+            for k in range(K):
+                for l in range(C):
+                    ws.n[k, l] = 0.0
+                    ws.S[k, l] = 0.0
+                    ws.Q[k, l] = 0.0
+            for i in range(m):
+                r = start + i
+                k = groups[r]
+                l = <Py_ssize_t> y[r]
+                ws.n[k, l] += weight[r]
+                ws.S[k, l] += weight[r] * ws.u[i, c]
+                if penalty == 2:
+                    ws.Q[k, l] += weight[r] * ws.u[i, c] * ws.u[i, c]
+            if penalty == 1 or penalty == 3:
+                group_value = _mn_group_column(
+                    K, C, ws.n, ws.S, ws.label_n, ws.label_S, ws.xk, ws.yk,
+                    ws.M, ws.R, ws.cell_gradient, gradient,
+                )
+                if penalty == 1:
+                    pen += group_value
+                    if gradient:
+                        for i in range(m):
+                            r = start + i
+                            ws.pen[i, c] = (
+                                ws.cell_gradient[groups[r], <Py_ssize_t> y[r]]
+                                * weight[r]
+                            )
+                elif group_value != 0.0:
+                    # Divided by the weighted within-label variance of the
+                    # column (penalty._standardized_1d).
+                    for l in range(C):
+                        ws.label_mean[l] = 0.0
+                        ws.label_Q[l] = 0.0
+                    for i in range(m):
+                        r = start + i
+                        ws.label_mean[<Py_ssize_t> y[r]] += weight[r] * ws.u[i, c]
+                        ws.label_Q[<Py_ssize_t> y[r]] += weight[r]
+                    for l in range(C):
+                        ws.label_mean[l] = (
+                            ws.label_mean[l] / ws.label_Q[l] if ws.label_Q[l] > 0
+                            else 0.0
+                        )
+                    variance = 0.0
+                    scale = 0.0
+                    for i in range(m):
+                        r = start + i
+                        residual = ws.u[i, c] - ws.label_mean[<Py_ssize_t> y[r]]
+                        variance += weight[r] * residual * residual
+                        scale = max(scale, fabs(ws.u[i, c]))
+                    variance = variance / weight_total if weight_total > 0 else 0.0
+                    floor = 16.0 * _EPS * scale
+                    if variance > max(_TINY, floor * floor):
+                        ratio = group_value / variance
+                        pen += ratio
+                        if gradient:
+                            for i in range(m):
+                                r = start + i
+                                residual = ws.u[i, c] - ws.label_mean[<Py_ssize_t> y[r]]
+                                ws.pen[i, c] = (
+                                    ws.cell_gradient[groups[r], <Py_ssize_t> y[r]]
+                                    - ratio * 2.0 * residual / weight_total
+                                ) / variance * weight[r]
+            else:  # individual
+                grand = 0.0
+                squares = 0.0
+                for l in range(C):
+                    ws.label_n[l] = 0.0
+                    ws.label_S[l] = 0.0
+                    ws.label_Q[l] = 0.0
+                for k in range(K):
+                    t = 0.0
+                    for l in range(C):
+                        ws.label_n[l] += ws.n[k, l]
+                        ws.label_S[l] += ws.S[k, l]
+                        ws.label_Q[l] += ws.Q[k, l]
+                        t += ws.n[k, l]
+                    grand += t
+                    squares += t * t
+                W = 0.5 * (grand * grand - squares)
+                if W > 0:
+                    ordered = 0.0
+                    for k in range(K):
+                        for l in range(C):
+                            ordered += (ws.label_n[l] - ws.n[k, l]) * ws.Q[k, l]
+                            ordered += ws.n[k, l] * (ws.label_Q[l] - ws.Q[k, l])
+                            ordered -= 2.0 * ws.S[k, l] * (ws.label_S[l] - ws.S[k, l])
+                    pen += 0.5 * ordered / W
+                    if gradient:
+                        for i in range(m):
+                            r = start + i
+                            k = groups[r]
+                            l = <Py_ssize_t> y[r]
+                            ws.pen[i, c] = (
+                                (2.0 / W) * (ws.label_n[l] - ws.n[k, l]) * ws.u[i, c]
+                                - (2.0 / W) * (ws.label_S[l] - ws.S[k, l])
+                            ) * weight[r]
+        value += fairness * pen
+    value += regularisation
+    if not gradient:
+        return value
+    for i in range(m):
+        r = start + i
+        w = weight[r]
+        top = s[i, 0]
+        for c in range(1, C):
+            if s[i, c] > top:
+                top = s[i, c]
+        row_sum = 0.0
+        for c in range(C):
+            row_sum += exp(s[i, c] - top)
+        mean = 0.0
+        for c in range(C):
+            mean += ws.pen[i, c]
+        mean /= C
+        for c in range(C):
+            acc = exp(s[i, c] - top) / row_sum
+            if c == <Py_ssize_t> y[r]:
+                acc -= 1.0
+            ws.score_gradient[i, c] = acc * w / total
+            if active:
+                ws.score_gradient[i, c] += fairness * (ws.pen[i, c] - mean)
+    return value
+
+
+def multinomial_sgd_steps(
+    const double[:, ::1] X,
+    const double[::1] y,
+    const Py_ssize_t[::1] groups,
+    Py_ssize_t n_groups,
+    const double[::1] weight,
+    const Py_ssize_t[::1] indptr,
+    double[:, ::1] coef,
+    double[::1] intercept,
+    bint fit_intercept,
+    double fairness,
+    double alpha,
+    int penalty,
+    double learning_rate,
+    double armijo,
+    int max_halvings,
+    bint average,
+    double[:, ::1] coef_sum,
+    double[::1] intercept_sum,
+):
+    """``linear_sgd_steps`` for the multinomial model: C logits per row.
+
+    ``coef`` is (n_classes, n_features) and ``intercept`` (n_classes,); the
+    labels in ``y`` are class codes. The same steps as the numpy reference
+    (``BaseFairClassifier._minibatch_steps``), tested equal to it.
+    """
+    cdef Py_ssize_t n_batches = indptr.shape[0] - 1, d = X.shape[1]
+    cdef Py_ssize_t C = coef.shape[0]
+    cdef Py_ssize_t b, i, j, r, c, start, stop, m, max_rows = 0, halving
+    cdef double value, trial_value, squared_norm, step, reg, acc, dd
+    cdef double values = 0.0, trial_fairness
+    cdef int status = 0
+    for b in range(n_batches):
+        if indptr[b + 1] - indptr[b] > max_rows:
+            max_rows = indptr[b + 1] - indptr[b]
+    cdef _MultinomialWorkspace ws = _MultinomialWorkspace(max_rows, C, n_groups)
+    cdef double[:, ::1] grad_coef = np.zeros((C, d))
+    cdef double[::1] grad_b = np.zeros(C)
+    with nogil:
+        for b in range(n_batches):
+            start = indptr[b]
+            stop = indptr[b + 1]
+            m = stop - start
+            for i in range(m):
+                r = start + i
+                for c in range(C):
+                    acc = intercept[c]
+                    for j in range(d):
+                        acc = acc + X[r, j] * coef[c, j]
+                    ws.s[i, c] = acc
+            reg = 0.0
+            for c in range(C):
+                for j in range(d):
+                    reg += coef[c, j] * coef[c, j]
+            value = _mn_objective(
+                ws, ws.s, y, groups, n_groups, weight, start, stop, C,
+                fairness, penalty, alpha * reg, True,
+            )
+            values += value * m
+            for c in range(C):
+                grad_b[c] = 0.0
+                for j in range(d):
+                    grad_coef[c, j] = 2.0 * alpha * coef[c, j]
+            for i in range(m):
+                r = start + i
+                for c in range(C):
+                    dd = ws.score_gradient[i, c]
+                    grad_b[c] += dd
+                    for j in range(d):
+                        grad_coef[c, j] += dd * X[r, j]
+            if not fit_intercept:
+                for c in range(C):
+                    grad_b[c] = 0.0
+            squared_norm = 0.0
+            for c in range(C):
+                squared_norm += grad_b[c] * grad_b[c]
+                for j in range(d):
+                    squared_norm += grad_coef[c, j] * grad_coef[c, j]
+            if not isfinite(squared_norm):
+                status = 1
+                break
+            trial_fairness = fairness
+            if penalty == 3 and fairness > 0 and ws.constant:
+                trial_fairness = 0.0
+            if squared_norm != 0.0:
+                for i in range(m):
+                    r = start + i
+                    for c in range(C):
+                        acc = grad_b[c]
+                        for j in range(d):
+                            acc = acc + X[r, j] * grad_coef[c, j]
+                        ws.direction[i, c] = acc
+                step = learning_rate
+                for halving in range(max_halvings):
+                    for i in range(m):
+                        for c in range(C):
+                            ws.trial[i, c] = ws.s[i, c] - step * ws.direction[i, c]
+                    reg = 0.0
+                    for c in range(C):
+                        for j in range(d):
+                            dd = coef[c, j] - step * grad_coef[c, j]
+                            reg += dd * dd
+                    trial_value = _mn_objective(
+                        ws, ws.trial, y, groups, n_groups, weight, start, stop, C,
+                        trial_fairness, penalty, alpha * reg, False,
+                    )
+                    if trial_value <= value - armijo * step * squared_norm:
+                        for c in range(C):
+                            for j in range(d):
+                                coef[c, j] = coef[c, j] - step * grad_coef[c, j]
+                            intercept[c] = intercept[c] - step * grad_b[c]
+                        break
+                    step *= 0.5
+            if average:
+                for c in range(C):
+                    for j in range(d):
+                        coef_sum[c, j] += coef[c, j]
+                    intercept_sum[c] += intercept[c]
     return values, n_batches, status

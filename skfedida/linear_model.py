@@ -18,9 +18,9 @@ from ._fair_base import (
 )
 
 try:  # built from _sgd_fast.pyx at install; the numpy loop is its reference
-    from ._sgd_fast import linear_sgd_steps
+    from ._sgd_fast import linear_sgd_steps, multinomial_sgd_steps
 except ImportError:  # pragma: no cover - a source tree that was not built
-    linear_sgd_steps = None
+    linear_sgd_steps = multinomial_sgd_steps = None
 
 #: The penalties' codes in the compiled loop.
 _PENALTY_CODES = {"group": 1, "individual": 2, "group_standardized": 3}
@@ -235,9 +235,9 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         return [params[0]]
 
     def _compiled_steps(self, params, batch, bounds, average):
-        if linear_sgd_steps is None or sp.issparse(batch.X) or params[0].shape[0] > 1:
-            # The compiled loop is the binary model's; multinomial steps run
-            # the numpy loop.
+        if params[0].shape[0] > 1:
+            return self._compiled_multinomial_steps(params, batch, bounds, average)
+        if linear_sgd_steps is None or sp.issparse(batch.X):
             return None
         coef, intercept = params
         # Working copies of the parameters, written back after the loop (the
@@ -266,6 +266,38 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         if average and n_steps:
             coef_work, intercept_work = coef_sum / n_steps, intercept_sum / n_steps
         coef[0] = coef_work
+        intercept[...] = intercept_work
+        return values
+
+    def _compiled_multinomial_steps(self, params, batch, bounds, average):
+        """``_compiled_steps`` of more than two classes (C logits per row)."""
+        if multinomial_sgd_steps is None or sp.issparse(batch.X):
+            return None
+        coef, intercept = params
+        coef_work = np.array(coef, dtype=np.float64, order="C")
+        intercept_work = np.array(intercept, dtype=np.float64)
+        coef_sum = np.zeros_like(coef_work)
+        intercept_sum = np.zeros_like(intercept_work)
+        values, n_steps, status = multinomial_sgd_steps(
+            *compiled_loop_inputs(batch, bounds),
+            coef_work,
+            intercept_work,
+            bool(self.fit_intercept),
+            float(self.fairness),
+            float(self.alpha),
+            _PENALTY_CODES[self.penalty],
+            float(self.learning_rate),
+            _ARMIJO,
+            _MAX_HALVINGS,
+            bool(average),
+            coef_sum,
+            intercept_sum,
+        )
+        if status:
+            raise non_finite_gradient()
+        if average and n_steps:
+            coef_work, intercept_work = coef_sum / n_steps, intercept_sum / n_steps
+        coef[...] = coef_work
         intercept[...] = intercept_work
         return values
 

@@ -520,7 +520,7 @@ def test_n_iter_counts_the_unpenalised_start_and_max_iter_bounds_both():
 def test_a_collapsed_multiclass_model_has_no_score_spread():
     from skfedida.model_selection import _COLLAPSED_SPREAD, _score_spread
 
-    X, y, _, S = _three_classes(n=900)
+    X, y, _, _ = _three_classes(n=900)
     model = FairPenaltyLogisticRegression(fairness=0.0).fit(X, y)
     baseline = _score_spread(model, X)
     # Constant probabilities: the classes' intercepts differ, nothing else.

@@ -157,3 +157,54 @@ def test_compiled_steps_from_a_constant_nonzero_start_equal_the_reference(monkey
         fitted.append(np.r_[model.coef_.ravel(), model.intercept_])
     np.testing.assert_allclose(fitted[1], fitted[0], rtol=1e-10, atol=1e-12)
     assert np.abs(fitted[1][:-1]).max() > 0  # it trained
+
+
+def _fit_multiclass(monkeypatch, compiled, params, X, y, groups, weight, epochs=3):
+    if not compiled:
+        monkeypatch.setattr(linear_model, "multinomial_sgd_steps", None)
+    model = FairPenaltyLogisticRegression(random_state=0, batch_size=50, **params)
+    for _ in range(epochs):
+        model.partial_fit(
+            X, y, classes=[0, 1, 2], sensitive_features=groups, sample_weight=weight
+        )
+    monkeypatch.undo()
+    return model
+
+
+def test_the_multinomial_loop_is_built():
+    assert linear_model.multinomial_sgd_steps is not None
+
+
+@pytest.mark.parametrize("penalty", ["group", "individual", "group_standardized"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"fairness": 1.0},
+        {"fairness": 50.0, "alpha": 0.01},  # large: Armijo halvings
+        {"fairness": 0.0},
+        {"fairness": 2.0, "fit_intercept": False},
+        {"fairness": 2.0, "average": True},
+        {"fairness": 1.0, "learning_rate": 5.0},
+    ],
+)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compiled_multinomial_steps_equal_the_reference(
+    monkeypatch, penalty, params, weighted
+):
+    # Three classes, minibatches that lack one (the rows are sorted by a
+    # noisy class so some batches hold two classes only).
+    X, _, groups, weight = _data(0)
+    rng = np.random.default_rng(1)
+    y = np.digitize(X[:, 0] + rng.normal(size=len(X)), [0.0, 1.0])
+    weight = weight if weighted else None
+    params = {"penalty": penalty, **params}
+    reference, compiled = (
+        _fit_multiclass(monkeypatch, c, params, X, y, groups, weight)
+        for c in (False, True)
+    )
+    assert compiled.coef_.shape == (3, X.shape[1])
+    np.testing.assert_allclose(compiled.coef_, reference.coef_, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(
+        compiled.intercept_, reference.intercept_, rtol=1e-9, atol=1e-11
+    )
+    assert compiled.loss_ == pytest.approx(reference.loss_, rel=1e-10)
