@@ -160,7 +160,17 @@ def test_compiled_steps_from_a_constant_nonzero_start_equal_the_reference(monkey
 
 
 def _fit_multiclass(monkeypatch, compiled, params, X, y, groups, weight, epochs=3):
-    if not compiled:
+    calls = []
+    if compiled:
+        # Counted, so that the comparison cannot pass by running the
+        # reference twice.
+        loop = linear_model.multinomial_sgd_steps
+        monkeypatch.setattr(
+            linear_model,
+            "multinomial_sgd_steps",
+            lambda *args: calls.append(1) or loop(*args),
+        )
+    else:
         monkeypatch.setattr(linear_model, "multinomial_sgd_steps", None)
     model = FairPenaltyLogisticRegression(random_state=0, batch_size=50, **params)
     for _ in range(epochs):
@@ -168,6 +178,7 @@ def _fit_multiclass(monkeypatch, compiled, params, X, y, groups, weight, epochs=
             X, y, classes=[0, 1, 2], sensitive_features=groups, sample_weight=weight
         )
     monkeypatch.undo()
+    assert len(calls) == (epochs if compiled else 0)
     return model
 
 
