@@ -547,3 +547,32 @@ def test_a_federation_of_three_classes_on_flower_is_the_in_process_one():
             assert flower.federated_metrics_[round_][key] == pytest.approx(
                 value, rel=1e-12, nan_ok=True
             ), key
+
+
+@pytest.mark.filterwarnings("ignore::skfedida.exceptions.ClientDataWarning")
+def test_the_server_warns_of_a_degenerate_multiclass_model():
+    # Issue 21: the server's check read the clients' selection rate, which a
+    # model of three classes does not have, so it never warned. It now reads
+    # the classes' shares of the clients' decisions, summed over clients.
+    from skfedida.exceptions import DegenerateModelWarning
+
+    # Features that say nothing of the outcome, and one class for all but 6
+    # rows: the model gives everybody that class.
+    data = make_federated_classification(
+        600, n_clients=N_CLIENTS, n_classes=3, class_sep=0.0, random_state=5
+    )
+    data.target = np.ones_like(data.target)
+    data.target[:6] = [0, 2, 0, 2, 0, 2]
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(),
+        n_rounds=3,
+        local_epochs=2,
+        validation_fraction=0.25,
+        random_state=0,
+    )
+    with pytest.warns(DegenerateModelWarning, match="predicts the '1' class for"):
+        run_in_process(
+            make_server_app(federation),
+            make_client_app(federation, _loader(data), classes=[0, 1, 2]),
+            num_partitions=N_CLIENTS,
+        )

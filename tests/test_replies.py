@@ -175,3 +175,14 @@ def test_the_checks_themselves():
     assert "not a number" in evaluation_reply_problem(
         {"val_dpd": "0.1"}, allowed={"val_dpd"}
     )
+
+
+def test_a_multiclass_brier_score_up_to_two_is_a_valid_claim():
+    # The Brier score of more than two classes sums the squared errors over
+    # the classes: up to 2. A value above 1 was refused as a malformed reply.
+    from skfedida.federated._replies import evaluation_reply_problem
+
+    allowed = {"val_brier", "num-examples"}
+    assert evaluation_reply_problem({"val_brier": 1.3}, allowed=allowed) is None
+    problem = evaluation_reply_problem({"val_brier": 2.5}, allowed=allowed)
+    assert "outside [0, 2]" in problem

@@ -646,6 +646,13 @@ def _validation_metrics(model, X, y, S, classes):
             else np.nan,
             "selection_rate": np.nan,
             "brier": float(np.mean(np.sum((proba - truth) ** 2, axis=1))),
+            # Each class's share of the decisions: their weighted means over
+            # the clients are the federation's shares (a server's
+            # degenerate-model check), which one client's own top share is not.
+            **{
+                f"share[{label}]": float(np.mean(predicted == label))
+                for label in classes
+            },
         }
         pos_label = None
     else:

@@ -327,11 +327,25 @@ class FederationPlan:
             # The server never sees training decisions; the clients' evaluation
             # rows of the last round tell it whether the model is degenerate.
             last = federated_metrics[max(federated_metrics)]
-            warn_if_degenerate(
-                float(last.get("val_selection_rate", np.nan)),
-                "The federated model",
-                rows="clients' evaluation rows",
-            )
+            shares = {
+                key[len("val_share[") : -1]: value
+                for key, value in last.items()
+                if key.startswith("val_share[") and key.endswith("]")
+            }
+            if shares:  # more than two classes: the most predicted one's share
+                label = max(shares, key=shares.get)
+                warn_if_degenerate(
+                    float(shares[label]),
+                    "The federated model",
+                    rows="clients' evaluation rows",
+                    label=label,
+                )
+            else:
+                warn_if_degenerate(
+                    float(last.get("val_selection_rate", np.nan)),
+                    "The federated model",
+                    rows="clients' evaluation rows",
+                )
         return fitted
 
 

@@ -72,6 +72,11 @@ def training_reply_problem(parameters, n_rows, loss, *, reference, declared_rows
     return None
 
 
+#: Metrics whose range is wider than [0, 1]: the Brier score of more than two
+#: classes (the squared error summed over the classes) reaches 2.
+_METRIC_UPPER = {"val_brier": 2.0}
+
+
 def evaluation_reply_problem(metrics, *, allowed):
     """Why evaluation metrics cannot be recorded, or None when they can.
 
@@ -96,8 +101,13 @@ def evaluation_reply_problem(metrics, *, allowed):
         if name == "num-examples":
             if not (isinstance(value, numbers.Integral) and value >= 0):
                 return f"it reported {value!r} evaluation rows"
-        elif name.startswith("val_") and not (np.isnan(value) or 0.0 <= value <= 1.0):
-            return f"metric {name!r} is {value!r}, outside [0, 1]"
+        elif name.startswith("val_") and not (
+            np.isnan(value) or 0.0 <= value <= _METRIC_UPPER.get(name, 1.0)
+        ):
+            return (
+                f"metric {name!r} is {value!r}, outside "
+                f"[0, {_METRIC_UPPER.get(name, 1.0):g}]"
+            )
     return None
 
 

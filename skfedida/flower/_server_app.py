@@ -48,7 +48,7 @@ def _weighted_metrics(records, weight_key):
     return MetricRecord(claims_summary(reports, weights))
 
 
-def _federation_strategy(plan, nodes, seeds, history, declared_rows=None):
+def _federation_strategy(plan, nodes, seeds, history, declared_rows=None, classes=()):
     """The Flower strategy of the federation's aggregation, with its checks.
 
     FedAvg, FedMedian or FedTrimmedAvg from ``flwr.serverapp.strategy``: the
@@ -57,7 +57,7 @@ def _federation_strategy(plan, nodes, seeds, history, declared_rows=None):
     """
     base = getattr(flwr_strategies, plan.aggregator.flower_strategy)
     strategy_class = type("_FederationStrategy", (_FederationChecks, base), {})
-    return strategy_class(plan, nodes, seeds, history, declared_rows)
+    return strategy_class(plan, nodes, seeds, history, declared_rows, classes)
 
 
 class _FederationChecks:
@@ -71,7 +71,7 @@ class _FederationChecks:
     recorded skip (Flower would carry on).
     """
 
-    def __init__(self, plan, nodes, seeds, history, declared_rows=None):
+    def __init__(self, plan, nodes, seeds, history, declared_rows=None, classes=()):
         n_clients = len(nodes)
         super().__init__(
             min_train_nodes=n_clients,
@@ -91,6 +91,11 @@ class _FederationChecks:
         # Training rows each client declared when it joined; the round's
         # global arrays (what every training reply must match).
         self.declared_rows = declared_rows
+        # With more than two classes clients also report each class's share
+        # of their decisions (val_share[<class>]); only the federation's own.
+        self.allowed_metrics = REPLY_METRICS | {
+            f"val_share[{label}]" for label in (classes if len(classes) > 2 else ())
+        }
         self.round_arrays = None
 
     def _messages(self, server_round, arrays, config, partitions, message_type):
@@ -161,7 +166,7 @@ class _FederationChecks:
         try:
             metrics = dict(content["metrics"])
             if message_type != MessageType.TRAIN:
-                return evaluation_reply_problem(metrics, allowed=REPLY_METRICS)
+                return evaluation_reply_problem(metrics, allowed=self.allowed_metrics)
             return training_reply_problem(
                 content["arrays"].to_numpy_ndarrays(),
                 metrics.get("num-examples"),
@@ -425,7 +430,7 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
         )
     history = []
     declared_rows = [int(reply["metrics"]["num-examples"]) for reply in replies]
-    strategy = _federation_strategy(plan, nodes, seeds, history, declared_rows)
+    strategy = _federation_strategy(plan, nodes, seeds, history, declared_rows, classes)
     result = strategy.start(
         grid=grid,
         # Like the in-process federation, start from client 0's initial model.
