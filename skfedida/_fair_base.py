@@ -127,19 +127,34 @@ class _Batch:
         )
 
 
-def compiled_loop_inputs(batch, bounds):
+def compiled_loop_inputs(batch, bounds, n_labels=2):
     """A ``_Batch``'s rows and minibatch bounds as the compiled loops take them.
 
-    X, y, groups, n_groups, weight and bounds: contiguous float64 / intp.
+    X, y, groups, n_groups, weight and bounds: contiguous float64 / intp. The
+    loops index their buffers by label and group code without bounds checks,
+    so the codes are checked here (O(n), once per call): an out-of-range code
+    is an error, not a write past a buffer.
     """
-    return (
-        np.ascontiguousarray(batch.X, dtype=np.float64),
-        np.ascontiguousarray(batch.y, dtype=np.float64),
-        np.ascontiguousarray(batch.groups, dtype=np.intp),
-        int(batch.n_groups),
-        np.ascontiguousarray(batch.weight, dtype=np.float64),
-        np.ascontiguousarray(bounds, dtype=np.intp),
-    )
+    X = np.ascontiguousarray(batch.X, dtype=np.float64)
+    y = np.ascontiguousarray(batch.y, dtype=np.float64)
+    groups = np.ascontiguousarray(batch.groups, dtype=np.intp)
+    weight = np.ascontiguousarray(batch.weight, dtype=np.float64)
+    bounds = np.ascontiguousarray(bounds, dtype=np.intp)
+    n_groups = int(batch.n_groups)
+    n = X.shape[0]
+    if y.shape[0] != n or groups.shape[0] != n or weight.shape[0] != n:
+        raise ValueError("X, y, groups and weight must have one entry per row.")
+    if n and not (y.min() >= 0 and y.max() < n_labels):
+        raise ValueError(
+            f"label codes outside 0..{n_labels - 1}: the model's parameters are "
+            f"for {n_labels} classes (an earlier fit that failed part way can "
+            "leave classes_ and the parameters out of step: fit again)."
+        )
+    if n and not (groups.min() >= 0 and groups.max() < max(n_groups, 1)):
+        raise ValueError(f"group codes outside 0..{n_groups - 1}.")
+    if bounds.size and (bounds[0] < 0 or bounds[-1] > n or np.any(np.diff(bounds) < 0)):
+        raise ValueError("minibatch bounds must increase within the rows.")
+    return X, y, groups, n_groups, weight, bounds
 
 
 def non_finite_gradient():

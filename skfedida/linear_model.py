@@ -279,7 +279,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         coef_sum = np.zeros_like(coef_work)
         intercept_sum = np.zeros_like(intercept_work)
         values, n_steps, status = multinomial_sgd_steps(
-            *compiled_loop_inputs(batch, bounds),
+            *compiled_loop_inputs(batch, bounds, n_labels=coef.shape[0]),
             coef_work,
             intercept_work,
             bool(self.fit_intercept),

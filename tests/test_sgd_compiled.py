@@ -4,6 +4,8 @@
 compiled loop (``skfedida._sgd_fast``) must take the same steps, to 1e-10.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -219,3 +221,23 @@ def test_compiled_multinomial_steps_equal_the_reference(
         compiled.intercept_, reference.intercept_, rtol=1e-9, atol=1e-11
     )
     assert compiled.loss_ == pytest.approx(reference.loss_, rel=1e-10)
+
+
+def test_label_codes_beyond_the_parameters_are_an_error_not_a_write_past_a_buffer():
+    # Reviewer's finding: a fit on 4 classes that failed part way (here a
+    # ConvergenceWarning made an error) left classes_ for 4 classes and coef_
+    # for 3; partial_fit then ran the compiled loop with code 3, which wrote
+    # past its buffers (valgrind) and returned a model trained on garbage.
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, _, groups, _ = _data(0)
+    y = np.arange(len(X)) % 4
+    model = FairPenaltyLogisticRegression(fairness=2.0).fit(
+        X, np.minimum(y, 2), sensitive_features=groups
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning):
+            model.set_params(max_iter=2).fit(X, y, sensitive_features=groups)
+    with pytest.raises(ValueError, match=r"label codes outside 0\.\.2"):
+        model.partial_fit(X, y, sensitive_features=groups)
