@@ -155,7 +155,7 @@ class FairMLPClassifier(BaseFairClassifier):
     Attributes
     ----------
     coefs_ : list of ndarray
-        Weight matrix of every layer; the last is (n_units, n_outputs_).
+        Weight matrix of every layer; the last is (n_units, ``n_outputs_``).
     intercepts_ : list of ndarray
         Bias vector of every layer.
     classes_ : ndarray of shape (n_classes,)
