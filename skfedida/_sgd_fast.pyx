@@ -680,6 +680,26 @@ def mlp_sgd_steps(
 # -- the multinomial model (FairPenaltyLogisticRegression, > 2 classes) --------
 
 
+cdef inline double _cell_row(
+    Py_ssize_t k, Py_ssize_t L, double[:, ::1] n, double[:, ::1] S,
+    double[::1] label_n, double[::1] label_S, double[::1] xk,
+) noexcept nogil:
+    """Group k's row of X = [n_kl, S_kl - n_kl * (label l's mean score)] in xk.
+
+    Returns the group's weight (1 for an empty group), which divides the row
+    into Y's: ``penalty._group_1d``'s X and Y, one group at a time.
+    """
+    cdef Py_ssize_t l
+    cdef double total = 0.0
+    for l in range(L):
+        xk[l] = n[k, l]
+        xk[L + l] = S[k, l] - n[k, l] * (
+            label_S[l] / (label_n[l] if label_n[l] != 0 else 1.0)
+        )
+        total += n[k, l]
+    return total if total != 0 else 1.0
+
+
 cdef double _mn_group_column(
     Py_ssize_t K, Py_ssize_t L, double[:, ::1] n, double[:, ::1] S,
     double[::1] label_n, double[::1] label_S, double[::1] xk, double[::1] yk,
@@ -715,15 +735,7 @@ cdef double _mn_group_column(
         for b in range(2 * L):
             M[a, b] = 0.0
     for k in range(K):
-        total = 0.0
-        for l in range(L):
-            xk[l] = n[k, l]
-            xk[L + l] = S[k, l] - n[k, l] * (
-                label_S[l] / (label_n[l] if label_n[l] != 0 else 1.0)
-            )
-            total += n[k, l]
-        if total == 0:
-            total = 1.0
+        total = _cell_row(k, L, n, S, label_n, label_S, xk)
         for a in range(2 * L):
             yk[a] = xk[a] / total
         for a in range(2 * L):
@@ -743,15 +755,7 @@ cdef double _mn_group_column(
                 R[a, b] = -M[b, L + a] * (2.0 / W)
                 R[L + a, b] = M[a, b] * (2.0 / W)
         for k in range(K):
-            total = 0.0
-            for l in range(L):
-                xk[l] = n[k, l]
-                xk[L + l] = S[k, l] - n[k, l] * (
-                    label_S[l] / (label_n[l] if label_n[l] != 0 else 1.0)
-                )
-                total += n[k, l]
-            if total == 0:
-                total = 1.0
+            total = _cell_row(k, L, n, S, label_n, label_S, xk)
             for b in range(L):
                 acc = 0.0
                 for a in range(2 * L):

@@ -235,51 +235,21 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         return [params[0]]
 
     def _compiled_steps(self, params, batch, bounds, average):
-        if params[0].shape[0] > 1:
-            return self._compiled_multinomial_steps(params, batch, bounds, average)
-        if linear_sgd_steps is None or sp.issparse(batch.X):
-            return None
         coef, intercept = params
+        # One logit per row for two classes, one per class for more: the
+        # multinomial model has a loop of its own, with the same arguments.
+        multinomial = coef.shape[0] > 1
+        loop = multinomial_sgd_steps if multinomial else linear_sgd_steps
+        if loop is None or sp.issparse(batch.X):
+            return None
         # Working copies of the parameters, written back after the loop (the
         # reference updates params in place too).
-        coef_work = np.array(coef[0], dtype=np.float64)
-        intercept_work = np.array(intercept, dtype=np.float64).reshape(1)
-        coef_sum = np.zeros_like(coef_work)
-        intercept_sum = np.zeros(1)
-        values, n_steps, status = linear_sgd_steps(
-            *compiled_loop_inputs(batch, bounds),
-            coef_work,
-            intercept_work,
-            bool(self.fit_intercept),
-            float(self.fairness),
-            float(self.alpha),
-            _PENALTY_CODES[self.penalty],
-            float(self.learning_rate),
-            _ARMIJO,
-            _MAX_HALVINGS,
-            bool(average),
-            coef_sum,
-            intercept_sum,
-        )
-        if status:
-            raise non_finite_gradient()
-        if average and n_steps:
-            coef_work, intercept_work = coef_sum / n_steps, intercept_sum / n_steps
-        coef[0] = coef_work
-        intercept[...] = intercept_work
-        return values
-
-    def _compiled_multinomial_steps(self, params, batch, bounds, average):
-        """``_compiled_steps`` of more than two classes (C logits per row)."""
-        if multinomial_sgd_steps is None or sp.issparse(batch.X):
-            return None
-        coef, intercept = params
-        coef_work = np.array(coef, dtype=np.float64, order="C")
-        intercept_work = np.array(intercept, dtype=np.float64)
+        coef_work = np.array(coef if multinomial else coef[0], np.float64, order="C")
+        intercept_work = np.array(intercept, dtype=np.float64).reshape(-1)
         coef_sum = np.zeros_like(coef_work)
         intercept_sum = np.zeros_like(intercept_work)
-        values, n_steps, status = multinomial_sgd_steps(
-            *compiled_loop_inputs(batch, bounds, n_labels=coef.shape[0]),
+        values, n_steps, status = loop(
+            *compiled_loop_inputs(batch, bounds, n_labels=max(2, coef.shape[0])),
             coef_work,
             intercept_work,
             bool(self.fit_intercept),
@@ -297,7 +267,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             raise non_finite_gradient()
         if average and n_steps:
             coef_work, intercept_work = coef_sum / n_steps, intercept_sum / n_steps
-        coef[...] = coef_work
+        coef[...] = coef_work.reshape(coef.shape)
         intercept[...] = intercept_work
         return values
 

@@ -29,14 +29,26 @@ def _data(seed, n=700, n_features=6, n_groups=4):
 
 
 def _fit(monkeypatch, compiled, params, X, y, groups, weight, epochs=3):
-    if not compiled:
-        monkeypatch.setattr(linear_model, "linear_sgd_steps", None)
+    """partial_fit epochs on the compiled loop of y's classes, or the reference."""
+    classes = np.unique(y)
+    name = "linear_sgd_steps" if classes.size == 2 else "multinomial_sgd_steps"
+    calls = []
+    if compiled:
+        # Counted, so that a comparison cannot pass by running the reference
+        # twice.
+        loop = getattr(linear_model, name)
+        monkeypatch.setattr(
+            linear_model, name, lambda *args: calls.append(1) or loop(*args)
+        )
+    else:
+        monkeypatch.setattr(linear_model, name, None)
     model = FairPenaltyLogisticRegression(random_state=0, batch_size=50, **params)
     for _ in range(epochs):
         model.partial_fit(
-            X, y, classes=[0, 1], sensitive_features=groups, sample_weight=weight
+            X, y, classes=classes, sensitive_features=groups, sample_weight=weight
         )
     monkeypatch.undo()
+    assert len(calls) == (epochs if compiled else 0)
     return model
 
 
@@ -161,29 +173,6 @@ def test_compiled_steps_from_a_constant_nonzero_start_equal_the_reference(monkey
     assert np.abs(fitted[1][:-1]).max() > 0  # it trained
 
 
-def _fit_multiclass(monkeypatch, compiled, params, X, y, groups, weight, epochs=3):
-    calls = []
-    if compiled:
-        # Counted, so that the comparison cannot pass by running the
-        # reference twice.
-        loop = linear_model.multinomial_sgd_steps
-        monkeypatch.setattr(
-            linear_model,
-            "multinomial_sgd_steps",
-            lambda *args: calls.append(1) or loop(*args),
-        )
-    else:
-        monkeypatch.setattr(linear_model, "multinomial_sgd_steps", None)
-    model = FairPenaltyLogisticRegression(random_state=0, batch_size=50, **params)
-    for _ in range(epochs):
-        model.partial_fit(
-            X, y, classes=[0, 1, 2], sensitive_features=groups, sample_weight=weight
-        )
-    monkeypatch.undo()
-    assert len(calls) == (epochs if compiled else 0)
-    return model
-
-
 def test_the_multinomial_loop_is_built():
     assert linear_model.multinomial_sgd_steps is not None
 
@@ -212,8 +201,7 @@ def test_compiled_multinomial_steps_equal_the_reference(
     weight = weight if weighted else None
     params = {"penalty": penalty, **params}
     reference, compiled = (
-        _fit_multiclass(monkeypatch, c, params, X, y, groups, weight)
-        for c in (False, True)
+        _fit(monkeypatch, c, params, X, y, groups, weight) for c in (False, True)
     )
     assert compiled.coef_.shape == (3, X.shape[1])
     np.testing.assert_allclose(compiled.coef_, reference.coef_, rtol=1e-9, atol=1e-11)

@@ -170,6 +170,11 @@ def _one_vs_rest_targets(y_true, y_pred, sample_weight, pos_label, soft):
         )
     else:
         classes = list(labels)
+    return _targets_of(y_true, y_pred, classes, soft), sample_weight
+
+
+def _targets_of(y_true, y_pred, classes, soft):
+    """Each class as (label, 0/1 positives, predictions), one-vs-rest."""
     return [
         (
             label,
@@ -177,7 +182,7 @@ def _one_vs_rest_targets(y_true, y_pred, sample_weight, pos_label, soft):
             y_pred if soft else (y_pred == label).astype(np.float64),
         )
         for label in classes
-    ], sample_weight
+    ]
 
 
 @dataclass(frozen=True, eq=False)
@@ -249,13 +254,22 @@ def _group_sums(
     pos_label,
     min_group_size,
     soft,
+    labels=None,
 ):
-    """Per-group sums of every compared class (``_ClassSums``)."""
+    """Per-group sums of every compared class (``_ClassSums``).
+
+    ``labels`` compares exactly those classes, one-vs-rest, whichever the
+    rows hold (a model's classes, on a client's rows that lack some).
+    """
     if not (isinstance(min_group_size, (int, np.integer)) and min_group_size >= 1):
         raise ValueError(f"min_group_size must be an int >= 1; got {min_group_size!r}.")
-    targets, weight = _one_vs_rest_targets(
-        y_true, y_pred, sample_weight, pos_label, soft
-    )
+    if labels is None:
+        targets, weight = _one_vs_rest_targets(
+            y_true, y_pred, sample_weight, pos_label, soft
+        )
+    else:
+        y_true, y_pred, weight, _ = _validated(y_true, y_pred, sample_weight, soft)
+        targets = _targets_of(y_true, y_pred, labels, soft)
     groups = encode_groups(sensitive_features, n_samples=weight.shape[0])
     return _ClassSums(
         _class_group_sums(groups, positive, predicted, weight, min_group_size, soft)
@@ -965,23 +979,17 @@ def _class_summary(
     when some rows (a client's) lack it: a class nobody has and nobody is
     predicted has no disparity of selection or FPR, and undefined TPR/PPV.
     """
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    weight = _check_sample_weight(sample_weight, y_true, ensure_non_negative=True)
-    groups = encode_groups(sensitive_features, n_samples=y_true.shape[0])
-    per_class = [
-        _summary_of(
-            _class_group_sums(
-                groups,
-                (y_true == label).astype(np.float64),
-                (y_pred == label).astype(np.float64),
-                weight,
-                min_group_size,
-                False,
-            )
-        )
-        for label in labels
-    ]
-    return _worst_over_classes(per_class)
+    sums = _group_sums(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        None,
+        min_group_size,
+        False,
+        labels=labels,
+    )
+    return _worst_over_classes([_summary_of(class_sums) for class_sums in sums])
 
 
 def _summary_of(sums):
