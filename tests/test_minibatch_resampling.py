@@ -42,7 +42,7 @@ def _subgroup_counts(groups, y):
     return collections.Counter(zip(groups.tolist(), y.tolist(), strict=True))
 
 
-@pytest.mark.parametrize("n_target", ["mean", "max", "median", 7, 0.5])
+@pytest.mark.parametrize("n_target", ["mean", "max", "median", "group_mean", 7, 0.5])
 @pytest.mark.parametrize("undersample", [True, False])
 @pytest.mark.parametrize("n_labels", [2, 3])
 def test_subgroup_counts_are_fit_resamples_minibatch_by_minibatch(

@@ -115,6 +115,48 @@ def test_dict_targets_and_absent_subgroups_stay_absent():
     assert not np.any((S_res == "b") & (y_res == 1))
 
 
+def test_group_mean_keeps_each_groups_size_and_equalises_its_classes():
+    # Group a: 7 negatives, 3 positives; b: 2 and 2; c: 5 negatives only.
+    y = np.array([0] * 7 + [1] * 3 + [0, 0, 1, 1] + [0] * 5)
+    S = np.array(["a"] * 10 + ["b"] * 4 + ["c"] * 5)
+    X = np.arange(2.0 * y.size).reshape(-1, 2)
+    rose = FairnessAwareROSE(n_target="group_mean", random_state=0)
+    _, y_res = rose.fit_resample(X, y, sensitive_features=S)
+    assert rose.subgroup_counts_after_ == {
+        (("a",), 0): 5,
+        (("a",), 1): 5,
+        (("b",), 0): 2,
+        (("b",), 1): 2,
+        (("c",), 0): 5,  # one class: nothing to equalise, the group is kept
+    }
+    # Weighted back to the overall class shares (the federation's prior
+    # correction), every group has the overall shares: Kamiran and Calders'
+    # reweighing (exactly so where every group holds both classes).
+    from skfedida.federated._client import _prior_weights
+
+    both = S != "c"
+    rose.fit_resample(X[both], y[both], sensitive_features=S[both])
+    y_res = y[both][rose.sample_indices_]
+    weight = _prior_weights(y[both], y_res, 2)
+    S_res = S[both][rose.sample_indices_]
+    for group in ("a", "b"):
+        rows = S_res == group
+        share = np.average(y_res[rows], weights=weight[rows])
+        assert share == pytest.approx(y[both].mean())
+
+
+def test_group_mean_rounds_half_to_even_as_mean_does():
+    y = np.array([0, 0, 0, 1, 1, 1, 1, 1])  # mean 4 per class, but group a:
+    S = np.array(["a", "a", "a", "a", "b", "b", "b", "b"])  # 3 + 1 -> 2
+    X = np.zeros((8, 1))
+    rose = FairnessAwareROSE(n_target="group_mean", random_state=0)
+    rose.fit_resample(X, y, sensitive_features=S)
+    assert rose.subgroup_counts_after_[(("a",), 0)] == 2
+    assert rose.subgroup_counts_after_[(("a",), 1)] == 2
+    # b holds one class: kept at 4.
+    assert rose.subgroup_counts_after_[(("b",), 1)] == 4
+
+
 def test_without_sensitive_features_balances_classes():
     X, y = _problem()
     rose = FairnessAwareROSE(n_target="max", random_state=0)

@@ -153,13 +153,22 @@ class FairnessAwareROSE(BaseSampler):
 
     Parameters
     ----------
-    n_target : int, float, {"max", "mean", "median"}, dict or callable, \
-            default="mean"
+    n_target : int, float, {"max", "mean", "median", "group_mean"}, dict or \
+            callable, default="mean"
         Target size of every subgroup:
 
         - int: that many rows;
         - ``"max"``, ``"mean"``, ``"median"``: that statistic of the subgroup
           sizes (rounded);
+        - ``"group_mean"``: the mean size of the subgroups of the same
+          sensitive group (rounded), so that every group keeps its number of
+          rows and its classes become equal. Weighted back to the classes'
+          overall shares (``FederatedEstimator(prior_correction="weights")``),
+          every group then trains with the same class shares: the reweighing
+          of Kamiran and Calders (2012), drawn by smoothed bootstrap. It is
+          :func:`~skfedida.model_selection.make_fedida`'s sampler: unlike one
+          size for all subgroups, it does not make a group of a few rows as
+          large as the largest, mostly of synthetic rows around those few;
         - float in (0, 1]: that fraction of the largest subgroup;
         - dict: ``{(group, class): size}``; subgroups not listed keep their
           size. ``group`` is the tuple of sensitive values (a single value is
@@ -260,7 +269,7 @@ class FairnessAwareROSE(BaseSampler):
         "n_target": [
             Interval(numbers.Integral, 1, None, closed="left"),
             Interval(numbers.Real, 0, 1, closed="right"),
-            StrOptions({"max", "mean", "median"}),
+            StrOptions({"max", "mean", "median", "group_mean"}),
             Mapping,
             callable,
         ],
@@ -718,6 +727,16 @@ class FairnessAwareROSE(BaseSampler):
                     )
                 targets[key] = int(value)
             return targets
+        if n_target == "group_mean":
+            # Python's round, as for "mean": half to even.
+            group_rows, group_cells = {}, {}
+            for (group, _), size in before.items():
+                group_rows[group] = group_rows.get(group, 0) + size
+                group_cells[group] = group_cells.get(group, 0) + 1
+            return {
+                key: max(round(group_rows[key[0]] / group_cells[key[0]]), 1)
+                for key in before
+            }
         if isinstance(n_target, str):
             statistic = {"max": np.max, "mean": np.mean, "median": np.median}
             value = round(float(statistic[n_target](sizes)))

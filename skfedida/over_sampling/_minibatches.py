@@ -38,8 +38,22 @@ def vectorises(sampler):
     )
 
 
-def _targets(n_target, counts, present):
-    """Target size of the subgroups of every minibatch (rows of ``counts``)."""
+def _targets(n_target, counts, present, n_labels):
+    """Target size of every subgroup (columns) of every minibatch (rows).
+
+    ``counts`` and ``present`` have one column per (group, label) cell,
+    ``group * n_labels + label``.
+    """
+    n_batches = counts.shape[0]
+    if isinstance(n_target, str) and n_target == "group_mean":
+        # The mean size of each group's present cells: each group keeps its
+        # rows and its labels become equal. Python's round, as fit_resample
+        # applies it: half to even.
+        by_group = counts.reshape(n_batches, -1, n_labels)
+        n_present = (by_group > 0).sum(axis=2)
+        value = np.round(by_group.sum(axis=2) / np.maximum(n_present, 1))
+        value = np.repeat(value, n_labels, axis=1)
+        return np.maximum(value, 1).astype(np.intp)
     n_present = present.sum(axis=1)
     if isinstance(n_target, str):
         if n_target == "mean":
@@ -52,10 +66,10 @@ def _targets(n_target, counts, present):
         # Python's round, as fit_resample applies it: half to even.
         value = np.round(value)
     elif isinstance(n_target, numbers.Integral):
-        value = np.full(counts.shape[0], int(n_target))
+        value = np.full(n_batches, int(n_target))
     else:
         value = np.round(float(n_target) * counts.max(axis=1))
-    return np.maximum(value, 1).astype(np.intp)
+    return np.maximum(value, 1).astype(np.intp)[:, None]
 
 
 def resample_minibatches(
@@ -127,7 +141,7 @@ def resample_minibatches(
     mixed = (label_counts > 0).sum(axis=1) > 1
     target = np.where(
         present & mixed[:, None],
-        _targets(sampler.n_target, counts, present)[:, None],
+        _targets(sampler.n_target, counts, present, n_labels),
         counts,
     )
     kept_size = np.minimum(counts, target) if sampler.undersample else counts
