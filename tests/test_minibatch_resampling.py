@@ -321,3 +321,43 @@ def test_averaging_on_the_vectorised_path_is_per_minibatch_as_partial_fit():
     np.testing.assert_array_equal(
         fitted[0].estimator_.coef_, fitted[1].estimator_.coef_
     )
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "pfedavg"])
+@pytest.mark.parametrize(
+    "sampler",
+    [FairnessAwareROSE(n_target="max"), FairnessAwareROSE(n_target=lambda c: 30)],
+    ids=["vectorised", "per-minibatch"],
+)
+def test_every_resampled_minibatch_is_one_step(monkeypatch, sampler, strategy):
+    # Algorithm 2 takes one step per resampled minibatch, however many rows
+    # the sampler made of it; Per-FedAvg's meta-gradient needs one step per
+    # batch too. A per-minibatch partial_fit used to split a minibatch grown
+    # past batch_size into several steps (a 360-row minibatch in batches of 16
+    # into 23), so the two paths trained different models.
+    from skfedida._fair_base import BaseFairClassifier
+
+    steps = []
+    original = BaseFairClassifier._minibatch_steps
+
+    def counting(self, params, batch, bounds, *args, **kwargs):
+        steps.append(bounds.size - 1)
+        return original(self, params, batch, bounds, *args, **kwargs)
+
+    monkeypatch.setattr(BaseFairClassifier, "_minibatch_steps", counting)
+    X, y, clients, S = _federation(frame=False)
+    FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0, batch_size=16),
+        sampler=sampler,
+        strategy=strategy,
+        n_rounds=1,
+        local_epochs=1,
+        batch_size=16,
+        random_state=0,
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    if strategy == "fedavg" and sampler.n_target == "max":
+        # The vectorised path steps through a client's minibatches in one call.
+        n_minibatches = sum(-(-np.sum(clients == c) // 16) for c in np.unique(clients))
+        assert sum(steps) == n_minibatches
+    else:
+        assert steps and set(steps) == {1}

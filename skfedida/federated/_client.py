@@ -271,6 +271,29 @@ class _Trainer:
     def _partial_fit(self, estimator, data):
         estimator.partial_fit(data.X, data.y, **self._fit_kwargs(estimator, data))
 
+    def _step(self, estimator, data):
+        """One SGD step on one (resampled) minibatch, as Algorithm 2 takes.
+
+        A sampler can grow a minibatch past the estimator's ``batch_size``
+        (``n_target="max"``, or rounding), and ``partial_fit`` would split it
+        into several steps: a different algorithm from the vectorised epochs'
+        one step per resampled minibatch, and a wrong Per-FedAvg
+        meta-gradient, which reads one step off each ``partial_fit``. Our
+        estimators take the whole minibatch in one step; other estimators'
+        ``partial_fit`` runs as they define it.
+        """
+        if not isinstance(estimator, BaseFairClassifier) or (
+            data.n <= estimator.batch_size
+        ):
+            self._partial_fit(estimator, data)
+            return
+        batch_size = estimator.batch_size
+        estimator.batch_size = data.n
+        try:
+            self._partial_fit(estimator, data)
+        finally:
+            estimator.batch_size = batch_size
+
     def prime(self, estimator, data):
         """Create the estimator's fitted attributes without learning, if it can."""
         first = data.take(np.arange(min(data.n, 2)))
@@ -328,7 +351,7 @@ class _Trainer:
                 resampled_epoch(random_state)
                 continue
             for rows in self._batches(data, random_state):
-                self._partial_fit(estimator, self._resample(sampler, data.batch(rows)))
+                self._step(estimator, self._resample(sampler, data.batch(rows)))
         return estimator
 
     def _per_fedavg_epoch(self, estimator, data, sampler, random_state):
@@ -352,10 +375,10 @@ class _Trainer:
         for first, second in zip(batches[0::2], batches[1::2], strict=False):
             theta = get_parameters(estimator)
             _set_step_size(estimator, self.inner_learning_rate)
-            self._partial_fit(estimator, self._resample(sampler, data.take(first)))
+            self._step(estimator, self._resample(sampler, data.take(first)))
             adapted = get_parameters(estimator)
             _set_step_size(estimator, beta)
-            self._partial_fit(estimator, self._resample(sampler, data.take(second)))
+            self._step(estimator, self._resample(sampler, data.take(second)))
             stepped = get_parameters(estimator)
             set_parameters(
                 estimator,
@@ -369,7 +392,7 @@ class _Trainer:
         sampler = self._client_sampler(data, random_state)
         for _ in range(steps):
             rows = random_state.permutation(data.n)[: self.batch_size]
-            self._partial_fit(estimator, self._resample(sampler, data.take(rows)))
+            self._step(estimator, self._resample(sampler, data.take(rows)))
         return estimator
 
 
