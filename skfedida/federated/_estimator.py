@@ -143,9 +143,12 @@ class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         distribution as ``fit_resample`` on each, another random stream)
         and the estimator takes one step per resampled minibatch, as
         Algorithm 2 does. Other samplers and estimators get
-        ``fit_resample`` and ``partial_fit`` calls per minibatch (then a
-        resampled minibatch larger than the estimator's ``batch_size`` is
-        split into several steps).
+        ``fit_resample`` and ``partial_fit`` calls per minibatch; skfedida's
+        estimators still take one step per resampled minibatch (also under
+        Per-FedAvg, whose meta-gradient reads one step off each batch), while
+        another library's estimator runs its ``partial_fit`` as it defines
+        it (e.g. several steps for a minibatch larger than its
+        ``batch_size``).
     resample : {"batch", "client"}, default="batch"
         Where the sampler is applied.
     aggregation : {"mean", "median", "trimmed_mean"} or aggregator, \
