@@ -18,13 +18,19 @@ step 0.1, gamma 1e-4, ROSE on every minibatch):
 - paper FedIDA: the paper's group penalty at lambda = 1 with ROSE, no prior
   correction (``prior_correction=None``);
 - make_fedida: ``make_fedida(random_state=s)``, the library's defaults (the
-  standardized group penalty at lambda = 0.5, ROSE with the prior correction).
+  standardized group penalty at lambda = 0.25, ROSE with
+  ``n_target="group_mean"`` and the prior correction);
+- one size: make_fedida with ``FairnessAwareROSE()`` (every (group,
+  outcome) subgroup brought to one size, the paper's Algorithm 1);
+- one size, lambda 0.5: the same at lambda = 0.5, make_fedida's earlier
+  defaults.
 
 Data: the shipped Adult split with race White / non-White x gender (4 groups)
 and race x gender (10 groups); the ROC-like data (``make_roc_like``, 20% of
 each client held out); a synthetic federation whose groups have base rates
-0.10, 0.25, 0.40 and 0.55. Then the trade-off along lambda on Adult (4 groups),
-at the matched rate: the table behind a ``TradeoffDisplay``.
+0.10, 0.25, 0.40 and 0.55. Then the trade-off along lambda on Adult (both
+codings) and the ROC-like data, at the matched rate: the tables behind a
+``TradeoffDisplay`` (``--plot``).
 """
 
 import argparse
@@ -116,6 +122,14 @@ def setups(rounds, epochs):
             **common,
         ),
         "make_fedida": lambda s: make_fedida(random_state=s, **common),
+        # The paper's sampler (every subgroup to one size) in make_fedida, and
+        # make_fedida's earlier defaults (that sampler at lambda 0.5).
+        "one size": lambda s: make_fedida(
+            random_state=s, sampler=FairnessAwareROSE(), **common
+        ),
+        "one size, lambda 0.5": lambda s: make_fedida(
+            fairness=0.5, random_state=s, sampler=FairnessAwareROSE(), **common
+        ),
     }
 
 
@@ -248,6 +262,12 @@ def main():
             random_state=s,
             **common,
         ),
+        "ROSE group_mean only, corrected": lambda s: FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=0.0),
+            sampler=FairnessAwareROSE(n_target="group_mean"),
+            random_state=s,
+            **common,
+        ),
         "paper penalty (lambda 1) + corrected ROSE": lambda s: FederatedEstimator(
             FairPenaltyLogisticRegression(fairness=1.0),
             sampler=FairnessAwareROSE(),
@@ -261,34 +281,44 @@ def main():
         rows[name] = pd.DataFrame(results).mean()
     print_table("Ablation, Adult, race White/non-White x gender", rows)
 
-    print("\nTrade-off along lambda, Adult race White/non-White x gender, seed 0\n")
-    train, test = adult(True)
-    print("| lambda | AUROC | Brier | rate@0.5 | DPD matched | DFPR matched |")
-    print("|---|---|---|---|---|---|")
-    lambdas = (0.0, 0.25, 0.5, 0.75, 1.0)
-    curve = []
-    for fairness in lambdas:
-        row = run(
-            lambda f=fairness: make_fedida(
-                fairness=f, random_state=0, n_rounds=rounds, local_epochs=epochs
-            ),
-            train,
-            test,
-        )
-        curve.append((row["roc_auc"], row["dpd"]))
-        print(
-            f"| {fairness} | {row['roc_auc']:.3f} | {row['brier']:.3f} | "
-            f"{row['rate_05']:.3f} | {row['dpd']:.3f} | {row['dfpr']:.3f} |"
-        )
+    # Along lambda on each data set, seed 0: where the default sits on the
+    # trade-off, and whether a larger lambda would reach what it does not.
+    lambdas = (0.0, 0.25, 0.5, 1.0, 2.0)
+    curves = {}
+    for title, (train, test) in {
+        "Adult, race White/non-White x gender": adult(True),
+        "Adult, race x gender": adult(False),
+        "ROC-like data": roc_like(0),
+    }.items():
+        print(f"\nTrade-off along lambda (make_fedida), {title}, seed 0\n")
+        print("| lambda | AUROC | Brier | rate@0.5 | DPD matched | DFPR matched |")
+        print("|---|---|---|---|---|---|")
+        curve = []
+        for fairness in lambdas:
+            row = run(
+                lambda f=fairness: make_fedida(
+                    fairness=f, random_state=0, n_rounds=rounds, local_epochs=epochs
+                ),
+                train,
+                test,
+            )
+            curve.append((row["roc_auc"], row["dpd"]))
+            print(
+                f"| {fairness} | {row['roc_auc']:.3f} | {row['brier']:.3f} | "
+                f"{row['rate_05']:.3f} | {row['dpd']:.3f} | {row['dfpr']:.3f} |"
+            )
+        curves[title] = curve
     if args.plot:
         import matplotlib
 
         matplotlib.use("Agg")
         from skfedida.plotting import TradeoffDisplay
 
-        auroc, dpd = zip(*curve, strict=True)
         display = TradeoffDisplay(
-            {"make_fedida": (lambdas, auroc, dpd)},
+            {
+                title: (lambdas, *zip(*curve, strict=True))
+                for title, curve in curves.items()
+            },
             disparity_name="DPD of decisions at the matched selection rate",
         ).plot()
         display.figure_.savefig(args.plot, dpi=120)

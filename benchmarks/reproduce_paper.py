@@ -286,8 +286,10 @@ def select_lambda_gamma(dataset, model, quick):
         make_fedida(
             "logistic" if model == "LR" else "mlp",
             fairness=fairness,
-            # The paper's FedIDA: its group penalty, trained on the resampled balance.
+            # The paper's FedIDA: its group penalty, trained on the resampled
+            # balance of its Algorithm 1 (every subgroup to one size).
             penalty="group",
+            sampler=FairnessAwareROSE(),
             prior_correction=None,
             random_state=0,
         ),

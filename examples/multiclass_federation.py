@@ -11,8 +11,8 @@ worst class.
 
 Here a synthetic federation of 5 clients whose four groups differ in their
 mix of outcomes (a low, medium and high risk tier) and in their features is
-trained with FedAvg and with FedIDA (``make_fedida``: per-minibatch ROSE over
-every (group, class) subgroup, the penalty, the prior correction) at three
+trained with FedAvg and with FedIDA (``make_fedida``: per-minibatch ROSE
+equalising every group's classes, the penalty, the prior correction) at four
 fairness weights. One client
 has no high-risk row: ``FederatedEstimator`` knows the classes from all rows.
 Both models decide by their most probable class. The report gives, per model
@@ -62,10 +62,10 @@ models = {
     "FedAvg": FederatedEstimator(
         FairPenaltyLogisticRegression(fairness=0.0), random_state=0
     ),
-    # make_fedida's default lambda (0.5), and two larger ones: the trade-off.
+    # make_fedida's default lambda (0.25), and larger ones: the trade-off.
     **{
         f"FedIDA lambda={fairness}": make_fedida(fairness=fairness, random_state=0)
-        for fairness in (0.5, 2.0, 5.0)
+        for fairness in (0.25, 1.0, 2.0, 5.0)
     },
 }
 rows = []

@@ -84,7 +84,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         which changes the decisions at a matched selection rate little and
         worsens calibration; the standardized penalty is scale-invariant, so
         only treating the groups more alike lowers it (use a smaller
-        ``fairness``, about 0.5).
+        ``fairness``, about 0.25 to 0.5).
     fit_intercept : bool, default=True
         Whether to fit an (unpenalised) intercept.
     max_iter : int, default=1000

@@ -8,7 +8,7 @@
 - :func:`fairest_within`: a ``refit`` rule, the fairest candidate whose
   performance is within a tolerance of the best.
 - :func:`make_fedida`: FairnessAwareROSE + a penalised estimator + a federated
-  strategy with the paper's defaults, in one estimator.
+  strategy with the paper's training settings, in one estimator.
 """
 
 from __future__ import annotations

@@ -344,8 +344,10 @@ def test_standardized_penalty_is_scale_invariant_with_the_right_gradient():
 def test_make_fedida_defaults_to_the_standardized_penalty_with_correction():
     fedida = make_fedida()
     assert fedida.estimator.penalty == "group_standardized"
-    assert fedida.estimator.fairness == 0.5
+    assert fedida.estimator.fairness == 0.25
     assert fedida.prior_correction == "weights"
+    # Each group keeps its rows and its outcomes are made equal.
+    assert fedida.sampler.n_target == "group_mean"
 
 
 # -- selection never returns a degenerate model -----------------------------------

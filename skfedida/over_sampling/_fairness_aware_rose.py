@@ -161,14 +161,15 @@ class FairnessAwareROSE(BaseSampler):
         - ``"max"``, ``"mean"``, ``"median"``: that statistic of the subgroup
           sizes (rounded);
         - ``"group_mean"``: the mean size of the subgroups of the same
-          sensitive group (rounded), so that every group keeps its number of
-          rows and its classes become equal. Weighted back to the classes'
-          overall shares (``FederatedEstimator(prior_correction="weights")``),
-          every group then trains with the same class shares: the reweighing
-          of Kamiran and Calders (2012), drawn by smoothed bootstrap. It is
-          :func:`~skfedida.model_selection.make_fedida`'s sampler: unlike one
-          size for all subgroups, it does not make a group of a few rows as
-          large as the largest, mostly of synthetic rows around those few;
+          sensitive group (rounded), so that every group's classes become
+          equal and (with ``undersample=True``, up to rounding) the group
+          keeps its number of rows; a group holding one class is kept as it
+          is. Weighted back to the classes' overall shares
+          (``FederatedEstimator(prior_correction="weights")``), every group
+          holding all classes then trains with the same class shares: the
+          reweighing of Kamiran and Calders (2012), drawn by smoothed
+          bootstrap. It is :func:`~skfedida.model_selection.make_fedida`'s
+          sampler, where it was measured against ``"mean"``;
         - float in (0, 1]: that fraction of the largest subgroup;
         - dict: ``{(group, class): size}``; subgroups not listed keep their
           size. ``group`` is the tuple of sensitive values (a single value is
