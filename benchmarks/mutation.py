@@ -34,6 +34,7 @@ METRICS_TESTS = (
     "tests/test_scorers.py",
 )
 SAMPLER_TESTS = ("tests/test_mutants.py", "tests/test_over_sampling.py")
+MINIBATCH_TESTS = ("tests/test_minibatch_resampling.py",)
 PENALTY_TESTS = (
     "tests/test_penalty.py",
     "tests/test_penalty_large_k.py",
@@ -115,8 +116,8 @@ MUTANTS = [
     Mutant(
         "score_histogram puts 1.0 in the wrong bin",
         "skfedida/metrics/_operating_point.py",
-        "bins = np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)",
-        "bins = np.minimum((scores * n_bins).astype(np.intp), n_bins - 2)",
+        "return np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)",
+        "return np.minimum((scores * n_bins).astype(np.intp), n_bins - 2)",
         OPERATING_POINT_TESTS,
     ),
     # -- penalties
@@ -130,8 +131,8 @@ MUTANTS = [
     Mutant(
         "group penalty gradient: wrong sign of one moment",
         "skfedida/penalty.py",
-        "R = np.concatenate((-M[:2, 2:].T, M[:2, :2])) * (2.0 / W)",
-        "R = np.concatenate((M[:2, 2:].T, M[:2, :2])) * (2.0 / W)",
+        "R = np.concatenate((-M[:L, L:].T, M[:L, :L])) * (2.0 / W)",
+        "R = np.concatenate((M[:L, L:].T, M[:L, :L])) * (2.0 / W)",
         PENALTY_TESTS,
     ),
     Mutant(
@@ -151,31 +152,52 @@ MUTANTS = [
     # -- the sampler
     Mutant(
         "undersampling draws with replacement",
-        "skfedida/over_sampling.py",
-        "rows = random_state.choice(rows, size=target, replace=False)",
-        "rows = random_state.choice(rows, size=target, replace=True)",
+        "skfedida/over_sampling/_fairness_aware_rose.py",
+        "rows = rows[random_state.permutation(size)[:target]]",
+        "rows = rows[random_state.randint(0, size, size=target)]",
         SAMPLER_TESTS,
     ),
     Mutant(
         "a per-subgroup shrinkage dict is ignored",
-        "skfedida/over_sampling.py",
+        "skfedida/over_sampling/_fairness_aware_rose.py",
         "return {k: given.get(k, 0.0) for k in keys}",
         "return dict.fromkeys(keys, 1.0)",
         SAMPLER_TESTS,
     ),
     Mutant(
         'covariance="full" ignores shrinkage',
-        "skfedida/over_sampling.py",
+        "skfedida/over_sampling/_fairness_aware_rose.py",
         "return scale * (draws @ factor.T) * unit",
         "return (draws @ factor.T) * unit",
         SAMPLER_TESTS,
     ),
     Mutant(
         "Silverman's factor with p + 1",
-        "skfedida/over_sampling.py",
+        "skfedida/over_sampling/_fairness_aware_rose.py",
         "return (4.0 / ((n_noised + 2) * n_samples)) ** (1.0 / (n_noised + 4))",
         "return (4.0 / ((n_noised + 1) * n_samples)) ** (1.0 / (n_noised + 4))",
         SAMPLER_TESTS,
+    ),
+    Mutant(
+        'n_target="group_mean" rounds the group\'s mean down',
+        "skfedida/over_sampling/_fairness_aware_rose.py",
+        "key: max(round(group_rows[key[0]] / group_cells[key[0]]), 1)",
+        "key: max(group_rows[key[0]] // group_cells[key[0]], 1)",
+        SAMPLER_TESTS,
+    ),
+    Mutant(
+        'per-minibatch "group_mean" counts absent cells in the mean',
+        "skfedida/over_sampling/_minibatches.py",
+        "value = np.round(by_group.sum(axis=2) / np.maximum(n_present, 1))",
+        "value = np.round(by_group.sum(axis=2) / n_labels)",
+        MINIBATCH_TESTS,
+    ),
+    Mutant(
+        "a resampled minibatch past batch_size is split into several steps",
+        "skfedida/federated/_client.py",
+        "        estimator.batch_size = data.n\n",
+        "",
+        MINIBATCH_TESTS,
     ),
     # -- federated averaging, seeding, training
     Mutant(
@@ -195,8 +217,8 @@ MUTANTS = [
     Mutant(
         "FedAvg averages with uniform weights, not n_k / n",
         "skfedida/federated/_aggregation.py",
-        "weights = weights / weights.sum()",
-        "weights = np.ones_like(weights) / weights.size",
+        "return _weighted_sum(parameter_lists, weights / weights.sum())",
+        "return _weighted_sum(parameter_lists, np.ones_like(weights) / weights.size)",
         FEDERATED_TESTS,
     ),
     Mutant(

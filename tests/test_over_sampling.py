@@ -146,15 +146,19 @@ def test_group_mean_keeps_each_groups_size_and_equalises_its_classes():
 
 
 def test_group_mean_rounds_half_to_even_as_mean_does():
-    y = np.array([0, 0, 0, 1, 1, 1, 1, 1])  # mean 4 per class, but group a:
-    S = np.array(["a", "a", "a", "a", "b", "b", "b", "b"])  # 3 + 1 -> 2
-    X = np.zeros((8, 1))
+    # Group a: 5 + 2 rows, a mean of 3.5 per class -> 4; group b: 4 + 1, a
+    # mean of 2.5 -> 2 (Python's round, half to even, as n_target="mean").
+    y = np.array([0] * 5 + [1] * 2 + [0] * 4 + [1])
+    S = np.array(["a"] * 7 + ["b"] * 5)
+    X = np.zeros((12, 1))
     rose = FairnessAwareROSE(n_target="group_mean", random_state=0)
     rose.fit_resample(X, y, sensitive_features=S)
-    assert rose.subgroup_counts_after_[(("a",), 0)] == 2
-    assert rose.subgroup_counts_after_[(("a",), 1)] == 2
-    # b holds one class: kept at 4.
-    assert rose.subgroup_counts_after_[(("b",), 1)] == 4
+    assert rose.subgroup_counts_after_ == {
+        (("a",), 0): 4,
+        (("a",), 1): 4,
+        (("b",), 0): 2,
+        (("b",), 1): 2,
+    }
 
 
 def test_without_sensitive_features_balances_classes():
