@@ -526,3 +526,28 @@ def test_a_collapsed_multiclass_model_has_no_score_spread():
     # Constant probabilities: the classes' intercepts differ, nothing else.
     model.coef_[:] = 0.0
     assert _score_spread(model, X) < _COLLAPSED_SPREAD * baseline
+
+
+def test_a_rounds_validation_auroc_is_evaluate_clients_auroc_on_the_same_rows():
+    # history_'s val_roc_auc was sklearn's one-vs-rest AUROC, NaN for a client
+    # whose held-out rows lack a class, where evaluate_clients reports the
+    # mean over the classes the rows hold: two numbers for one metric.
+    from skfedida.federated._client import _validation_metrics
+
+    X, y, clients, S = _three_classes()
+    model = FairPenaltyLogisticRegression().fit(X, y, sensitive_features=S)
+    classes = np.unique(y)
+    for rows in (clients == 0, (clients == 0) & (y != 2)):
+        metrics = _validation_metrics(model, X[rows], y[rows], S[rows], classes)
+        report = evaluate_clients(
+            model,
+            X[rows],
+            y[rows],
+            clients=np.zeros(rows.sum(), dtype=int),
+            sensitive_features=S[rows],
+            metrics=("roc_auc", "brier"),
+            n_bootstrap=0,
+        )
+        expected = report.per_client.loc[0]
+        assert metrics["roc_auc"] == pytest.approx(expected["roc_auc"], abs=1e-12)
+        assert metrics["brier"] == pytest.approx(expected["brier"], abs=1e-12)

@@ -38,6 +38,7 @@ from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES, _class_summary
+from ..metrics._scores import _multiclass_brier, _ovr_roc_auc
 from ..over_sampling import FairnessAwareROSE
 from ..over_sampling._minibatches import resample_minibatches, vectorises
 from ._parameters import get_parameters, set_parameters
@@ -652,8 +653,9 @@ def _validation_metrics(model, X, y, S, classes):
 
     The disparities are those of ``predict``'s decisions. Plain floats (NaN
     where undefined), as both the in-process history and a Flower
-    MetricRecord need them. With more than two classes: AUROC one-vs-rest
-    (macro), the multi-class Brier score (squared error summed over
+    MetricRecord need them. With more than two classes: AUROC one-vs-rest,
+    the mean over the classes these rows hold (as evaluate_clients
+    reports it), the multi-class Brier score (squared error summed over
     classes), no single selection rate (NaN), and each disparity the worst
     over the classes one-vs-rest.
     """
@@ -661,14 +663,13 @@ def _validation_metrics(model, X, y, S, classes):
     proba = model.predict_proba(X)
     predicted = model.predict(X)
     if len(classes) > 2:
-        present = np.unique(y).size == len(classes)
-        truth = (y[:, None] == np.asarray(classes)[None, :]).astype(np.float64)
+        # As evaluate_clients reports them: the mean of the one-vs-rest
+        # AUROCs of the classes these rows hold.
+        codes = np.searchsorted(classes, y)
         metrics = {
-            "roc_auc": float(roc_auc_score(y, proba, multi_class="ovr", labels=classes))
-            if present
-            else np.nan,
+            "roc_auc": _ovr_roc_auc(codes, proba)[0],
             "selection_rate": np.nan,
-            "brier": float(np.mean(np.sum((proba - truth) ** 2, axis=1))),
+            "brier": _multiclass_brier(codes, proba),
             # Each class's share of the decisions: their weighted means over
             # the clients are the federation's shares (a server's
             # degenerate-model check), which one client's own top share is not.

@@ -29,6 +29,7 @@ from ..metrics._operating_point import (
     federated_threshold,
     training_prevalence,
 )
+from ..metrics._scores import _multiclass_brier, _ovr_roc_auc
 from ._client import client_ids
 
 __all__ = ["evaluate_clients"]
@@ -173,16 +174,7 @@ def _multiclass_values(metrics, y, proba, pred, S, weight, min_group_size):
     if "roc_auc" in metrics:
         # A class is scored where the rows hold it and others; a client
         # without a class gives that class NaN and the mean of the others.
-        present = np.bincount(y[w > 0], minlength=n_classes) > 0
-        per_class = [
-            roc_auc_score(y == c, proba[:, c], sample_weight=weight)
-            if present[c] and present.sum() > 1
-            else np.nan
-            for c in range(n_classes)
-        ]
-        values["roc_auc"] = (
-            float(np.nanmean(per_class)) if present.sum() > 1 else np.nan
-        )
+        values["roc_auc"], per_class = _ovr_roc_auc(y, proba, weight)
         for c, value in enumerate(per_class):
             values[f"roc_auc[{c}]"] = float(value)
     if "selection_rate" in metrics:
@@ -190,8 +182,7 @@ def _multiclass_values(metrics, y, proba, pred, S, weight, min_group_size):
     if "accuracy" in metrics:
         values["accuracy"] = float(np.dot(w, pred == y) / total)
     if "brier" in metrics:
-        truth = y[:, None] == np.arange(n_classes)[None, :]
-        values["brier"] = float(np.dot(w, np.sum((proba - truth) ** 2, axis=1)) / total)
+        values["brier"] = _multiclass_brier(y, proba, w)
     wanted = [m for m in metrics if m in _FAIRNESS_KEYS]
     if wanted:
         with warnings.catch_warnings():
