@@ -169,6 +169,15 @@ def run(make, train, test):
         return evaluate(model, test)
 
 
+def seed_means(title, makers, load, seeds):
+    """Every setup's metrics, mean over the seeds, printed as one table."""
+    rows = {}
+    for name, make in makers.items():
+        results = [run(lambda make=make, s=s: make(s), *load(s)) for s in seeds]
+        rows[name] = pd.DataFrame(results).mean()
+    print_table(title, rows)
+
+
 def print_table(title, rows):
     table = pd.DataFrame(rows).T[list(COLUMNS)].rename(columns=COLUMNS)
     print(f"\n{title}\n")
@@ -242,11 +251,7 @@ def main():
         "synthetic, group base rates 0.10-0.55": synthetic,
     }
     for title, load in datasets.items():
-        rows = {}
-        for name, make in makers.items():
-            results = [run(lambda make=make, s=s: make(s), *load(s)) for s in seeds]
-            rows[name] = pd.DataFrame(results).mean()
-        print_table(title, rows)
+        seed_means(title, makers, load, seeds)
 
     # What each part of FedIDA does to calibration and matched disparities.
     common = dict(n_rounds=rounds, local_epochs=epochs)
@@ -278,11 +283,12 @@ def main():
             **common,
         ),
     }
-    rows = {}
-    for name, make in ablation.items():
-        results = [run(lambda make=make, s=s: make(s), *adult(True)) for s in seeds]
-        rows[name] = pd.DataFrame(results).mean()
-    print_table("Ablation, Adult, race White/non-White x gender", rows)
+    seed_means(
+        "Ablation, Adult, race White/non-White x gender",
+        ablation,
+        lambda s: adult(True),
+        seeds,
+    )
 
     # The paper's FCNN: does the penalty on the network's output carry over to
     # its decisions as it does for the logistic model?
@@ -299,11 +305,7 @@ def main():
         "Adult, race White/non-White x gender": lambda s: adult(True),
         "ROC-like data": roc_like,
     }.items():
-        rows = {}
-        for name, make in network.items():
-            results = [run(lambda make=make, s=s: make(s), *load(s)) for s in seeds]
-            rows[name] = pd.DataFrame(results).mean()
-        print_table(f"FCNN (model='mlp'), {title}", rows)
+        seed_means(f"FCNN (model='mlp'), {title}", network, load, seeds)
 
     # Along lambda on each data set, seed 0: where the default sits on the
     # trade-off, and whether a larger lambda would reach what it does not.
