@@ -91,6 +91,39 @@ def _missing_sensitive_error(scorer):
     )
 
 
+class _NumericMetric:
+    """A metric whose value must be a real number.
+
+    sklearn's scorer multiplies the metric's value by its sign, which turns a
+    string into ``''`` (and a list into ``[]``) without an error, so a search
+    would rank its candidates by a value that is no number. A class (not a
+    closure) so that scorers pickle; ``__wrapped__`` keeps the metric's
+    signature, whose ``pos_label`` default sklearn reads.
+    """
+
+    def __init__(self, metric, name):
+        self.metric = metric
+        self.name = name
+        self.__wrapped__ = metric
+
+    def __call__(self, *args, **kwargs):
+        value = self.metric(*args, **kwargs)
+        if not (
+            isinstance(value, numbers.Real)
+            or (
+                isinstance(value, (np.ndarray, np.generic))
+                and value.ndim == 0
+                and value.dtype.kind in "biuf"
+            )
+        ):
+            raise TypeError(
+                f"The fairness metric {self.name!r} returned {value!r} of type "
+                f"{type(value).__name__}; a scorer needs a real number. Make "
+                "the metric return a float."
+            )
+        return value
+
+
 class _SensitiveCallMixin:
     """Direct calls of a scorer that accept ``sensitive_features``.
 
@@ -186,7 +219,9 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
         threshold=None,
         positive_label=None,
     ):
-        super().__init__(score_func, sign, kwargs, response_method)
+        super().__init__(
+            _NumericMetric(score_func, name), sign, kwargs, response_method
+        )
         self._sensitive = sensitive
         self._name = name
         self._threshold = threshold
