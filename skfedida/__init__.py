@@ -47,6 +47,7 @@ from .federated import (
 )
 from .linear_model import FairPenaltyLogisticRegression
 from .metrics import (
+    OperatingPoint,
     demographic_parity_difference,
     demographic_parity_ratio,
     equal_opportunity_difference,
@@ -54,6 +55,7 @@ from .metrics import (
     equalized_odds_ratio,
     fairness_summary,
     false_positive_rate_difference,
+    federated_operating_point,
     federated_threshold,
     group_report,
     make_fairness_scorer,
@@ -105,6 +107,7 @@ __all__ = [
     "FederatedThresholdOptimizer",
     "InactivePenaltyWarning",
     "Median",
+    "OperatingPoint",
     "OperatingPointWarning",
     "OutlyingUpdateWarning",
     "QFedAvg",
@@ -126,6 +129,7 @@ __all__ = [
     "fairness_summary",
     "false_positive_rate_difference",
     "federated",
+    "federated_operating_point",
     "federated_threshold",
     "get_parameters",
     "group_penalty",

@@ -559,7 +559,7 @@ def test_fairest_within_band_none_skips_the_check():
     assert fairest_within("auc", "dpd", 1.0)(results) == 0
 
 
-def test_tied_scores_at_the_threshold_warn_and_report_the_achieved_rate():
+def test_tied_scores_at_the_threshold_are_selected_with_the_exact_probability():
     class Constant:
         classes_ = np.array([0, 1])
 
@@ -569,7 +569,8 @@ def test_tied_scores_at_the_threshold_warn_and_report_the_achieved_rate():
 
     n = 500
     y = np.arange(n) % 2
-    with pytest.warns(UserWarning, match="tied"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the target is met: nothing to warn of
         report = evaluate_clients(
             Constant(),
             np.zeros((n, 1)),
@@ -580,7 +581,11 @@ def test_tied_scores_at_the_threshold_warn_and_report_the_achieved_rate():
             n_bootstrap=0,
         )
     assert report.target_rate == 0.5
-    assert report.achieved_rate == pytest.approx(0.2)
+    assert report.achieved_rate == pytest.approx(0.5, abs=1e-12)
+    # 100 rows at 0.9 selected, and 150 of the 400 tied at 0.3.
+    assert report.tie_probability == pytest.approx(150 / 400)
+    assert report.tied_share == pytest.approx(0.8)
+    assert report.threshold <= 0.3 < report.operating_point.upper
 
 
 def test_a_model_that_squashes_its_scores_is_still_judged_at_the_matched_rate():

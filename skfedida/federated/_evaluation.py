@@ -25,8 +25,9 @@ from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES, _class_summary
 from ..metrics._operating_point import (
     DEFAULT_N_BINS,
+    MAX_N_BINS,
     _check_threshold,
-    federated_threshold,
+    federated_operating_point,
     training_prevalence,
 )
 from ..metrics._scores import _multiclass_brier, _ovr_roc_auc
@@ -73,13 +74,14 @@ def _metric_values(metrics, y, proba, pred, S, weight, min_group_size):
     if "selection_rate" in metrics:
         values["selection_rate"] = float(np.dot(w, pred) / total)
     if "accuracy" in metrics:
-        values["accuracy"] = float(np.dot(w, pred == y) / total)
+        # Decisions of a tied block are probabilities of selection: the
+        # expected share of right decisions (pred == y for 0/1 decisions).
+        values["accuracy"] = float(np.dot(w, y * pred + (1 - y) * (1 - pred)) / total)
     if "brier" in metrics:
         values["brier"] = float(np.dot(w, (proba - y) ** 2) / total)
-    for keys, scores, soft in (
-        (_FAIRNESS_KEYS, pred, False),
-        (_SOFT_KEYS, proba, True),
-    ):
+    # The decisions' rates are expected counts' ratios (a randomised rule's
+    # rates): the metrics' soft arithmetic, which is the hard one on 0/1.
+    for keys, scores in ((_FAIRNESS_KEYS, pred), (_SOFT_KEYS, proba)):
         wanted = [m for m in metrics if m in keys]
         if not wanted:
             continue
@@ -92,7 +94,7 @@ def _metric_values(metrics, y, proba, pred, S, weight, min_group_size):
                 sample_weight=weight,
                 pos_label=1,
                 min_group_size=min_group_size,
-                soft=soft,
+                soft=True,
             )
         for name in wanted:
             values[name] = summary[keys[name]]
@@ -112,11 +114,13 @@ def _binary_decisions(
     client_rows,
     n_bins,
 ):
-    """The target rate, the threshold and the decisions of a binary model.
+    """The target rate, the operating point and the decisions of a binary model.
 
     A post-processor's decisions are its own (its labels, with its
-    ``random_state``); otherwise the decisions are ``proba > cut`` (0/1) at
-    the threshold ``threshold`` asks for.
+    ``random_state``); a fixed threshold's are ``proba > threshold`` (0/1);
+    a target rate's are the expected decisions of the
+    :class:`~skfedida.metrics.OperatingPoint` found from the clients'
+    histograms: 1 above the tied block, its probability inside, 0 below.
     """
     if model is not estimator:  # a post-processor
         if not (isinstance(threshold, numbers.Real) and threshold == 0.5):
@@ -127,16 +131,15 @@ def _binary_decisions(
         decisions = estimator.predict(
             X, sensitive_features=sensitive_features, clients=row_clients
         )
-        return None, np.nan, decisions
+        return None, None, decisions
     target_rate = _rate_of(threshold, model, prevalence, y_positive)
     if target_rate is None:
-        cut = float(threshold)
-    else:
-        # Each client's histograms are all the server needs to place the cut.
-        cut = federated_threshold(
-            [proba[rows] for rows in client_rows], target_rate, n_bins=n_bins
-        )
-    return target_rate, cut, (proba > cut).astype(np.float64)
+        return None, None, (proba > float(threshold)).astype(np.float64)
+    # Each client's histograms are all the server needs to place the cut.
+    point = federated_operating_point(
+        [proba[rows] for rows in client_rows], target_rate, n_bins=n_bins
+    )
+    return target_rate, point, point.expected_decisions(proba)
 
 
 def _check_multiclass_options(classes, threshold, prevalence, method):
@@ -336,7 +339,7 @@ def _rate_of(threshold, estimator, prevalence, y_positive):
         "threshold": "no_validation",
         "prevalence": [Interval(numbers.Real, 0, 1, closed="both"), None],
         "min_group_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_bins": [Interval(numbers.Integral, 1, MAX_N_BINS, closed="both")],
         "n_bootstrap": [Interval(numbers.Integral, 0, None, closed="left")],
         "confidence": [Interval(numbers.Real, 0, 1, closed="neither")],
         "method": [StrOptions({"percentile", "bca"})],
@@ -422,14 +425,18 @@ def evaluate_clients(
 
         - a float in (0, 1): that threshold for every client (0.5 gives the
           decisions of ``predict``);
-        - ``"prevalence"``: the threshold at which the federation's selection
-          rate on these rows equals its training prevalence (``prevalence``,
-          else the estimator's ``class_prior_``, else the share of positives in
-          ``y``). It is found as a server would: every client makes a
-          histogram of its scores on a shared grid (:func:`score_histogram
-          <skfedida.metrics.score_histogram>`), and the threshold comes from
-          their sum (:func:`~skfedida.metrics.threshold_at_rate`), so no score
-          leaves its client;
+        - ``"prevalence"``: the operating point at which the federation
+          selects exactly its training prevalence of these rows
+          (``prevalence``, else the estimator's ``class_prior_``, else the
+          share of positives in ``y``). It is found as a server would, from
+          the clients' summed score histograms, narrowed where the scores
+          bunch (:func:`~skfedida.metrics.federated_operating_point`), so no
+          score leaves its client. Rows tied at the threshold (one score
+          shared by many rows, as on Adult) are each selected with the
+          probability that makes the share exact, and the metrics are the
+          expected rates of that randomised rule (no draw, so no seed noise):
+          every model compared at the same rate selects the same share, and
+          none looks fairer by selecting fewer people;
         - ``{"selection_rate": r}``: the same, for the overall rate r.
     prevalence : float in [0, 1], default=None
         Training prevalence for ``threshold="prevalence"``.
@@ -467,10 +474,16 @@ def evaluate_clients(
         clients where it is defined, and ``n_clients``, how many those are
         (a client without a class, or without predicted positives, has no
         TPR or PPV gap: the mean covers the others, and says so);
-        ``threshold``: the probability threshold used; ``target_rate``: the
-        selection rate it was chosen for (None for a fixed threshold);
-        ``achieved_rate``: the share of all rows it selects (differs from the
-        target, with a warning, when many scores tie at the threshold);
+        ``threshold``: the probability threshold used (for a target rate,
+        the lower edge of the tied block; NaN for a post-processor);
+        ``target_rate``: the selection rate it was chosen for (None for a
+        fixed threshold); ``achieved_rate``: the share of all rows the
+        decisions select (the target, for a target rate);
+        ``tie_probability`` and ``tied_share``: the probability with which a
+        row of the tied block is selected, and the share of rows in the block
+        (None for a fixed threshold); ``operating_point``: the
+        :class:`~skfedida.metrics.OperatingPoint` (None for a fixed
+        threshold), whose ``decisions`` give 0/1 decisions for deployment;
         ``draws``: the metrics of every bootstrap resample, a DataFrame with
         a (client, resample) index (None when ``n_bootstrap=0``). The
         resamples depend only on ``random_state`` and the number of each
@@ -495,6 +508,8 @@ def evaluate_clients(
     >>> list(report.summary.columns)
     ['mean', 'sd', 'n_clients']
     >>> bool(abs(report.target_rate - data.target.mean()) < 1e-12)
+    True
+    >>> bool(abs(report.achieved_rate - report.target_rate) < 1e-12)  # exactly
     True
     >>> report.draws.shape[0]  # 3 clients x 50 resamples
     150
@@ -547,13 +562,14 @@ def evaluate_clients(
         proba = model.predict_proba(X, **kwargs)
         y_positive = np.searchsorted(classes, y)
         pred = np.argmax(proba, axis=1)
-        target_rate, cut, achieved_rate = None, np.nan, np.nan
+        target_rate, point, achieved_rate = None, None, np.nan
+        cut = np.nan
         if "roc_auc" in metrics:
             metrics = (*metrics, *(f"roc_auc[{c}]" for c in range(classes.size)))
     else:
         proba = model.predict_proba(X, **kwargs)[:, 1]
         y_positive = (y == classes[-1]).astype(np.float64)
-        target_rate, cut, pred = _binary_decisions(
+        target_rate, point, pred = _binary_decisions(
             estimator,
             model,
             X,
@@ -568,14 +584,17 @@ def evaluate_clients(
         )
         if post_processed:
             pred = (pred == classes[-1]).astype(np.float64)
+            cut = np.nan
+        else:
+            cut = float(threshold) if point is None else point.threshold
         achieved_rate = float(pred.mean())
-    if target_rate is not None and abs(achieved_rate - target_rate) > 0.01:
+    if target_rate is not None and abs(achieved_rate - target_rate) > 0.005:
+        # Expected decisions select the target exactly; only a bug or a
+        # degenerate input (no rows) could leave it.
         warnings.warn(
-            f"The threshold {cut:.4g} selects {achieved_rate:.3f} of the rows, "
-            f"not the target {target_rate:.3f}: many scores are tied at it (a "
-            "model that gives many rows the same score), so no threshold "
-            "selects exactly the target share. Compare models' selection "
-            "rates in the report before their disparities.",
+            f"The operating point selects {achieved_rate:.4f} of the rows, not "
+            f"the target {target_rate:.4f}. Compare models' selection rates in "
+            "the report before their disparities.",
             OperatingPointWarning,
             stacklevel=caller_stacklevel(),
         )
@@ -661,5 +680,8 @@ def evaluate_clients(
         threshold=cut,
         target_rate=target_rate,
         achieved_rate=achieved_rate,
+        tie_probability=None if point is None else point.tie_probability,
+        tied_share=None if point is None else point.tied_share,
+        operating_point=point,
         draws=draws,
     )

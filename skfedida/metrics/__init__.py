@@ -17,6 +17,8 @@ from ._fairness import (
     true_positive_rate_difference,
 )
 from ._operating_point import (
+    OperatingPoint,
+    federated_operating_point,
     federated_threshold,
     score_histogram,
     selection_rate,
@@ -26,6 +28,7 @@ from ._scorer import FAIRNESS_METRICS, make_fairness_scorer, make_tradeoff_score
 
 __all__ = [
     "FAIRNESS_METRICS",
+    "OperatingPoint",
     "demographic_parity_difference",
     "demographic_parity_ratio",
     "equal_opportunity_difference",
@@ -33,6 +36,7 @@ __all__ = [
     "equalized_odds_ratio",
     "fairness_summary",
     "false_positive_rate_difference",
+    "federated_operating_point",
     "federated_threshold",
     "group_report",
     "make_fairness_scorer",

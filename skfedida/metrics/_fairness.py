@@ -296,8 +296,12 @@ def _class_group_sums(groups, positive, predicted, weight, min_group_size, soft)
     sums["negative"] = sums["weight"] - sums["positive"]
     sums["false_positive"] = sums["predicted"] - sums["true_positive"]
     sums["n_negative"] = sums["n"] - sums["n_positive"]
-    # A soft PPV averages y over all rows of the group, weighted by their score.
-    sums["n_predicted"] = sums["n"] if soft else total((predicted > 0).astype(float))
+    # The rows that can be selected: those predicted positive, or with a
+    # non-zero score (a probability, or a tied row's chance of selection);
+    # a soft PPV averages y over them, weighted by their score.
+    sums["n_predicted"] = np.bincount(
+        codes, weights=(predicted > 0).astype(float), minlength=n_groups
+    )
     # Guard against round-off leaving a tiny negative where nothing is left.
     for key in ("negative", "false_positive"):
         sums[key] = np.where(

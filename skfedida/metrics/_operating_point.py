@@ -19,6 +19,8 @@ from sklearn.utils import column_or_1d
 from .._compat import Hidden, Interval, _check_sample_weight, validate_params
 
 __all__ = [
+    "OperatingPoint",
+    "federated_operating_point",
     "federated_threshold",
     "score_histogram",
     "selection_rate",
@@ -28,15 +30,26 @@ __all__ = [
 #: Bins of the shared grid on [0, 1] of :func:`score_histogram`.
 DEFAULT_N_BINS = 1000
 
-_N_BINS = [Interval(numbers.Integral, 1, None, closed="left")]
+#: Largest grid: a pass of narrowing refines a bin far below 1e-6, so a finer
+#: grid only costs memory (8 bytes a bin in every client's histogram).
+MAX_N_BINS = 1_000_000
+_N_BINS = [Interval(numbers.Integral, 1, MAX_N_BINS, closed="both")]
 _RATE = [Interval(numbers.Real, 0, 1, closed="both")]
 # sklearn's _check_sample_weight also takes one number for every row.
 _SAMPLE_WEIGHT = ["array-like", Hidden(numbers.Real), None]
 
 
 def _check_n_bins(n_bins):
-    if not (isinstance(n_bins, numbers.Integral) and n_bins >= 1):
-        raise ValueError(f"n_bins must be an int >= 1; got {n_bins!r}.")
+    if not (
+        isinstance(n_bins, numbers.Integral)
+        and not isinstance(n_bins, bool)
+        and 1 <= n_bins <= MAX_N_BINS
+    ):
+        raise ValueError(
+            f"n_bins must be an int in [1, {MAX_N_BINS:,}] (the narrowing passes "
+            f"refine a bin further, so a finer grid only costs memory); got "
+            f"{n_bins!r}."
+        )
     return int(n_bins)
 
 
@@ -140,6 +153,58 @@ def _score_bins(scores, n_bins):
     return np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)
 
 
+def _summed_histograms(histograms):
+    """One histogram, or the sum of one per client; every count checked.
+
+    A NaN, infinite or negative count would move the threshold anywhere (a
+    NaN one gives a NaN threshold: no row selected), and histograms of
+    different lengths are on different grids: each is an error naming the
+    histogram at fault.
+    """
+    if isinstance(histograms, np.ndarray) and histograms.dtype != object:
+        rows = [histograms] if histograms.ndim == 1 else list(histograms)
+        nested = histograms.ndim == 2
+    else:
+        rows = list(histograms)
+        nested = bool(rows) and not isinstance(rows[0], numbers.Number)
+        if not nested:
+            rows = [rows]
+    if (isinstance(histograms, np.ndarray) and histograms.ndim not in (1, 2)) or (
+        not rows
+    ):
+        raise ValueError(
+            "histograms must be one histogram of shape (n_bins,) or one per "
+            "client, shape (n_clients, n_bins)."
+        )
+    arrays = []
+    for k, row in enumerate(rows):
+        where = f"histogram {k}" if nested else "the histogram"
+        try:
+            array = np.asarray(row, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where} does not hold numbers: {exc}") from None
+        if array.ndim != 1 or array.size == 0:
+            raise ValueError(
+                f"{where} must be a non-empty 1-D array of counts; got shape "
+                f"{array.shape}."
+            )
+        if array.size != np.asarray(rows[0], dtype=object).size:
+            raise ValueError(
+                f"{where} has {array.size} bins and histogram 0 has "
+                f"{np.asarray(rows[0], dtype=object).size}: every client must "
+                "count on the same grid (the same n_bins)."
+            )
+        bad = ~np.isfinite(array) | (array < 0)
+        if bad.any():
+            raise ValueError(
+                f"{where} has {int(bad.sum())} bins that are not finite, "
+                f"non-negative counts (bin {int(np.flatnonzero(bad)[0])}: "
+                f"{float(array[bad][0])!r})."
+            )
+        arrays.append(array)
+    return np.sum(arrays, axis=0)
+
+
 @validate_params(
     {"histograms": ["array-like"], "rate": _RATE},
     prefer_skip_nested_validation=True,
@@ -178,14 +243,7 @@ def threshold_at_rate(histograms, rate):
     """
     if not (isinstance(rate, numbers.Real) and 0 <= rate <= 1):
         raise ValueError(f"rate must be a number in [0, 1]; got {rate!r}.")
-    counts = np.asarray(histograms, dtype=np.float64)
-    if counts.ndim == 2:
-        counts = counts.sum(axis=0)
-    if counts.ndim != 1 or counts.size == 0 or np.any(counts < 0):
-        raise ValueError(
-            "histograms must be one non-negative histogram or one per client, "
-            "all on the same grid."
-        )
+    counts = _summed_histograms(histograms)
     total = counts.sum()
     if total <= 0:
         raise ValueError("histograms hold no rows; cannot place a threshold.")
@@ -201,9 +259,263 @@ def threshold_at_rate(histograms, rate):
     return float(np.clip((j + fraction) / n_bins, 0.0, 1.0))
 
 
-#: Narrowing passes of :func:`federated_threshold` (1000 bins each: a cut to
-#: 1e-18 of the unit interval, far below float64 spacing near 1).
-_MAX_PASSES = 6
+def _max_passes(n_bins):
+    """Narrowing passes that take a bin of [0, 1] below float64 spacing.
+
+    float64 resolves about 2**-64 near the smallest scores that matter, so a
+    grid of ``n_bins`` needs ``64 / log2(n_bins)`` passes (7 for 1000 bins);
+    a single bin cannot narrow.
+    """
+    if n_bins < 2:
+        return 1
+    return int(np.ceil(64 / np.log2(n_bins)))
+
+
+class OperatingPoint:
+    """Decisions that select exactly a target share of rows, ties included.
+
+    Rows scoring at or above ``upper`` are selected, rows below ``threshold``
+    are not, and rows in between (the *tied block*: one score shared by many
+    rows, as tabular models give, or the scores of a bin no threshold can
+    split) are each selected with probability ``tie_probability``. The
+    probability is chosen so that the expected share of selected rows equals
+    the target exactly, whatever the ties: a deterministic threshold inside a
+    block of tied scores would select a different share for each model, and
+    the model that selects fewer people would look fairer.
+
+    Made by :func:`federated_operating_point`; its rates are those of a
+    randomised classifier (Hardt et al. 2016, as fairlearn's
+    ``ThresholdOptimizer``): a group's selection rate, FPR and PPV are its
+    expected counts' ratios, read off :meth:`expected_decisions` with the
+    metrics' ``soft=True``, with no random draw and so no seed noise.
+
+    Parameters
+    ----------
+    threshold : float
+        Lower edge of the tied block; rows scoring below it are not selected.
+    upper : float
+        Upper edge of the tied block; rows scoring at or above it are selected.
+    tie_probability : float
+        Probability that a row of the tied block is selected, in [0, 1].
+    target_rate : float
+        The (weighted) share of rows the decisions select.
+    tied_share : float
+        The (weighted) share of rows in the tied block.
+
+    See Also
+    --------
+    federated_operating_point : Find it from the clients' histograms.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.metrics import federated_operating_point
+    >>> scores = np.r_[np.full(100, 0.9), np.full(300, 0.5), np.full(600, 0.1)]
+    >>> point = federated_operating_point([scores], 0.25)
+    >>> round(point.tie_probability, 4)  # 150 of the 300 tied rows
+    0.5
+    >>> float(point.expected_decisions(scores).sum())
+    250.0
+    """
+
+    def __init__(self, threshold, upper, tie_probability, target_rate, tied_share):
+        self.threshold = float(threshold)
+        self.upper = float(upper)
+        self.tie_probability = float(tie_probability)
+        self.target_rate = float(target_rate)
+        self.tied_share = float(tied_share)
+
+    def __repr__(self):
+        return (
+            f"OperatingPoint(threshold={self.threshold!r}, upper={self.upper!r}, "
+            f"tie_probability={self.tie_probability!r}, "
+            f"target_rate={self.target_rate!r}, tied_share={self.tied_share!r})"
+        )
+
+    def _tied(self, scores):
+        return (scores >= self.threshold) & (scores < self.upper)
+
+    def expected_decisions(self, scores):
+        """Each row's probability of being selected: 1, ``tie_probability`` or 0.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples,)
+            Probabilities of the positive class, in [0, 1].
+
+        Returns
+        -------
+        decisions : ndarray of shape (n_samples,)
+            Floats in [0, 1]; score them with the metrics' ``soft=True``.
+        """
+        scores = column_or_1d(scores).astype(np.float64, copy=False)
+        decisions = (scores >= self.upper).astype(np.float64)
+        decisions[self._tied(scores)] = self.tie_probability
+        return decisions
+
+    def decisions(self, scores, random_state=None):
+        """0/1 decisions, the tied rows selected at random.
+
+        Each client draws its own; the federation's selected share equals
+        the target in expectation (and on the rows of one call, within one
+        row of it: the tied rows selected are a random subset of the number
+        the probability gives).
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples,)
+            Probabilities of the positive class, in [0, 1].
+        random_state : int, RandomState instance or None, default=None
+            Seed of the draw among the tied rows.
+
+        Returns
+        -------
+        decisions : ndarray of shape (n_samples,)
+            0/1 integers.
+        """
+        from sklearn.utils import check_random_state
+
+        scores = column_or_1d(scores).astype(np.float64, copy=False)
+        decisions = (scores >= self.upper).astype(np.int64)
+        tied = np.flatnonzero(self._tied(scores))
+        # A share of the block rounded to whole rows, the remainder drawn: the
+        # expected count is exact and the realised one within a row of it.
+        wanted = self.tie_probability * tied.size
+        rng = check_random_state(random_state)
+        n_chosen = int(np.floor(wanted)) + int(rng.uniform() < wanted % 1)
+        decisions[rng.permutation(tied)[:n_chosen]] = 1
+        return decisions
+
+
+@validate_params(
+    {
+        # Lists of per-client arrays; any iterable of them works.
+        "client_scores": ["array-like", Hidden(Iterable)],
+        "rate": _RATE,
+        "n_bins": _N_BINS,
+        "sample_weights": ["array-like", Hidden(Iterable), None],
+    },
+    prefer_skip_nested_validation=True,
+)
+def federated_operating_point(
+    client_scores, rate, *, n_bins=DEFAULT_N_BINS, sample_weights=None
+):
+    """The decisions that select exactly ``rate``, as a server finds them.
+
+    Every client sends a histogram of its scores on a shared grid (their
+    weights and their number of rows) plus the weight of its scores above the
+    grid; the server sums them and finds the
+    bin where the cut lies. While that bin holds more than one row the server
+    narrows the grid to it and asks again, until the bin holds one row, or
+    only scores no float threshold can split (ties), or float spacing is
+    reached (7 passes of 1000 bins at most). The rows of that last bin are the
+    tied block, selected with the probability that makes the selected share
+    exactly ``rate``: only summed histograms leave the clients, and every
+    model compared at the same rate selects the same share.
+
+    Parameters
+    ----------
+    client_scores : list of array-like
+        Each client's probabilities of the positive class, in [0, 1].
+    rate : float in [0, 1]
+        Target (weighted) share of rows selected.
+    n_bins : int, default=1000
+        Bins of each pass, at most 1,000,000.
+    sample_weights : list of array-like, default=None
+        Each client's non-negative row weights.
+
+    Returns
+    -------
+    operating_point : OperatingPoint
+        The rule; its :meth:`~OperatingPoint.expected_decisions` select
+        exactly ``rate`` of the rows.
+
+    See Also
+    --------
+    federated_threshold : The closest deterministic threshold instead.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.metrics import federated_operating_point
+    >>> clients = [np.r_[np.full(60, 0.7), np.linspace(0, 0.5, 40)], np.full(50, 0.7)]
+    >>> point = federated_operating_point(clients, 0.5)  # 75 of 150 rows
+    >>> round(point.tie_probability, 4), round(point.tied_share, 4)
+    (0.6818, 0.7333)
+    >>> float(sum(point.expected_decisions(s).sum() for s in clients))
+    75.0
+    """
+    if not (isinstance(rate, numbers.Real) and 0 <= rate <= 1):
+        raise ValueError(f"rate must be a number in [0, 1]; got {rate!r}.")
+    n_bins = _check_n_bins(n_bins)
+    scores = [column_or_1d(s).astype(np.float64, copy=False) for s in client_scores]
+    if sample_weights is None:
+        weights = [np.ones(s.shape) for s in scores]
+    else:
+        weights = [np.asarray(w, dtype=np.float64) for w in sample_weights]
+        if len(weights) != len(scores) or any(
+            w.shape != s.shape for s, w in zip(scores, weights, strict=False)
+        ):
+            raise ValueError(
+                "sample_weights must hold one weight per score of every client."
+            )
+        if any(not np.all(np.isfinite(w)) or np.any(w < 0) for w in weights):
+            raise ValueError("sample_weights must be finite and non-negative.")
+    for s in scores:
+        if not np.all(np.isfinite(s)) or (s.size and (s.min() < 0 or s.max() > 1)):
+            raise ValueError(
+                "scores must be probabilities in [0, 1] (e.g. predict_proba(X)[:, 1])."
+            )
+    total = float(sum(w.sum() for w in weights))
+    if total <= 0:
+        raise ValueError("the clients hold no rows; cannot place a threshold.")
+    wanted = rate * total
+    # Half-open bins [low, high); the first grid's top edge is just above 1 so
+    # that a score of 1.0 has a bin.
+    low, high = 0.0, float(np.nextafter(1.0, 2.0))
+    for _ in range(_max_passes(n_bins)):
+        edges = np.linspace(low, high, n_bins + 1)
+        edges[-1] = high
+        counts = np.zeros(n_bins)
+        n_rows = np.zeros(n_bins, dtype=np.int64)
+        above_high = 0.0
+        for s, w in zip(scores, weights, strict=True):
+            # What each client sends: weights and rows on the grid over
+            # [low, high), and the weight of its scores at or above it.
+            inside = (s >= low) & (s < high)
+            bins = np.clip(
+                np.searchsorted(edges, s[inside], side="right") - 1, 0, n_bins - 1
+            )
+            counts += np.bincount(bins, weights=w[inside], minlength=n_bins)
+            n_rows += np.bincount(bins, minlength=n_bins)
+            above_high += float(w[s >= high].sum())
+        above = above_high + np.concatenate([np.cumsum(counts[::-1])[::-1], [0.0]])
+        # The bin j with above[j + 1] <= wanted <= above[j]: the target lies in it.
+        j = int(np.searchsorted(-above, -wanted, side="right")) - 1
+        j = min(max(j, 0), n_bins - 1)
+        block_low, block_high = float(edges[j]), float(edges[j + 1])
+        # A bin of one row needs no finer grid: no threshold splits a row.
+        if (
+            n_rows[j] <= 1
+            or block_high <= block_low
+            or (block_low == low and block_high == high)
+        ):
+            break
+        low, high = block_low, block_high
+    in_block = counts[j]
+    above_block = above[j + 1]
+    tie_probability = (
+        0.0
+        if in_block <= 0
+        else float(np.clip((wanted - above_block) / in_block, 0, 1))
+    )
+    return OperatingPoint(
+        threshold=block_low,
+        upper=block_high,
+        tie_probability=tie_probability,
+        target_rate=float(rate),
+        tied_share=float(in_block / total),
+    )
 
 
 @validate_params(
@@ -219,18 +531,15 @@ _MAX_PASSES = 6
 def federated_threshold(
     client_scores, rate, *, n_bins=DEFAULT_N_BINS, sample_weights=None
 ):
-    """The threshold of a selection rate, as a server finds it from histograms.
+    """The deterministic threshold closest to a selection rate, from histograms.
 
-    Every client sends a histogram of its scores on a shared grid
-    (:func:`score_histogram`) plus how many of its scores lie above the grid;
-    the server sums them and finds the bin where the cut lies. When that bin
-    holds more than a thousandth of the rows (scores bunched together, as a
-    model that compresses its scores gives), the server narrows the grid to
-    that bin and asks again, up to 6 times. So the selected share matches the
-    target however narrow the spread of the scores. Scores that tie exactly
-    cannot be split by any threshold: the server then asks each client how
-    many rows three candidate cuts select (inside the last bin, and either
-    edge of it) and keeps the closest to the target.
+    The server finds the tied block at the target as
+    :func:`federated_operating_point` does, then selects all of it or none of
+    it, whichever is closer to the target. Scores that tie exactly cannot be
+    split by any threshold, so the selected share can miss the target by up
+    to half the block: to compare models at *exactly* the same rate, use
+    :func:`federated_operating_point` (what :func:`evaluate_clients
+    <skfedida.federated.evaluate_clients>` and the scorers' ``threshold=`` do).
 
     Parameters
     ----------
@@ -239,7 +548,7 @@ def federated_threshold(
     rate : float in [0, 1]
         Target share of rows with ``score > threshold``.
     n_bins : int, default=1000
-        Bins of each pass.
+        Bins of each pass, at most 1,000,000.
     sample_weights : list of array-like, default=None
         Each client's row weights.
 
@@ -247,8 +556,12 @@ def federated_threshold(
     -------
     threshold : float
         The cut, in [0, 1]: rows with ``score > threshold`` are selected, and
-        their (weighted) share of all the clients' rows is close to ``rate``
-        (as close as ties among the scores allow).
+        their (weighted) share of all the clients' rows is as close to
+        ``rate`` as ties among the scores allow.
+
+    See Also
+    --------
+    federated_operating_point : Exactly the target rate, ties randomised.
 
     Examples
     --------
@@ -259,67 +572,17 @@ def federated_threshold(
     >>> int(sum((s > t).sum() for s in squashed))  # half of 1,010 rows
     505
     """
-    if not (isinstance(rate, numbers.Real) and 0 <= rate <= 1):
-        raise ValueError(f"rate must be a number in [0, 1]; got {rate!r}.")
-    n_bins = _check_n_bins(n_bins)
-    scores = [column_or_1d(s).astype(np.float64, copy=False) for s in client_scores]
-    weights = (
-        [np.ones(s.shape) for s in scores]
-        if sample_weights is None
-        else [np.asarray(w, dtype=np.float64) for w in sample_weights]
+    point = federated_operating_point(
+        client_scores, rate, n_bins=n_bins, sample_weights=sample_weights
     )
-    for s in scores:
-        if not np.all(np.isfinite(s)) or (s.size and (s.min() < 0 or s.max() > 1)):
-            raise ValueError(
-                "scores must be probabilities in [0, 1] (e.g. predict_proba(X)[:, 1])."
-            )
-    total = float(sum(w.sum() for w in weights))
-    if total <= 0:
-        raise ValueError("the clients hold no rows; cannot place a threshold.")
-    wanted = rate * total
-    # A bin holding one row (or a thousandth of them) needs no finer grid: no
-    # threshold splits a row, and further passes only meet float spacing.
-    enough = max(1e-3 * total, max(float(w.max()) for w in weights if w.size))
-    low, high = 0.0, 1.0
-    cut = 1.0
-    for _ in range(_MAX_PASSES):
-        width = high - low
-        counts = np.zeros(n_bins)
-        above_high = 0.0
-        for s, w in zip(scores, weights, strict=True):
-            # What each client sends: counts on the grid over [low, high], and
-            # the weight of its scores above it.
-            inside = (s >= low) & (s <= high)
-            bins = np.minimum(
-                ((s[inside] - low) / width * n_bins).astype(np.intp), n_bins - 1
-            )
-            counts += np.bincount(bins, weights=w[inside], minlength=n_bins)
-            above_high += float(w[s > high].sum())
-        above = above_high + np.concatenate([np.cumsum(counts[::-1])[::-1], [0.0]])
-        j = int(np.searchsorted(-above, -wanted, side="right")) - 1
-        j = min(max(j, 0), n_bins - 1)
-        inside_bin = counts[j]
-        fraction = 0.0 if inside_bin <= 0 else (above[j] - wanted) / inside_bin
-        cut = float(np.clip(low + (j + fraction) * width / n_bins, 0.0, 1.0))
-        next_low, next_high = low + j * width / n_bins, low + (j + 1) * width / n_bins
-        if (
-            inside_bin <= enough
-            or next_high <= next_low
-            or (next_low == low and next_high == high)
-        ):
-            break
-        low, high = next_low, next_high
-
-    # Scores tied inside the last bin cannot be split: ask the clients how
-    # many rows each candidate selects (one count per client) and keep the
-    # one closest to the target: the interpolated cut, or either edge of the
-    # bin (its rows all selected, or none).
-    def selected(t):
-        return sum(float(w[s > t].sum()) for s, w in zip(scores, weights, strict=True))
-
-    below_bin = np.nextafter(next_low, -np.inf) if next_low > 0 else -np.inf
-    candidates = [cut, float(max(below_bin, 0.0)), float(next_high)]
-    return min(candidates, key=lambda t: abs(selected(t) - wanted))
+    # The whole block selected (cut just below it) or none of it (cut just
+    # below its upper edge, so that scores at the edge stay selected).
+    whole = (
+        float(np.nextafter(point.threshold, -np.inf)) if point.threshold > 0 else 0.0
+    )
+    none = float(np.nextafter(point.upper, -np.inf))
+    cut = whole if point.tie_probability >= 0.5 else none
+    return float(np.clip(cut, 0.0, 1.0))
 
 
 @validate_params(

@@ -45,9 +45,10 @@ from ._fairness import (
 )
 from ._operating_point import (
     DEFAULT_N_BINS,
+    MAX_N_BINS,
     _check_n_bins,
     _check_threshold,
-    federated_threshold,
+    federated_operating_point,
     training_prevalence,
 )
 
@@ -182,17 +183,24 @@ class _AtThreshold:
         if flip:
             # The scores are P(classes_[-1]); the favourable label is the other.
             y_score = 1.0 - y_score
+        positive = (np.asarray(y_true) == positive_label).astype(np.int64)
         if rate is None:
-            cut = self.threshold
+            decisions = (y_score > self.threshold).astype(np.int64)
         else:
-            cut = federated_threshold(
+            point = federated_operating_point(
                 [y_score],
                 rate,
                 n_bins=self.n_bins,
                 sample_weights=None if sample_weight is None else [sample_weight],
             )
-        positive = (np.asarray(y_true) == positive_label).astype(np.int64)
-        decisions = (y_score > cut).astype(np.int64)
+            if "soft" in signature(self.metric).parameters:
+                # The exact rate: the randomised rule's expected rates.
+                decisions = point.expected_decisions(y_score)
+                kwargs["soft"] = True
+            else:
+                # A metric of labels only: 0/1 decisions, the tied rows drawn
+                # with a fixed seed so that a search's scores repeat.
+                decisions = point.decisions(y_score, random_state=0)
         return self.metric(
             positive,
             decisions,
@@ -325,7 +333,7 @@ def _resolve_metric(metric):
         "min_group_size": _MIN_GROUP_SIZE,
         "greater_is_better": ["boolean", None],
         "threshold": "no_validation",
-        "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_bins": [Interval(numbers.Integral, 1, MAX_N_BINS, closed="both")],
     },
     prefer_skip_nested_validation=True,
 )
@@ -390,9 +398,14 @@ def make_fairness_scorer(
           and a model cannot look fair by compressing its scores;
         - ``{"selection_rate": r}``: the threshold of selection rate r.
 
-        The threshold comes from histograms of the scores on ``n_bins``
-        equal bins, narrowed where the scores bunch together
-        (:func:`federated_threshold`), as in a federation.
+        A target rate is met exactly: the operating point comes from
+        histograms of the scores on ``n_bins`` equal bins, narrowed where the
+        scores bunch together, and rows tied at it are selected with the
+        probability that makes the share exact
+        (:func:`federated_operating_point`); the metric is then the expected
+        value of that randomised rule's rates (``soft=True``), or, for a
+        callable without ``soft``, of 0/1 decisions with the tied rows drawn
+        with a fixed seed.
     n_bins : int, default=1000
         Bins of the score histogram for ``"prevalence"`` and
         ``"selection_rate"`` thresholds.

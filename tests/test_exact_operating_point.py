@@ -1,0 +1,329 @@
+"""The matched operating point selects exactly its target share, ties included.
+
+The oracle ranks the pooled scores (no histogram): the k = rate x n highest
+are selected, the rows tied with the k-th each with the probability that
+makes the count k. A deterministic threshold inside a tied block selects
+another share for each model, and the lower-selecting one looks fairer.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.linear_model import LogisticRegression
+
+from skfedida.federated import evaluate_clients
+from skfedida.metrics import (
+    OperatingPoint,
+    demographic_parity_difference,
+    false_positive_rate_difference,
+    federated_operating_point,
+    federated_threshold,
+    make_fairness_scorer,
+    make_tradeoff_scorer,
+    score_histogram,
+    threshold_at_rate,
+)
+
+
+def ranked_expected_decisions(scores, rate, weight=None):
+    """Expected decisions of 'highest first, ties at random', by sorting."""
+    weight = np.ones_like(scores) if weight is None else weight
+    wanted = rate * weight.sum()
+    values = np.unique(scores)[::-1]
+    decisions = np.zeros_like(scores)
+    taken = 0.0
+    for v in values:  # test oracle: a loop over distinct scores is fine here
+        at = scores == v
+        block = weight[at].sum()
+        if taken + block <= wanted:
+            decisions[at] = 1.0
+            taken += block
+        else:
+            decisions[at] = (wanted - taken) / block
+            break
+    return decisions
+
+
+def tied_scores(rng, n):
+    """Scores drawn from a few values (tied blocks) plus some distinct ones."""
+    levels = rng.uniform(0, 1, size=rng.integers(1, 6))
+    scores = rng.choice(levels, size=n)
+    spread = rng.uniform(size=n) < rng.uniform(0, 0.5)
+    scores[spread] = rng.uniform(0, 1, size=spread.sum())
+    return scores
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n_clients=st.integers(1, 4),
+    rate=st.floats(0.0, 1.0),
+    n_bins=st.sampled_from([2, 10, 1000]),
+    weighted=st.booleans(),
+)
+def test_expected_decisions_are_the_ranked_oracles(
+    seed, n_clients, rate, n_bins, weighted
+):
+    rng = np.random.default_rng(seed)
+    clients = [tied_scores(rng, int(rng.integers(1, 300))) for _ in range(n_clients)]
+    weights = (
+        [rng.integers(1, 4, size=s.size).astype(float) for s in clients]
+        if weighted
+        else None
+    )
+    point = federated_operating_point(
+        clients, rate, n_bins=n_bins, sample_weights=weights
+    )
+    pooled = np.concatenate(clients)
+    pooled_weight = None if weights is None else np.concatenate(weights)
+    got = np.concatenate([point.expected_decisions(s) for s in clients])
+    expected = ranked_expected_decisions(pooled, rate, pooled_weight)
+    w = np.ones_like(pooled) if pooled_weight is None else pooled_weight
+    # The selected share is the target, exactly.
+    assert np.dot(w, got) == pytest.approx(rate * w.sum(), abs=1e-9 * w.sum())
+    # Row by row the rule is the oracle's: only rows of one score (or one
+    # row) share a probability strictly between 0 and 1.
+    np.testing.assert_allclose(got, expected, atol=1e-9)
+    assert 0 <= point.tie_probability <= 1
+    # The deterministic threshold takes all of that block or none of it.
+    t = federated_threshold(clients, rate, n_bins=n_bins, sample_weights=weights)
+    selected = np.dot(w, pooled > t)
+    block = point.tied_share * w.sum()
+    assert abs(selected - rate * w.sum()) <= block / 2 + 1e-9 * w.sum()
+
+
+def test_two_models_with_tied_blocks_select_the_same_share():
+    # Scores in blocks, as on Adult: a deterministic threshold inside a
+    # block selects another share for each model.
+    rng = np.random.default_rng(1)
+    n = 4000
+    S = rng.integers(0, 2, n)
+    y = (rng.uniform(size=n) < np.where(S == 1, 0.35, 0.15)).astype(int)
+    # Three levels: the 25% target lies inside the middle block.
+    model_a = np.where(y == 1, rng.choice([0.5, 0.8], n), rng.choice([0.2, 0.5], n))
+    model_b = np.round(rng.uniform(size=n) * 0.5 + 0.2 * S + 0.2 * y, 2)
+    rate = 0.25
+    for scores in (model_a, model_b):
+        point = federated_operating_point([scores[: n // 2], scores[n // 2 :]], rate)
+        decisions = point.expected_decisions(scores)
+        assert decisions.mean() == pytest.approx(rate, abs=1e-12)
+        # The metrics of those decisions are the ranked oracle's.
+        oracle = ranked_expected_decisions(scores, rate)
+        assert demographic_parity_difference(
+            y, decisions, sensitive_features=S, soft=True
+        ) == pytest.approx(
+            demographic_parity_difference(y, oracle, sensitive_features=S, soft=True)
+        )
+    # Where blocks are large, a deterministic cut misses by a lot.
+    misses = [
+        abs((scores > federated_threshold([scores], rate)).mean() - rate)
+        for scores in (model_a, model_b)
+    ]
+    assert max(misses) > 0.005
+
+
+class _Fixed:
+    """A 'model' whose scores are given (tied blocks), for evaluate_clients."""
+
+    classes_ = np.array([0, 1])
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def predict_proba(self, X):
+        p = self.scores[np.asarray(X, dtype=int).ravel()]
+        return np.column_stack([1 - p, p])
+
+
+def test_evaluate_clients_reports_the_ranked_oracles_disparities():
+    rng = np.random.default_rng(2)
+    n = 3000
+    S = rng.integers(0, 3, n)
+    y = (rng.uniform(size=n) < 0.2 + 0.1 * S).astype(int)
+    scores = np.round(0.2 * y + 0.1 * S + rng.uniform(0, 0.4, n), 1)
+    clients = rng.integers(0, 3, n)
+    X = np.arange(n)[:, None]
+    report = evaluate_clients(
+        _Fixed(scores),
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        metrics=("selection_rate", "accuracy", "dpd", "dfpr", "dppv"),
+        threshold={"selection_rate": 0.3},
+        n_bootstrap=0,
+    )
+    assert report.achieved_rate == pytest.approx(0.3, abs=1e-12)
+    assert 0 < report.tie_probability < 1 and report.tied_share > 0.05
+    oracle = ranked_expected_decisions(scores, 0.3)
+    for k in range(3):
+        rows = clients == k
+        got = report.per_client.loc[k]
+        d, yk, Sk = oracle[rows], y[rows], S[rows]
+        assert got["selection_rate"] == pytest.approx(d.mean())
+        assert got["accuracy"] == pytest.approx(np.mean(yk * d + (1 - yk) * (1 - d)))
+        assert got["dpd"] == pytest.approx(
+            demographic_parity_difference(yk, d, sensitive_features=Sk, soft=True)
+        )
+        assert got["dfpr"] == pytest.approx(
+            false_positive_rate_difference(yk, d, sensitive_features=Sk, soft=True)
+        )
+        # PPV of a randomised rule: expected true positives over expected
+        # selections, per group.
+        ppv = [
+            np.dot(yk[Sk == g], d[Sk == g]) / d[Sk == g].sum()
+            for g in range(3)
+            if d[Sk == g].sum() > 0
+        ]
+        assert got["dppv"] == pytest.approx(max(ppv) - min(ppv))
+    # On 0/1 decisions the expected rates are the ordinary ones.
+    half = evaluate_clients(
+        _Fixed(scores),
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        metrics=("dpd", "dppv", "accuracy"),
+        threshold=0.45,
+        n_bootstrap=0,
+    )
+    d = (scores > 0.45).astype(int)
+    rows = clients == 0
+    assert half.per_client.loc[0, "dpd"] == pytest.approx(
+        demographic_parity_difference(y[rows], d[rows], sensitive_features=S[rows])
+    )
+    assert half.tie_probability is None and half.operating_point is None
+
+
+def test_bootstrap_and_bca_work_on_expected_decisions():
+    rng = np.random.default_rng(3)
+    n = 600
+    S = rng.integers(0, 2, n)
+    y = rng.integers(0, 2, n)
+    scores = np.round(rng.uniform(size=n) * 0.5 + 0.3 * y, 1)
+    for method in ("percentile", "bca"):
+        report = evaluate_clients(
+            _Fixed(scores),
+            np.arange(n)[:, None],
+            y,
+            clients=rng.integers(0, 2, n),
+            sensitive_features=S,
+            metrics=("selection_rate", "dpd"),
+            threshold="prevalence",
+            n_bootstrap=50,
+            method=method,
+            random_state=0,
+        )
+        row = report.per_client.iloc[0]
+        assert row["dpd_low"] <= row["dpd"] <= row["dpd_high"]
+
+
+def test_decisions_for_deployment_select_the_share_within_a_row():
+    scores = np.r_[np.full(100, 0.9), np.full(301, 0.5), np.full(600, 0.1)]
+    point = federated_operating_point([scores], 0.3)
+    assert isinstance(point, OperatingPoint)
+    counts = [point.decisions(scores, random_state=s).sum() for s in range(200)]
+    assert set(counts) <= {300, 301}
+    assert np.mean(counts) == pytest.approx(0.3 * scores.size, abs=0.5)
+    again = point.decisions(scores, random_state=7)
+    np.testing.assert_array_equal(again, point.decisions(scores, random_state=7))
+    # Only tied rows are drawn.
+    assert again[:100].all() and not again[401:].any()
+    assert "tie_probability" in repr(point)
+
+
+def test_scorers_at_a_rate_score_the_exact_share():
+    rng = np.random.default_rng(4)
+    n = 2000
+    X = rng.normal(size=(n, 2))
+    S = rng.integers(0, 2, n)
+    y = (X[:, 0] + 0.5 * S + rng.normal(size=n) > 0.5).astype(int)
+    # Rounded inputs give tied scores in blocks.
+    model = LogisticRegression().fit(np.round(X, 0), y)
+    Xr = np.round(X, 0)
+    scores = model.predict_proba(Xr)[:, 1]
+    rate = float(y.mean())
+    oracle = ranked_expected_decisions(scores, rate)
+    expected = demographic_parity_difference(y, oracle, sensitive_features=S, soft=True)
+    scorer = make_fairness_scorer("dpd", threshold="prevalence")
+    assert -scorer(model, Xr, y, sensitive_features=S) == pytest.approx(expected)
+    tradeoff = make_tradeoff_scorer(
+        "roc_auc", "dpd", weight=1.0, threshold="prevalence"
+    )
+    from sklearn.metrics import roc_auc_score
+
+    assert tradeoff(model, Xr, y, sensitive_features=S) == pytest.approx(
+        roc_auc_score(y, scores) - expected
+    )
+
+    # A callable without soft= gets 0/1 decisions selecting the share to a row.
+    seen = {}
+
+    def count_selected(y_true, y_pred, *, sensitive_features, **kwargs):
+        seen["values"] = set(np.unique(y_pred).tolist())
+        return float(np.sum(y_pred))
+
+    labels_only = make_fairness_scorer(
+        count_selected, threshold={"selection_rate": 0.3}
+    )
+    got = -labels_only(model, Xr, y, sensitive_features=S)
+    assert seen["values"] <= {0, 1}
+    assert abs(got - 0.3 * n) <= 1
+    # Reproducible: the tied rows are drawn with a fixed seed.
+    assert -labels_only(model, Xr, y, sensitive_features=S) == got
+
+
+@pytest.mark.parametrize(
+    "func, kwargs",
+    [
+        (score_histogram, dict(scores=[0.5], n_bins=10**7)),
+        (federated_operating_point, dict(client_scores=[[0.5]], rate=0.5, n_bins=0)),
+        (federated_threshold, dict(client_scores=[[0.5]], rate=0.5, n_bins=10**9)),
+    ],
+)
+def test_n_bins_is_bounded_with_a_message_naming_it(func, kwargs):
+    with pytest.raises(ValueError, match="n_bins"):
+        func(**kwargs)
+
+
+def test_make_fairness_scorer_and_evaluate_clients_bound_n_bins():
+    with pytest.raises(ValueError, match="n_bins"):
+        make_fairness_scorer("dpd", threshold="prevalence", n_bins=10**8)
+    with pytest.raises(ValueError, match="n_bins"):
+        evaluate_clients(
+            _Fixed(np.array([0.2, 0.8])),
+            np.arange(2)[:, None],
+            np.array([0, 1]),
+            clients=np.zeros(2),
+            sensitive_features=np.array([0, 1]),
+            threshold="prevalence",
+            n_bins=10**8,
+        )
+
+
+@pytest.mark.parametrize(
+    "histograms, match",
+    [
+        ([1.0, np.nan, 3.0], "not finite"),
+        ([1.0, np.inf, 3.0], "not finite"),
+        ([[1.0, 2.0], [1.0, -2.0]], "histogram 1 .*non-negative"),
+        ([[1, 2], [1, 2, 3]], "same grid"),
+        ([[1, 2, 3], [1, 2]], "histogram 1 has 2 bins"),
+        ([[1, 2], ["a", 2]], "does not hold numbers"),
+        (np.ones((2, 2, 2)), "one histogram"),
+        ([], "non-empty"),
+    ],
+)
+def test_threshold_at_rate_refuses_bad_counts_by_name(histograms, match):
+    with pytest.raises(ValueError, match=match):
+        threshold_at_rate(histograms, 0.5)
+
+
+def test_operating_point_refuses_bad_weights():
+    with pytest.raises(ValueError, match="sample_weights"):
+        federated_operating_point([[0.1, 0.2]], 0.5, sample_weights=[[1.0]])
+    with pytest.raises(ValueError, match="sample_weights"):
+        federated_operating_point([[0.1, 0.2]], 0.5, sample_weights=[[1.0, np.nan]])
+    with pytest.raises(ValueError, match="sample_weights"):
+        federated_operating_point([[0.1, 0.2]], 0.5, sample_weights=[[1.0, -1.0]])
