@@ -131,6 +131,17 @@ def _plain_id(client):
     return client.item() if hasattr(client, "item") else client
 
 
+def _reads_sensitive_columns(estimator):
+    """Whether the estimator (or one nested in it) reads S from columns of X."""
+    get_params = getattr(estimator, "get_params", None)
+    if get_params is None:
+        return False
+    return any(
+        (name == "sensitive" or name.endswith("__sensitive")) and value is not None
+        for name, value in get_params(deep=True).items()
+    )
+
+
 def _client_lambda_path(
     estimator, param, lambdas, scorer, tolerance, train, valid, band=None, ctx=None
 ):
@@ -350,6 +361,15 @@ def lambda_range(
     if clients.shape[0] != n_samples or y.shape[0] != n_samples:
         raise ValueError(f"X has {n_samples} rows; y and clients must match it.")
     _, S = resolve_sensitive(X, sensitive_features=sensitive_features, drop=False)
+    if S is None and not _reads_sensitive_columns(estimator):
+        # Every lambda would fit the unpenalised model: flat scores, and a
+        # range of (0, max(lambdas)) that says nothing about the penalty.
+        raise ValueError(
+            "lambda_range needs the sensitive attributes: without them the "
+            f"fairness penalty ({param!r}) is inactive and every lambda fits the "
+            "same model. Pass sensitive_features= (or build the estimator with "
+            "sensitive=[columns of X])."
+        )
     scorer = check_scoring(estimator, scoring=scoring)
     tasks, ids = [], np.unique(clients)
     if validation is not None:
@@ -380,12 +400,28 @@ def lambda_range(
             valid = part(X_val, y_val, S_val, np.flatnonzero(clients_val == client))
             tasks.append((part(X, y, S, rows), valid))
             continue
-        train, held_out = train_test_split(
-            rows,
-            test_size=validation_fraction,
-            stratify=y[rows],
-            random_state=random_state,
-        )
+        try:
+            train, held_out = train_test_split(
+                rows,
+                test_size=validation_fraction,
+                stratify=y[rows],
+                random_state=random_state,
+            )
+        except ValueError as exc:
+            labels, counts = np.unique(y[rows], return_counts=True)
+            raise ValueError(
+                f"Client {_plain_id(client)!r} has {rows.size} rows ("
+                + ", ".join(
+                    f"{n} of class {label!r}"
+                    for label, n in zip(labels.tolist(), counts.tolist(), strict=True)
+                )
+                + f"): validation_fraction={validation_fraction!r} cannot hold "
+                "out a stratified part of them with every class on both sides "
+                f"({exc}). Pass validation=(X_val, y_val, clients_val, "
+                "sensitive_features_val) with the clients' own validation rows, "
+                "change validation_fraction, or leave this client out of "
+                "lambda_range (it can still train in the federation)."
+            ) from exc
         tasks.append((part(X, y, S, np.sort(train)), part(X, y, S, np.sort(held_out))))
 
     def run_paths(contexts):
@@ -548,6 +584,20 @@ class _FairestWithin:
         )
 
     def __call__(self, cv_results):
+        names = [
+            k[len("mean_test_") :] for k in cv_results if k.startswith("mean_test_")
+        ]
+        for argument, name in (
+            ("performance", self.performance),
+            ("fairness", self.fairness),
+        ):
+            if name not in names:
+                raise ValueError(
+                    f"fairest_within's {argument}={name!r} is not a scorer of the "
+                    f"search: its cv_results_ has the scorers {names} (the keys "
+                    "of the search's scoring dict). Pass one of them, or add "
+                    f"{name!r} to scoring."
+                )
         perf = np.asarray(cv_results[f"mean_test_{self.performance}"], dtype=float)
         fair = np.asarray(cv_results[f"mean_test_{self.fairness}"], dtype=float)
         if np.isnan(perf).any() or np.isnan(fair).any():
@@ -701,10 +751,39 @@ n_splits_, refit_time_, multimetric_ :
         self.n_fine = n_fine
         self.spacing = spacing
 
-    def _grid(self, low, high, n):
-        if self.spacing == "log":
-            return np.geomspace(low, high, n)
-        return np.linspace(low, high, n)
+    def _grid(self, low, high, n, integer=False):
+        grid = (np.geomspace if self.spacing == "log" else np.linspace)(low, high, n)
+        if integer:
+            # An integer parameter refuses floats (every fit would fail):
+            # the grid's values rounded, each evaluated once.
+            grid = np.unique(np.rint(grid).astype(np.int64))
+        return grid
+
+    def _integer_parameter(self):
+        """Whether the searched parameter takes integers only.
+
+        Read from the parameter's ``_parameter_constraints`` (an ``Interval``
+        or type of integers, none of reals), else from integer bounds and an
+        integer current value, so that a real parameter searched between
+        integer bounds (``C`` from 1 to 10) keeps its real values.
+        """
+        *path, leaf = self.param_name.split("__")
+        params = self.estimator.get_params(deep=True)
+        owner = params["__".join(path)] if path else self.estimator
+        constraints = getattr(owner, "_parameter_constraints", {}).get(leaf)
+        if constraints:
+            kinds = {
+                getattr(c, "type", c)
+                for c in constraints
+                if isinstance(c, (Interval, type))
+            }
+            integral = bool(kinds & {numbers.Integral, int})
+            real = bool(kinds & {numbers.Real, float, "real_not_int"})
+            return integral and not real
+        return all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool)
+            for v in (self.low, self.high, params.get(self.param_name))
+        )
 
     def _best(self, results):
         metrics = [
@@ -739,7 +818,7 @@ n_splits_, refit_time_, multimetric_ :
 
     def _stage(self, evaluate_candidates, values, callback_ctx, name):
         """Evaluate one stage's candidates, as a task of sklearn's callbacks."""
-        candidates = [{self.param_name: v} for v in values]
+        candidates = [{self.param_name: v} for v in values.tolist()]
         if callback_ctx is None:
             return evaluate_candidates(candidates)
         # Like GridSearchCV's "search" task: candidate x split fits below it,
@@ -765,7 +844,8 @@ n_splits_, refit_time_, multimetric_ :
             search_ctx = callback_ctx.subcontext(
                 task_name="search", max_subtasks=2
             ).call_on_fit_task_begin(estimator=self)
-        coarse = self._grid(self.low, self.high, self.n_coarse)
+        integer = self._integer_parameter()
+        coarse = self._grid(self.low, self.high, self.n_coarse, integer)
         results = self._stage(evaluate_candidates, coarse, search_ctx, "coarse search")
         best = self._best(results)
         i = int(np.argmin(np.abs(coarse - results["params"][best][self.param_name])))
@@ -773,8 +853,8 @@ n_splits_, refit_time_, multimetric_ :
         right = coarse[min(i + 1, len(coarse) - 1)]
         # n_fine values strictly between the neighbours; any that coincide with
         # an evaluated coarse value are not evaluated twice.
-        fine = self._grid(left, right, self.n_fine + 2)[1:-1]
-        fine = np.array([v for v in fine if not np.isclose(coarse, v).any()])
+        fine = self._grid(left, right, self.n_fine + 2, integer)
+        fine = fine[~np.isclose(fine[:, None], coarse[None, :]).any(axis=1)]
         self.coarse_values_, self.fine_values_ = coarse, fine
         if fine.size:
             results = self._stage(evaluate_candidates, fine, search_ctx, "fine search")

@@ -495,6 +495,8 @@ default="mean"
             groups_metrics = encode_groups(S_metrics, n_samples=n_samples)
         self._warn_if_penalty_inactive(S, groups)
         ids, codes = self._client_codes(clients, n_samples)
+        if self.dp is not None:  # delta's bound needs the number of clients
+            self.dp._check(n_clients=len(ids))
         if warm and not (
             np.array_equal(ids, self.clients_)
             and np.array_equal(np.unique(y), self.classes_)

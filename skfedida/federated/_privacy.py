@@ -70,8 +70,13 @@ class DifferentialPrivacy(BaseEstimator):
         for the same epsilon. The ``update_norm`` of each client in a
         non-private run's ``history_`` shows the scale.
     target_delta : float in (0, 1), default=1e-5
-        The delta at which epsilon is reported; keep it below one over the
-        number of clients.
+        The delta at which epsilon is reported. ``fit`` refuses a delta of
+        one over the number of clients or more: the mechanism that publishes
+        each client's data outright with probability delta is (0, delta)-DP,
+        so at delta >= 1/n_clients a "guarantee" allows releasing about one
+        client's whole data, and epsilon (which then falls to 0) means
+        nothing. Keep delta far below that bound (the default 1e-5 is the
+        usual choice).
     noise_seed : int or None, default=None
         None (the only private choice) draws the noise from the operating
         system's entropy, a secret no client holds: such fits are not
@@ -108,8 +113,12 @@ class DifferentialPrivacy(BaseEstimator):
         self.target_delta = target_delta
         self.noise_seed = noise_seed
 
-    def _check(self):
-        """Raise a ValueError naming the option that is out of range."""
+    def _check(self, n_clients=None):
+        """Raise a ValueError naming the option that is out of range.
+
+        With ``n_clients`` (known at fit), also refuse a ``target_delta`` of
+        ``1 / n_clients`` or more, which guarantees nothing (see the class).
+        """
         for name, value in (
             ("noise_multiplier", self.noise_multiplier),
             ("clipping_norm", self.clipping_norm),
@@ -132,6 +141,15 @@ class DifferentialPrivacy(BaseEstimator):
         ):
             raise ValueError(
                 f"DifferentialPrivacy's target_delta must be in (0, 1); got {delta!r}."
+            )
+        if n_clients is not None and delta * n_clients >= 1:
+            raise ValueError(
+                f"DifferentialPrivacy's target_delta={delta!r} gives no guarantee "
+                f"for {n_clients} clients: a mechanism that publishes each "
+                "client's data outright with probability delta satisfies "
+                "(0, delta)-DP, so delta must be below 1/n_clients = "
+                f"{1 / n_clients:.3g}. Lower target_delta, ideally far below "
+                "(e.g. the default 1e-5)."
             )
         seed = self.noise_seed
         if seed is not None and (

@@ -97,8 +97,54 @@ def _resolve_pos_label(pos_label, labels):
     )
 
 
-def _validated(y_true, y_pred, sample_weight, soft):
-    """y_true, y_pred and the weights checked; the labels the metrics see."""
+def _check_label_predictions(y_pred, true_labels, declared):
+    """Refuse a float y_pred that holds anything but labels (``soft=False``).
+
+    Probabilities or scores read as labels give one "class" per distinct
+    value: a DPD of 0.004 for a model whose decisions at 0.5 have 0.21, or
+    NaN for equalized odds. sklearn's metrics refuse them too ("mix of binary
+    and continuous"). Float labels stay valid: a float y_pred may hold the
+    labels of y_true, the labels the caller declares (``pos_label``, a
+    model's classes), and, for 0/1 or -1/1 targets, the binary pair sklearn
+    reads them as (a fold with no positives may still predict 1.0).
+    """
+    if y_pred.dtype.kind not in "fc":
+        return
+    allowed = np.asarray(declared, dtype=object)
+    if true_labels.dtype.kind in "biuf":
+        allowed = np.concatenate([true_labels.astype(object), allowed])
+        for pair in ([0, 1], [-1, 1]):
+            if np.isin(true_labels, pair).all():
+                allowed = np.concatenate([allowed, np.asarray(pair, dtype=object)])
+    numeric = np.array(
+        [v for v in allowed if isinstance(v, (Real, np.number))], dtype=np.float64
+    )
+    values = np.unique(y_pred)
+    unknown = values[~np.isin(values, numeric)]
+    if unknown.size == 0:
+        return
+    fractional = np.isfinite(unknown) & (unknown != np.round(unknown))
+    kind = (
+        "probabilities or scores"
+        if fractional.any() or not np.isfinite(unknown).all()
+        else "numbers that are not labels"
+    )
+    raise ValueError(
+        f"y_pred holds {kind} ({unknown.tolist()[:5]} are not labels of y_true, "
+        f"which takes {true_labels.tolist()[:10]}), but with soft=False every "
+        "value of y_pred must be a predicted label. For probabilities of the "
+        "positive class (predict_proba(X)[:, 1]) pass soft=True; for decisions, "
+        "pass the estimator's predict(X) or the scores cut at a threshold "
+        "(y_score > t; in a scorer, make_fairness_scorer(..., threshold=t))."
+    )
+
+
+def _validated(y_true, y_pred, sample_weight, soft, declared=()):
+    """y_true, y_pred and the weights checked; the labels the metrics see.
+
+    ``declared`` are labels y_pred may hold besides y_true's (``pos_label``,
+    a model's classes).
+    """
     y_true = column_or_1d(y_true, warn=True)
     y_pred = column_or_1d(y_pred, warn=True)
     check_consistent_length(y_true, y_pred)
@@ -114,6 +160,7 @@ def _validated(y_true, y_pred, sample_weight, soft):
             )
         labels = true_labels
     else:
+        _check_label_predictions(y_pred, true_labels, declared)
         if (y_true.dtype.kind in "biuf") != (y_pred.dtype.kind in "biuf"):
             raise ValueError(
                 f"y_true ({y_true.dtype}) and y_pred ({y_pred.dtype}) hold labels "
@@ -126,10 +173,14 @@ def _validated(y_true, y_pred, sample_weight, soft):
     return y_true, y_pred, sample_weight, labels
 
 
+def _declared(pos_label):
+    return () if pos_label is None else (pos_label,)
+
+
 def _check_targets(y_true, y_pred, sample_weight, pos_label, soft):
     """Binary targets: 0/1 positives, predictions (0/1 or scores), weights."""
     y_true, y_pred, sample_weight, labels = _validated(
-        y_true, y_pred, sample_weight, soft
+        y_true, y_pred, sample_weight, soft, _declared(pos_label)
     )
     if len(labels) > 2:
         raise ValueError(
@@ -151,7 +202,7 @@ def _one_vs_rest_targets(y_true, y_pred, sample_weight, pos_label, soft):
     probabilities of ``pos_label``, which must be given.
     """
     y_true, y_pred, sample_weight, labels = _validated(
-        y_true, y_pred, sample_weight, soft
+        y_true, y_pred, sample_weight, soft, _declared(pos_label)
     )
     if len(labels) <= 2:
         classes = [_resolve_pos_label(pos_label, labels)]
@@ -268,7 +319,9 @@ def _group_sums(
             y_true, y_pred, sample_weight, pos_label, soft
         )
     else:
-        y_true, y_pred, weight, _ = _validated(y_true, y_pred, sample_weight, soft)
+        y_true, y_pred, weight, _ = _validated(
+            y_true, y_pred, sample_weight, soft, list(labels)
+        )
         targets = _targets_of(y_true, y_pred, labels, soft)
     groups = encode_groups(sensitive_features, n_samples=weight.shape[0])
     return _ClassSums(
