@@ -632,6 +632,14 @@ class _FairestWithin:
         return int(eligible[order[0]])
 
 
+def _rounded(values):
+    """A grid of an integer parameter: its values rounded, each once.
+
+    An integer parameter refuses floats, so every fit of a float would fail.
+    """
+    return np.unique(np.rint(values).astype(np.int64))
+
+
 class CoarseToFineSearchCV(BaseSearchCV):
     """Two-stage search of one parameter: a coarse grid, then a finer one.
 
@@ -644,7 +652,9 @@ class CoarseToFineSearchCV(BaseSearchCV):
     as ``GridSearchCV``: ``cv_results_`` (with a ``stage`` column, "coarse"
     or "fine"), ``best_params_``, ``refit``, ``n_jobs``, multi-metric
     ``scoring`` and metadata routing. Any parameter of any estimator can be
-    searched this way (gamma, lambda, a learning rate).
+    searched this way (gamma, lambda, a learning rate); an integer parameter
+    (its constraints accept integers only, e.g. ``n_rounds``) is searched
+    over the grids' values rounded, each evaluated once.
 
     Parameters
     ----------
@@ -751,13 +761,10 @@ n_splits_, refit_time_, multimetric_ :
         self.n_fine = n_fine
         self.spacing = spacing
 
-    def _grid(self, low, high, n, integer=False):
-        grid = (np.geomspace if self.spacing == "log" else np.linspace)(low, high, n)
-        if integer:
-            # An integer parameter refuses floats (every fit would fail):
-            # the grid's values rounded, each evaluated once.
-            grid = np.unique(np.rint(grid).astype(np.int64))
-        return grid
+    def _grid(self, low, high, n):
+        if self.spacing == "log":
+            return np.geomspace(low, high, n)
+        return np.linspace(low, high, n)
 
     def _integer_parameter(self):
         """Whether the searched parameter takes integers only.
@@ -845,7 +852,9 @@ n_splits_, refit_time_, multimetric_ :
                 task_name="search", max_subtasks=2
             ).call_on_fit_task_begin(estimator=self)
         integer = self._integer_parameter()
-        coarse = self._grid(self.low, self.high, self.n_coarse, integer)
+        coarse = self._grid(self.low, self.high, self.n_coarse)
+        if integer:
+            coarse = _rounded(coarse)
         results = self._stage(evaluate_candidates, coarse, search_ctx, "coarse search")
         best = self._best(results)
         i = int(np.argmin(np.abs(coarse - results["params"][best][self.param_name])))
@@ -853,7 +862,9 @@ n_splits_, refit_time_, multimetric_ :
         right = coarse[min(i + 1, len(coarse) - 1)]
         # n_fine values strictly between the neighbours; any that coincide with
         # an evaluated coarse value are not evaluated twice.
-        fine = self._grid(left, right, self.n_fine + 2, integer)
+        fine = self._grid(left, right, self.n_fine + 2)[1:-1]
+        if integer:
+            fine = _rounded(fine)
         fine = fine[~np.isclose(fine[:, None], coarse[None, :]).any(axis=1)]
         self.coarse_values_, self.fine_values_ = coarse, fine
         if fine.size:
