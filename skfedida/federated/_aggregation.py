@@ -20,6 +20,7 @@ __all__ = [
     "TrimmedMean",
     "WeightedMean",
     "check_aggregation",
+    "class_prior",
 ]
 
 
@@ -481,15 +482,31 @@ def check_aggregation(aggregation):
         raise ValueError(
             f"TrimmedMean's beta must be in [0, 0.5); got {aggregation.beta!r}."
         )
-    if isinstance(aggregation, QFedAvg) and not (
-        isinstance(aggregation.q, numbers.Real)
-        and aggregation.q >= 0
-        and isinstance(aggregation.client_learning_rate, numbers.Real)
-        and aggregation.client_learning_rate > 0
-    ):
-        raise ValueError(
-            f"QFedAvg needs q >= 0 and client_learning_rate > 0; got {aggregation!r}."
-        )
+    if isinstance(aggregation, QFedAvg):
+        # loss ** q overflows to infinity for an infinite q (or a huge one
+        # past float range), and the round's step becomes NaN: checked here,
+        # before any round, instead of failing later naming the data.
+        q, rate = aggregation.q, aggregation.client_learning_rate
+        if not (
+            isinstance(q, numbers.Real)
+            and not isinstance(q, bool)
+            and np.isfinite(q)
+            and q >= 0
+        ):
+            raise ValueError(
+                f"QFedAvg needs a finite q >= 0; got q={q!r}. Use e.g. q=0.1 "
+                "(q=0 is FedAvg with equal client weights)."
+            )
+        if not (
+            isinstance(rate, numbers.Real)
+            and not isinstance(rate, bool)
+            and np.isfinite(rate)
+            and rate > 0
+        ):
+            raise ValueError(
+                "QFedAvg needs a finite client_learning_rate > 0; got "
+                f"client_learning_rate={rate!r}."
+            )
     if isinstance(aggregation, FairFed) and not (
         aggregation.metric in ("dpd", "dtpr", "dfpr", "eod")
         and isinstance(aggregation.beta, numbers.Real)
@@ -506,3 +523,35 @@ def check_aggregation(aggregation):
             f"{aggregation!r}."
         )
     return aggregation
+
+
+def class_prior(counts, method="mean"):
+    """The federation's class shares from each client's rows per class.
+
+    Parameters
+    ----------
+    counts : array-like of shape (n_clients, n_classes)
+        Each client's training rows per class.
+    method : {"mean", "median"}, default="mean"
+        ``"mean"``: the pooled shares (the clients' shares weighted by their
+        rows), which one client holding a share w of the rows can move by at
+        most w, whatever it reports within its declared rows. ``"median"``:
+        per class, the median of the clients' shares, normalised to sum to 1,
+        which a minority of clients cannot move beyond the range of the
+        others' shares (for every clients' size).
+
+    Returns
+    -------
+    prior : ndarray of shape (n_classes,)
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if method == "mean":
+        total = counts.sum(axis=0)
+        return total / total.sum()
+    rates = counts / counts.sum(axis=1, keepdims=True)
+    median = np.median(rates, axis=0)
+    if median.sum() == 0:
+        # Clients each with other classes only (every median share 0): no
+        # majority of clients agrees on any class; the pooled shares.
+        return class_prior(counts, "mean")
+    return median / median.sum()

@@ -784,6 +784,15 @@ def _fairness_report(estimator, data, classes):
     }
 
 
+def class_counts(y, classes):
+    """A client's rows per class, in the order of ``classes``: what it sends.
+
+    The server adds them up (or takes the median of their shares,
+    ``prior_aggregation``) into ``class_prior_``.
+    """
+    return np.array([int(np.sum(np.asarray(y) == c)) for c in classes], np.int64)
+
+
 def _reporting_client_round(trainer, estimator, parameters, data, epochs, seed):
     """``_client_round``, with the client's fairness report for the global model."""
     if parameters is not None:

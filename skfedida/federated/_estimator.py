@@ -35,7 +35,7 @@ from .._groups import (
     resolve_sensitive,
     take_rows,
 )
-from .._validation import is_plain_array
+from .._validation import is_plain_array, string_column_error
 from ..exceptions import (
     ClientDataWarning,
     InactivePenaltyWarning,
@@ -44,7 +44,7 @@ from ..exceptions import (
     warn_if_outlying_updates,
 )
 from ..over_sampling import FairnessAwareROSE
-from ._aggregation import _Aggregator, check_aggregation
+from ._aggregation import _Aggregator, check_aggregation, class_prior
 from ._client import (
     _check_sampler_input,
     _client_seeds,
@@ -52,6 +52,7 @@ from ._client import (
     _split_client,
     _Trainer,
     _validation_metrics,
+    class_counts,
     client_ids,
     clone_fitted,
 )
@@ -69,7 +70,7 @@ from ._privacy import (
     privacy_report,
     updates_bounded,
 )
-from ._replies import claims_summary
+from ._replies import ReplyGate, claims_summary, initialisation_reply_problem
 from ._server import COMMUNICATING, _Server
 
 __all__ = ["FederatedEstimator"]
@@ -202,6 +203,21 @@ default="mean"
         and the balance across and within sensitive groups that the sampler
         made is kept. None trains on the resampled rows unweighted (the
         paper's FedIDA). No effect without ``sampler``.
+    prior_aggregation : {"mean", "median"}, default="mean"
+        How ``class_prior_`` (the prevalence that
+        ``threshold="prevalence"`` matches) combines the clients' counts of
+        training rows per class. ``"mean"``: the pooled shares (the clients'
+        shares weighted by their rows). The server checks every client's
+        counts (whole, >= 0, adding up to its training rows), but a client
+        that reports other labels for the same number of rows passes every
+        check, and moves each share by up to its share of the rows (one
+        client of three, holding a third of the rows and swapping its labels,
+        moved the prevalence from 0.26 to 0.33 in ``tests/test_reply_gate.py``).
+        ``"median"``: per class, the median of the clients' shares
+        (normalised to sum to 1), which such a client cannot move beyond the
+        range of the honest clients' shares, with three or more clients and
+        fewer than half of them hostile; it ignores the clients' sizes, so with
+        honest clients of unequal prevalence it differs from the pooled share.
     batch_size : int, default=128
         Minibatch size of per-batch resampling and of Per-FedAvg's steps.
     client_fraction : float in (0, 1], default=1.0
@@ -218,11 +234,15 @@ default="mean"
         the global model's AUROC and demographic parity difference on it in
         ``history_`` after every round.
     on_client_error : {"raise", "skip"}, default="raise"
-        A client whose training raises: stop the fit with an error naming the
-        client and the round, or skip it for that round (the round aggregates
-        the others; ``history_`` records the client with a ``skipped``
-        message). A round in which every selected client fails is an error
-        either way.
+        A client whose training raises, or any of whose replies fails the
+        server's checks: stop the fit with an error naming the client and the
+        round or stage, or skip it for that round (the round aggregates the
+        others; ``history_`` records the client with a ``skipped`` message).
+        A reply before training (its class counts, its preprocessing
+        statistics) that fails leaves the client out of what it feeds
+        (``class_prior_``, the fitted preprocessing), recorded in
+        ``history_`` as round 0 with its ``stage``. A round in which every
+        selected client fails is an error either way.
     warm_start : bool, default=False
         Resume a fitted federation for ``n_rounds`` more rounds: the clients'
         estimators, the global parameters and every random stream carry on,
@@ -265,8 +285,9 @@ default="mean"
         Class labels.
     class_prior_ : ndarray of shape (n_classes,)
         Share of each class in the training rows (from the clients' label
-        counts); ``class_prior_[-1]`` is the prevalence that
-        ``evaluate_clients(..., threshold="prevalence")`` matches.
+        counts, combined by ``prior_aggregation``); ``class_prior_[-1]`` is
+        the prevalence that ``evaluate_clients(..., threshold="prevalence")``
+        matches.
     history_ : list of dict
         One record per round and client: ``round``, ``client``,
         ``train_loss`` (log-loss of the client's model on its rows after its
@@ -343,6 +364,7 @@ default="mean"
         ],
         "dp": [DifferentialPrivacy, None],
         "prior_correction": [StrOptions({"weights"}), None],
+        "prior_aggregation": [StrOptions({"mean", "median"})],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "client_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
         "personalization_steps": [Interval(numbers.Integral, 0, None, closed="left")],
@@ -373,6 +395,7 @@ default="mean"
         max_update_norm=None,
         dp=None,
         prior_correction="weights",
+        prior_aggregation="mean",
         batch_size=128,
         client_fraction=1.0,
         personalization_steps=1,
@@ -396,6 +419,7 @@ default="mean"
         self.max_update_norm = max_update_norm
         self.dp = dp
         self.prior_correction = prior_correction
+        self.prior_aggregation = prior_aggregation
         self.batch_size = batch_size
         self.client_fraction = client_fraction
         self.personalization_steps = personalization_steps
@@ -547,14 +571,8 @@ default="mean"
                     stacklevel=caller_stacklevel(),
                 )
         self.client_sizes_ = np.array([client.n for client in data])
-        # Label shares of the training rows: the sum of the clients' counts.
-        self.class_prior_ = (
-            sum(
-                np.array([np.sum(client.y == c) for c in self.classes_])
-                for client in data
-            )
-            / self.client_sizes_.sum()
-        )
+        gate = self._gate()
+        self.class_prior_ = self._class_prior(data, gate)
         trainer = self._trainer(
             self.classes_,
             self._sensitive_routing(
@@ -590,10 +608,49 @@ default="mean"
                 trainer, data, epochs, self.client_seeds_, callback_rows=(X_given, y)
             )
         del self._validation
+        self._record_skips(gate)
         self._warn_if_degenerate(data)
         warn_if_outlying_updates(self.history_, bounded=updates_bounded(self))
         callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
         return self
+
+    def _gate(self):
+        """The reply gate of one fit (its checks, the failure policy, records)."""
+        return ReplyGate(
+            self.on_client_error,
+            name=lambda k: f"Client {self._client_id(k)!r}",
+            client_id=self._client_id,
+        )
+
+    def _class_prior(self, data, gate):
+        """``class_prior_`` from the clients' counts that pass the gate.
+
+        Each client's counts of its training rows per class are its
+        initialisation reply: checked as the Flower server checks them.
+        """
+        counts = [class_counts(client.y, self.classes_) for client in data]
+        admitted = gate.admit(
+            "initialisation",
+            [
+                (
+                    k,
+                    initialisation_reply_problem(
+                        counts[k],
+                        n_classes=len(self.classes_),
+                        declared_rows=client.n,
+                    ),
+                )
+                for k, client in enumerate(data)
+            ],
+        )
+        return class_prior([counts[k] for k in admitted], self.prior_aggregation)
+
+    def _record_skips(self, gate, history=None):
+        """The gate's skipped replies before training, as round 0 of ``history_``."""
+        history = self.history_ if history is None else history
+        records = [{"round": 0, **record} for record in gate.records]
+        known = [r for r in history if r.get("round") == 0 and "stage" in r]
+        history[:0] = [r for r in records if r not in known]
 
     def _fit_pipeline(self, X, y, clients, sensitive_features):
         """Fit the pipeline's transformers from statistics, then the model."""
@@ -615,7 +672,14 @@ default="mean"
             fresh.pop("warm_start")
             inner.set_params(**fresh, warm_start=True)
         else:
-            fitted_preprocessing, _ = pipeline.fit_preprocessing(X_model, clients)
+            ids, _ = client_ids(clients, _num_samples(X_model))
+            gate = ReplyGate(
+                self.on_client_error,
+                name=lambda k: f"Client {ids[k].tolist()!r}",
+                client_id=lambda k: ids[k].tolist(),
+            )
+            fitted_preprocessing, _ = pipeline.fit_preprocessing(X_model, clients, gate)
+            self._preprocessing_skips = [{"round": 0, **r} for r in gate.records]
             inner = pipeline.inner()
         X_inner = pipeline.model_inputs(fitted_preprocessing, X_model)
         if getattr(self, "_skl_callbacks", None):
@@ -623,6 +687,9 @@ default="mean"
             inner.set_callbacks(*self._skl_callbacks)
         inner.fit(X_inner, y, clients=clients, sensitive_features=S)
         pipeline.adopt(self, inner, fitted_preprocessing, X)
+        # Clients left out of the statistics (on_client_error="skip").
+        skips = getattr(self, "_preprocessing_skips", [])
+        self.history_[:0] = [r for r in skips if r not in self.history_]
         return self
 
     @staticmethod
@@ -880,7 +947,13 @@ default="mean"
         """
         if self.sensitive is not None:
             return X
-        return check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
+        try:
+            return check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
+        except ValueError as error:  # name a string column and its encoder
+            clear = string_column_error(X, type(self).__name__)
+            if clear is None:
+                raise
+            raise clear from error
 
     # -- the federation -------------------------------------------------------
 

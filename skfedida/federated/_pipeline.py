@@ -143,11 +143,14 @@ class PipelineFederation:
         )
         return drop_columns(X, sensitive), S
 
-    def fit_preprocessing(self, X_model, clients):
-        """The preprocessing fitted from every client's statistics (or None)."""
+    def fit_preprocessing(self, X_model, clients, gate=None):
+        """The preprocessing fitted from every client's statistics (or None).
+
+        ``gate`` checks every answer and applies ``on_client_error``.
+        """
         if self.preprocessing is None:
             return None, []
-        return fit_in_process(self.preprocessing, client_parts(X_model, clients))
+        return fit_in_process(self.preprocessing, client_parts(X_model, clients), gate)
 
     def model_inputs(self, fitted_preprocessing, X_model):
         """A client's rows as the final estimator takes them."""

@@ -295,7 +295,7 @@ class FederationPlan:
         *,
         classes,
         client_sizes,
-        class_counts,
+        class_prior,
         seeds,
         n_features,
         feature_names,
@@ -309,8 +309,8 @@ class FederationPlan:
         fitted.classes_ = np.asarray(classes)
         fitted.clients_ = np.arange(n_clients)
         fitted.client_sizes_ = np.asarray(client_sizes)
-        class_counts = np.asarray(class_counts, dtype=np.int64)
-        fitted.class_prior_ = class_counts / class_counts.sum()
+        # The clients' checked counts, combined by prior_aggregation.
+        fitted.class_prior_ = np.asarray(class_prior, dtype=np.float64)
         fitted.client_seeds_ = seeds
         fitted.n_features_in_ = n_features
         if feature_names is not None:

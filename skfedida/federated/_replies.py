@@ -1,16 +1,38 @@
-"""What the server checks in a client's reply before using it.
+"""What the server checks in a client's reply before using it: the one gate.
 
-One implementation for the in-process federation and the Flower ServerApp:
-a reply that does not fit the global model (array count, shapes, dtypes),
-holds NaN or infinity, or reports another number of rows than the client
-declared, is that client's failure, named, and handled by
-``on_client_error`` like any other. A finite reply of the right shape can
-still be hostile (scaled or sign-flipped parameters): bounding its effect is
-the aggregator's job (``aggregation="median"`` or ``"trimmed_mean"``).
+One implementation for the in-process federation and the Flower ServerApp,
+for every kind of reply a server reads: training and evaluation replies,
+initialisation replies (class counts), score histograms (group thresholds),
+FairFed's fairness reports and the preprocessing statistics
+(``_statistics_replies``). The rules are the same for every kind:
+
+- the reply has the form the server asked for: known keys, arrays of the
+  expected shape and of a numeric (not boolean, string or object) dtype;
+- numbers are finite (NaN only where a statistic is undefined, e.g. the
+  extremes of a column without a value);
+- counts are whole numbers >= 0 and never more than the rows they count;
+- groups are tuples of one value per sensitive attribute, labels the
+  federation's, and every count of rows adds up to the rows the client
+  declared: when it joined (``declared_rows``) and in any earlier reply about
+  the same rows (``ClientLedger``), so a client cannot claim two different
+  things about one set of rows across rounds or reply kinds;
+- statistics obey what the maths implies (a sum of n values lies within n
+  times their extremes; a sum of squares lies between sum**2 / n and the
+  largest the extremes allow).
+
+A reply that fails is that client's failure, named, and handled by
+``on_client_error`` like any other (``ReplyGate``). A reply of the right form
+that is consistent with itself can still be false (a client that swaps its
+labels and keeps its totals): no check can see it, and what it can move is
+bounded by the client's share of the rows; bounding a hostile parameter
+update is the aggregator's job (``aggregation="median"`` or
+``"trimmed_mean"``), and the class priors have ``prior_aggregation="median"``.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import numbers
 
 import numpy as np
@@ -77,7 +99,7 @@ def training_reply_problem(parameters, n_rows, loss, *, reference, declared_rows
 _METRIC_UPPER = {"val_brier": 2.0}
 
 
-def evaluation_reply_problem(metrics, *, allowed):
+def evaluation_reply_problem(metrics, *, allowed, declared_rows=None):
     """Why evaluation metrics cannot be recorded, or None when they can.
 
     Parameters
@@ -86,6 +108,9 @@ def evaluation_reply_problem(metrics, *, allowed):
         Metric name to value, as the client sent them.
     allowed : collection of str
         The metric names a client may send.
+    declared_rows : int or None
+        The evaluation rows the client declared when it joined; its
+        ``num-examples`` must be that count.
 
     Returns
     -------
@@ -101,6 +126,11 @@ def evaluation_reply_problem(metrics, *, allowed):
         if name == "num-examples":
             if not (isinstance(value, numbers.Integral) and value >= 0):
                 return f"it reported {value!r} evaluation rows"
+            if declared_rows is not None and int(value) != int(declared_rows):
+                return (
+                    f"it reported {int(value)} evaluation rows; it declared "
+                    f"{int(declared_rows)} when it joined"
+                )
         elif name.startswith("val_") and not (
             np.isnan(value) or 0.0 <= value <= _METRIC_UPPER.get(name, 1.0)
         ):
@@ -147,3 +177,480 @@ def claims_summary(reports, weights):
             summary[name] = summary[f"{name}_median"] = float("nan")
     summary["n_clients"] = len(reports)
     return summary
+
+
+# -- the rules every reply kind shares ---------------------------------------
+
+
+def count_array(values, what, *, shape=None, at_most=None):
+    """Counts as int64, or the problem: ``(counts, None)`` or ``(None, problem)``.
+
+    Counts are an array of a numeric dtype (not boolean, string or object),
+    of ``shape`` when given, finite, whole and >= 0, and none is larger than
+    ``at_most`` (the rows they count).
+    """
+    try:
+        array = np.asarray(values)
+    except Exception:  # ragged nesting and the like
+        return None, f"{what} is not an array of counts"
+    if array.dtype.kind not in "iuf":
+        return None, (
+            f"{what} has dtype {array.dtype} (whole-number counts are needed)"
+        )
+    if shape is not None and array.shape != tuple(shape):
+        return None, f"{what} has shape {array.shape}; expected {tuple(shape)}"
+    as_float = array.astype(np.float64)
+    if not np.all(np.isfinite(as_float)):
+        return None, f"{what} holds NaN or infinity"
+    if np.any(as_float < 0):
+        return None, f"{what} holds negative counts"
+    if np.any(as_float != np.floor(as_float)):
+        return None, f"{what} holds counts that are not whole numbers"
+    if at_most is not None and np.any(as_float > at_most):
+        return None, (
+            f"{what} holds a count of {as_float.max():.0f}, more than the "
+            f"{int(at_most)} rows it counts"
+        )
+    return as_float.astype(np.int64), None
+
+
+def count_scalar(value, what, *, at_most=None):
+    """One count (a whole number >= 0, not a bool), or the problem."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (numbers.Integral, numbers.Real)
+    ):
+        return None, f"{what} is {value!r}, not a count"
+    counts, problem = count_array(value, what, shape=(), at_most=at_most)
+    return (None if counts is None else int(counts)), problem
+
+
+def real_array(values, what, *, shape=None, nan_allowed=None):
+    """Real numbers as float64, or the problem.
+
+    ``nan_allowed`` (a boolean mask, or True) says where NaN is a valid
+    value (an undefined statistic); infinity never is.
+    """
+    try:
+        array = np.asarray(values)
+    except Exception:
+        return None, f"{what} is not an array of numbers"
+    if array.dtype.kind not in "iuf":
+        return None, f"{what} has dtype {array.dtype} (numbers are needed)"
+    if shape is not None and array.shape != tuple(shape):
+        return None, f"{what} has shape {array.shape}; expected {tuple(shape)}"
+    array = array.astype(np.float64)
+    if np.any(np.isinf(array)):
+        return None, f"{what} holds infinity"
+    nan = np.isnan(array)
+    allowed = False if nan_allowed is None else nan_allowed
+    if np.any(nan & ~np.asarray(allowed, dtype=bool)):
+        return None, f"{what} holds NaN"
+    return array, None
+
+
+def rows_problem(claimed, declared, what):
+    """A row count that must equal the one declared, or the problem."""
+    count, problem = count_scalar(claimed, what)
+    if problem is not None:
+        return problem
+    if declared is not None and count != int(declared):
+        return f"{what} is {count}; it declared {int(declared)}"
+    return None
+
+
+#: Relative tolerance of the plausibility rules: float sums of n values are
+#: off by about log2(n) * 2.2e-16 of the sum of their magnitudes (numpy's
+#: pairwise summation), far below this; a false statistic is off by far more.
+RTOL = 1e-9
+
+
+def sum_within_extremes_problem(n, total, low, high, what):
+    """A sum of n values lies within n * [min, max] of those values."""
+    n, total = np.asarray(n, np.float64), np.asarray(total, np.float64)
+    low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    defined = n > 0
+    if np.any(defined & ~(low <= high)):
+        return f"{what}: a minimum is above its maximum"
+    with np.errstate(invalid="ignore"):
+        scale = np.where(defined, n * np.maximum(np.abs(low), np.abs(high)), 0.0)
+        tolerance = RTOL * scale + 1e-300
+        outside = defined & (
+            (total < n * low - tolerance) | (total > n * high + tolerance)
+        )
+    if np.any(outside):
+        j = int(np.flatnonzero(outside)[0])
+        return (
+            f"{what}: feature {j}'s sum {total[j]!r} of {n[j]:.0f} values lies "
+            f"outside {n[j]:.0f} * [{low[j]!r}, {high[j]!r}]"
+        )
+    if np.any(~defined & (total != 0)):
+        return f"{what}: a feature without values has a sum other than 0"
+    return None
+
+
+def squares_problem(n, shifted_sum, shifted_squares, about, low, high, what):
+    """Sums of squared deviations from ``about`` within what the maths allows.
+
+    For n values in [low, high] with mean m and sum of deviations
+    s = n (m - about): ``s**2 / n <= sum of squares`` (Cauchy-Schwarz), and
+    ``sum of squares <= n ((high - m)(m - low) + (m - about)**2)`` (the
+    Bhatia-Davis bound on the variance of bounded values).
+    """
+    n = np.asarray(n, np.float64)
+    s = np.asarray(shifted_sum, np.float64)
+    q = np.asarray(shifted_squares, np.float64)
+    about = np.asarray(about, np.float64)
+    low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    defined = n > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        safe_n = np.maximum(n, 1.0)
+        m = about + s / safe_n
+        reach = np.maximum(np.abs(low - about), np.abs(high - about))
+        # (high - m)(m - low) loses digits when the values' magnitude dwarfs
+        # their spread: about 1e-16 of magnitude times spread.
+        magnitude = np.maximum(np.maximum(np.abs(low), np.abs(high)), np.abs(about))
+        tolerance = (
+            n
+            * np.where(
+                defined,
+                RTOL * reach**2 + 1e-12 * magnitude * (high - low),
+                0.0,
+            )
+            + 1e-300
+        )
+        lowest = s**2 / safe_n
+        highest = n * ((high - m) * (m - low) + (m - about) ** 2)
+        bad = defined & ((q < lowest - tolerance) | (q > highest + tolerance))
+    if np.any(q < 0):
+        return f"{what}: a sum of squares is negative"
+    if np.any(bad):
+        j = int(np.flatnonzero(bad)[0])
+        return (
+            f"{what}: feature {j}'s sum of squared deviations {q[j]!r} lies "
+            f"outside [{lowest[j]!r}, {highest[j]!r}], the range its count, "
+            "sum and extremes allow"
+        )
+    if np.any(~defined & ((q != 0) | (s != 0))):
+        return f"{what}: a feature without values has sums other than 0"
+    return None
+
+
+def parse_groups(config, what="its groups"):
+    """A client's group categories and attribute names from its config.
+
+    ``config`` holds ``group-labels`` (JSON: one list of values per group)
+    and ``sensitive-names`` (JSON: the attributes' names). Returns
+    ``((labels, names), None)`` or ``(None, problem)``: every label is a
+    tuple of one scalar (text, number, bool or null) per attribute, and no
+    label is given twice.
+    """
+    try:
+        labels = json.loads(config["group-labels"])
+        names = json.loads(config["sensitive-names"])
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"{what} cannot be read ({type(exc).__name__}: {exc})"
+    scalar = (str, int, float, bool, type(None))
+    if (
+        not isinstance(names, list)
+        or not names
+        or not all(isinstance(name, scalar) for name in names)
+    ):
+        return None, f"{what}: the attribute names {names!r} are not a list of names"
+    if not isinstance(labels, list) or not all(
+        isinstance(label, list)
+        and len(label) == len(names)
+        and all(isinstance(value, scalar) for value in label)
+        for label in labels
+    ):
+        return None, (
+            f"{what}: every group must be a list of {len(names)} values "
+            f"(one per attribute {names})"
+        )
+    if any(
+        isinstance(value, float) and not math.isfinite(value)
+        for label in labels
+        for value in label
+    ):
+        return None, f"{what}: a group's value is NaN or infinity"
+    labels = [tuple(label) for label in labels]
+    if len(set(labels)) != len(labels):
+        return None, f"{what}: a group is listed twice"
+    return (labels, names), None
+
+
+def consensus(values):
+    """The value most clients give (ties: the earliest), to check each against.
+
+    Used where the server has no reference of its own (the attribute names,
+    the number of features): one hostile client cannot make the honest ones
+    fail, as long as the honest ones are the most.
+    """
+    keys = [repr(value) for value in values]
+    counts = {key: keys.count(key) for key in keys}
+    best = max(counts.values())
+    return values[next(i for i, key in enumerate(keys) if counts[key] == best)]
+
+
+# -- replies about a client's rows: initialisation, histograms, reports -------
+
+
+def initialisation_reply_problem(class_counts, *, n_classes, declared_rows):
+    """Why an initialisation reply's class counts cannot be used, or None.
+
+    Parameters
+    ----------
+    class_counts : array-like
+        The client's training rows per class, in the order of the classes.
+    n_classes : int
+        The federation's number of classes.
+    declared_rows : int
+        The training rows the client declared.
+
+    Returns
+    -------
+    problem : str or None
+    """
+    counts, problem = count_array(
+        class_counts, "its class counts", shape=(n_classes,), at_most=declared_rows
+    )
+    if problem is not None:
+        return problem
+    if int(counts.sum()) != int(declared_rows):
+        return (
+            f"its class counts add up to {int(counts.sum())} rows; it declared "
+            f"{int(declared_rows)} training rows"
+        )
+    return None
+
+
+def histogram_reply_problem(counts, *, n_groups, n_bins, declared_rows):
+    """Why a client's score histograms cannot be used, or None.
+
+    Parameters
+    ----------
+    counts : array-like
+        Its counts per (group, label (negative, positive), score bin).
+    n_groups : int
+        The number of groups the counts are for.
+    n_bins : int
+        The bins the server asked for.
+    declared_rows : int
+        The rows the histograms count (the client's evaluation rows).
+
+    Returns
+    -------
+    problem : str or None
+    """
+    array, problem = count_array(
+        counts,
+        "its histogram",
+        shape=(n_groups, 2, n_bins),
+        at_most=declared_rows,
+    )
+    if problem is not None:
+        return problem
+    if int(array.sum()) != int(declared_rows):
+        return (
+            f"its histogram counts {int(array.sum())} rows; it declared "
+            f"{int(declared_rows)} evaluation rows"
+        )
+    return None
+
+
+#: A FairFed report's arrays, in the order a Flower client sends them.
+REPORT_KEYS = ("n", "selected", "n_positive", "true_positive")
+
+
+def fairness_report_problem(report, *, n_groups, declared_rows):
+    """Why a FairFed report (counts per group) cannot be used, or None.
+
+    Counts per group of rows, positive decisions, positive rows and true
+    positives: whole, >= 0, adding up to the declared rows, and consistent
+    (decisions and positives among a group's rows, true positives among both).
+    """
+    if not hasattr(report, "keys") or set(report) != set(REPORT_KEYS):
+        keys = sorted(report) if hasattr(report, "keys") else type(report).__name__
+        return f"its fairness report has {keys}; expected {list(REPORT_KEYS)}"
+    counts = {}
+    for key in REPORT_KEYS:
+        counts[key], problem = count_array(
+            report[key],
+            f"its fairness report's {key!r}",
+            shape=(n_groups,),
+            at_most=declared_rows,
+        )
+        if problem is not None:
+            return problem
+    if int(counts["n"].sum()) != int(declared_rows):
+        return (
+            f"its fairness report counts {int(counts['n'].sum())} rows; it "
+            f"declared {int(declared_rows)}"
+        )
+    n, tp = counts["n"], counts["true_positive"]
+    if np.any(counts["selected"] > n) or np.any(counts["n_positive"] > n):
+        return "its fairness report has more decisions or positives than rows"
+    if np.any(tp > counts["selected"]) or np.any(tp > counts["n_positive"]):
+        return "its fairness report has more true positives than decisions"
+    return None
+
+
+# -- consistency across rounds and kinds of reply ------------------------------
+
+
+class ClientLedger:
+    """What each client has claimed about each set of its rows.
+
+    A client's rows are a few fixed sets (``"rows"``: all it loaded,
+    ``"train"``, ``"held_out"``, ``"eval"``); what it first claims about one
+    (its size, its rows per label, its rows per group and label) is kept,
+    and every later claim about the same set, in another round or another
+    kind of reply, must agree.
+    """
+
+    def __init__(self):
+        self._claims = {}
+
+    def declare(self, k, rowset, rows):
+        """The size of a set of rows, as declared when the client joined."""
+        self._claims.setdefault((k, rowset), {})["rows"] = int(rows)
+
+    def rows(self, k, rowset):
+        """The declared size of a set of rows (None if never declared)."""
+        return self._claims.get((k, rowset), {}).get("rows")
+
+    def claim(self, k, rowset, *, labels=None, groups=None):
+        """Check a claim against earlier ones; keep it. Returns the problem.
+
+        ``labels``: rows per label (an array); ``groups``: rows per label of
+        each group, a dict from group label to array (groups without rows
+        may be left out).
+        """
+        known = self._claims.setdefault((k, rowset), {})
+        what = {
+            "rows": "its rows",
+            "train": "its training rows",
+            "held_out": "its held-out rows",
+            "eval": "its evaluation rows",
+        }.get(rowset, rowset)
+        if labels is not None:
+            labels = np.asarray(labels, dtype=np.int64)
+            before = known.get("labels")
+            if before is not None and not np.array_equal(before, labels):
+                return (
+                    f"it counts {labels.tolist()} rows per label in {what}; it "
+                    f"counted {before.tolist()} in an earlier reply"
+                )
+        if groups is not None:
+            groups = {
+                label: np.asarray(values, dtype=np.int64)
+                for label, values in groups.items()
+                if np.any(values)
+            }
+            before = known.get("groups")
+            if before is not None and (
+                set(before) != set(groups)
+                or any(not np.array_equal(before[g], groups[g]) for g in groups)
+            ):
+                return (
+                    f"its rows per group and label in {what} differ from those "
+                    "of an earlier reply"
+                )
+        if labels is not None:
+            known["labels"] = labels
+        if groups is not None:
+            known["groups"] = groups
+        return None
+
+
+def declared_sets(n_rows, n_eval_rows, validation_fraction):
+    """A client's sets of rows and their sizes, from what it declared.
+
+    ``n_rows``: the rows it loaded; ``n_eval_rows``: its evaluation rows
+    (None when it has none, and evaluates on its held-out rows or else its
+    training rows). The split is ``_split_client``'s: ``ceil(fraction * n)``
+    rows held out. Returns the sizes (``rows``, ``train``, and ``held_out``
+    / ``eval`` where it has them) and which set the evaluation and the
+    fairness reports count.
+    """
+    held_out = (
+        0 if validation_fraction is None else math.ceil(validation_fraction * n_rows)
+    )
+    sizes = {"rows": n_rows, "train": n_rows - held_out}
+    if held_out:
+        sizes["held_out"] = held_out
+    if n_eval_rows is not None:
+        sizes["eval"] = n_eval_rows
+        evaluation = "eval"
+    else:
+        evaluation = "held_out" if held_out else "train"
+    reports = "held_out" if held_out and n_eval_rows is None else "train"
+    return sizes, {"evaluation": evaluation, "reports": reports}
+
+
+# -- the gate -------------------------------------------------------------------
+
+
+class ReplyGate:
+    """Admits clients' replies, or fails them by ``on_client_error``.
+
+    Every backend checks a reply with the rules above, then hands the
+    problems to ``admit``: with ``"raise"`` the first failing client stops
+    the fit with an error naming it, the stage and what was wrong; with
+    ``"skip"`` it is left out of what the replies feed, and recorded.
+
+    Parameters
+    ----------
+    on_client_error : {"raise", "skip"}
+    name : callable
+        ``name(k)``: how client ``k`` is named in errors ("Client 2 (node
+        1003)").
+    client_id : callable
+        ``client_id(k)``: the client's id in the records.
+    """
+
+    def __init__(self, on_client_error="raise", name=None, client_id=None):
+        self.on_client_error = on_client_error
+        self.name = name or (lambda k: f"Client {k!r}")
+        self.client_id = client_id or (lambda k: k)
+        self.ledger = ClientLedger()
+        #: One record per skipped reply: stage, client and the reason.
+        self.records = []
+        #: Clients left out of the rest of a multi-round stage.
+        self.left_out = set()
+
+    def admit(self, stage, problems):
+        """The clients whose replies are admitted, in the order given.
+
+        Parameters
+        ----------
+        stage : str
+            What the replies were for ("initialisation", "histogram query").
+        problems : list of (int, str or None)
+            Per replying client, its index and the problem of its reply.
+
+        Returns
+        -------
+        admitted : list of int
+        """
+        failed = [(k, problem) for k, problem in problems if problem is not None]
+        if failed and self.on_client_error == "raise":
+            k, problem = failed[0]
+            raise RuntimeError(
+                f"{self.name(k)} failed the {stage}: its reply cannot be used: "
+                f"{problem} (set on_client_error='skip' to leave it out)."
+            )
+        admitted = [k for k, problem in problems if problem is None]
+        if problems and not admitted:
+            raise RuntimeError(
+                f"Every client failed the {stage}; first: {self.name(failed[0][0])}: "
+                f"its reply cannot be used: {failed[0][1]}"
+            )
+        for k, problem in failed:
+            self.records.append(
+                {
+                    "stage": stage,
+                    "client": self.client_id(k),
+                    "skipped": f"its reply cannot be used: {problem}",
+                }
+            )
+        return admitted

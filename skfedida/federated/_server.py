@@ -26,7 +26,12 @@ from ._client import (
 )
 from ._parameters import get_parameters, set_parameters
 from ._privacy import bounded_round, noise_stream
-from ._replies import training_reply_problem
+from ._replies import (
+    REPORT_KEYS,
+    ClientLedger,
+    fairness_report_problem,
+    training_reply_problem,
+)
 
 #: Strategies whose clients exchange parameters with the server every round.
 COMMUNICATING = ("fedavg", "pfedavg")
@@ -87,6 +92,9 @@ class _Server:
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.client_id = client_id
+        # What each client claimed about its rows (FairFed's counts per
+        # group and label must be the same every round).
+        self.ledger = ClientLedger()
 
     @property
     def communicates(self):
@@ -163,7 +171,7 @@ class _Server:
                 for k, seed in zip(selected, round_seeds, strict=True)
             )
             outcomes = [
-                self._checked_outcome(outcome, global_parameters, data[k])
+                self._checked_outcome(outcome, global_parameters, data[k], k)
                 for k, outcome in zip(selected, outcomes, strict=True)
             ]
             if on_clients_end is not None:
@@ -227,8 +235,7 @@ class _Server:
             "aggregator_memory": memory,
         }
 
-    @staticmethod
-    def _checked_outcome(outcome, global_parameters, client_data):
+    def _checked_outcome(self, outcome, global_parameters, client_data, k):
         """A client's reply, or its failure when the reply cannot be used."""
         ok, result = outcome
         if not ok:
@@ -240,9 +247,31 @@ class _Server:
             reference=global_parameters,
             declared_rows=client_data.n,
         )
+        if problem is None and len(result) > 4:
+            problem = self._report_problem(result[4], client_data, k)
         if problem is None:
             return outcome
         return False, ValueError(f"its reply cannot be used: {problem}")
+
+    def _report_problem(self, report, client_data, k):
+        """A FairFed report's problem: its counts, and the same rows every round."""
+        rows = client_data.held_out or client_data
+        groups = rows.groups
+        problem = fairness_report_problem(
+            report, n_groups=groups.n_groups, declared_rows=rows.n
+        )
+        if problem is not None:
+            return problem
+        counts = {key: np.asarray(report[key], np.int64) for key in REPORT_KEYS}
+        negatives = counts["n"] - counts["n_positive"]
+        return self.ledger.claim(
+            k,
+            "held_out" if client_data.held_out is not None else "train",
+            groups={
+                label: (negatives[g], counts["n_positive"][g])
+                for g, label in enumerate(groups.labels)
+            },
+        )
 
     def _collect(self, round_, selected, outcomes, models, history):
         """The successful replies and their weights; failures handled, recorded."""

@@ -9,8 +9,9 @@ import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
+from .._compat import _num_samples
 from ..federated import get_parameters, set_parameters
-from ..federated._client import clone_fitted
+from ..federated._client import class_counts, clone_fitted
 from ..federated._pipeline import raw_schema
 from ._codec import decode, encode
 from ._protocol import _REPORT_KEYS, _STATE_KEY, group_config, plan_for_run
@@ -181,8 +182,15 @@ def make_client_app(federation, load_data, *, classes=None):
     @app.query()
     def discover(message, context):
         partition, n_partitions = _node_partition(context)
+        # The rows this client holds, declared once: every count it sends
+        # later (statistics, class counts, histograms, reports) must agree.
+        loaded = _load(load_data, context)
+        declared = {"num-rows": int(_num_samples(loaded["X"]))}
+        if "X_eval" in loaded:
+            declared["num-eval-rows"] = int(_num_samples(loaded["X_eval"]))
         return _reply(
             message,
+            metrics=declared,
             config={"partition-id": partition, "num-partitions": n_partitions},
         )
 
@@ -204,7 +212,7 @@ def make_client_app(federation, load_data, *, classes=None):
             "n-features": int(plan.n_features_in_),
             "classes": part.classes.tolist(),
             # Training rows per class: the federation's prevalence is their sum.
-            "class-counts": [int(np.sum(part.train.y == c)) for c in part.classes],
+            "class-counts": class_counts(part.train.y, part.classes).tolist(),
         }
         if plan.feature_names_in_ is not None:
             config["feature-names"] = plan.feature_names_in_.tolist()

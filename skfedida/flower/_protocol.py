@@ -14,6 +14,7 @@ from flwr.app import MessageType
 
 from .._groups import encode_groups
 from ..federated._plan import make_plan
+from ..federated._replies import REPORT_KEYS
 
 #: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
 #: parameters on both sides, so one ``flwr run --run-config`` changes both.
@@ -31,7 +32,7 @@ _HISTOGRAMS = f"{MessageType.QUERY}.skfedida_histograms"
 _STATISTICS = f"{MessageType.QUERY}.skfedida_statistics"
 _STATE_KEY = "skfedida"
 #: A FairFed report's arrays, in this order (per group of the client).
-_REPORT_KEYS = ("n", "selected", "n_positive", "true_positive")
+_REPORT_KEYS = REPORT_KEYS
 # What a client ever sends to the server besides parameter arrays (and, for a
 # FederatedThresholdOptimizer, its counts per group, label and score bin):
 # counts, losses, evaluation metrics and configuration (no rows, labels or
@@ -39,6 +40,10 @@ _REPORT_KEYS = ("n", "selected", "n_positive", "true_positive")
 REPLY_METRICS = frozenset(
     {
         "num-examples",
+        # Declared at discovery: the rows the client loaded and its
+        # evaluation rows (every later count of its rows must agree).
+        "num-rows",
+        "num-eval-rows",
         "train-loss",
         "val_roc_auc",
         "val_selection_rate",

@@ -17,13 +17,25 @@ from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 
+from ..federated._aggregation import class_prior
+from ..federated._parameters import get_parameters
 from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import bounded_round, noise_stream
 from ..federated._replies import (
+    ReplyGate,
     claims_summary,
+    consensus,
+    count_scalar,
+    declared_sets,
     evaluation_reply_problem,
+    fairness_report_problem,
+    histogram_reply_problem,
+    initialisation_reply_problem,
+    parse_groups,
+    rows_problem,
     training_reply_problem,
 )
+from ..federated._statistics_replies import Unreadable
 from ..preprocessing._base import fit_tree
 from ._codec import decode, encode
 from ._protocol import (
@@ -48,7 +60,7 @@ def _weighted_metrics(records, weight_key):
     return MetricRecord(claims_summary(reports, weights))
 
 
-def _federation_strategy(plan, nodes, seeds, history, declared_rows=None, classes=()):
+def _federation_strategy(plan, nodes, seeds, history, declared, classes=()):
     """The Flower strategy of the federation's aggregation, with its checks.
 
     FedAvg, FedMedian or FedTrimmedAvg from ``flwr.serverapp.strategy``: the
@@ -57,7 +69,7 @@ def _federation_strategy(plan, nodes, seeds, history, declared_rows=None, classe
     """
     base = getattr(flwr_strategies, plan.aggregator.flower_strategy)
     strategy_class = type("_FederationStrategy", (_FederationChecks, base), {})
-    return strategy_class(plan, nodes, seeds, history, declared_rows, classes)
+    return strategy_class(plan, nodes, seeds, history, declared, classes)
 
 
 class _FederationChecks:
@@ -71,7 +83,7 @@ class _FederationChecks:
     recorded skip (Flower would carry on).
     """
 
-    def __init__(self, plan, nodes, seeds, history, declared_rows=None, classes=()):
+    def __init__(self, plan, nodes, seeds, history, declared, classes=()):
         n_clients = len(nodes)
         super().__init__(
             min_train_nodes=n_clients,
@@ -88,9 +100,10 @@ class _FederationChecks:
         self.history = history
         self.expected = {}
         self.aggregator_memory = {}
-        # Training rows each client declared when it joined; the round's
-        # global arrays (what every training reply must match).
-        self.declared_rows = declared_rows
+        # What each client declared when it joined (its sets of rows, the
+        # ledger of its claims about them); the round's global arrays (what
+        # every training reply must match).
+        self.declared = declared
         # With more than two classes clients also report each class's share
         # of their decisions (val_share[<class>]); only the federation's own.
         self.allowed_metrics = REPLY_METRICS | {
@@ -128,6 +141,7 @@ class _FederationChecks:
         for reply in replies:
             by_node[reply.metadata.src_node_id] = reply
         failures, succeeded = [], []
+        self.round_names = self._reported_names(replies, message_type)
         for node in self.expected[message_type]:
             k = self.partition_of[node]
             reply = by_node.get(node)
@@ -160,24 +174,83 @@ class _FederationChecks:
                 record["evaluation_skipped"] = reason
         return [reply for _, reply in sorted(succeeded, key=lambda item: item[0])]
 
+    def _reported_names(self, replies, message_type):
+        """The sensitive attributes most FairFed reports of a round name."""
+        if (
+            message_type != MessageType.TRAIN
+            or self.plan.aggregator.report_metric is None
+        ):
+            return None
+        names = []
+        for reply in replies:
+            if reply.has_error():
+                continue
+            parsed, _ = parse_groups(reply.content.config_records.get("config", {}))
+            if parsed is not None:
+                names.append(parsed[1])
+        return consensus(names) if names else None
+
     def _reply_problem(self, k, reply, message_type):
         """What is wrong with a reply (skfedida.federated._replies), or None."""
         content = reply.content
+        sizes, sets, _ = self.declared[k]
         try:
             metrics = dict(content["metrics"])
             if message_type != MessageType.TRAIN:
-                return evaluation_reply_problem(metrics, allowed=self.allowed_metrics)
-            return training_reply_problem(
+                return evaluation_reply_problem(
+                    metrics,
+                    allowed=self.allowed_metrics,
+                    declared_rows=sizes[sets["evaluation"]],
+                )
+            problem = training_reply_problem(
                 content["arrays"].to_numpy_ndarrays(),
                 metrics.get("num-examples"),
                 metrics.get("train-loss"),
                 reference=self.round_arrays,
-                declared_rows=(
-                    None if self.declared_rows is None else self.declared_rows[k]
-                ),
+                declared_rows=sizes["train"],
             )
+            if problem is None and self.plan.aggregator.report_metric is not None:
+                problem = self._report_problem(k, content)
+            return problem
         except (KeyError, TypeError, ValueError) as exc:
             return f"it is malformed ({type(exc).__name__}: {exc})"
+
+    def _report_problem(self, k, content):
+        """A FairFed report's problem: its form, counts and earlier claims."""
+        sizes, sets, gate = self.declared[k]
+        parsed, problem = parse_groups(content["config"])
+        if problem is not None:
+            return problem
+        labels, names = parsed
+        if self.round_names is not None and names != self.round_names:
+            return (
+                f"its groups are of attributes {names}; the federation's are "
+                f"{self.round_names}"
+            )
+        arrays = content["fairness"].to_numpy_ndarrays()
+        if len(arrays) != len(_REPORT_KEYS):
+            return (
+                f"its fairness report has {len(arrays)} arrays; expected "
+                f"{len(_REPORT_KEYS)}"
+            )
+        report = dict(zip(_REPORT_KEYS, arrays, strict=True))
+        rowset = sets["reports"]
+        problem = fairness_report_problem(
+            report, n_groups=len(labels), declared_rows=sizes[rowset]
+        )
+        if problem is not None:
+            return problem
+        n = np.asarray(report["n"], np.int64)
+        positive = np.asarray(report["n_positive"], np.int64)
+        return gate.ledger.claim(
+            k,
+            rowset,
+            labels=[int((n - positive).sum()), int(positive.sum())],
+            groups={
+                label: (n[g] - positive[g], positive[g])
+                for g, label in enumerate(labels)
+            },
+        )
 
     def _record(self, server_round, k):
         for record in self.history:
@@ -302,7 +375,12 @@ def _query(grid, nodes, contents, message_type, timeout, what):
 
 
 def _discover(grid, timeout, connect_timeout):
-    """Node ids in partition order, once every partition has connected."""
+    """Node ids in partition order, once every partition has connected.
+
+    Also what each declared: the rows it loaded and its evaluation rows (None
+    without), by partition. A node that declares no row count is an error
+    naming it: the federation cannot check anything it says after.
+    """
     first = _wait_for_nodes(grid, 1, connect_timeout)
     reply = _query(
         grid, first[:1], [RecordDict()], MessageType.QUERY, timeout, "discovery query"
@@ -331,11 +409,38 @@ def _discover(grid, timeout, connect_timeout):
                 f"Nodes {by_partition[k]} and {node} both have partition-id {k}."
             )
         by_partition[k] = node
-    return [by_partition[k] for k in range(n_partitions)]
+    nodes = [by_partition[k] for k in range(n_partitions)]
+    declared = []
+    for k, node in enumerate(nodes):
+        metrics = replies[node].content.metric_records.get("metrics", {})
+        n_rows, problem = count_scalar(metrics.get("num-rows"), "its rows")
+        n_eval = None
+        if problem is None and n_rows < 1:
+            problem = "it declared no rows"
+        if problem is None and "num-eval-rows" in metrics:
+            n_eval, problem = count_scalar(
+                metrics["num-eval-rows"], "its evaluation rows"
+            )
+        if problem is not None:
+            raise RuntimeError(
+                f"Client {k} (node {node}) failed the discovery query: {problem}."
+            )
+        declared.append((n_rows, n_eval))
+    return nodes, declared
 
 
-def _postprocess(postprocessor, fitted, global_parameters, grid, nodes, timeout):
-    """A FederatedThresholdOptimizer's fit: the clients' counts, summed here."""
+def _postprocess(
+    postprocessor, fitted, global_parameters, grid, nodes, timeout, declared, gate
+):
+    """A FederatedThresholdOptimizer's fit: the clients' counts, summed here.
+
+    Every client's counts pass the gate first: its groups (one value per
+    attribute, the federation's attributes), counts of the shape asked,
+    whole, >= 0, adding up to its evaluation rows and agreeing with what it
+    said before about the same rows. A client that fails is an error, or
+    (``on_client_error="skip"``) left out: zero counts, the federation's
+    thresholds.
+    """
     post = clone(postprocessor)
     post._validate_params()
     post._check_options()
@@ -350,10 +455,22 @@ def _postprocess(postprocessor, fitted, global_parameters, grid, nodes, timeout)
     ]
     replies = _query(grid, nodes, contents, _HISTOGRAMS, timeout, "histogram query")
     replies = [replies[node].content for node in nodes]
-    merged, codes = merged_groups([reply["config"] for reply in replies])
+    parsed = [parse_groups(reply.config_records.get("config", {})) for reply in replies]
+    names = [groups[1] for groups, _ in parsed if groups is not None]
+    names = consensus(names) if names else None
+    problems = []
+    for k, (reply, (groups, problem)) in enumerate(zip(replies, parsed, strict=True)):
+        if problem is None:
+            problem = _histogram_problem(
+                k, reply, groups, names, post.n_bins, declared[k], gate
+            )
+        problems.append((k, problem))
+    admitted = gate.admit("histogram query", problems)
+    merged, codes = merged_groups([replies[k]["config"] for k in admitted])
     counts = np.zeros((len(nodes), merged.n_groups, 2, post.n_bins))
-    for k, (reply, positions) in enumerate(zip(replies, codes, strict=True)):
-        counts[k, positions] = reply["arrays"].to_numpy_ndarrays()[0]
+    for k, positions in zip(admitted, codes, strict=True):
+        counts[k, positions] = replies[k]["arrays"].to_numpy_ndarrays()[0]
+    post.history_ = [r for r in gate.records if r["stage"] == "histogram query"]
     post.estimator_ = fitted
     post.classes_ = fitted.classes_
     post.groups_ = merged.labels
@@ -362,12 +479,42 @@ def _postprocess(postprocessor, fitted, global_parameters, grid, nodes, timeout)
     return post._fit_counts(counts)
 
 
-def _preprocessing_states(plan, grid, nodes, timeout):
+def _histogram_problem(k, reply, groups, names, n_bins, declared, gate):
+    """One client's histogram reply checked (the gate's rules), or None."""
+    sizes, sets, _ = declared
+    labels, reply_names = groups
+    if reply_names != names:
+        return (
+            f"its groups are of attributes {reply_names}; the federation's are {names}"
+        )
+    try:
+        arrays = reply["arrays"].to_numpy_ndarrays()
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"it is malformed ({type(exc).__name__}: {exc})"
+    if len(arrays) != 1:
+        return f"it sent {len(arrays)} arrays; one histogram was asked for"
+    rowset = sets["evaluation"]
+    problem = histogram_reply_problem(
+        arrays[0], n_groups=len(labels), n_bins=n_bins, declared_rows=sizes[rowset]
+    )
+    if problem is not None:
+        return problem
+    per_group = np.asarray(arrays[0], dtype=np.float64).sum(axis=2).astype(np.int64)
+    return gate.ledger.claim(
+        k,
+        rowset,
+        labels=per_group.sum(axis=0),
+        groups={label: per_group[g] for g, label in enumerate(labels)},
+    )
+
+
+def _preprocessing_states(plan, grid, nodes, timeout, gate, rows):
     """A pipeline federation's transformers fitted from the clients' statistics.
 
     One query per statistics round (``skfedida.preprocessing``): every client
-    answers from its own rows; the server combines the answers and sends the
-    fitted states of the transformers so far with the next query.
+    answers from its own rows; the server checks every answer (the gate, with
+    the rows each client declared) and combines the admitted ones, and sends
+    the fitted states of the transformers so far with the next query.
     """
 
     def ask(states, query):
@@ -382,20 +529,68 @@ def _preprocessing_states(plan, grid, nodes, timeout):
             timeout,
             "statistics query",
         )
-        return [decode(replies[node].content["config"]["answer"]) for node in nodes]
+        answers = []
+        for node in nodes:
+            try:
+                answers.append(decode(replies[node].content["config"]["answer"]))
+            except Exception as exc:  # whatever a client wrote
+                answers.append(Unreadable(f"{type(exc).__name__}: {exc}"))
+        return answers
 
-    return fit_tree(plan.preprocessing, ask)
+    return fit_tree(plan.preprocessing, ask, gate, rows)
+
+
+def _initialisation_problem(k, reply, declared, classes, reference, gate):
+    """One client's initialisation reply checked (the gate's rules), or None."""
+    sizes, _, _ = declared
+    try:
+        problem = rows_problem(
+            reply["metrics"]["num-examples"], sizes["train"], "its training rows"
+        )
+        if problem is None:
+            problem = initialisation_reply_problem(
+                reply["config"]["class-counts"],
+                n_classes=len(classes),
+                declared_rows=sizes["train"],
+            )
+        if problem is None:
+            # Its initial model: the federation's shapes and dtypes, finite.
+            problem = training_reply_problem(
+                reply["arrays"].to_numpy_ndarrays(),
+                sizes["train"],
+                0.0,
+                reference=reference,
+                declared_rows=sizes["train"],
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"it is malformed ({type(exc).__name__}: {exc})"
+    if problem is not None:
+        return problem
+    return gate.ledger.claim(
+        k, "train", labels=np.asarray(reply["config"]["class-counts"], np.int64)
+    )
 
 
 def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     """The server's side of ``FederatedEstimator.fit``, over a Flower grid."""
-    nodes = _discover(grid, timeout, connect_timeout)
+    nodes, rows = _discover(grid, timeout, connect_timeout)
     n_clients = len(nodes)
     seeds = plan.client_seeds(n_clients)
+    # One gate for every reply of the run: its rules, the failure policy and
+    # the ledger of what each client said about its rows.
+    gate = ReplyGate(
+        plan.on_client_error, name=lambda k: f"Client {k} (node {nodes[k]})"
+    )
+    declared = []
+    for n_rows, n_eval in rows:
+        sizes, sets = declared_sets(n_rows, n_eval, plan.federation.validation_fraction)
+        declared.append((sizes, sets, gate))
     init_config = {}
     states = None
     if plan.pipeline is not None:
-        states = _preprocessing_states(plan, grid, nodes, timeout)
+        states = _preprocessing_states(
+            plan, grid, nodes, timeout, gate, [n_rows for n_rows, _ in rows]
+        )
         init_config["preprocessing-states"] = encode(states)
     contents = [
         RecordDict({"config": ConfigRecord({"client-seed": int(seed), **init_config})})
@@ -428,22 +623,40 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
             list(config["raw-columns"]) if "raw-columns" in config else None,
             list(config["raw-dtypes"]),
         )
-    history = []
-    declared_rows = [int(reply["metrics"]["num-examples"]) for reply in replies]
-    strategy = _federation_strategy(plan, nodes, seeds, history, declared_rows, classes)
+    reference = get_parameters(
+        plan.template(seeds[0], n_features, feature_names, classes)
+    )
+    admitted = gate.admit(
+        "initialisation",
+        [
+            (
+                k,
+                _initialisation_problem(
+                    k, reply, declared[k], classes, reference, gate
+                ),
+            )
+            for k, reply in enumerate(replies)
+        ],
+    )
+    history = [{"round": 0, **record} for record in gate.records]
+    strategy = _federation_strategy(plan, nodes, seeds, history, declared, classes)
     result = strategy.start(
         grid=grid,
-        # Like the in-process federation, start from client 0's initial model.
-        initial_arrays=replies[0]["arrays"],
+        # Like the in-process federation, start from client 0's initial model
+        # (the first admitted client's, when client 0's failed the gate).
+        initial_arrays=replies[admitted[0]]["arrays"],
         num_rounds=plan.n_rounds,
         timeout=timeout,
     )
     fitted = plan.fitted(
         classes=classes,
-        client_sizes=[int(reply["metrics"]["num-examples"]) for reply in replies],
-        class_counts=sum(
-            np.array(reply["config"]["class-counts"], dtype=np.int64)
-            for reply in replies
+        client_sizes=[sizes["train"] for sizes, _, _ in declared],
+        class_prior=class_prior(
+            [
+                np.asarray(replies[k]["config"]["class-counts"], np.int64)
+                for k in admitted
+            ],
+            plan.federation.prior_aggregation,
         ),
         seeds=seeds,
         n_features=n_features,
@@ -460,7 +673,14 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     if postprocessor is None:
         return fitted
     return _postprocess(
-        postprocessor, fitted, result.arrays.to_numpy_ndarrays(), grid, nodes, timeout
+        postprocessor,
+        fitted,
+        result.arrays.to_numpy_ndarrays(),
+        grid,
+        nodes,
+        timeout,
+        declared,
+        gate,
     )
 
 

@@ -11,6 +11,7 @@ value leaves a client, only counts per bin.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 
 import numpy as np
@@ -26,9 +27,13 @@ from sklearn.utils.validation import check_is_fitted
 from .._compat import HasMethods, Interval, StrOptions, _fit_context
 from .._groups import encode_groups
 from ..federated._client import client_ids
+from ..federated._replies import ReplyGate, histogram_reply_problem
 from ..metrics._operating_point import _score_bins
 
 __all__ = ["FederatedThresholdOptimizer"]
+
+#: Largest ``n_bins`` and ``grid_size`` (see ``_parameter_constraints``).
+_MAX_GRID = 10**6
 
 #: The rate each constraint equalises across groups (the x axis of its
 #: trade-off curve); "equalized_odds" equalises both rates of the ROC curve.
@@ -184,10 +189,12 @@ default="demographic_parity"
     per_client : bool, default=False
         One set of thresholds per client, each from that client's counts,
         instead of one for the federation. ``predict`` then needs ``clients``.
-    n_bins : int, default=1000
+    n_bins : int in [2, 10**6], default=1000
         Number of equal score bins on [0, 1] every client counts in.
-    grid_size : int, default=1000
-        Number of steps of the grid of constrained rates.
+    grid_size : int in [10, 10**6], default=1000
+        Number of steps of the grid of constrained rates (memory grows as
+        groups times ``grid_size``; rates finer than 1e-6 are finer than a
+        federation below a million rows per group can realise).
     random_state : int, RandomState instance or None, default=None
         Draws of the randomised decisions in ``predict``.
 
@@ -215,6 +222,24 @@ default="demographic_parity"
         Each group's constrained rate at the chosen rules (on the counts).
     objective_value_ : float or ndarray of shape (n_clients,)
         The objective at the chosen rules (on the counts).
+    history_ : list of dict
+        One record per client whose counts failed the server's checks and
+        were left out (``stage``, ``client``, ``skipped``: what was wrong);
+        empty when every client's counts were used.
+
+    Notes
+    -----
+    The server checks every client's counts before it adds them up, in-process
+    and on Flower with the same rules: whole numbers >= 0, of the shape the
+    groups, labels and bins ask for, adding up to the rows the client
+    evaluates on (and, on Flower, agreeing with the client's earlier counts
+    of the same rows). A client whose counts fail is that client's failure:
+    an error naming it, or, with the federation's
+    ``on_client_error="skip"``, left out (its rows then get the federation's
+    thresholds with ``per_client=True``). Counts of the right form can still
+    be false (a client that reports its positives as negatives): what one
+    client moves is bounded by its share of each group's rows, since a
+    group's rates are the row-weighted means of the clients' rates.
 
     See Also
     --------
@@ -254,8 +279,13 @@ default="demographic_parity"
         "selection_rate": [Interval(numbers.Real, 0, 1, closed="both"), None],
         "prefit": ["boolean"],
         "per_client": ["boolean"],
-        "n_bins": [Interval(numbers.Integral, 2, None, closed="left")],
-        "grid_size": [Interval(numbers.Integral, 10, None, closed="left")],
+        # Upper bounds: each client sends n_groups x 2 x n_bins counts and
+        # the server holds a few (n_groups, grid_size + 1) arrays; 10**6 is
+        # rates and scores to 1e-6, finer than a federation below a million
+        # rows per group can tell apart, in 8 MB per group and array (10**9
+        # was a MemoryError naming no parameter).
+        "n_bins": [Interval(numbers.Integral, 2, _MAX_GRID, closed="both")],
+        "grid_size": [Interval(numbers.Integral, 10, _MAX_GRID, closed="both")],
         "random_state": ["random_state"],
     }
 
@@ -323,6 +353,7 @@ default="demographic_parity"
             check_is_fitted(self.estimator)
             self.estimator_ = self.estimator
         else:
+            self._check_fits_across_clients(clients)
             self.estimator_ = clone(self.estimator)
             fit_params = {"sensitive_features": sensitive_features}
             if clients is not None:
@@ -350,19 +381,70 @@ default="demographic_parity"
         self.clients_ = ids
         scores = self.estimator_.predict_proba(X)[:, 1]
         # What each client sends: its counts per (group, label, bin).
-        self.client_histograms_ = np.stack(
-            [
-                _client_histogram(
-                    scores[rows],
-                    (y[rows] == classes[1]).astype(np.intp),
-                    groups.codes[rows],
-                    groups.n_groups,
-                    self.n_bins,
-                )
-                for rows in (np.flatnonzero(codes == k) for k in range(ids.size))
-            ]
+        client_rows = [np.flatnonzero(codes == k) for k in range(ids.size)]
+        histograms = [
+            _client_histogram(
+                scores[rows],
+                (y[rows] == classes[1]).astype(np.intp),
+                groups.codes[rows],
+                groups.n_groups,
+                self.n_bins,
+            )
+            for rows in client_rows
+        ]
+        # The gate a Flower server applies to the same replies.
+        gate = ReplyGate(
+            getattr(self.estimator_, "on_client_error", "raise"),
+            name=lambda k: f"Client {ids[k].tolist()!r}",
+            client_id=lambda k: ids[k].tolist(),
         )
-        return self._fit_counts(self.client_histograms_)
+        admitted = set(
+            gate.admit(
+                "histogram query",
+                [
+                    (
+                        k,
+                        histogram_reply_problem(
+                            histograms[k],
+                            n_groups=groups.n_groups,
+                            n_bins=self.n_bins,
+                            declared_rows=rows.size,
+                        ),
+                    )
+                    for k, rows in enumerate(client_rows)
+                ],
+            )
+        )
+        self.history_ = gate.records
+        empty = np.zeros((groups.n_groups, 2, self.n_bins))
+        return self._fit_counts(
+            np.stack([h if k in admitted else empty for k, h in enumerate(histograms)])
+        )
+
+    def _check_fits_across_clients(self, clients):
+        """The estimator's fit takes the clients and sensitive features, or say how.
+
+        A plain classifier's fit takes neither: it failed inside with a bare
+        TypeError. Its rows cannot be fitted across clients by this class.
+        """
+        wanted = ["sensitive_features"] + ([] if clients is None else ["clients"])
+        try:
+            parameters = inspect.signature(self.estimator.fit).parameters
+        except (TypeError, ValueError):  # no signature to read: let fit decide
+            return
+        if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            return
+        missing = [name for name in wanted if name not in parameters]
+        if missing:
+            name = type(self.estimator).__name__
+            raise TypeError(
+                f"FederatedThresholdOptimizer fits its estimator with "
+                f"fit(X, y, {', '.join(f'{m}=...' for m in wanted)}), and "
+                f"{name}.fit takes no {' or '.join(missing)}. Wrap the model in "
+                f"skfedida.federated.FederatedEstimator (for an estimator with "
+                f"partial_fit) to fit it across the clients, or fit {name} "
+                "yourself and pass it with prefit=True."
+            )
 
     def _check_options(self):
         if self.tolerance and self.selection_rate is not None:
@@ -383,6 +465,8 @@ default="demographic_parity"
         the order of ``clients_`` and ``groups_``; in-process and on Flower
         the same arrays give the same rules.
         """
+        if not hasattr(self, "history_"):
+            self.history_ = []
         self.client_histograms_ = np.asarray(client_histograms, dtype=np.float64)
         self.histograms_ = self.client_histograms_.sum(axis=0)
         federation = self._solve(self.histograms_)

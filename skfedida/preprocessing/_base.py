@@ -46,11 +46,28 @@ class FederatedTransformerMixin:
     _row_attributes = ("n_features_in_", "feature_names_in_")
 
     def _federated_fit(self, X, clients):
-        """Fit from the statistics of each client's rows (``clients`` ids)."""
+        """Fit from the statistics of each client's rows (``clients`` ids).
+
+        Every answer passes the server's gate (a client's answer that fails
+        it is an error naming the client), as in a federation.
+        """
+        from ..federated._client import client_ids
+        from ..federated._replies import ReplyGate
+
         self._validate_params()
         X = self._validate_rows(X)
         parts = client_parts(X, clients)
-        self._fit_rounds(lambda query: [self._answer(part, query) for part in parts])
+        ids, _ = client_ids(clients, _num_samples(X))
+        name = type(self).__name__
+        self._fit_rounds(
+            gated_ask(
+                self,
+                name,
+                lambda query: [(name, self._answer(part, query)) for part in parts],
+                ReplyGate(name=lambda k: f"Client {ids[k].tolist()!r}"),
+                [_num_samples(part) for part in parts],
+            )
+        )
         return self
 
     def _statistics_state(self):
@@ -277,7 +294,59 @@ def _fit_tree_copy(tree, X):
     return fitted
 
 
-def fit_tree(tree, ask):
+class _Restart(Exception):
+    """A transformer's rounds start again: a client was left out after round 1."""
+
+
+def gated_ask(server, path, ask, gate, rows):
+    """The server's ``ask(query)`` with every client's answer through the gate.
+
+    ``ask(query)`` returns every client's reply, ``(answered_by, answer)``
+    (or an ``Unreadable``), by client index; the gate checks each
+    (``skfedida.federated._statistics_replies``) against the rows the client
+    declared and its earlier answers to this transformer, and returns the
+    admitted answers. A client that fails is left out of every later
+    statistics round (or stops the fit, ``on_client_error="raise"``).
+    """
+    from ..federated._statistics_replies import statistics_problems
+
+    name = type(server).__name__
+    earlier = {}
+
+    def answers(query):
+        replies = ask(query)
+        asked = {k: reply for k, reply in enumerate(replies) if k not in gate.left_out}
+        problems = statistics_problems(server, query, asked, rows=rows, earlier=earlier)
+        wrong_kind = [
+            k
+            for k, problem in problems
+            if problem is not None and "it answered for a" in problem
+        ]
+        stage = f"statistics query for {path} ({name})"
+        if wrong_kind and len(wrong_kind) == len(asked):
+            # Every client answered for another transformer: the tree, not a
+            # client, is wrong.
+            raise ValueError(
+                f"Client {wrong_kind[0]} answered for a {asked[wrong_kind[0]][0]} "
+                f"where {path} ({name}) was expected: a ColumnTransformer skips a "
+                "transformer (or a remainder) that selects no column. Give "
+                "every federated transformer at least one column."
+            )
+        admitted = gate.admit(stage, problems)
+        dropped = set(asked) - set(admitted)
+        gate.left_out |= dropped
+        if dropped and earlier:
+            # A later round's answer failed: the earlier rounds of this
+            # transformer counted the client; start it again without it.
+            raise _Restart
+        for k in admitted:
+            earlier.setdefault(k, []).append((query, replies[k][1]))
+        return [replies[k][1] for k in admitted]
+
+    return answers
+
+
+def fit_tree(tree, ask, gate=None, rows=None):
     """The federation's states of every federated transformer of ``tree``.
 
     Parameters
@@ -287,36 +356,44 @@ def fit_tree(tree, ask):
     ask : callable
         ``ask(states, query)``: every client's answer (``client_answer``)
         for the next transformer, after applying ``states``.
+    gate : ReplyGate, default=None
+        Checks every answer (``skfedida.federated._replies``) and applies
+        the federation's ``on_client_error``; by default, a failing answer
+        is an error naming its client.
+    rows : list of int, default=None
+        The rows each client declared (what its counts must agree with).
 
     Returns
     -------
     states : list of dict
         Per federated transformer, in fitting order, its fitted state.
     """
+    from ..federated._replies import ReplyGate
+
+    gate = ReplyGate() if gate is None else gate
     states = []
     for path, template in federated_transformers(tree):
-        name = type(template).__name__
-        server = clone(template)
-        server._validate_params()
-
-        def answers(query, known=tuple(states), path=path, name=name):
-            replies = ask(list(known), query)
-            for k, (answered_by, _) in enumerate(replies):
-                if answered_by != name:
-                    raise ValueError(
-                        f"Client {k} answered for a {answered_by} where {path} "
-                        f"({name}) was expected: a ColumnTransformer skips a "
-                        "transformer (or a remainder) that selects no column. "
-                        "Give every federated transformer at least one column."
+        while True:  # again without a client that failed a later round
+            server = clone(template)
+            server._validate_params()
+            try:
+                server._fit_rounds(
+                    gated_ask(
+                        server,
+                        path,
+                        lambda query, known=tuple(states): ask(list(known), query),
+                        gate,
+                        rows,
                     )
-            return [answer for _, answer in replies]
-
-        server._fit_rounds(answers)
+                )
+            except _Restart:
+                continue
+            break
         states.append(server._statistics_state())
     return states
 
 
-def fit_in_process(tree, client_rows):
+def fit_in_process(tree, client_rows, gate=None):
     """The tree fitted from the statistics of clients whose rows are all here.
 
     Parameters
@@ -325,6 +402,8 @@ def fit_in_process(tree, client_rows):
         The unfitted preprocessing.
     client_rows : list of array-like or DataFrame
         Each client's rows.
+    gate : ReplyGate, default=None
+        The federation's reply gate (see :func:`fit_tree`).
 
     Returns
     -------
@@ -339,5 +418,7 @@ def fit_in_process(tree, client_rows):
         lambda known, query: [
             client_answer(tree, rows, known, query) for rows in client_rows
         ],
+        gate,
+        [_num_samples(rows) for rows in client_rows],
     )
     return fitted_tree(tree, client_rows[0], states), states

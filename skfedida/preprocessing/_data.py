@@ -39,13 +39,26 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
     """StandardScaler fitted from the clients' counts, means and sums of squares.
 
     Two rounds, as sklearn's two-pass variance: each client sends, per
-    feature, its number of non-missing values and their sum; then, from the
-    federation's mean the server sends back, the sum of its values'
-    deviations and of their squares. The result equals
+    feature, its number of non-missing values, their sum, minimum and
+    maximum; then, from the federation's mean the server sends back, the sum
+    of its values' deviations and of their squares. The result equals
     :class:`~sklearn.preprocessing.StandardScaler` fitted on the pooled rows
     to 1e-12 relative (floating-point sums in another order), also when the
     mean is large against the spread. Transforming is the parent's, row by
     row, on each client.
+
+    The server checks every answer before it uses it: whole counts of at
+    most the client's rows, the same in both rounds; finite sums within n
+    times the extremes; the second round's sum of deviations equal to the
+    first round's sum moved to the mean; and its sum of squares between
+    ``sum**2 / n`` and the largest the extremes allow (Bhatia-Davis). A
+    client whose answer fails is named (``on_client_error`` of a
+    federation decides: stop, or fit without it). Note what this reveals:
+    each client's extremes per feature, the price of bounding its squares (a
+    client that sent its squares times 1e12 otherwise squashed every
+    feature). A client that invents rows consistent in every statistic is
+    not caught; it moves the pooled mean by its share of the values times
+    how far its claimed mean lies from the others'.
 
     Parameters
     ----------
@@ -138,9 +151,14 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
         columns = _column_values(X)
         n = np.array([values.size + implicit for values, implicit in columns])
         if query["statistic"] == "sums":
+            # The extremes let the server check the sums (and the next
+            # round's squares) against what n values in that range allow.
+            low, high = _column_extremes(columns)
             return {
                 "n": n.astype(np.float64),
                 "sum": np.array([values.sum() for values, _ in columns]),
+                "min": low,
+                "max": high,
             }
         about = np.asarray(query["about"], dtype=np.float64)
         if about.shape != (X.shape[1],):
@@ -186,6 +204,21 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
             )
         else:
             self.scale_ = None
+
+
+def _column_extremes(columns):
+    """Per feature, the min and max of its values (implicit zeros included).
+
+    NaN for a feature without values.
+    """
+    low, high = [], []
+    for values, implicit in columns:
+        candidates = [values.min(), values.max()] if values.size else []
+        if implicit:
+            candidates.append(0.0)
+        low.append(min(candidates) if candidates else np.nan)
+        high.append(max(candidates) if candidates else np.nan)
+    return np.array(low, dtype=np.float64), np.array(high, dtype=np.float64)
 
 
 def _column_values(X):
@@ -485,8 +518,9 @@ default="error"
 class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
     """SimpleImputer fitted from the clients' counts, sums and value counts.
 
-    ``strategy="mean"``: each client sends per-feature counts and sums of
-    its non-missing values (exact). ``"most_frequent"``: its values and
+    ``strategy="mean"``: each client sends per-feature counts, sums and
+    extremes of its non-missing values (exact; the server checks that each
+    sum lies within its count times its extremes). ``"most_frequent"``: its values and
     their counts per feature (exact; ties go to the smallest value, as in
     SimpleImputer; this reveals every value a client holds). ``"constant"``:
     only which features are entirely missing. ``"median"``: each client's
@@ -640,6 +674,11 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
         if step == "sums":
             values = np.where(present, X, 0).astype(np.float64)
             answer["sum"] = values.sum(axis=0)
+            # The extremes let the server check the sums against them.
+            with _quiet_all_nan():
+                column_values = np.where(present, X, np.nan).astype(np.float64)
+                answer["min"] = np.nanmin(column_values, axis=0)
+                answer["max"] = np.nanmax(column_values, axis=0)
         elif step == "values":
             answer["values"] = []
             answer["counts"] = []
