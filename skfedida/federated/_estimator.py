@@ -212,7 +212,8 @@ default="mean"
         that reports other labels for the same number of rows passes every
         check, and moves each share by up to its share of the rows (one
         client of three, holding a third of the rows and swapping its labels,
-        moved the prevalence from 0.26 to 0.33 in ``tests/test_reply_gate.py``).
+        moved the prevalence from 0.247 to 0.409 in
+        ``tests/test_reply_gate.py``).
         ``"median"``: per class, the median of the clients' shares
         (normalised to sum to 1), which such a client cannot move beyond the
         range of the honest clients' shares, with three or more clients and
