@@ -8,12 +8,12 @@ every minibatch (Algorithm 2). Logistic model and the FCNN (one hidden layer of
 100 units). Prints wall time per configuration and n_jobs, and, so the runs
 are comparable, the test AUROC and Brier score, and the mean over clients of
 the selection rate and DPD (race x gender) at 0.5 and of DPD and DFPR at the
-matched selection rate (the threshold at which the test selection rate equals
-the training prevalence; "rate matched" is the share it achieves, off the
-target when many scores tie). Wall times are the median (and min) of
-``--repeat`` fits, printed with the core count and load; with two jobs the
-first fit of the process also starts joblib's workers, which the median
-leaves out when ``--repeat`` is 3 or more.
+matched selection rate (the operating point at which the test selection rate
+equals the training prevalence exactly, rows tied at its threshold selected
+with the probability that makes it so; "rate matched" is the share selected).
+Wall times are the median (and min) of ``--repeat`` fits, printed with the
+core count and load; with two jobs the first fit of the process also starts
+joblib's workers, which the median leaves out when ``--repeat`` is 3 or more.
 """
 
 import argparse
@@ -50,7 +50,7 @@ def quality(model, test):
         **kwargs,
     ).summary["mean"]
     with warnings.catch_warnings():
-        # Ties at the threshold: the achieved rate is printed instead.
+        # The achieved rate is printed: a missed target shows in the table.
         warnings.simplefilter("ignore", OperatingPointWarning)
         matched = evaluate_clients(
             model,

@@ -327,3 +327,11 @@ def test_operating_point_refuses_bad_weights():
         federated_operating_point([[0.1, 0.2]], 0.5, sample_weights=[[1.0, np.nan]])
     with pytest.raises(ValueError, match="sample_weights"):
         federated_operating_point([[0.1, 0.2]], 0.5, sample_weights=[[1.0, -1.0]])
+
+
+def test_selection_rate_refuses_probabilities_with_its_own_advice():
+    from skfedida.metrics import selection_rate
+
+    with pytest.raises(ValueError, match="selection_rate counts predicted labels"):
+        selection_rate([0, 1, 1], [0.2, 0.7, 0.9])
+    assert selection_rate([0, 1, 1], [0.0, 1.0, 1.0]) == pytest.approx(2 / 3)

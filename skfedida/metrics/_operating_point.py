@@ -635,7 +635,18 @@ def selection_rate(y_true, y_pred, *, pos_label=None, sample_weight=None):
         raise ValueError("y_pred is empty; the selection rate needs at least one row.")
     # The metrics' label rules: {0, 1} or {-1, 1} need no pos_label, others
     # do, and a pos_label that is neither of two labels present is an error.
-    _, predicted, weight = _check_targets(
-        y_true, y_pred, sample_weight, pos_label, soft=False
-    )
+    try:
+        _, predicted, weight = _check_targets(
+            y_true, y_pred, sample_weight, pos_label, soft=False
+        )
+    except ValueError as exc:
+        if "soft=True" not in str(exc):
+            raise
+        # The metrics' advice (soft=True) has no meaning here: a mean of
+        # probabilities is not a share of people selected.
+        raise ValueError(
+            "selection_rate counts predicted labels, and y_pred holds "
+            "probabilities or scores: pass the estimator's predict(X), or the "
+            "scores cut at a threshold (y_score > t)."
+        ) from None
     return float(np.average(predicted, weights=weight))
