@@ -345,6 +345,15 @@ def test_hostile_histograms_in_process(data, monkeypatch):
         post.histograms_, honest.client_histograms_[:HOSTILE].sum(axis=0)
     )
     assert honest.history_ == []
+    # One set of thresholds per client: the one left out gets the federation's.
+    per_client = FederatedThresholdOptimizer(
+        _federation(on_client_error="skip"), per_client=True, random_state=0
+    ).fit(data.data, data.target, **fit)
+    federation = per_client._solve(per_client.histograms_)[0]
+    np.testing.assert_array_equal(
+        per_client.rules_["thresholds"][HOSTILE], federation["thresholds"]
+    )
+    assert np.isnan(per_client.constrained_rates_[HOSTILE]).all()
 
 
 # -- preprocessing statistics ------------------------------------------------------

@@ -106,7 +106,9 @@ def make_client_app(federation, load_data, *, classes=None):
     -------
     app : flwr.clientapp.ClientApp
         Handles the server's discovery and initialisation queries, ``train``
-        and ``evaluate`` messages.
+        and ``evaluate`` messages. At discovery a node declares how many
+        rows ``load_data`` gives it (and how many evaluation rows): the
+        server checks every count it sends later against them.
 
     See Also
     --------

@@ -712,6 +712,17 @@ def make_server_app(
     returns the fitted pipeline, rebuilt from those statistics and the
     clients' column names and dtypes.
 
+    The server checks every reply before it uses it, with the same rules as
+    the in-process federation (``skfedida.federated._replies``): each client
+    declares at discovery the rows it loaded and its evaluation rows, and
+    its statistics, class counts, parameters, metrics, FairFed reports and
+    histograms must agree with them and with what it said before about the
+    same rows. A reply that fails is that client's failure under the
+    federation's ``on_client_error``: an error naming the client and its
+    node, or the client left out of what the reply feeds, recorded in
+    ``history_`` (round 0 for the statistics and the initialisation, with
+    their ``stage``) or in the post-processor's ``history_``.
+
     Parameters
     ----------
     federation : FederatedEstimator

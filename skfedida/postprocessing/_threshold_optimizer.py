@@ -473,8 +473,17 @@ default="demographic_parity"
         if not self.per_client:
             self.rules_, self.constrained_rates_, self.objective_value_ = federation
             return self
+        n_groups = self.histograms_.shape[0]
         solved = [
             self._solve(histogram, fallback=federation)
+            if histogram.any()
+            # A client without counts (left out by the gate): the
+            # federation's rules, no rates of its own.
+            else (
+                {key: np.copy(value) for key, value in federation[0].items()},
+                np.full(n_groups, np.nan),
+                float("nan"),
+            )
             for histogram in self.client_histograms_
         ]
         self.rules_ = {
