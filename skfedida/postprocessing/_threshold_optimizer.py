@@ -227,6 +227,11 @@ default="demographic_parity"
         were left out (``stage``, ``client``, ``skipped``: what was wrong);
         empty when every client's counts were used.
 
+    See Also
+    --------
+    fairlearn.postprocessing.ThresholdOptimizer : The centralised method.
+    skfedida.federated.evaluate_clients : Per-client metrics of the decisions.
+
     Notes
     -----
     The server checks every client's counts before it adds them up, in-process
@@ -240,11 +245,6 @@ default="demographic_parity"
     be false (a client that reports its positives as negatives): what one
     client moves is bounded by its share of each group's rows, since a
     group's rates are the row-weighted means of the clients' rates.
-
-    See Also
-    --------
-    fairlearn.postprocessing.ThresholdOptimizer : The centralised method.
-    skfedida.federated.evaluate_clients : Per-client metrics of the decisions.
 
     Examples
     --------
