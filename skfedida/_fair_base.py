@@ -40,7 +40,11 @@ from ._groups import (
     encode_groups,
     resolve_sensitive,
 )
-from ._validation import checked_float_matrix, sample_weight_of
+from ._validation import (
+    checked_float_matrix,
+    sample_weight_of,
+    string_column_error,
+)
 from .exceptions import (
     DataScaleWarning,
     InactivePenaltyWarning,
@@ -54,7 +58,15 @@ from .penalty import PENALTIES
 # With 1/2 an accepted step never passes the minimum along the gradient of a
 # quadratic (Vaswani et al., 2019, "Painless stochastic gradient").
 _ARMIJO = 0.5
+# After this many halvings the search goes on only while the decrease it asks
+# for is above the round-off of the objective (see ``_search_goes_on``): on
+# features of a huge scale the curvature along the gradient grows with the
+# square of the scale, so the step must shrink far below learning_rate * 2**-40
+# (about 2**-130 of it at 1e20), and giving up there took no step at all,
+# silently; at the round-off limit no step can pass the test, so the search
+# stops.
 _MAX_HALVINGS = 40
+_EPS = float(np.finfo(np.float64).eps)
 
 
 #: Inputs beyond this magnitude make squared gradient norms overflow.
@@ -83,6 +95,39 @@ def warn_if_unscaled(X, owner):
             DataScaleWarning,
             stacklevel=caller_stacklevel(),
         )
+
+
+#: Columns larger than this (in absolute value) are optimised in units of
+#: their magnitude by ``FairPenaltyLogisticRegression.fit``; smaller ones, as
+#: standardized features are, in their own units, unchanged.
+_UNIT_THRESHOLD = 2.0**10
+
+
+def _coefficient_units(X):
+    """Per column of X, the unit in which L-BFGS takes its coefficient.
+
+    L-BFGS's first step moves the parameters by about 1 whatever the scale of
+    the features: on columns near 1e18 that makes the scores near 1e18, the
+    squared penalty near 1e36, and its line search ended at the zero start,
+    "converged" (AUROC 0.5). Optimising ``theta_j = unit_j * coef_j`` instead,
+    with ``unit_j`` the power of two nearest above the column's largest
+    absolute value, is the same problem (the division by a power of two is
+    exact) on columns of magnitude about 1. Columns up to ``_UNIT_THRESHOLD``
+    keep the unit 1, so ordinary (scaled) data are optimised as before.
+    """
+    if sp.issparse(X):
+        largest = np.asarray(abs(X).max(axis=0).todense(), dtype=np.float64).ravel()
+    else:
+        largest = (
+            np.max(np.abs(X), axis=0).astype(np.float64)
+            if X.shape[0]
+            else np.zeros(X.shape[1])
+        )
+    units = np.ones(X.shape[1])
+    large = largest > _UNIT_THRESHOLD
+    # frexp: largest = mantissa * 2**exponent with mantissa in [0.5, 1).
+    units[large] = np.ldexp(1.0, np.frexp(largest[large])[1])
+    return units
 
 
 def normalised_weight(weight):
@@ -155,6 +200,18 @@ def compiled_loop_inputs(batch, bounds, n_labels=2):
     if bounds.size and (bounds[0] < 0 or bounds[-1] > n or np.any(np.diff(bounds) < 0)):
         raise ValueError("minibatch bounds must increase within the rows.")
     return X, y, groups, n_groups, weight, bounds
+
+
+def _search_goes_on(halvings, step, squared_norm, value):
+    """Whether the Armijo search halves ``step`` again (every loop's rule).
+
+    The first ``_MAX_HALVINGS`` halvings always; after them, while the
+    decrease the test asks for, ``_ARMIJO * step * squared_norm``, is above
+    the round-off of the objective ``value``: below it a trial passes or
+    fails by rounding alone. It also ends a search whose value is not finite
+    and, once the step underflows, every search.
+    """
+    return halvings < _MAX_HALVINGS or _ARMIJO * step * squared_norm > _EPS * abs(value)
 
 
 def non_finite_gradient():
@@ -244,13 +301,19 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         if self.sensitive is None:
             if not reset and (X_plain := checked_float_matrix(self, X)) is not None:
                 return X_plain, sensitive_features
-            X_model = validate_data(
-                self,
-                X,
-                reset=reset,
-                accept_sparse="csr",
-                dtype=[np.float64, np.float32],
-            )
+            try:
+                X_model = validate_data(
+                    self,
+                    X,
+                    reset=reset,
+                    accept_sparse="csr",
+                    dtype=[np.float64, np.float32],
+                )
+            except ValueError as error:
+                clear = string_column_error(X, type(self).__name__)
+                if clear is None:
+                    raise
+                raise clear from error
             if reset:
                 self.model_feature_names_ = self._input_names(X_model.shape[1])
             return X_model, sensitive_features
@@ -272,12 +335,18 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             dropped = column_positions(X, self.sensitive, "sensitive")
             names = self._input_names(X.shape[1])
             self.model_feature_names_ = np.delete(names, dropped)
-        X_model = check_array(
-            X_model,
-            accept_sparse="csr",
-            dtype=[np.float64, np.float32],
-            input_name="X (without the sensitive columns)",
-        )
+        try:
+            X_model = check_array(
+                X_model,
+                accept_sparse="csr",
+                dtype=[np.float64, np.float32],
+                input_name="X (without the sensitive columns)",
+            )
+        except ValueError as error:
+            clear = string_column_error(X_model, type(self).__name__)
+            if clear is None:
+                raise
+            raise clear from error
         return X_model, S
 
     def _input_names(self, n_features):
@@ -375,10 +444,12 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         """Refuse inputs whose products with the weights overflow float64."""
         if get_config()["assume_finite"]:
             return  # checked once already (a federation's client rounds)
-        largest = abs(X).max() if X.shape[0] else 0.0
+        # A Python float: comparing a float32 maximum with 1e100 would cast
+        # the bound to float32 (inf, "overflow encountered in cast").
+        largest = float(abs(X).max()) if X.shape[0] else 0.0
         if largest > _MAX_MAGNITUDE:
             raise ValueError(
-                f"X holds values up to {float(largest):.3g}: scores and gradients "
+                f"X holds values up to {largest:.3g}: scores and gradients "
                 "of such inputs overflow float64, and training would stop "
                 "silently at a constant model. Scale the features (e.g. "
                 "sklearn.preprocessing.StandardScaler)."
@@ -567,7 +638,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         if weight is None:
             weight = np.ones(X.shape[0])
         batch = _Batch(X, y, groups, n_groups, weight)
-        params = self._get_params_list()
+        params = self._trainable_params()
         values = self._minibatch_steps(
             params, batch, bounds, self._partial_fit_optimizer(params), average=False
         )
@@ -593,16 +664,23 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         unpenalised = (
             {"penalised": False} if self._penalty_undefined(params, minibatch) else {}
         )
-        for _ in range(_MAX_HALVINGS):
+        halvings = 0
+        while True:
             trial = [w - step * g for w, g in zip(params, gradients, strict=True)]
-            trial_value, _ = self._objective(
-                trial, minibatch, with_gradient=False, **unpenalised
-            )
+            # A step far too long for huge features overflows the trial's
+            # scores: its value is then inf or NaN, and the step is halved.
+            with np.errstate(over="ignore", invalid="ignore"):
+                trial_value, _ = self._objective(
+                    trial, minibatch, with_gradient=False, **unpenalised
+                )
             if trial_value <= value - _ARMIJO * step * squared_norm:
                 for w, t in zip(params, trial, strict=True):
                     w[...] = t
                 return
             step *= 0.5
+            halvings += 1
+            if not _search_goes_on(halvings, step, squared_norm, value):
+                return
 
     def _penalty_undefined(self, params, minibatch):
         """Whether the scale-invariant penalty is 0/0 at these parameters.
@@ -674,7 +752,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             # a zero-weight first call only initialises the parameters.
             self.n_iter_ = self._epochs
             return self
-        params = self._get_params_list()
+        params = self._trainable_params()
         loss = self._sgd_epoch(
             params, batch, self._random_state, self._partial_fit_optimizer(params)
         )
@@ -690,6 +768,27 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
     def _partial_fit_optimizer(self, params):
         return None
+
+    def _trainable_params(self):
+        """The parameter arrays, as arrays that training may update in place.
+
+        A model loaded with ``joblib.load(..., mmap_mode="r")``, or whose
+        arrays were frozen with ``setflags(write=False)``, holds read-only
+        arrays, and the steps write into their parameters ("assignment
+        destination is read-only"); a memory map opened for writing would
+        carry the steps into its file. Such arrays are replaced by in-memory
+        copies, which become the model's parameters (O(parameters), only
+        when one is not a plain writable array).
+        """
+        params = self._get_params_list()
+        if all(type(w) is np.ndarray and w.flags.writeable for w in params):
+            return params
+        params = [
+            w if type(w) is np.ndarray and w.flags.writeable else np.array(w)
+            for w in params
+        ]
+        self._set_params_list(params)
+        return params
 
     @staticmethod
     def _check_finite(params):

@@ -36,6 +36,22 @@ cdef double _EPS = 2.220446049250313e-16  # np.finfo(np.float64).eps
 # Penalty codes: 0 none, 1 group, 2 individual, 3 group_standardized.
 
 
+cdef inline bint _search_goes_on(
+    Py_ssize_t halvings, int max_halvings, double armijo, double step,
+    double squared_norm, double value,
+) noexcept nogil:
+    """``_fair_base._search_goes_on``: whether the Armijo search halves again.
+
+    Always within ``max_halvings``; after them while the decrease asked for is
+    above the round-off of the objective (features of a huge scale need far
+    smaller steps; below round-off no trial can pass).
+    """
+    return (
+        halvings < max_halvings
+        or armijo * step * squared_norm > _EPS * fabs(value)
+    )
+
+
 cdef inline double _log1pexp(double s) noexcept nogil:
     """log(1 + exp(s)), as np.logaddexp(0, s) computes it."""
     if s > 0:
@@ -415,7 +431,8 @@ def linear_sgd_steps(
                         acc = acc + X[r, j] * grad_coef[j]
                     ws.direction[i] = acc
                 step = learning_rate
-                for halving in range(max_halvings):
+                halving = 0
+                while True:
                     for i in range(m):
                         ws.trial[i] = ws.scores[i] - step * ws.direction[i]
                     reg = 0.0
@@ -432,6 +449,11 @@ def linear_sgd_steps(
                         intercept[0] = intercept[0] - step * grad_b
                         break
                     step *= 0.5
+                    halving += 1
+                    if not _search_goes_on(
+                        halving, max_halvings, armijo, step, squared_norm, value
+                    ):
+                        break
             if average:
                 for j in range(n_features):
                     coef_sum[j] += coef[j]
@@ -651,7 +673,8 @@ def mlp_sgd_steps(
                     trial_fairness = 0.0
                 if squared_norm != 0.0:
                     step = learning_rate
-                    for halving in range(max_halvings):
+                    halving = 0
+                    while True:
                         for i in range(n_params):
                             trial[i] = params[i] - step * gradient[i]
                         _forward(
@@ -668,6 +691,11 @@ def mlp_sgd_steps(
                             memcpy(&params[0], &trial[0], n_params * sizeof(double))
                             break
                         step *= 0.5
+                        halving += 1
+                        if not _search_goes_on(
+                            halving, max_halvings, armijo, step, squared_norm, value
+                        ):
+                            break
                 if average:
                     for i in range(n_params):
                         params_sum[i] += params[i]
@@ -1087,7 +1115,8 @@ def multinomial_sgd_steps(
                             acc = acc + X[r, j] * grad_coef[c, j]
                         ws.direction[i, c] = acc
                 step = learning_rate
-                for halving in range(max_halvings):
+                halving = 0
+                while True:
                     for i in range(m):
                         for c in range(C):
                             ws.trial[i, c] = ws.s[i, c] - step * ws.direction[i, c]
@@ -1107,6 +1136,11 @@ def multinomial_sgd_steps(
                             intercept[c] = intercept[c] - step * grad_b[c]
                         break
                     step *= 0.5
+                    halving += 1
+                    if not _search_goes_on(
+                        halving, max_halvings, armijo, step, squared_norm, value
+                    ):
+                        break
             if average:
                 for c in range(C):
                     for j in range(d):

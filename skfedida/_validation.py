@@ -112,3 +112,45 @@ def sample_weight_of(sample_weight, X, *, allow_all_zero_weights=False):
         ensure_non_negative=True,
         allow_all_zero_weights=allow_all_zero_weights,
     )
+
+
+def string_column_error(X, owner):
+    """The error for an X with a column of strings, or None when it has none.
+
+    Called after the generic conversion of X to floats failed, so the
+    columns are only inspected on that path: sklearn's "could not convert
+    string to float: 'north'" names neither the column nor what to do. Only
+    a conversion that fails counts, so a categorical column of numbers is not
+    reported; one pass over X's columns (not its rows).
+    """
+    if hasattr(X, "columns") and hasattr(X, "iloc"):
+        columns = ((name, X.iloc[:, j]) for j, name in enumerate(X.columns))
+    else:
+        try:
+            array = np.asarray(X)
+        except (TypeError, ValueError):
+            return None
+        if array.ndim != 2 or array.dtype.kind not in "OUS":
+            return None
+        columns = ((j, array[:, j]) for j in range(array.shape[1]))
+    for name, column in columns:
+        try:
+            np.asarray(column, dtype=np.float64)
+        except (TypeError, ValueError):
+            # An example for the message, from the first 100 values only.
+            values = np.asarray(column, dtype=object)[:100]
+            example = next(
+                (v for v in values if isinstance(v, (str, bytes))), values[0]
+            )
+            where = (
+                f"X column {name!r}" if isinstance(name, str) else f"X column {name}"
+            )
+            return ValueError(
+                f"{where} holds strings (such as {example!r}), and {owner} "
+                "needs numbers. Encode the column first, e.g. with "
+                "skfedida.preprocessing.FederatedOneHotEncoder (fitted from the "
+                "clients' category counts; sklearn's OneHotEncoder on pooled "
+                "rows) in a ColumnTransformer; if it is a sensitive attribute, "
+                "pass it as sensitive_features or name it in sensitive= instead."
+            )
+    return None

@@ -13,6 +13,7 @@ from ._fair_base import (
     _MAX_HALVINGS,
     BaseFairClassifier,
     _Batch,
+    _coefficient_units,
     compiled_loop_inputs,
     non_finite_gradient,
 )
@@ -90,7 +91,11 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
     max_iter : int, default=1000
         Maximum number of L-BFGS iterations in ``fit``.
     tol : float, default=1e-6
-        L-BFGS stops when the largest gradient component falls below ``tol``.
+        L-BFGS stops when the largest gradient component falls below ``tol``
+        (for a column larger than 1024 in absolute value, the gradient in
+        its coefficient times the power of two above its largest value:
+        ``fit`` takes such coefficients in units of their column's
+        magnitude, so features on any scale are fitted alike).
     warm_start : bool, default=False
         Start ``fit`` from the previous solution.
     average : bool, default=False
@@ -311,15 +316,19 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
         n_features = X_model.shape[1]
         params = previous or self._initial_parameters(n_features, None)
+        # L-BFGS takes the coefficient of column j as units[j] * coef_j: the
+        # same problem, on columns of magnitude about 1 (see
+        # _coefficient_units; all 1 on scaled data).
+        units = _coefficient_units(X_model)
         theta0 = (
-            np.concatenate([params[0].ravel(), params[1]])
+            np.concatenate([(params[0] * units).ravel(), params[1]])
             if self.fit_intercept
-            else params[0].ravel().copy()
+            else (params[0] * units).ravel()
         )
         n_coef = n_outputs * n_features
 
         def unpack(theta):
-            coef = theta[:n_coef].reshape(n_outputs, n_features)
+            coef = theta[:n_coef].reshape(n_outputs, n_features) / units
             intercept = theta[n_coef:] if self.fit_intercept else np.zeros(n_outputs)
             return [coef, intercept]
 
@@ -327,7 +336,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             value, gradients = self._objective(
                 unpack(theta), batch, penalised=penalised
             )
-            flat = gradients[0].ravel()
+            flat = (gradients[0] / units).ravel()
             if self.fit_intercept:
                 flat = np.concatenate([flat, gradients[1]])
             return value, flat

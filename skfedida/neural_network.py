@@ -437,7 +437,7 @@ class FairMLPClassifier(BaseFairClassifier):
             validation = batch.take(validation_rows)
             batch = batch.take(train_rows)
 
-        params = self._get_params_list()
+        params = self._trainable_params()
         optimizer = self._partial_fit_optimizer(params)
         self.loss_curve_ = []
         self.validation_scores_ = [] if validation is not None else None
