@@ -19,6 +19,7 @@ __all__ = [
     "DataScaleWarning",
     "DegenerateModelWarning",
     "EmptyRangeWarning",
+    "InactiveGroupBalancingWarning",
     "InactivePenaltyWarning",
     "OperatingPointWarning",
     "OutlyingUpdateWarning",
@@ -111,6 +112,25 @@ class InactivePenaltyWarning(SkfedidaWarning):
     >>> import warnings
     >>> from skfedida.exceptions import InactivePenaltyWarning
     >>> warnings.simplefilter("ignore", InactivePenaltyWarning)
+    """
+
+
+class InactiveGroupBalancingWarning(InactivePenaltyWarning):
+    """A fairness-aware sampler given no sensitive attributes.
+
+    Raised by ``FairnessAwareROSE`` when neither ``sensitive_features`` nor
+    ``sensitive=`` columns were given: every row is then in one group and
+    only the outcome classes are balanced, as a plain
+    ``RandomOverSampler(shrinkage=...)`` would. A subclass of
+    :class:`InactivePenaltyWarning`, so that code which silences the
+    fairness machinery's "no sensitive attributes" warnings by that class
+    (a federation's clients, a lambda search) silences this one too.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skfedida.exceptions import InactiveGroupBalancingWarning
+    >>> warnings.simplefilter("error", InactiveGroupBalancingWarning)
     """
 
 

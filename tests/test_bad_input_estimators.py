@@ -11,13 +11,19 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
+from imblearn.pipeline import make_pipeline
 from sklearn.metrics import roc_auc_score
 
 from skfedida import linear_model
-from skfedida.exceptions import DegenerateModelWarning
+from skfedida.exceptions import (
+    DegenerateModelWarning,
+    InactiveGroupBalancingWarning,
+    InactivePenaltyWarning,
+)
 from skfedida.federated import FederatedEstimator
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.neural_network import FairMLPClassifier
+from skfedida.over_sampling import FairnessAwareROSE
 
 
 def _data(n=1000, seed=0):
@@ -268,4 +274,83 @@ def test_a_string_column_in_a_federation_is_named():
     with pytest.raises(ValueError, match=r"'region'.*FederatedOneHotEncoder"):
         FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1).fit(
             X, y, clients=clients, sensitive_features=S
+        )
+
+
+# -- 3.3: float32 data near its largest value ---------------------------------
+
+
+@pytest.mark.parametrize("frame", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_synthetic_rows_out_of_the_dtype_range_raise(frame, dtype):
+    X, y, S = _data(n=300)
+    top = np.finfo(dtype).max
+    X = (np.tanh(X) * 0.9 * top).astype(dtype)
+    if frame:
+        X = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning either
+        with pytest.raises(ValueError, match=r"column '?(x0|a)'?.*StandardScaler"):
+            FairnessAwareROSE(n_target="max", random_state=0).fit_resample(
+                X, y, sensitive_features=S
+            )
+
+
+def test_float32_data_well_inside_its_range_resample_as_before():
+    X, y, S = _data(n=300)
+    X = (X * 1e30).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        X_res, _ = FairnessAwareROSE(n_target="max", random_state=0).fit_resample(
+            X, y, sensitive_features=S
+        )
+    assert X_res.dtype == np.float32 and np.isfinite(X_res).all()
+
+
+# -- 3.8: the sampler without sensitive features ------------------------------
+
+
+def test_sampler_in_a_pipeline_without_sensitive_features_warns():
+    X, y, _ = _data(n=200)
+    pipeline = make_pipeline(
+        FairnessAwareROSE(random_state=0), FairPenaltyLogisticRegression(fairness=0)
+    )
+    with pytest.warns(InactiveGroupBalancingWarning, match="sensitive_features"):
+        pipeline.fit(X, y)
+
+
+def test_sampler_warning_is_an_inactive_penalty_warning():
+    # Code that silences the fairness machinery's "no groups" warnings by
+    # InactivePenaltyWarning (a federation, a lambda search) silences it too.
+    X, y, _ = _data(n=200)
+    assert issubclass(InactiveGroupBalancingWarning, InactivePenaltyWarning)
+    with pytest.warns(InactiveGroupBalancingWarning, match="sensitive="):
+        FairnessAwareROSE(random_state=0).fit_resample(X, y)
+
+
+def test_sampler_with_sensitive_features_does_not_warn():
+    X, y, S = _data(n=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FairnessAwareROSE(random_state=0).fit_resample(X, y, sensitive_features=S)
+        FairnessAwareROSE(sensitive=[4], random_state=0).fit_resample(
+            np.column_stack([X, S]), y
+        )
+
+
+# -- 4: n_target beyond memory -------------------------------------------------
+
+
+@pytest.mark.parametrize("frame", [False, True])
+def test_n_target_beyond_memory_is_refused_before_allocating(frame):
+    X, y, S = _data(n=100)
+    if frame:
+        X = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    with pytest.raises(ValueError, match=r"n_target.*GiB"):
+        FairnessAwareROSE(n_target=10**12, random_state=0).fit_resample(
+            X, y, sensitive_features=S
+        )
+    with pytest.raises(ValueError, match=r"n_target.*GiB"):
+        FairnessAwareROSE(n_target={((0,), 1): 10**12}).fit_resample(
+            X, y, sensitive_features=S
         )

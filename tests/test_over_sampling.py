@@ -18,7 +18,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks as sklearn_ch
 from skfedida.metrics import make_fairness_scorer
 from skfedida.over_sampling import FairnessAwareROSE
 
+# Tests that resample without sensitive features on purpose, where the sampler
+# warns that it balances the classes only.
+NO_SENSITIVE = "ignore::skfedida.exceptions.InactiveGroupBalancingWarning"
 
+
+# The suites fit without sensitive features, where FairnessAwareROSE warns
+# (InactiveGroupBalancingWarning, an InactivePenaltyWarning): filtered as the
+# estimators' check tests filter theirs.
+@pytest.mark.filterwarnings("ignore::skfedida.exceptions.InactivePenaltyWarning")
 @imblearn_checks([FairnessAwareROSE(random_state=0)])
 # check_samplers_2d_target passes a column-vector y on purpose; the warning
 # it gets is sklearn's convention, tested in test_bad_input.
@@ -27,6 +35,10 @@ def test_imblearn_sampler_checks(estimator, check):
     check(estimator)
 
 
+# The suites fit without sensitive features, where FairnessAwareROSE warns
+# (InactiveGroupBalancingWarning, an InactivePenaltyWarning): filtered as the
+# estimators' check tests filter theirs.
+@pytest.mark.filterwarnings("ignore::skfedida.exceptions.InactivePenaltyWarning")
 @sklearn_checks([FairnessAwareROSE(random_state=0)])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
@@ -161,6 +173,7 @@ def test_group_mean_rounds_half_to_even_as_mean_does():
     }
 
 
+@pytest.mark.filterwarnings(NO_SENSITIVE)
 def test_without_sensitive_features_balances_classes():
     X, y = _problem()
     rose = FairnessAwareROSE(n_target="max", random_state=0)
@@ -234,6 +247,7 @@ def test_noised_integer_columns_become_float():
     assert X_res["smoker"].dtype == X["smoker"].dtype
 
 
+@pytest.mark.filterwarnings(NO_SENSITIVE)
 @pytest.mark.parametrize("shrinkage", [0.5, 1.0, 2.0])
 def test_diag_kernel_covariance(shrinkage):
     rng = np.random.default_rng(1)
@@ -260,6 +274,7 @@ def test_diag_kernel_covariance(shrinkage):
     assert np.all(np.abs(noise.mean(axis=0)) < 4 * standard_error)
 
 
+@pytest.mark.filterwarnings(NO_SENSITIVE)
 def test_full_and_explicit_covariance():
     rng = np.random.default_rng(2)
     cov = np.array([[2.0, 1.2], [1.2, 1.5]])
@@ -312,6 +327,7 @@ def test_one_row_and_constant_subgroups_give_no_nan():
         np.testing.assert_array_equal(X_res[S_res == "const"], [[3.0, 3.0]] * 10)
 
 
+@pytest.mark.filterwarnings(NO_SENSITIVE)
 @pytest.mark.parametrize("shrinkage", [0.0, 0.7, 1.0, 3.0])
 def test_single_group_equals_random_over_sampler_exactly(shrinkage):
     rng = np.random.default_rng(3)
@@ -326,6 +342,7 @@ def test_single_group_equals_random_over_sampler_exactly(shrinkage):
     np.testing.assert_allclose(X_ours, X_theirs, rtol=1e-15, atol=0)
 
 
+@pytest.mark.filterwarnings(NO_SENSITIVE)
 def test_single_group_agrees_with_random_over_sampler_in_distribution():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(2000, 3)) * [1, 5, 0.2]
@@ -354,6 +371,7 @@ def test_reproducible_given_random_state():
     assert not other.fit_resample(X, y)[0].equals(runs[0])
 
 
+@pytest.mark.filterwarnings(NO_SENSITIVE)
 def test_fit_resample_with_sensitive_keeps_the_container():
     X, y = _problem()
     S = X[["race", "sex"]]
@@ -492,6 +510,7 @@ def test_bad_parameters_are_named(params, fit_kwargs, error, message):
         )
 
 
+@pytest.mark.filterwarnings(NO_SENSITIVE)
 def test_bad_data_is_named():
     X, y = _problem(n=40)
     S = X[["race", "sex"]].copy()

@@ -11,6 +11,8 @@ synthetic rows ``x0 + eps``, where ``x0`` is drawn from the subgroup and
 from __future__ import annotations
 
 import numbers
+import os
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -36,6 +38,7 @@ from .._groups import (
     take_rows,
 )
 from .._validation import is_plain_float_matrix, plain_labels, reset_input_columns
+from ..exceptions import InactiveGroupBalancingWarning, caller_stacklevel
 
 __all__ = ["FairnessAwareROSE"]
 
@@ -96,6 +99,69 @@ def _column_units(X):
     """Largest absolute value of every column (1 where a column is all 0)."""
     unit = np.max(np.abs(X), axis=0) if X.shape[0] else np.ones(X.shape[1])
     return np.where(unit > 0, unit, 1.0)
+
+
+def _check_in_range(values, limits, names):
+    """Refuse synthetic values beyond what their output column can hold.
+
+    ``values`` are seed values plus noise, in float64; ``limits`` the largest
+    finite value of each column's output dtype (float32's 3.4e38 for a
+    float32 column). A value beyond it would be stored as inf, silently: on
+    data near the dtype's largest value the noise carries a seed past it.
+    """
+    in_range = np.abs(values) <= limits  # False for inf and NaN too
+    if in_range.all():
+        return
+    j = int(np.flatnonzero(~in_range.all(axis=0))[0])
+    limit = float(np.atleast_1d(limits)[j] if np.ndim(limits) else limits)
+    dtype = "float32" if limit < np.finfo(np.float64).max else "float64"
+    advice = ", or pass X as float64" if dtype == "float32" else ""
+    raise ValueError(
+        f"Synthetic rows of X column {names[j]!r} would overflow {dtype} (largest "
+        f"value {limit:.4g}): the column's values are so close to it that a seed "
+        "value plus the smoothed-bootstrap noise passes it, and would be stored "
+        "as inf. Scale the column first (e.g. sklearn.preprocessing."
+        f"StandardScaler){advice}, or use shrinkage=0 (a plain bootstrap, with "
+        "no noise)."
+    )
+
+
+def _physical_memory():
+    """Bytes of physical memory of this machine, or None where unknown."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # not a POSIX system
+        return None
+
+
+def _output_bytes(X, n_rows, n_synthetic, largest_new, n_noised):
+    """What resampling to ``n_rows`` rows holds at its peak, in bytes.
+
+    The output X (an array of X's dtype, float64 once noised columns are
+    not float; a frame's columns at their dtypes' sizes, 8 bytes for an
+    object's reference), ``sample_indices_`` (8 bytes a row) and the float64
+    noise: for an array, the draws and the noised values of the largest
+    subgroup's ``largest_new`` synthetic rows; for a frame, the noise of every
+    synthetic row and the noised columns of every output row.
+    """
+    if _is_frame(X):
+        row = sum(getattr(dtype, "itemsize", 8) for dtype in X.dtypes)
+        noise = (n_synthetic + n_rows) * n_noised * 8
+    else:
+        itemsize = X.dtype.itemsize
+        if n_noised and X.dtype.kind != "f":
+            itemsize = 8
+        row = X.shape[1] * itemsize
+        noise = 2 * largest_new * n_noised * 8
+    return n_rows * (row + 8) + noise
+
+
+def _output_limit(dtype):
+    """Largest finite value a noised frame column of this dtype can hold."""
+    subtype = dtype.subtype if isinstance(dtype, pd.SparseDtype) else dtype
+    if pd.api.types.is_float_dtype(subtype):  # kept (also nullable Float32)
+        return float(np.finfo(getattr(subtype, "numpy_dtype", subtype)).max)
+    return float(np.finfo(np.float64).max)  # integer columns become float64
 
 
 def _has_missing(X, j):
@@ -182,7 +248,9 @@ class FairnessAwareROSE(BaseSampler):
         while making every subgroup equal, and, unlike ``"max"``, it never
         multiplies the data by the number of subgroups (x20 on Adult). It uses
         both branches of Algorithm 1, and, applied per epoch or per batch,
-        rows cut from large subgroups are seen in other draws.
+        rows cut from large subgroups are seen in other draws. A target
+        whose output would not fit in this machine's physical memory is
+        refused before anything is allocated.
     undersample : bool, default=True
         Whether subgroups above the target are cut to it (Algorithm 1) or kept.
     shrinkage : float or dict, default=1.0
@@ -206,7 +274,8 @@ class FairnessAwareROSE(BaseSampler):
         positions for an array). They stay in the output, copied from the seed
         row. Leave None to pass ``sensitive_features`` to ``fit_resample``.
         Without either, all rows form one group and only the classes are
-        balanced.
+        balanced, with an
+        :class:`~skfedida.exceptions.InactiveGroupBalancingWarning`.
     random_state : int, RandomState instance or None, default=None
         Controls every draw.
 
@@ -483,6 +552,20 @@ class FairnessAwareROSE(BaseSampler):
             drop=False,
         )
         if S is None:
+            # The estimators warn InactivePenaltyWarning in the same case; this
+            # warning is its subclass, so that the code silencing theirs (a
+            # federation's clients, which warn once for the whole fit) also
+            # silences the sampler's.
+            warnings.warn(
+                "FairnessAwareROSE was given no sensitive attributes, so all rows "
+                "form one group and only the outcome classes are balanced (as "
+                "imblearn's RandomOverSampler(shrinkage=...) does). Pass them as "
+                "fit_resample(X, y, sensitive_features=S) (in a Pipeline, with "
+                "sklearn.set_config(enable_metadata_routing=True)), or name "
+                "columns of X with FairnessAwareROSE(sensitive=[...]).",
+                InactiveGroupBalancingWarning,
+                stacklevel=caller_stacklevel(),
+            )
             group_codes = np.zeros(n_samples, dtype=np.intp)
             group_labels = ((),)
             S_names = ()
@@ -557,6 +640,13 @@ class FairnessAwareROSE(BaseSampler):
         cut = self.undersample & (sizes > target_sizes)
         n_kept = int(np.where(cut, target_sizes, sizes).sum())
         n_synthetic = int(np.maximum(target_sizes - sizes, 0).sum())
+        self._check_output_size(
+            X,
+            n_kept + n_synthetic,
+            n_synthetic,
+            int(np.maximum(target_sizes - sizes, 0).max(initial=0)),
+            noised_columns.size,
+        )
         output = (_FrameOutput if _is_frame(X) else _ArrayOutput)(
             X, noised_columns, n_kept, n_synthetic
         )
@@ -603,6 +693,27 @@ class FairnessAwareROSE(BaseSampler):
         self.shrinkage_ = shrinkage
 
         return output.finish(kept, self.sample_indices_)
+
+    def _check_output_size(self, X, n_rows, n_synthetic, largest_new, n_noised):
+        """Refuse, before allocating it, an output larger than this machine.
+
+        An output beyond the physical memory can never be held at once: numpy
+        fails to allocate it (a MemoryError naming no parameter), or the
+        machine swaps until the fit is killed. Smaller outputs are left to the
+        allocation, as the memory free at that moment is not ours to judge.
+        """
+        memory = _physical_memory()
+        size = _output_bytes(X, n_rows, n_synthetic, largest_new, n_noised)
+        if memory is None or size <= memory:
+            return
+        raise ValueError(
+            f"n_target={self.n_target!r} asks for {n_rows:,} resampled rows "
+            f"({n_synthetic:,} of them synthetic), about {size / 2**30:,.1f} GiB, "
+            f"more than this machine's {memory / 2**30:,.1f} GiB of memory. "
+            "Choose a smaller n_target: the default 'mean' keeps about the "
+            f"number of rows ({_num_rows(X):,} here); an int sets the rows of "
+            "every (group, class) subgroup."
+        )
 
     def _noised_columns(self, X):
         """Mask of the columns that get noise, and those columns as floats."""
@@ -811,7 +922,8 @@ class FairnessAwareROSE(BaseSampler):
             return scale * (draws @ factor.T) * unit
         # Same draws and formula as imblearn's RandomOverSampler(shrinkage=...).
         draws = random_state.randn(n_new, n_noised)
-        std = np.std(X_group, axis=0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            std = np.std(X_group, axis=0)
         if not np.all(np.isfinite(std)):
             # Squares overflowed (values near 1e155 or more): the same
             # standard deviation, computed on unit-scaled columns.
@@ -846,10 +958,17 @@ class _ArrayOutput:
         self._take(seed_rows, block)
         if noise is None:
             return
-        if self.all_noised:
-            block += noise.astype(block.dtype, copy=False)
-        else:
-            block[:, self.noised_columns] += noise.astype(block.dtype, copy=False)
+        columns = slice(None) if self.all_noised else self.noised_columns
+        # Seed plus noise in float64 (the noise's dtype), checked against the
+        # output dtype's range before it is stored.
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = block[:, columns] + noise
+        _check_in_range(
+            values,
+            np.finfo(block.dtype).max,
+            [f"x{j}" for j in np.arange(self.X.shape[1])[columns]],
+        )
+        block[:, columns] = values
 
     def finish(self, kept, sample_indices):
         self._take(kept, self.array[: self.n_kept])
@@ -879,7 +998,14 @@ class _FrameOutput:
         if self.noise is None or self.noise.shape[0] == 0:
             return X_res
         block = _float_block(X_res, columns, copy=True)
-        block[self.n_kept :] += self.noise
+        with np.errstate(over="ignore", invalid="ignore"):
+            block[self.n_kept :] += self.noise
+        # Float columns keep their dtype (float32's range is smaller); noised
+        # integer columns become float64.
+        limits = np.array([_output_limit(X.dtypes.iloc[j]) for j in columns])
+        _check_in_range(
+            block[self.n_kept :], limits, [str(X.columns[j]) for j in columns]
+        )
         for position, j in enumerate(columns):
             dtype = X.dtypes.iloc[j]
             subtype = dtype.subtype if isinstance(dtype, pd.SparseDtype) else dtype
