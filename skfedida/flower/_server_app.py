@@ -415,8 +415,8 @@ def _discover(grid, timeout, connect_timeout):
         metrics = replies[node].content.metric_records.get("metrics", {})
         n_rows, problem = count_scalar(metrics.get("num-rows"), "its rows")
         n_eval = None
-        if problem is None and n_rows < 1:
-            problem = "it declared no rows"
+        # (No rows at all is for the client's own checks to explain, at
+        # initialisation, as fit does.)
         if problem is None and "num-eval-rows" in metrics:
             n_eval, problem = count_scalar(
                 metrics["num-eval-rows"], "its evaluation rows"
