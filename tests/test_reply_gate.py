@@ -169,12 +169,14 @@ def _patched_counts(monkeypatch, change):
     monkeypatch.setattr(_estimator, "class_counts", counts)
 
 
-def test_hostile_class_counts_in_process(data, monkeypatch):
-    _patched_counts(monkeypatch, lambda c: np.array([1, 10**7]))
+@pytest.mark.parametrize("case", list(INIT_REWRITES))
+def test_hostile_class_counts_in_process(data, monkeypatch, case):
+    change, message = INIT_REWRITES[case]
+    _patched_counts(monkeypatch, lambda c: np.asarray(change(c.tolist())))
     X, y = data.data, data.target
     fit = {"clients": data.clients, "sensitive_features": data.sensitive}
     with pytest.raises(
-        RuntimeError, match=r"Client 2 failed the initialisation.*more than"
+        RuntimeError, match=rf"Client 2 failed the initialisation.*{message}"
     ):
         _federation().fit(X, y, **fit)
     fitted = _federation(on_client_error="skip").fit(X, y, **fit)
@@ -317,23 +319,38 @@ def test_histograms_must_agree_with_the_class_counts_on_flower(data):
         _on_flower(_federation(), data, _histogram(relabel), _HISTOGRAMS, post)
 
 
-def test_hostile_histograms_in_process(data, monkeypatch):
+HISTOGRAM_CHANGES = {
+    "negated counts": (lambda c: -c, "negative counts"),
+    "counts x 1e6": (lambda c: c * 1e6, "more than the 300 rows"),
+    "a NaN bin": (lambda c: c + np.where(c == c.max(), np.nan, 0.0), "NaN"),
+    "a wrong shape": (lambda c: c[:, :, :-1], "shape"),
+    "2.5 rows": (lambda c: c + 0.5 * (c == c.max()), "whole"),
+    "bool counts": (lambda c: c > 0, "dtype bool"),
+    "object counts": (lambda c: c.astype(object), "dtype object"),
+}
+
+
+@pytest.mark.parametrize("case", list(HISTOGRAM_CHANGES))
+def test_hostile_histograms_in_process(data, monkeypatch, case):
     from skfedida.postprocessing import _threshold_optimizer
 
+    change, message = HISTOGRAM_CHANGES[case]
     real = _threshold_optimizer._client_histogram
     calls = []
 
     def negated_for_client_2(*args):
         calls.append(None)
         counts = real(*args)
-        return -counts if len(calls) % N_CLIENTS == 0 else counts
+        return change(counts) if len(calls) % N_CLIENTS == 0 else counts
 
     fit = {"clients": data.clients, "sensitive_features": data.sensitive}
     honest = FederatedThresholdOptimizer(_federation(), random_state=0).fit(
         data.data, data.target, **fit
     )
     monkeypatch.setattr(_threshold_optimizer, "_client_histogram", negated_for_client_2)
-    with pytest.raises(RuntimeError, match=r"Client 2 failed the histogram query"):
+    with pytest.raises(
+        RuntimeError, match=rf"Client 2 failed the histogram query.*{message}"
+    ):
         FederatedThresholdOptimizer(_federation(), random_state=0).fit(
             data.data, data.target, **fit
         )
