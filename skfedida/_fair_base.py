@@ -77,13 +77,28 @@ _MAX_MAGNITUDE = 1e100
 _SCALE_RATIO = 1e4
 
 
-def warn_if_unscaled(X, owner):
-    """Warn when SGD would see features on very different scales."""
+def warn_if_unscaled(X, owner, largest=None):
+    """Warn when SGD would see features on very different scales.
+
+    With ``largest``, also when some feature's largest absolute value
+    exceeds it (a network's inputs: see ``FairMLPClassifier._largest_input``).
+    """
     if sp.issparse(X):
         scale = np.asarray(abs(X).max(axis=0).todense()).ravel()
     else:
         scale = np.max(np.abs(X), axis=0) if X.shape[0] else np.zeros(0)
-    scale = scale[scale > 0]
+    scale = scale[scale > 0].astype(np.float64)
+    if largest is not None and scale.size and scale.max() > largest:
+        warnings.warn(
+            f"{owner}'s features reach {scale.max():.3g} in absolute value: its "
+            "hidden units start from weights meant for features on a scale of "
+            f"order 1, so beyond about {largest:g} they saturate and the network may "
+            "learn nothing (AUROC 0.5). Scale the features first, e.g. with "
+            "sklearn.preprocessing.StandardScaler.",
+            DataScaleWarning,
+            stacklevel=caller_stacklevel(),
+        )
+        return
     if scale.size and scale.max() > _SCALE_RATIO * scale.min():
         warnings.warn(
             f"{owner} trains by stochastic gradient steps, and its features "
@@ -250,6 +265,10 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
 
     # Takes skfedida's encoded groups (SensitiveGroups) as sensitive_features.
     _accepts_encoded_groups = True
+
+    # The largest feature magnitude the model trains well on, or None (any:
+    # the logistic model's fit and Armijo steps adapt to the scale).
+    _largest_input = None
 
     _parameter_constraints: dict = {
         "fairness": [Interval(numbers.Real, 0, None, closed="left")],
@@ -729,7 +748,9 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
         if first_call:
             if weight.any():  # not a federation's zero-weight initialisation
-                warn_if_unscaled(X_model, type(self).__name__)
+                warn_if_unscaled(
+                    X_model, type(self).__name__, largest=self._largest_input
+                )
             self._random_state = check_random_state(self.random_state)
             self._set_params_list(
                 self._initial_parameters(X_model.shape[1], self._random_state)

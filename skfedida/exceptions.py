@@ -141,7 +141,10 @@ class DataScaleWarning(SkfedidaWarning):
     and ``FederatedEstimator.fit`` when the largest absolute values of two
     features differ by more than a factor of 1e4: one step size cannot suit
     them all, and the model may learn nothing. Scale the features first
-    (e.g. ``StandardScaler``).
+    (e.g. ``StandardScaler``). ``FairMLPClassifier``'s ``fit`` and first
+    ``partial_fit`` also raise it when a feature exceeds 1e3 in absolute
+    value: its hidden units start from weights meant for features of order
+    1, and saturate.
 
     Examples
     --------

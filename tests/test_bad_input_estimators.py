@@ -16,6 +16,7 @@ from sklearn.metrics import roc_auc_score
 
 from skfedida import linear_model
 from skfedida.exceptions import (
+    DataScaleWarning,
     DegenerateModelWarning,
     InactiveGroupBalancingWarning,
     InactivePenaltyWarning,
@@ -117,6 +118,7 @@ def test_huge_scale_steps_of_the_compiled_loops_equal_the_reference(
     )
 
 
+@pytest.mark.filterwarnings("ignore::skfedida.exceptions.DataScaleWarning")
 def test_mlp_steps_on_a_huge_scale_equal_the_reference(monkeypatch):
     from skfedida import neural_network
 
@@ -147,6 +149,31 @@ def test_federation_on_a_huge_uniform_scale_trains():
             FairPenaltyLogisticRegression(), n_rounds=3, random_state=0
         ).fit(X * 1e18, y, clients=clients, sensitive_features=S)
     assert roc_auc_score(y, model.predict_proba(X * 1e18)[:, 1]) > 0.85
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("scale", [1e4, 1e18])
+def test_network_on_a_huge_uniform_scale_warns(scale):
+    # A network's hidden units start from Glorot weights meant for inputs of
+    # order 1: at 1e4 and beyond it learned nothing (AUROC 0.46-0.58), with
+    # no warning. The warning names the scale and the scaler to use.
+    X, y, S = _data(n=200)
+    message = r"e\+(04|18).*StandardScaler"
+    with pytest.warns(DataScaleWarning, match=message):
+        FairMLPClassifier((4,), max_iter=2).fit(X * scale, y, sensitive_features=S)
+    with pytest.warns(DataScaleWarning, match=message):
+        FairMLPClassifier((4,)).partial_fit(
+            X * scale, y, classes=[0, 1], sensitive_features=S
+        )
+
+
+def test_network_on_scaled_features_does_not_warn_about_their_scale():
+    X, y, S = _data(n=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataScaleWarning)
+        FairMLPClassifier((4,), max_iter=2).partial_fit(
+            X * 100, y, classes=[0, 1], sensitive_features=S
+        )
 
 
 # -- 4: float32 X --------------------------------------------------------------
