@@ -204,12 +204,15 @@ class OutlyingUpdateWarning(SkfedidaWarning):
 
 
 class OperatingPointWarning(SkfedidaWarning):
-    """No threshold selects the target share of rows.
+    """The model's ranking cannot meet the target selection rate.
 
-    Raised by ``evaluate_clients`` when the threshold of a target selection
-    rate selects a share more than 0.01 away from it: many scores are tied at
-    the threshold (a model that gives many rows the same score). Compare the
-    models' selection rates before their disparities.
+    Raised by ``evaluate_clients`` at a target selection rate when more than
+    10% of the rows share the score at the threshold (a model that gives most
+    rows one score): the target is met by selecting those rows with a
+    probability, so their decisions are random and the disparities are
+    largely those of random selection. Also raised if the decisions ever
+    select a share more than 0.005 away from the target. Read the report's
+    ``tied_share`` and AUROC before its disparities.
 
     Examples
     --------

@@ -335,3 +335,33 @@ def test_selection_rate_refuses_probabilities_with_its_own_advice():
     with pytest.raises(ValueError, match="selection_rate counts predicted labels"):
         selection_rate([0, 1, 1], [0.2, 0.7, 0.9])
     assert selection_rate([0, 1, 1], [0.0, 1.0, 1.0]) == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("tied, warns", [(0.06, False), (0.3, True)])
+def test_a_report_warns_when_most_decisions_are_drawn_at_random(tied, warns):
+    import warnings
+
+    from skfedida.exceptions import OperatingPointWarning
+
+    rng = np.random.default_rng(5)
+    n = 2000
+    y = rng.integers(0, 2, n)
+    scores = rng.uniform(0, 1, n)
+    # A block of tied rows at the score where the 25% target falls.
+    block = rng.permutation(n)[: int(tied * n)]
+    scores[block] = np.quantile(scores, 0.75)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = evaluate_clients(
+            _Fixed(scores),
+            np.arange(n)[:, None],
+            y,
+            clients=np.zeros(n),
+            sensitive_features=rng.integers(0, 2, n),
+            metrics=("dpd",),
+            threshold={"selection_rate": 0.25},
+            n_bootstrap=0,
+        )
+    assert report.tied_share == pytest.approx(tied, abs=2 / n)
+    ours = [w for w in caught if issubclass(w.category, OperatingPointWarning)]
+    assert bool(ours) == warns

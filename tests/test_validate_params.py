@@ -80,6 +80,12 @@ WRONG_TYPES = [
     ("threshold_at_rate", {"histograms": [1.0], "rate": "0.5"}, "rate"),
     ("federated_threshold", {"client_scores": 0.5, "rate": 0.5}, "client_scores"),
     ("federated_threshold", {"client_scores": [[0.5]], "rate": None}, "rate"),
+    ("federated_operating_point", {"client_scores": 0.5, "rate": 0.5}, "client_scores"),
+    (
+        "federated_operating_point",
+        {"client_scores": [[0.5]], "rate": 0.5, "n_bins": 2.0},
+        "n_bins",
+    ),
     ("selection_rate", {"y_true": [0], "y_pred": [0], "pos_label": {1}}, "pos_label"),
     ("make_fairness_scorer", {"metric": 3}, "metric"),
     ("make_fairness_scorer", {"greater_is_better": "yes"}, "greater_is_better"),

@@ -38,6 +38,9 @@ __all__ = ["evaluate_clients"]
 _FAIRNESS_KEYS = DISPARITY_ALIASES
 _SOFT_KEYS = {f"soft_{name}": key for name, key in _FAIRNESS_KEYS.items()}
 _RATE_METRICS = ("selection_rate", "accuracy", "brier")
+#: Share of the rows tied at a matched threshold above which the report warns
+#: that its decisions are mostly random (Adult's largest tied block is 6%).
+_RANDOM_SHARE = 0.1
 #: Resample weights held in memory at once (rows x resamples): 80 MB.
 _BOOTSTRAP_CHUNK_CELLS = 10_000_000
 _METRICS = ("roc_auc", *_RATE_METRICS, *_FAIRNESS_KEYS, *_SOFT_KEYS)
@@ -590,11 +593,25 @@ def evaluate_clients(
         achieved_rate = float(pred.mean())
     if target_rate is not None and abs(achieved_rate - target_rate) > 0.005:
         # Expected decisions select the target exactly; only a bug or a
-        # degenerate input (no rows) could leave it.
+        # degenerate input could leave it.
         warnings.warn(
             f"The operating point selects {achieved_rate:.4f} of the rows, not "
             f"the target {target_rate:.4f}. Compare models' selection rates in "
             "the report before their disparities.",
+            OperatingPointWarning,
+            stacklevel=caller_stacklevel(),
+        )
+    elif point is not None and (
+        point.tied_share > _RANDOM_SHARE and 0 < point.tie_probability < 1
+    ):
+        warnings.warn(
+            f"{point.tied_share:.1%} of the rows are tied at the threshold "
+            f"{point.threshold:.4g}, each selected with probability "
+            f"{point.tie_probability:.3f} to meet the target rate "
+            f"{target_rate:.3f}: the model does not rank them, so those "
+            "decisions are drawn at random and the disparities are largely "
+            "those of random selection (a model that gives most rows one "
+            "score). Read them with AUROC and tied_share.",
             OperatingPointWarning,
             stacklevel=caller_stacklevel(),
         )
