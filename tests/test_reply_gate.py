@@ -772,3 +772,20 @@ def test_threshold_optimizer_bounds_grid_size(data):
             clients=data.clients,
             sensitive_features=data.sensitive,
         )
+
+
+def test_a_target_delta_that_guarantees_nothing_is_refused_on_flower(data):
+    # In-process fit refuses delta >= 1/n_clients; on Flower epsilon read 0.0.
+    from skfedida.federated import DifferentialPrivacy
+
+    federation = _federation(
+        dp=DifferentialPrivacy(
+            noise_multiplier=1.0, clipping_norm=1.0, target_delta=0.9, noise_seed=0
+        )
+    )
+    with pytest.raises(ValueError, match="target_delta"):
+        run_in_process(
+            make_server_app(federation),
+            make_client_app(federation, partition_loader(data)),
+            num_partitions=N_CLIENTS,
+        )

@@ -575,6 +575,10 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     """The server's side of ``FederatedEstimator.fit``, over a Flower grid."""
     nodes, rows = _discover(grid, timeout, connect_timeout)
     n_clients = len(nodes)
+    if plan.federation.dp is not None:
+        # As in-process: a target_delta of 1/n_clients or more guarantees
+        # nothing, and epsilon would read 0.
+        plan.federation.dp._check(n_clients=n_clients)
     seeds = plan.client_seeds(n_clients)
     # One gate for every reply of the run: its rules, the failure policy and
     # the ledger of what each client said about its rows.
