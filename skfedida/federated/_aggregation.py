@@ -543,6 +543,7 @@ def class_prior(counts, method="mean"):
     Returns
     -------
     prior : ndarray of shape (n_classes,)
+        The federation's share of every class, summing to 1.
     """
     counts = np.asarray(counts, dtype=np.float64)
     if method == "mean":
