@@ -118,7 +118,6 @@ def test_probabilities_as_labels_are_refused(problem, metric):
         ([0.0, 1.0, 0.0, 1.0], [0.3, 0.7, 0.7, 0.3]),
         (["no", "yes", "no", "yes"], [0.3, 0.7, 0.3, 0.7]),
         ([0, 1, 2, 1], [0.2, 0.5, 0.9, 0.5]),  # multi-class
-        ([0, 1, 0, 1], [0.0, 1.0, 3.0, 1.0]),  # integral, but 3 is no label
         ([0, 1, 0, 1], [0.0, 1.0, np.nan, 1.0]),
     ],
 )
@@ -320,3 +319,27 @@ def test_coarse_to_fine_search_keeps_a_real_parameter_real():
         LogisticRegression(), "C", 1, 2, n_coarse=3, n_fine=3, cv=3
     ).fit(X, y)
     assert search.fine_values_.dtype.kind == "f" and search.fine_values_.size
+
+
+def test_whole_float_predictions_are_labels_as_integers_are():
+    # A fold may lack a label the model predicts: pos_label=2.0 with y_true
+    # all 2.0, or a third class 3.0; such floats read as the integers do.
+    S = np.array(["a", "a", "a", "b", "b", "b"])
+    got = demographic_parity_difference(
+        np.full(6, 2.0),
+        [1.0, 2.0, 1.0, 2.0, 2.0, 1.0],
+        sensitive_features=S,
+        pos_label=2.0,
+    )
+    assert got == pytest.approx(
+        demographic_parity_difference(
+            np.full(6, 2), [1, 2, 1, 2, 2, 1], sensitive_features=S, pos_label=2
+        )
+    )
+    # A predicted class y_true lacks is a class, as for integers (the
+    # metrics then compare each class one-vs-rest).
+    assert demographic_parity_difference(
+        [0, 1, 0, 1], [0.0, 1.0, 3.0, 1.0], sensitive_features=S[:4]
+    ) == demographic_parity_difference(
+        [0, 1, 0, 1], [0, 1, 3, 1], sensitive_features=S[:4]
+    )

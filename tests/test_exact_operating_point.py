@@ -280,6 +280,9 @@ def test_scorers_at_a_rate_score_the_exact_share():
         (score_histogram, dict(scores=[0.5], n_bins=10**7)),
         (federated_operating_point, dict(client_scores=[[0.5]], rate=0.5, n_bins=0)),
         (federated_threshold, dict(client_scores=[[0.5]], rate=0.5, n_bins=10**9)),
+        # One bin is one block of every row: every model would read fair.
+        (federated_operating_point, dict(client_scores=[[0.5]], rate=0.5, n_bins=1)),
+        (score_histogram, dict(scores=[0.5], n_bins=1)),
     ],
 )
 def test_n_bins_is_bounded_with_a_message_naming_it(func, kwargs):
@@ -365,3 +368,46 @@ def test_a_report_warns_when_most_decisions_are_drawn_at_random(tied, warns):
     assert report.tied_share == pytest.approx(tied, abs=2 / n)
     ours = [w for w in caught if issubclass(w.category, OperatingPointWarning)]
     assert bool(ours) == warns
+
+
+def test_distinct_scores_however_small_are_never_one_block():
+    # A grid on the values would need over 100 passes to separate 1e-30
+    # from 2e-30; on float64's order 7 passes of 1000 bins separate any two.
+    tiny = np.r_[np.linspace(1e-30, 2e-30, 100), np.linspace(1e-24, 2e-24, 100)]
+    scores = np.r_[np.full(200, 0.99), tiny, 10.0 ** -np.linspace(20, 300, 500)]
+    for rate in (0.5, 0.6, 0.75):
+        point = federated_operating_point([scores[::2], scores[1::2]], rate)
+        np.testing.assert_allclose(
+            point.expected_decisions(scores),
+            ranked_expected_decisions(scores, rate),
+            atol=1e-12,
+        )
+        # The block is one row (or empty): no distinct scores drawn at random.
+        assert point.tied_share <= 1 / scores.size
+
+
+def test_counts_and_weights_near_the_float_maximum_do_not_overflow():
+    counts = [[1e308, 1e308], [1e308, 1e308]]
+    assert threshold_at_rate(counts, 0.5) == pytest.approx(0.5)
+    scores = np.linspace(0, 1, 10)
+    big = federated_operating_point([scores], 0.5, sample_weights=[np.full(10, 1e308)])
+    unit = federated_operating_point([scores], 0.5)
+    assert repr(big) == repr(unit)
+
+
+def test_threshold_scorers_need_pos_label_for_labels_that_do_not_name_it():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 2))
+    y = np.where(X[:, 0] + rng.normal(size=300) > 0.5, "approved", "denied")
+    S = rng.integers(0, 2, 300)
+    model = LogisticRegression().fit(X, y)
+    # Without threshold= the metric refuses such labels; with it, the scorer
+    # took classes_[-1] ("denied") as favourable, silently.
+    for scorer in (
+        make_fairness_scorer("dfpr", threshold="prevalence"),
+        make_tradeoff_scorer("accuracy", "dpd", threshold={"selection_rate": 0.3}),
+    ):
+        with pytest.raises(ValueError, match="pos_label"):
+            scorer(model, X, y, sensitive_features=S)
+    named = make_fairness_scorer("dfpr", threshold="prevalence", pos_label="approved")
+    assert np.isfinite(named(model, X, y, sensitive_features=S))

@@ -24,8 +24,8 @@ from ..exceptions import OperatingPointWarning, caller_stacklevel
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES, _class_summary
 from ..metrics._operating_point import (
+    _N_BINS,
     DEFAULT_N_BINS,
-    MAX_N_BINS,
     _check_threshold,
     federated_operating_point,
     training_prevalence,
@@ -342,7 +342,7 @@ def _rate_of(threshold, estimator, prevalence, y_positive):
         "threshold": "no_validation",
         "prevalence": [Interval(numbers.Real, 0, 1, closed="both"), None],
         "min_group_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_bins": [Interval(numbers.Integral, 1, MAX_N_BINS, closed="both")],
+        "n_bins": _N_BINS,
         "n_bootstrap": [Interval(numbers.Integral, 0, None, closed="left")],
         "confidence": [Interval(numbers.Real, 0, 1, closed="neither")],
         "method": [StrOptions({"percentile", "bca"})],

@@ -97,6 +97,10 @@ def _resolve_pos_label(pos_label, labels):
     )
 
 
+class _ProbabilitiesAsLabelsError(ValueError):
+    """y_pred holds probabilities or scores where labels are expected."""
+
+
 def _check_label_predictions(y_pred, true_labels, declared):
     """Refuse a float y_pred that holds anything but labels (``soft=False``).
 
@@ -121,15 +125,14 @@ def _check_label_predictions(y_pred, true_labels, declared):
     )
     values = np.unique(y_pred)
     unknown = values[~np.isin(values, numeric)]
+    # A whole number is a label y_true may lack (a fold without class 2.0,
+    # pos_label=2.0 with only 1.0 and 2.0 predicted); a fraction, or NaN or
+    # infinity, is not a label.
+    unknown = unknown[~np.isfinite(unknown) | (unknown != np.round(unknown))]
     if unknown.size == 0:
         return
-    fractional = np.isfinite(unknown) & (unknown != np.round(unknown))
-    kind = (
-        "probabilities or scores"
-        if fractional.any() or not np.isfinite(unknown).all()
-        else "numbers that are not labels"
-    )
-    raise ValueError(
+    kind = "probabilities or scores"
+    raise _ProbabilitiesAsLabelsError(
         f"y_pred holds {kind} ({unknown.tolist()[:5]} are not labels of y_true, "
         f"which takes {true_labels.tolist()[:10]}), but with soft=False every "
         "value of y_pred must be a predicted label. For probabilities of the "

@@ -33,22 +33,32 @@ DEFAULT_N_BINS = 1000
 #: Largest grid: a pass of narrowing refines a bin far below 1e-6, so a finer
 #: grid only costs memory (8 bytes a bin in every client's histogram).
 MAX_N_BINS = 1_000_000
-_N_BINS = [Interval(numbers.Integral, 1, MAX_N_BINS, closed="both")]
+#: A grid of one bin cannot place a threshold (every row would be one block).
+MIN_N_BINS = 2
+_N_BINS = [Interval(numbers.Integral, MIN_N_BINS, MAX_N_BINS, closed="both")]
 _RATE = [Interval(numbers.Real, 0, 1, closed="both")]
 # sklearn's _check_sample_weight also takes one number for every row.
 _SAMPLE_WEIGHT = ["array-like", Hidden(numbers.Real), None]
+# The parameters of the functions that read every client's scores.
+_CLIENT_SCORES_PARAMETERS = {
+    # Lists of per-client arrays; any iterable of them works.
+    "client_scores": ["array-like", Hidden(Iterable)],
+    "rate": _RATE,
+    "n_bins": _N_BINS,
+    "sample_weights": ["array-like", Hidden(Iterable), None],
+}
 
 
 def _check_n_bins(n_bins):
     if not (
         isinstance(n_bins, numbers.Integral)
         and not isinstance(n_bins, bool)
-        and 1 <= n_bins <= MAX_N_BINS
+        and MIN_N_BINS <= n_bins <= MAX_N_BINS
     ):
         raise ValueError(
-            f"n_bins must be an int in [1, {MAX_N_BINS:,}] (the narrowing passes "
-            f"refine a bin further, so a finer grid only costs memory); got "
-            f"{n_bins!r}."
+            f"n_bins must be an int in [{MIN_N_BINS}, {MAX_N_BINS:,}] (one bin "
+            "places no threshold; the narrowing passes refine a bin further, so "
+            f"a finer grid only costs memory); got {n_bins!r}."
         )
     return int(n_bins)
 
@@ -137,12 +147,8 @@ def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
     return np.bincount(bins, weights=weight, minlength=n_bins)
 
 
-def _score_bins(scores, n_bins):
-    """The bin of every probability on the shared grid of ``n_bins`` on [0, 1].
-
-    Bin ``j`` holds ``[j / n_bins, (j + 1) / n_bins)``, the last one also 1.0;
-    every histogram a client sends, and every rule read off them, uses it.
-    """
+def _checked_probabilities(scores):
+    """``scores`` as float64, refused unless every one is in [0, 1]."""
     scores = np.asarray(scores, dtype=np.float64)
     if not np.all(np.isfinite(scores)) or (
         scores.size and (scores.min() < 0 or scores.max() > 1)
@@ -150,6 +156,16 @@ def _score_bins(scores, n_bins):
         raise ValueError(
             "scores must be probabilities in [0, 1] (e.g. predict_proba(X)[:, 1])."
         )
+    return scores
+
+
+def _score_bins(scores, n_bins):
+    """The bin of every probability on the shared grid of ``n_bins`` on [0, 1].
+
+    Bin ``j`` holds ``[j / n_bins, (j + 1) / n_bins)``, the last one also 1.0;
+    every histogram a client sends, and every rule read off them, uses it.
+    """
+    scores = _checked_probabilities(scores)
     return np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)
 
 
@@ -202,7 +218,10 @@ def _summed_histograms(histograms):
                 f"{float(array[bad][0])!r})."
             )
         arrays.append(array)
-    return np.sum(arrays, axis=0)
+    # Only the counts' proportions place a threshold: scaled by the largest,
+    # counts near the float maximum sum without overflowing.
+    largest = max(float(a.max()) for a in arrays)
+    return np.sum([a / largest for a in arrays], axis=0) if largest > 0 else arrays[0]
 
 
 @validate_params(
@@ -259,16 +278,36 @@ def threshold_at_rate(histograms, rate):
     return float(np.clip((j + fraction) / n_bins, 0.0, 1.0))
 
 
-def _max_passes(n_bins):
-    """Narrowing passes that take a bin of [0, 1] below float64 spacing.
+#: Place of 1.0 in float64's order (its bits read as an int64), plus one: the
+#: top of the first grid, so that a score of 1.0 has a bin.
+_TOP = int(np.array(1.0).view(np.int64)) + 1
 
-    float64 resolves about 2**-64 near the smallest scores that matter, so a
-    grid of ``n_bins`` needs ``64 / log2(n_bins)`` passes (7 for 1000 bins);
-    a single bin cannot narrow.
+
+def _float_order(scores):
+    """Every probability's place in float64's order, an int64.
+
+    The bits of a non-negative float, read as an integer, increase with its
+    value, so a grid over these integers separates any two distinct scores
+    in ``ceil(63 / log2(n_bins))`` passes, however small or close (a grid on
+    the values themselves would need over 100 passes near 0).
     """
-    if n_bins < 2:
-        return 1
-    return int(np.ceil(64 / np.log2(n_bins)))
+    return (np.asarray(scores, dtype=np.float64) + 0.0).view(np.int64)
+
+
+def _as_float(order):
+    """The float64 at a place of float64's order (inverse of ``_float_order``)."""
+    return float(np.array(order, dtype=np.int64).view(np.float64))
+
+
+def _integer_edges(low, high, n_bins):
+    """``n_bins + 1`` non-decreasing integer edges from ``low`` to ``high``.
+
+    Exact integer arithmetic (no float rounding, no int64 overflow): edge
+    ``i`` is ``low + floor((high - low) * i / n_bins)``.
+    """
+    step, rest = divmod(high - low, n_bins)
+    i = np.arange(n_bins + 1, dtype=np.int64)
+    return low + step * i + (rest * i) // n_bins
 
 
 class OperatingPoint:
@@ -387,16 +426,7 @@ class OperatingPoint:
         return decisions
 
 
-@validate_params(
-    {
-        # Lists of per-client arrays; any iterable of them works.
-        "client_scores": ["array-like", Hidden(Iterable)],
-        "rate": _RATE,
-        "n_bins": _N_BINS,
-        "sample_weights": ["array-like", Hidden(Iterable), None],
-    },
-    prefer_skip_nested_validation=True,
-)
+@validate_params(_CLIENT_SCORES_PARAMETERS, prefer_skip_nested_validation=True)
 def federated_operating_point(
     client_scores, rate, *, n_bins=DEFAULT_N_BINS, sample_weights=None
 ):
@@ -404,14 +434,16 @@ def federated_operating_point(
 
     Every client sends a histogram of its scores on a shared grid (their
     weights and their number of rows) plus the weight of its scores above the
-    grid; the server sums them and finds the
-    bin where the cut lies. While that bin holds more than one row the server
-    narrows the grid to it and asks again, until the bin holds one row, or
-    only scores no float threshold can split (ties), or float spacing is
-    reached (7 passes of 1000 bins at most). The rows of that last bin are the
-    tied block, selected with the probability that makes the selected share
-    exactly ``rate``: only summed histograms leave the clients, and every
-    model compared at the same rate selects the same share.
+    grid; the server sums them and finds the bin where the cut lies. While
+    that bin holds more than one row the server narrows the grid to it and
+    asks again, until the bin holds one row or one score shared by all its
+    rows (ties). The grid is over the scores' float64 order (the bits of a
+    non-negative float, read as an integer, grow with its value), so 7 passes
+    of 1000 bins separate any two distinct scores, however small or close.
+    The rows of that last bin are the tied block, selected with the
+    probability that makes the selected share exactly ``rate``: only summed
+    histograms leave the clients, and every model compared at the same rate
+    selects the same share.
 
     Parameters
     ----------
@@ -461,45 +493,44 @@ def federated_operating_point(
             )
         if any(not np.all(np.isfinite(w)) or np.any(w < 0) for w in weights):
             raise ValueError("sample_weights must be finite and non-negative.")
-    for s in scores:
-        if not np.all(np.isfinite(s)) or (s.size and (s.min() < 0 or s.max() > 1)):
-            raise ValueError(
-                "scores must be probabilities in [0, 1] (e.g. predict_proba(X)[:, 1])."
-            )
+    scores = [_checked_probabilities(s) for s in scores]
+    # Only the weights' proportions matter: scaled by the largest, weights
+    # near the float maximum sum without overflowing.
+    largest = max((float(w.max()) for w in weights if w.size), default=0.0)
+    if largest > 0:
+        weights = [w / largest for w in weights]
     total = float(sum(w.sum() for w in weights))
     if total <= 0:
         raise ValueError("the clients hold no rows; cannot place a threshold.")
     wanted = rate * total
-    # Half-open bins [low, high); the first grid's top edge is just above 1 so
-    # that a score of 1.0 has a bin.
-    low, high = 0.0, float(np.nextafter(1.0, 2.0))
-    for _ in range(_max_passes(n_bins)):
-        edges = np.linspace(low, high, n_bins + 1)
-        edges[-1] = high
+    orders = [_float_order(s) for s in scores]
+    # Half-open bins [low, high) of float64's order.
+    low, high = 0, _TOP
+    for _ in range(int(np.ceil(63 / np.log2(n_bins))) + 1):
+        edges = _integer_edges(low, high, n_bins)
         counts = np.zeros(n_bins)
         n_rows = np.zeros(n_bins, dtype=np.int64)
         above_high = 0.0
-        for s, w in zip(scores, weights, strict=True):
+        for order, w in zip(orders, weights, strict=True):
             # What each client sends: weights and rows on the grid over
             # [low, high), and the weight of its scores at or above it.
-            inside = (s >= low) & (s < high)
+            inside = (order >= low) & (order < high)
             bins = np.clip(
-                np.searchsorted(edges, s[inside], side="right") - 1, 0, n_bins - 1
+                np.searchsorted(edges, order[inside], side="right") - 1,
+                0,
+                n_bins - 1,
             )
             counts += np.bincount(bins, weights=w[inside], minlength=n_bins)
             n_rows += np.bincount(bins, minlength=n_bins)
-            above_high += float(w[s >= high].sum())
+            above_high += float(w[order >= high].sum())
         above = above_high + np.concatenate([np.cumsum(counts[::-1])[::-1], [0.0]])
         # The bin j with above[j + 1] <= wanted <= above[j]: the target lies in it.
         j = int(np.searchsorted(-above, -wanted, side="right")) - 1
         j = min(max(j, 0), n_bins - 1)
-        block_low, block_high = float(edges[j]), float(edges[j + 1])
-        # A bin of one row needs no finer grid: no threshold splits a row.
-        if (
-            n_rows[j] <= 1
-            or block_high <= block_low
-            or (block_low == low and block_high == high)
-        ):
+        block_low, block_high = int(edges[j]), int(edges[j + 1])
+        # A bin of one row, or of one float value (tied scores), needs no
+        # finer grid: no threshold splits it.
+        if n_rows[j] <= 1 or block_high - block_low <= 1:
             break
         low, high = block_low, block_high
     in_block = counts[j]
@@ -510,24 +541,15 @@ def federated_operating_point(
         else float(np.clip((wanted - above_block) / in_block, 0, 1))
     )
     return OperatingPoint(
-        threshold=block_low,
-        upper=block_high,
+        threshold=_as_float(block_low),
+        upper=_as_float(block_high),
         tie_probability=tie_probability,
         target_rate=float(rate),
         tied_share=float(in_block / total),
     )
 
 
-@validate_params(
-    {
-        # Lists of per-client arrays; any iterable of them works.
-        "client_scores": ["array-like", Hidden(Iterable)],
-        "rate": _RATE,
-        "n_bins": _N_BINS,
-        "sample_weights": ["array-like", Hidden(Iterable), None],
-    },
-    prefer_skip_nested_validation=True,
-)
+@validate_params(_CLIENT_SCORES_PARAMETERS, prefer_skip_nested_validation=True)
 def federated_threshold(
     client_scores, rate, *, n_bins=DEFAULT_N_BINS, sample_weights=None
 ):
@@ -626,7 +648,7 @@ def selection_rate(y_true, y_pred, *, pos_label=None, sample_weight=None):
     >>> selection_rate(["no", "yes"], ["yes", "yes"], pos_label="yes")
     1.0
     """
-    from ._fairness import _check_targets
+    from ._fairness import _check_targets, _ProbabilitiesAsLabelsError
 
     y_true, y_pred = column_or_1d(y_true), column_or_1d(y_pred)
     if len(y_true) != y_pred.shape[0]:
@@ -639,9 +661,7 @@ def selection_rate(y_true, y_pred, *, pos_label=None, sample_weight=None):
         _, predicted, weight = _check_targets(
             y_true, y_pred, sample_weight, pos_label, soft=False
         )
-    except ValueError as exc:
-        if "soft=True" not in str(exc):
-            raise
+    except _ProbabilitiesAsLabelsError:
         # The metrics' advice (soft=True) has no meaning here: a mean of
         # probabilities is not a share of people selected.
         raise ValueError(

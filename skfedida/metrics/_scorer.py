@@ -44,8 +44,8 @@ from ._fairness import (
     true_positive_rate_difference,
 )
 from ._operating_point import (
+    _N_BINS,
     DEFAULT_N_BINS,
-    MAX_N_BINS,
     _check_n_bins,
     _check_threshold,
     federated_operating_point,
@@ -278,7 +278,21 @@ class _FairnessScorer(_SensitiveCallMixin, _Scorer):
             )
         if self._threshold is not None:
             last = estimator.classes_[-1]
-            positive = last if self._positive_label is None else self._positive_label
+            positive = self._positive_label
+            if positive is None:
+                # The metrics' rule: only {0, 1} or {-1, 1} name the favourable
+                # label themselves; "approved"/"denied" must not be guessed.
+                numeric = np.asarray(classes)
+                if not (
+                    numeric.dtype.kind in "biuf" and np.isin(numeric, [-1, 0, 1]).all()
+                ):
+                    raise ValueError(
+                        f"{self!r} scores decisions for the favourable label, and "
+                        f"the estimator's classes {list(classes)} do not say which "
+                        "one it is: pass pos_label= to make_fairness_scorer (or "
+                        "make_tradeoff_scorer)."
+                    )
+                positive = last
             kwargs["positive_label"] = positive
             kwargs["flip"] = bool(positive != last)
             if self._threshold == "prevalence":
@@ -333,7 +347,7 @@ def _resolve_metric(metric):
         "min_group_size": _MIN_GROUP_SIZE,
         "greater_is_better": ["boolean", None],
         "threshold": "no_validation",
-        "n_bins": [Interval(numbers.Integral, 1, MAX_N_BINS, closed="both")],
+        "n_bins": _N_BINS,
     },
     prefer_skip_nested_validation=True,
 )
