@@ -77,6 +77,25 @@ _MAX_MAGNITUDE = 1e100
 _SCALE_RATIO = 1e4
 
 
+def largest_input(estimator):
+    """The largest feature value ``estimator`` trains well on, if it has one.
+
+    A network's hidden units saturate beyond it (``FairMLPClassifier``: 1e3).
+    What a federation of the estimator checks its clients' rows against.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Any estimator.
+
+    Returns
+    -------
+    largest : float or None
+        The limit, or None for a model without one.
+    """
+    return getattr(estimator, "_largest_input", None)
+
+
 def warn_if_unscaled(X, owner, largest=None):
     """Warn when SGD would see features on very different scales.
 

@@ -7,7 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import FederatedEstimator, Median, TrimmedMean, WeightedMean
+from skfedida.federated import (
+    FederatedEstimator,
+    Median,
+    QFedAvg,
+    TrimmedMean,
+    WeightedMean,
+)
 from skfedida.linear_model import FairPenaltyLogisticRegression
 
 
@@ -100,3 +106,16 @@ def test_an_object_that_is_not_one_of_the_aggregators_is_refused_up_front():
         FederatedEstimator(FairPenaltyLogisticRegression(), aggregation=Mine()).fit(
             data.data, data.target, clients=data.clients
         )
+
+
+def test_qfedavg_with_a_q_too_large_for_the_losses_says_so():
+    # loss ** 1e4 underflows for losses below 1: the step was 0 / 0 and the
+    # next round failed with "gradient is not finite; check X".
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(), aggregation=QFedAvg(q=1e4), n_rounds=2
+    )
+    with pytest.raises(ValueError, match=r"QFedAvg\(q=10000.0\).*smaller q"):
+        federation.fit(X, y, clients=np.arange(300) % 3)

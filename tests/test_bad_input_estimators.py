@@ -167,6 +167,18 @@ def test_network_on_a_huge_uniform_scale_warns(scale):
         )
 
 
+def test_a_federated_network_on_a_huge_scale_warns_too():
+    # The federation primes each client's network with zero weights, which
+    # skipped the network's own check: AUROC 0.475 at 1e4, with no warning.
+    X, y, S = _data(n=300)
+    clients = np.arange(len(y)) % 3
+    federation = FederatedEstimator(
+        FairMLPClassifier((4,)), n_rounds=1, local_epochs=1, random_state=0
+    )
+    with pytest.warns(DataScaleWarning, match=r"FairMLPClassifier.*e\+04"):
+        federation.fit(X * 1e4, y, clients=clients, sensitive_features=S)
+
+
 def test_network_on_scaled_features_does_not_warn_about_their_scale():
     X, y, S = _data(n=200)
     with warnings.catch_warnings():

@@ -320,6 +320,16 @@ class QFedAvg(_Aggregator):
                 else [s + d for s, d in zip(sum_delta, delta, strict=True)]
             )
             sum_h += h
+        if not (np.isfinite(sum_h) and sum_h > 0):
+            # Flower's arithmetic as it is (bit-identical on both backends):
+            # loss ** q underflows to 0 (or overflows) for a large q, and the
+            # step would be 0 / 0, which the next round blamed on X.
+            raise ValueError(
+                f"QFedAvg(q={self.q!r}) has no step this round: the clients' "
+                f"losses {np.round(np.asarray(losses, dtype=float), 4).tolist()} "
+                f"raised to q underflow or overflow float64. Use a smaller q "
+                "(q of 1 to 10 is usual; q=0 is FedAvg with equal weights)."
+            )
         return [
             np.asarray(g - (d / sum_h))
             for g, d in zip(global_parameters, sum_delta, strict=True)

@@ -27,6 +27,7 @@ from .._compat import (
     _safe_indexing,
 )
 from .._fair_base import (
+    largest_input,
     warn_if_unscaled,
 )
 from .._groups import (
@@ -828,7 +829,11 @@ default="mean"
         if reset:
             _check_sampler_input(self.sampler, X)
             if self.sensitive is None:
-                warn_if_unscaled(X, type(self).__name__)
+                # A network's limit too (its own first partial_fit, here a
+                # zero-weight initialisation, does not check).
+                largest = largest_input(self.estimator)
+                owner = type(self if largest is None else self.estimator).__name__
+                warn_if_unscaled(X, owner, largest=largest)
         return X, y, S, S_metrics
 
     def _client_epochs(self, n_clients):

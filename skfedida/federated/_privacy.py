@@ -30,7 +30,12 @@ from sklearn.utils import Bunch
 
 from ._aggregation import Median, TrimmedMean, WeightedMean
 
-__all__ = ["DifferentialPrivacy", "bounded_round", "check_update_bound"]
+__all__ = [
+    "DifferentialPrivacy",
+    "bounded_round",
+    "check_target_delta",
+    "check_update_bound",
+]
 
 
 class DifferentialPrivacy(BaseEstimator):
@@ -277,6 +282,28 @@ def check_update_bound(max_update_norm, dp, *, strategy, aggregator):
             "counts the same); leave aggregation='mean' (got "
             f"{aggregator!r})."
         )
+
+
+def check_target_delta(dp, n_clients):
+    """Refuse a ``target_delta`` that guarantees nothing for ``n_clients``.
+
+    Both backends call it once the number of clients is known: a delta of
+    ``1 / n_clients`` or more allows releasing one client's data outright.
+
+    Parameters
+    ----------
+    dp : DifferentialPrivacy or None
+        The federation's ``dp`` option; None checks nothing.
+    n_clients : int
+        Clients of the federation.
+
+    Raises
+    ------
+    ValueError
+        Naming ``target_delta``, the number of clients and the limit.
+    """
+    if dp is not None:
+        dp._check(n_clients=n_clients)
 
 
 def update_norms(parameter_lists, global_parameters):
