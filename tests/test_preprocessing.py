@@ -621,3 +621,31 @@ def test_the_scaler_keeps_its_digits_when_the_mean_dwarfs_the_spread():
     theirs = StandardScaler().fit(X)
     np.testing.assert_allclose(ours.var_, theirs.var_, rtol=1e-12)
     np.testing.assert_allclose(ours.mean_, theirs.mean_, rtol=1e-15)
+
+
+@pytest.mark.parametrize("sparse_input", [False, True])
+def test_float32_statistics_pass_the_gate_and_equal_sklearn(sparse_input):
+    # Summed in float32 (~1e-7 off), an honest client's sums failed the
+    # server's 1e-9 checks: "sum of deviations ... is not its first round's".
+    from scipy import sparse
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(1000, 1, (1000, 2)).astype(np.float32)
+    clients = np.arange(1000) % 2
+    if sparse_input:
+        X = sparse.csr_matrix(X * (rng.uniform(size=X.shape) > 0.5))
+    options = {"with_mean": False} if sparse_input else {}
+    federated = FederatedStandardScaler(**options).fit(X, clients=clients)
+    pooled = StandardScaler(**options).fit(X)
+    np.testing.assert_allclose(federated.scale_, pooled.scale_, rtol=1e-6)
+    if not sparse_input:
+        np.testing.assert_allclose(federated.mean_, pooled.mean_, rtol=1e-9)
+        column = np.full((1000, 1), 0.1, dtype=np.float32)
+        FederatedStandardScaler().fit(column, clients=clients)
+        pipeline = FederatedEstimator(
+            make_pipeline(FederatedStandardScaler(), FairPenaltyLogisticRegression()),
+            n_rounds=1,
+            random_state=0,
+        )
+        y = (X[:, 0] > 1000).astype(int)
+        pipeline.fit(X, y, clients=clients)

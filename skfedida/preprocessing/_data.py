@@ -156,7 +156,11 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
             low, high = _column_extremes(columns)
             return {
                 "n": n.astype(np.float64),
-                "sum": np.array([values.sum() for values, _ in columns]),
+                # Summed in float64 (float32 input summed in float32 is off by
+                # ~1e-7, and the server checks sums to 1e-9), as sklearn does.
+                "sum": np.array(
+                    [values.sum(dtype=np.float64) for values, _ in columns]
+                ),
                 "min": low,
                 "max": high,
             }
@@ -166,7 +170,10 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
         shift = np.nan_to_num(about)
         # Deviations from the federation's mean, not the client's: summed,
         # they need no combination formula (sklearn's own two-pass).
-        deviations = [values - c for (values, _), c in zip(columns, shift, strict=True)]
+        deviations = [
+            values.astype(np.float64) - c
+            for (values, _), c in zip(columns, shift, strict=True)
+        ]
         implicit = np.array([implicit for _, implicit in columns], dtype=np.float64)
         return {
             "n": n.astype(np.float64),
