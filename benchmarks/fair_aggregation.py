@@ -11,9 +11,10 @@ gap), and each with ``QFedAvg(q)`` for q = 1 and 5 (weights ``loss_k ** q``:
 performance parity across clients, Li et al. 2020). Prints,
 mean over seeds: the mean and the lowest client AUROC and the spread (sd)
 of AUROC across clients, the Brier score, the selection rate at 0.5, the
-rate the matched threshold achieves, DPD and DFPR at that matched selection
-rate (groups with >= 30 test rows), and the fit time: the median (and min)
-of the seeds' fits, with the core count and load.
+rate the matched operating point selects (exactly the training prevalence),
+DPD and DFPR at that matched selection rate (groups with >= 30 test rows),
+and the fit time: the median (and min) of the seeds' fits, with the core
+count and load.
 """
 
 import argparse

@@ -12,8 +12,9 @@ median, the trimmed mean (beta=0.2), or the mean of updates clipped to the
 round's median update norm (``max_update_norm="median"``). Every row is
 scored on the test rows of all five clients (mean over clients): AUROC and
 its change against the honest plain mean, Brier score, selection rate at
-0.5, the rate the matched threshold achieves, DPD and DFPR of the decisions
-at that matched selection rate (groups with >= 30 test rows).
+0.5, the rate the matched operating point selects (exactly the training
+prevalence), DPD and DFPR of the decisions at that matched selection rate
+(groups with >= 30 test rows).
 
 Then client-level differential privacy (``dp=DifferentialPrivacy(...)``,
 in-process): the same table along the noise multiplier, with the epsilon

@@ -15,9 +15,10 @@ gender. Every client's test metrics are shown twice: the decisions at 0.5, as
 ``predict`` makes them, and the decisions at a *matched selection rate* (the
 operating point at which the federation selects exactly its training
 prevalence, found from the clients' summed score histograms; rows tied at the
-threshold, a block of about 6% of Adult's test rows, are selected with the
-probability that makes the share exact), where both models select the same
-share of people. Then the mean (sd) across clients, as the paper's Table 2.
+threshold, a block of 5.9% of Adult's test rows for both models here, are
+selected with the probability that makes the share exact), where both models
+select the same share of people. Then the mean (sd) across clients, as the
+paper's Table 2.
 """
 
 import warnings

@@ -137,12 +137,13 @@ class InactiveGroupBalancingWarning(InactivePenaltyWarning):
 class DataScaleWarning(SkfedidaWarning):
     """Features on scales too far apart for stochastic gradient training.
 
-    Raised by the fair estimators' ``partial_fit``, ``FairMLPClassifier.fit``
+    Issued by the fair estimators' ``partial_fit``, ``FairMLPClassifier.fit``
     and ``FederatedEstimator.fit`` when the largest absolute values of two
     features differ by more than a factor of 1e4: one step size cannot suit
     them all, and the model may learn nothing. Scale the features first
     (e.g. ``StandardScaler``). ``FairMLPClassifier``'s ``fit`` and first
-    ``partial_fit`` also raise it when a feature exceeds 1e3 in absolute
+    ``partial_fit`` (and ``FederatedEstimator.fit`` of one) also issue it
+    when a feature exceeds 1e3 in absolute
     value: its hidden units start from weights meant for features of order
     1, and saturate.
 

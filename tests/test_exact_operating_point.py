@@ -411,3 +411,39 @@ def test_threshold_scorers_need_pos_label_for_labels_that_do_not_name_it():
             scorer(model, X, y, sensitive_features=S)
     named = make_fairness_scorer("dfpr", threshold="prevalence", pos_label="approved")
     assert np.isfinite(named(model, X, y, sensitive_features=S))
+
+
+def test_scorers_keep_their_sensitive_features_request_beside_sample_weight():
+    import sklearn
+    from sklearn.model_selection import cross_val_score
+
+    rng = np.random.default_rng(7)
+    n = 300
+    X = rng.normal(size=(n, 3))
+    S = rng.integers(0, 2, n)
+    y = (X[:, 0] + S + rng.normal(size=n) > 0.5).astype(int)
+    weight = rng.random(n)
+    with sklearn.config_context(enable_metadata_routing=True):
+        fairness = make_fairness_scorer("dpd", threshold="prevalence")
+        # The scorer's own keys are no metadata a user could pass.
+        assert set(fairness.get_metadata_routing().score.requests) == {
+            "sensitive_features",
+            "sample_weight",
+        }
+        for scorer in (
+            fairness.set_score_request(sample_weight=True),
+            make_tradeoff_scorer(
+                "roc_auc", "dpd", threshold="prevalence"
+            ).set_score_request(sample_weight=True),
+        ):
+            requests = scorer.get_metadata_routing().score.requests
+            assert requests == {"sensitive_features": True, "sample_weight": True}
+            scores = cross_val_score(
+                LogisticRegression().set_fit_request(sample_weight=True),
+                X,
+                y,
+                scoring=scorer,
+                params={"sensitive_features": S, "sample_weight": weight},
+                cv=3,
+            )
+            assert np.all(np.isfinite(scores))

@@ -112,8 +112,11 @@ def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
     """Count probability scores on a shared grid of equal bins on [0, 1].
 
     What one client sends so that a server can find the threshold of a target
-    selection rate for the whole federation (:func:`threshold_at_rate`): the
-    grid is fixed in advance, so histograms from different clients add up.
+    selection rate for the whole federation in one pass
+    (:func:`threshold_at_rate`, within one bin); the grid is fixed in
+    advance, so histograms from different clients add up.
+    :func:`federated_operating_point` narrows such grids until the target
+    share is selected exactly.
 
     Parameters
     ----------
@@ -133,6 +136,7 @@ def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
     See Also
     --------
     threshold_at_rate : The threshold of a selection rate from histograms.
+    federated_operating_point : Exactly a target share, from narrowed grids.
 
     Examples
     --------

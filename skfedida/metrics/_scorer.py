@@ -19,6 +19,7 @@ from inspect import signature
 
 import numpy as np
 from sklearn.metrics import get_scorer
+from sklearn.utils.metadata_routing import get_routing_for_object
 
 from .._compat import (
     Interval,
@@ -135,6 +136,31 @@ class _SensitiveCallMixin:
     def _accept_sample_weight(self):
         return True
 
+    def set_score_request(self, **kwargs):
+        """Set the metadata the scorer requests, keeping its defaults.
+
+        sklearn's scorers start from an empty request here, which dropped
+        this scorer's default request of ``sensitive_features`` as soon as a
+        user asked for ``sample_weight`` too; what is not named keeps its
+        request (as the estimators' ``set_*_request`` do).
+
+        Parameters
+        ----------
+        **kwargs : dict
+            ``param_name=alias``, alias one of True, False, None or a str.
+
+        Returns
+        -------
+        self : object
+            The scorer.
+        """
+        current = self._get_metadata_request().score.requests
+        super().set_score_request(**kwargs)
+        for param, alias in current.items():
+            if param not in kwargs and alias is not None:
+                self._metadata_request.score.add_request(param=param, alias=alias)
+        return self
+
     def __call__(
         self,
         estimator,
@@ -167,18 +193,14 @@ class _AtThreshold:
         self.__name__ = getattr(metric, "__name__", repr(metric))
 
     def __call__(
-        self,
-        y_true,
-        y_score,
-        *,
-        sensitive_features,
-        positive_label,
-        flip=False,
-        rate=None,
-        pos_label=None,
-        sample_weight=None,
-        **kwargs,
+        self, y_true, y_score, *, sensitive_features, sample_weight=None, **kwargs
     ):
+        # The scorer's own keys, kept out of the signature so that metadata
+        # routing does not list them as metadata a user could pass.
+        positive_label = kwargs.pop("positive_label")
+        flip = kwargs.pop("flip", False)
+        rate = kwargs.pop("rate", None)
+        kwargs.pop("pos_label", None)
         y_score = np.asarray(y_score, dtype=np.float64)
         if flip:
             # The scores are P(classes_[-1]); the favourable label is the other.
@@ -404,13 +426,14 @@ def make_fairness_scorer(
         ``"predict"``):
 
         - a float in (0, 1): that threshold;
-        - ``"prevalence"``: the threshold at which the scored rows' selection
-          rate equals the training prevalence (the estimator's
+        - ``"prevalence"``: the operating point that selects exactly the
+          training prevalence of the scored rows (the estimator's
           ``class_prior_`` when it has one, as ``FederatedEstimator`` does,
           else the share of positives in the scored rows), so that every
           candidate of a search is judged selecting the same share of people
           and a model cannot look fair by compressing its scores;
-        - ``{"selection_rate": r}``: the threshold of selection rate r.
+        - ``{"selection_rate": r}``: the operating point of selection rate
+          r.
 
         A target rate is met exactly: the operating point comes from
         histograms of the scores on ``n_bins`` equal bins, narrowed where the
@@ -519,6 +542,8 @@ class _TradeoffScorer(_SensitiveCallMixin, _BaseScorer):
         )
 
     def _get_metadata_request(self):
+        if hasattr(self, "_metadata_request"):  # set by set_score_request
+            return get_routing_for_object(self._metadata_request)
         requests = MetadataRequest(owner=self)
         requests.score = MethodMetadataRequest(owner=self, method="score")
         requests.score.add_request(param="sensitive_features", alias=True)
