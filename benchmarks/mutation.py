@@ -61,7 +61,11 @@ ESTIMATOR_TESTS = (
     "tests/test_fair_estimators.py",
     "tests/test_operating_point.py",
 )
-OPERATING_POINT_TESTS = ("tests/test_mutants.py", "tests/test_operating_point.py")
+OPERATING_POINT_TESTS = (
+    "tests/test_mutants.py",
+    "tests/test_operating_point.py",
+    "tests/test_exact_operating_point.py",
+)
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,34 @@ MUTANTS = [
         "skfedida/metrics/_operating_point.py",
         "return np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)",
         "return np.minimum((scores * n_bins).astype(np.intp), n_bins - 2)",
+        OPERATING_POINT_TESTS,
+    ),
+    Mutant(
+        "tied rows all selected, not with the probability that meets the rate",
+        "skfedida/metrics/_operating_point.py",
+        "decisions[self._tied(scores)] = self.tie_probability",
+        "decisions[self._tied(scores)] = 1.0",
+        OPERATING_POINT_TESTS,
+    ),
+    Mutant(
+        "narrowing stops at a bin of one float value plus its neighbour",
+        "skfedida/metrics/_operating_point.py",
+        "if n_rows[j] <= 1 or block_high - block_low <= 1:",
+        "if n_rows[j] <= 1 or block_high - block_low <= 2:",
+        OPERATING_POINT_TESTS,
+    ),
+    Mutant(
+        "the first grid leaves out a score of 1.0",
+        "skfedida/metrics/_operating_point.py",
+        "_TOP = int(np.array(1.0).view(np.int64)) + 1",
+        "_TOP = int(np.array(1.0).view(np.int64))",
+        OPERATING_POINT_TESTS,
+    ),
+    Mutant(
+        "expected accuracy counts a tied row as right when selected",
+        "skfedida/federated/_evaluation.py",
+        "np.dot(w, y * pred + (1 - y) * (1 - pred))",
+        "np.dot(w, y * pred + (1 - y) * (pred < 1))",
         OPERATING_POINT_TESTS,
     ),
     # -- penalties

@@ -447,3 +447,26 @@ def test_scorers_keep_their_sensitive_features_request_beside_sample_weight():
                 cv=3,
             )
             assert np.all(np.isfinite(scores))
+
+
+@pytest.mark.parametrize("n_bins", [2, 3, 10, 1000])
+def test_adjacent_floats_are_two_scores_and_saturated_scores_a_block(n_bins):
+    # Ten adjacent float64 values, 10 rows each: every one is its own score.
+    values = 0.3 + np.arange(10) * np.spacing(0.3)
+    assert np.unique(values).size == 10
+    scores = np.repeat(values, 10)
+    for rate in (0.15, 0.45, 0.85):
+        point = federated_operating_point(
+            [scores[::3], scores[1::3], scores[2::3]], rate, n_bins=n_bins
+        )
+        np.testing.assert_allclose(
+            point.expected_decisions(scores), ranked_expected_decisions(scores, rate)
+        )
+    # A saturated model: half its rows at exactly 1.0, a quarter at 0.0.
+    saturated = np.r_[np.ones(50), np.linspace(0.2, 0.8, 25), np.zeros(25)]
+    for rate in (0.1, 0.5, 0.9):
+        point = federated_operating_point([saturated], rate, n_bins=n_bins)
+        np.testing.assert_allclose(
+            point.expected_decisions(saturated),
+            ranked_expected_decisions(saturated, rate),
+        )
