@@ -364,6 +364,16 @@ class FairFed(_Aggregator):
         positive rates, or the larger of the last two (equalized odds).
     beta : float >= 0, default=1.0
         How far a round moves the weights; 0 is FedAvg.
+    min_group_size : int >= 1, default=30
+        Groups with fewer rows in the federation (summed over the round's
+        reporting clients; for a rate among positive or negative rows, fewer
+        such rows) are left out of every gap, the federation's and each
+        client's, as the metrics' ``min_group_size`` leaves them out. A rate
+        from fewer than 30 rows has a standard error up to 0.09, the size of
+        the gaps FairFed weighs clients by; and a group's size is what a
+        client declares, so without a floor one client can declare a group
+        of one row and set every gap to 1 (its own weight then becomes 1).
+        1 keeps every group (the paper's rule).
 
     Examples
     --------
@@ -387,9 +397,10 @@ class FairFed(_Aggregator):
 
     flower_strategy = "FedAvg"
 
-    def __init__(self, metric="dpd", beta=1.0):
+    def __init__(self, metric="dpd", beta=1.0, min_group_size=30):
         self.metric = metric
         self.beta = beta
+        self.min_group_size = min_group_size
 
     @property
     def report_metric(self):
@@ -403,7 +414,10 @@ class FairFed(_Aggregator):
         return self.metric
 
     def __repr__(self):
-        return f"FairFed(metric={self.metric!r}, beta={self.beta!r})"
+        return (
+            f"FairFed(metric={self.metric!r}, beta={self.beta!r}, "
+            f"min_group_size={self.min_group_size!r})"
+        )
 
     @staticmethod
     def _gap(rates, defined):
@@ -415,18 +429,28 @@ class FairFed(_Aggregator):
         rates = np.divide(hits, n, out=np.zeros_like(hits), where=defined)
         return rates, defined
 
-    def _report_gap(self, report):
-        """The report's gap in ``metric`` (largest minus smallest group rate)."""
+    def _report_gap(self, report, total=None):
+        """The report's gap in ``metric`` (largest minus smallest group rate).
+
+        Only over the groups with at least ``min_group_size`` rows in the
+        rate's denominator in the federation's ``total`` (default: the
+        report itself).
+        """
+        total = report if total is None else total
+
+        def gap(n, hits, n_federation):
+            rates, defined = self._rates(n, hits)
+            return self._gap(rates, defined & (n_federation >= self.min_group_size))
+
         if self.metric == "dpd":
-            return self._gap(*self._rates(report["n"], report["selected"]))
-        tpr = self._gap(*self._rates(report["n_positive"], report["true_positive"]))
+            return gap(report["n"], report["selected"], total["n"])
+        tpr = gap(report["n_positive"], report["true_positive"], total["n_positive"])
         if self.metric == "dtpr":
             return tpr
-        fpr = self._gap(
-            *self._rates(
-                report["n"] - report["n_positive"],
-                report["selected"] - report["true_positive"],
-            )
+        fpr = gap(
+            report["n"] - report["n_positive"],
+            report["selected"] - report["true_positive"],
+            total["n"] - total["n_positive"],
         )
         return fpr if self.metric == "dfpr" else max(tpr, fpr)
 
@@ -463,8 +487,8 @@ class FairFed(_Aggregator):
             ]
         )
         total = {key: sum(r[key] for r in reports) for key in reports[0]}
-        global_gap = self._report_gap(total)
-        local_gaps = np.array([self._report_gap(r) for r in reports])
+        global_gap = self._report_gap(total, total)
+        local_gaps = np.array([self._report_gap(r, total) for r in reports])
         distance = np.abs(global_gap - local_gaps)
         omega = np.clip(omega - self.beta * (distance - distance.mean()), 0.0, None)
         omega = omega / omega.sum() if omega.sum() > 0 else weights / weights.sum()
@@ -521,10 +545,13 @@ def check_aggregation(aggregation):
         aggregation.metric in ("dpd", "dtpr", "dfpr", "eod")
         and isinstance(aggregation.beta, numbers.Real)
         and aggregation.beta >= 0
+        and isinstance(aggregation.min_group_size, numbers.Integral)
+        and not isinstance(aggregation.min_group_size, bool)
+        and aggregation.min_group_size >= 1
     ):
         raise ValueError(
-            "FairFed needs metric 'dpd', 'dtpr', 'dfpr' or 'eod' and beta >= 0; "
-            f"got {aggregation!r}."
+            "FairFed needs metric 'dpd', 'dtpr', 'dfpr' or 'eod', beta >= 0 and "
+            f"an integer min_group_size >= 1; got {aggregation!r}."
         )
     if not isinstance(aggregation, _Aggregator):
         raise ValueError(

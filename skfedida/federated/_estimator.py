@@ -594,6 +594,7 @@ default="mean"
         ):
             # A client reports its fairness (FairFed) on its held-out rows.
             client.held_out = _ClientData(X_val, y_val, groups_val)
+        self._declare_groups(data, gate)
         if self.strategy == "central":
             pooled = np.sort(np.concatenate(train))
             data_central = [self._client_data(X, y, S, groups, pooled)]
@@ -607,7 +608,12 @@ default="mean"
             )
         else:
             self._run(
-                trainer, data, epochs, self.client_seeds_, callback_rows=(X_given, y)
+                trainer,
+                data,
+                epochs,
+                self.client_seeds_,
+                callback_rows=(X_given, y),
+                ledger=gate.ledger,
             )
         del self._validation
         self._record_skips(gate)
@@ -623,6 +629,24 @@ default="mean"
             name=lambda k: f"Client {self._client_id(k)!r}",
             client_id=self._client_id,
         )
+
+    @staticmethod
+    def _declare_groups(data, gate):
+        """Every client's groups and their sizes on each of its sets of rows.
+
+        What a Flower client declares at initialisation: the only groups its
+        later replies (FairFed reports) may count rows in, and how many.
+        """
+        for k, client in enumerate(data):
+            for rowset, rows in (("train", client), ("held_out", client.held_out)):
+                if rows is not None and rows.groups is not None:
+                    gate.ledger.declare_groups(
+                        k,
+                        rowset,
+                        dict(
+                            zip(rows.groups.labels, rows.groups.counts(), strict=True)
+                        ),
+                    )
 
     def _class_prior(self, data, gate):
         """``class_prior_`` from the clients' counts that pass the gate.
@@ -969,9 +993,10 @@ default="mean"
             estimator.set_params(random_state=int(seed))
         return estimator
 
-    def _server(self, central=False):
+    def _server(self, central=False, ledger=None):
         """The server side of this federation (rounds, aggregation, history)."""
         return _Server(
+            ledger=ledger,
             strategy=self.strategy,
             aggregator=self._aggregator,
             client_fraction=self.client_fraction,
@@ -983,9 +1008,18 @@ default="mean"
             dp=self.dp,
         )
 
-    def _run(self, trainer, data, epochs, seeds, central=False, callback_rows=None):
+    def _run(
+        self,
+        trainer,
+        data,
+        epochs,
+        seeds,
+        central=False,
+        callback_rows=None,
+        ledger=None,
+    ):
         callback_rows = callback_rows or (None, None)
-        server = self._server(central)
+        server = self._server(central, ledger)
         state = getattr(self, "_federation_state", None)
         if state is None:
             state = server.start(trainer, data, seeds, self._client_estimator)

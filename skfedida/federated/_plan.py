@@ -44,9 +44,11 @@ from ._server import COMMUNICATING
 class _ClientPart:
     """One client's prepared rows: training data, evaluation rows, epochs, classes."""
 
-    def __init__(self, train, evaluation, epochs, classes, partition):
+    def __init__(self, train, evaluation, epochs, classes, partition, has_eval_rows):
         self.train = train
         self.evaluation = evaluation
+        # Evaluation rows of its own (X_eval), not its held-out or training rows.
+        self.has_eval_rows = has_eval_rows
         self.n_evaluation = _num_samples(evaluation[0])
         self.epochs = epochs
         self.classes = classes
@@ -173,7 +175,9 @@ class FederationPlan:
         if held_out is not None and "X_eval" not in loaded:
             # As in-process: fairness reports (FairFed) on the held-out rows.
             train_data.held_out = _ClientData(*evaluation)
-        return _ClientPart(train_data, evaluation, epochs, classes, partition)
+        return _ClientPart(
+            train_data, evaluation, epochs, classes, partition, "X_eval" in loaded
+        )
 
     @staticmethod
     def _classes(y, classes, partition):

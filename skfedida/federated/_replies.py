@@ -182,6 +182,11 @@ def claims_summary(reports, weights):
 # -- the rules every reply kind shares ---------------------------------------
 
 
+#: The largest count a reply may hold: 2**53, the largest whole number a
+#: float64 holds exactly (far beyond any set of rows, within int64).
+MAX_COUNT = 2**53
+
+
 def count_array(values, what, *, shape=None, at_most=None):
     """Counts as int64, or the problem: ``(counts, None)`` or ``(None, problem)``.
 
@@ -202,6 +207,12 @@ def count_array(values, what, *, shape=None, at_most=None):
     as_float = array.astype(np.float64)
     if not np.all(np.isfinite(as_float)):
         return None, f"{what} holds NaN or infinity"
+    if np.any(np.abs(as_float) > MAX_COUNT):
+        # Beyond any count of rows (and beyond int64): named as sent.
+        return None, (
+            f"{what} holds a count of {as_float.flat[np.argmax(np.abs(as_float))]!r}"
+            ", more than any set of rows can hold"
+        )
     if np.any(as_float < 0):
         return None, f"{what} holds negative counts"
     if np.any(as_float != np.floor(as_float)):
@@ -271,9 +282,19 @@ def sum_within_extremes_problem(n, total, low, high, what):
     defined = n > 0
     if np.any(defined & ~(low <= high)):
         return f"{what}: a minimum is above its maximum"
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         scale = np.where(defined, n * np.maximum(np.abs(low), np.abs(high)), 0.0)
         tolerance = RTOL * scale + 1e-300
+    if np.any(defined & ~np.isfinite(scale)):
+        # Bounds that overflow bound nothing (and the server's totals
+        # would overflow with them).
+        j = int(np.flatnonzero(defined & ~np.isfinite(scale))[0])
+        return (
+            f"{what}: feature {j}'s extremes [{float(low[j])!r}, "
+            f"{float(high[j])!r}] times its "
+            f"{n[j]:.0f} values overflow float64"
+        )
+    with np.errstate(invalid="ignore"):
         outside = defined & (
             (total < n * low - tolerance) | (total > n * high + tolerance)
         )
@@ -302,7 +323,7 @@ def squares_problem(n, shifted_sum, shifted_squares, about, low, high, what):
     about = np.asarray(about, np.float64)
     low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
     defined = n > 0
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         safe_n = np.maximum(n, 1.0)
         m = about + s / safe_n
         reach = np.maximum(np.abs(low - about), np.abs(high - about))
@@ -323,6 +344,12 @@ def squares_problem(n, shifted_sum, shifted_squares, about, low, high, what):
         bad = defined & ((q < lowest - tolerance) | (q > highest + tolerance))
     if np.any(q < 0):
         return f"{what}: a sum of squares is negative"
+    if np.any(defined & ~(np.isfinite(highest) & np.isfinite(tolerance))):
+        j = int(np.flatnonzero(defined & ~np.isfinite(highest))[0])
+        return (
+            f"{what}: feature {j}'s largest sum of squares its extremes allow "
+            "overflows float64"
+        )
     if np.any(bad):
         j = int(np.flatnonzero(bad)[0])
         return (
@@ -378,17 +405,36 @@ def parse_groups(config, what="its groups"):
     return (labels, names), None
 
 
-def consensus(values):
-    """The value most clients give (ties: the earliest), to check each against.
+class NoConsensus(RuntimeError):
+    """No strict majority of the clients agrees on what all must share."""
+
+
+def consensus(values, what="this", names=None):
+    """The value a strict majority of the clients gives, to check each against.
 
     Used where the server has no reference of its own (the attribute names,
-    the number of features): one hostile client cannot make the honest ones
-    fail, as long as the honest ones are the most.
+    the number of features, the classes): one hostile client cannot make
+    the honest ones fail, as long as the honest ones are more than half.
+    Without a strict majority the server cannot tell which clients are
+    honest, whatever ``on_client_error`` says: :class:`NoConsensus` names
+    the clients that disagree (``names[i]`` names the client of
+    ``values[i]``).
     """
     keys = [repr(value) for value in values]
     counts = {key: keys.count(key) for key in keys}
-    best = max(counts.values())
-    return values[next(i for i, key in enumerate(keys) if counts[key] == best)]
+    best = max(counts, key=counts.get)
+    if 2 * counts[best] > len(keys):
+        return values[keys.index(best)]
+    names = names or [f"client {i}" for i in range(len(values))]
+    said = "; ".join(
+        f"{name} says {value!r}" for name, value in zip(names, values, strict=True)
+    )
+    raise NoConsensus(
+        f"No strict majority of the clients agrees on {what}: {said}. The "
+        "server cannot tell which of them is right (on_client_error='skip' "
+        "cannot choose either): check these clients' data and configuration, "
+        "make them agree, or leave the odd ones out of the federation."
+    )
 
 
 # -- replies about a client's rows: initialisation, histograms, reports -------
@@ -494,6 +540,65 @@ def fairness_report_problem(report, *, n_groups, declared_rows):
     return None
 
 
+def group_declaration_problem(config, sizes, ledger, k):
+    """A client's groups declared at initialisation, checked and kept.
+
+    ``config["declared-groups"]`` (JSON, optional: a client without
+    sensitive features declares none) holds ``names`` (the attributes) and,
+    per set of rows it will use (``train``, ``held_out``, ``eval``), the
+    ``labels`` of its groups there and their ``rows``: whole counts adding
+    up to the set's declared size. Only labels and counts, never rows.
+    Returns ``(names, problem)``; the declaration goes into ``ledger``.
+    """
+    if "declared-groups" not in config:
+        return None, None
+    try:
+        declared = json.loads(config["declared-groups"])
+        names, rowsets = declared["names"], declared["rowsets"]
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, (
+            f"its declared groups cannot be read ({type(exc).__name__}: {exc})"
+        )
+    if not isinstance(rowsets, dict) or not isinstance(names, list):
+        return None, "its declared groups are not names and sets of rows"
+    parsed_rowsets = {}
+    for rowset, entry in rowsets.items():
+        if rowset not in sizes:
+            return None, (
+                f"it declared groups for {rowset!r} rows; its sets of rows are "
+                f"{sorted(sizes)}"
+            )
+        if not isinstance(entry, dict) or set(entry) != {"labels", "rows"}:
+            return None, f"its declared groups of {rowset!r} rows are malformed"
+        parsed, problem = parse_groups(
+            {
+                "group-labels": json.dumps(entry["labels"]),
+                "sensitive-names": json.dumps(names),
+            },
+            f"its declared groups of {rowset!r} rows",
+        )
+        if problem is not None:
+            return None, problem
+        labels = parsed[0]
+        counts, problem = count_array(
+            entry["rows"],
+            f"its declared rows per group of {rowset!r} rows",
+            shape=(len(labels),),
+            at_most=sizes[rowset],
+        )
+        if problem is not None:
+            return None, problem
+        if int(counts.sum()) != int(sizes[rowset]):
+            return None, (
+                f"its declared rows per group of {rowset!r} rows add up to "
+                f"{int(counts.sum())}; it declared {int(sizes[rowset])} rows"
+            )
+        parsed_rowsets[rowset] = dict(zip(labels, counts.tolist(), strict=True))
+    for rowset, rows in parsed_rowsets.items():
+        ledger.declare_groups(k, rowset, rows)
+    return tuple(names), None
+
+
 # -- consistency across rounds and kinds of reply ------------------------------
 
 
@@ -517,6 +622,22 @@ class ClientLedger:
     def rows(self, k, rowset):
         """The declared size of a set of rows (None if never declared)."""
         return self._claims.get((k, rowset), {}).get("rows")
+
+    def declare_groups(self, k, rowset, rows):
+        """The groups of a set of rows and their sizes, declared at initialisation.
+
+        ``rows`` maps each group label (a tuple) to its rows in the set;
+        groups without rows are dropped. Every later reply about the set
+        (FairFed reports, histograms) may count rows only in these groups,
+        exactly as many in each.
+        """
+        self._claims.setdefault((k, rowset), {})["declared_groups"] = {
+            tuple(label): int(n) for label, n in rows.items() if int(n) > 0
+        }
+
+    def declared_groups(self, k, rowset):
+        """A set's declared rows per group (None if it declared none)."""
+        return self._claims.get((k, rowset), {}).get("declared_groups")
 
     def claim(self, k, rowset, *, labels=None, groups=None):
         """Check a claim against earlier ones; keep it. Returns the problem.
@@ -542,10 +663,13 @@ class ClientLedger:
                 )
         if groups is not None:
             groups = {
-                label: np.asarray(values, dtype=np.int64)
+                tuple(label): np.asarray(values, dtype=np.int64)
                 for label, values in groups.items()
                 if np.any(values)
             }
+            problem = self._declared_problem(known, groups, what)
+            if problem is not None:
+                return problem
             before = known.get("groups")
             if before is not None and (
                 set(before) != set(groups)
@@ -559,6 +683,36 @@ class ClientLedger:
             known["labels"] = labels
         if groups is not None:
             known["groups"] = groups
+        return None
+
+    @staticmethod
+    def _declared_problem(known, groups, what):
+        """Rows per group against those declared at initialisation."""
+        declared = known.get("declared_groups")
+        if declared is None:
+            return (
+                f"it counts rows per sensitive group in {what}, and declared no "
+                "groups for them at initialisation"
+            )
+        for label, values in groups.items():
+            if label not in declared:
+                return (
+                    f"it counts {int(values.sum())} rows of group {list(label)} "
+                    f"in {what}, a group it did not declare at initialisation "
+                    f"(its groups: {[list(g) for g in declared]})"
+                )
+        for label, values in groups.items():
+            if int(values.sum()) != declared[label]:
+                return (
+                    f"it counts {int(values.sum())} rows of group {list(label)} "
+                    f"in {what}; it declared {declared[label]} at initialisation"
+                )
+        missing = [list(g) for g in declared if g not in groups]
+        if missing:
+            return (
+                f"it counts no rows of groups {missing} in {what}; it declared "
+                "rows of them at initialisation"
+            )
         return None
 
 

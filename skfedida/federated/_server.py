@@ -68,6 +68,10 @@ class _Server:
         Clip each client's update before aggregating.
     dp : DifferentialPrivacy or None
         Clip, add noise and take the private mean instead.
+    ledger : ClientLedger or None
+        What the clients declared at initialisation (their groups); None: a
+        new ledger, in which a client declares its groups with its first
+        report.
     """
 
     def __init__(
@@ -82,6 +86,7 @@ class _Server:
         client_id,
         max_update_norm=None,
         dp=None,
+        ledger=None,
     ):
         self.max_update_norm = max_update_norm
         self.dp = dp
@@ -92,9 +97,10 @@ class _Server:
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.client_id = client_id
-        # What each client claimed about its rows (FairFed's counts per
-        # group and label must be the same every round).
-        self.ledger = ClientLedger()
+        # What each client declared and claimed about its rows (FairFed's
+        # counts per group and label: only its declared groups, the same
+        # every round).
+        self.ledger = ClientLedger() if ledger is None else ledger
 
     @property
     def communicates(self):
@@ -264,9 +270,16 @@ class _Server:
             return problem
         counts = {key: np.asarray(report[key], np.int64) for key in REPORT_KEYS}
         negatives = counts["n"] - counts["n_positive"]
+        rowset = "held_out" if client_data.held_out is not None else "train"
+        if self.ledger.declared_groups(k, rowset) is None:
+            # A fit that declared nothing (a warm start's first new round):
+            # the client's rows as the server holds them.
+            self.ledger.declare_groups(
+                k, rowset, dict(zip(groups.labels, groups.counts(), strict=True))
+            )
         return self.ledger.claim(
             k,
-            "held_out" if client_data.held_out is not None else "train",
+            rowset,
             groups={
                 label: (negatives[g], counts["n_positive"][g])
                 for g, label in enumerate(groups.labels)

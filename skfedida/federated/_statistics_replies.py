@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import numbers
+import warnings
 
 import numpy as np
 
@@ -87,7 +88,18 @@ def _width(reply, name):
         return None
 
 
-def statistics_problems(server, query, replies, *, rows, earlier):
+#: How far beyond the other clients' combined range a client's claimed
+#: values may lie, in multiples of that range's scale (its width, or its
+#: largest magnitude where larger). Honest data rarely
+#: reaches this far (a value 100 widths out is an outlier beyond any
+#: distribution the others' rows suggest, or a unit mistake: cents for
+#: dollars is 100, grams for kilograms 1000), and a client claiming values
+#: this far can move the federation's statistics far more than its share of
+#: the rows. Such a client is named, with what to do (``_range_problem``).
+RANGE_FACTOR = 100.0
+
+
+def statistics_problems(server, query, replies, *, rows, earlier, names=None):
     """Every client's statistics answer checked: ``[(k, problem or None)]``.
 
     Parameters
@@ -104,24 +116,43 @@ def statistics_problems(server, query, replies, *, rows, earlier):
     earlier : dict
         Client index to its admitted answers of this transformer's earlier
         rounds, ``[(query, answer), ...]``.
+    names : callable, default=None
+        ``names(k)``: how client ``k`` is named where clients disagree.
 
     Returns
     -------
     problems : list of (int, str or None)
     """
     name = type(server).__name__
-    widths = [_width(reply, name) for reply in replies.values()]
-    known = [w for w in widths if w is not None]
-    n_features = consensus(known) if known else None
-    flags = [
-        reply[1].get("object")
-        for reply in replies.values()
+    names = names or (lambda k: f"Client {k}")
+    widths = {k: _width(reply, name) for k, reply in replies.items()}
+    known = {k: w for k, w in widths.items() if w is not None}
+    n_features = (
+        consensus(
+            list(known.values()),
+            f"the number of features of {name}'s statistics",
+            names=[names(k) for k in known],
+        )
+        if known
+        else None
+    )
+    flags = {
+        k: reply[1].get("object")
+        for k, reply in replies.items()
         if not isinstance(reply, Unreadable)
         and isinstance(reply, (tuple, list))
         and len(reply) == 2
         and isinstance(reply[1], dict)
-    ]
-    is_object = consensus(flags) if flags else None
+    }
+    is_object = (
+        consensus(
+            list(flags.values()),
+            f"whether {name}'s columns hold objects",
+            names=[names(k) for k in flags],
+        )
+        if flags
+        else None
+    )
     problems = []
     for k, reply in replies.items():
         declared = None if rows is None else rows[k]
@@ -136,7 +167,113 @@ def statistics_problems(server, query, replies, *, rows, earlier):
             is_object,
         )
         problems.append((k, problem))
-    return problems
+    return _across_clients(name, query, replies, problems)
+
+
+#: The statistics whose extremes the server's result scales with (the
+#: sums' bounds, the min-max scaler's range): their range is checked
+#: against the other clients'. A median's search brackets (the imputer's
+#: "extremes") only bound a search whose answer is exact from counts.
+_RANGED = {
+    ("FederatedStandardScaler", "sums"),
+    ("FederatedSimpleImputer", "sums"),
+    ("FederatedMinMaxScaler", "extremes"),
+}
+
+
+def _across_clients(name, query, replies, problems):
+    """What no answer shows alone: ranges against the others', finite totals.
+
+    (a) Every total the server computes from the answers (the sums, the sums
+    of squares, the range of the extremes) must be finite: an overflow is
+    the failure of the client whose values dominate it. (b) A client's
+    claimed extremes must lie within ``RANGE_FACTOR`` widths of the other
+    clients' combined range's scale (``_range_problem``).
+    """
+    ok = [k for k, problem in problems if problem is None]
+    found = {}
+    extremes = {
+        k: (
+            np.asarray(replies[k][1]["min"], np.float64),
+            np.asarray(replies[k][1]["max"], np.float64),
+        )
+        for k in ok
+        if (name, query.get("statistic")) in _RANGED
+        and np.ndim(replies[k][1]["min"]) == 1
+    }
+    if len(extremes) >= 2:
+        for k in extremes:
+            problem = _range_problem(k, extremes)
+            if problem is not None:
+                found[k] = problem
+    ok = [k for k in ok if k not in found]
+    for key, what in (
+        ("sum", "sum"),
+        ("shifted_sum", "sum of deviations"),
+        ("shifted_squares", "sum of squared deviations"),
+    ):
+        present = [k for k in ok if key in replies[k][1]]
+        if len(present) < 2:
+            continue
+        values = np.stack([np.asarray(replies[k][1][key], np.float64) for k in present])
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.nansum(values, axis=0)
+        if not np.all(np.isfinite(total)):
+            j = int(np.flatnonzero(~np.isfinite(total))[0])
+            k = present[int(np.nanargmax(np.abs(values[:, j])))]
+            found[k] = (
+                f"the federation's {what} of feature {j} overflows with its "
+                f"{what}, {float(values[present.index(k), j])!r}: no total of the "
+                "clients' values may leave float64's range"
+            )
+    if len(extremes) >= 2:
+        kept = [k for k in extremes if k not in found]
+        if len(kept) >= 2:
+            lows = np.stack([extremes[k][0] for k in kept])
+            highs = np.stack([extremes[k][1] for k in kept])
+            with np.errstate(over="ignore", invalid="ignore"):
+                spread = np.nanmax(highs, axis=0) - np.nanmin(lows, axis=0)
+            bad = np.flatnonzero(np.isinf(spread))
+            if bad.size:
+                j = int(bad[0])
+                reach = np.maximum(np.abs(lows[:, j]), np.abs(highs[:, j]))
+                k = kept[int(np.nanargmax(reach))]
+                found[k] = (
+                    f"the federation's range of feature {j} overflows with its "
+                    f"extremes [{float(extremes[k][0][j])!r}, "
+                    f"{float(extremes[k][1][j])!r}]"
+                )
+    return [(k, found.get(k, problem)) for k, problem in problems]
+
+
+def _range_problem(k, extremes):
+    """Client k's extremes against the other clients' combined range."""
+    low, high = extremes[k]
+    others = [extremes[i] for i in extremes if i != k]
+    with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN features
+        lo = np.nanmin(np.stack([o[0] for o in others]), axis=0)
+        hi = np.nanmax(np.stack([o[1] for o in others]), axis=0)
+        # The others' scale: their range's width, or its largest magnitude
+        # where that is larger (values far from 0 with a narrow spread, or a
+        # single value, are honest too).
+        width = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi)))
+        below = low < lo - RANGE_FACTOR * width
+        above = high > hi + RANGE_FACTOR * width
+    bad = np.flatnonzero(below | above)
+    if not bad.size:
+        return None
+    j = int(bad[0])
+    value = low[j] if below[j] else high[j]
+    return (
+        f"feature {j}'s values reach {float(value)!r}, more than "
+        f"{RANGE_FACTOR:g} times the scale of the other clients' combined range "
+        f"[{float(lo[j])!r}, {float(hi[j])!r}] beyond it (its width, or its "
+        "largest magnitude where larger). A false answer, a unit mistake or an extreme "
+        "outlier: check this client's column; if the values are genuine, clip "
+        "or transform (e.g. log) the feature on every client before it is "
+        "federated, or leave the client out with on_client_error='skip'"
+    )
 
 
 def _reply_problem(server, name, query, reply, rows, earlier, n_features, is_object):

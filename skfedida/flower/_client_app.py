@@ -14,7 +14,13 @@ from ..federated import get_parameters, set_parameters
 from ..federated._client import class_counts, clone_fitted
 from ..federated._pipeline import raw_schema
 from ._codec import decode, encode
-from ._protocol import _REPORT_KEYS, _STATE_KEY, group_config, plan_for_run
+from ._protocol import (
+    _REPORT_KEYS,
+    _STATE_KEY,
+    group_config,
+    group_declaration,
+    plan_for_run,
+)
 from ._result import _write
 
 
@@ -218,6 +224,10 @@ def make_client_app(federation, load_data, *, classes=None):
         }
         if plan.feature_names_in_ is not None:
             config["feature-names"] = plan.feature_names_in_.tolist()
+        declaration = group_declaration(part)
+        if declaration is not None:
+            # Its groups on each set of rows it will use, and their sizes.
+            config["declared-groups"] = declaration
         if plan.pipeline is not None:
             # The raw table's columns and dtypes (not its rows): the server
             # rebuilds the fitted preprocessing from them and the statistics.

@@ -68,6 +68,7 @@ REPLY_CONFIG = frozenset(
         "sensitive-names",
         "raw-columns",
         "raw-dtypes",
+        "declared-groups",
         "answer",
     }
 )
@@ -90,6 +91,41 @@ def group_config(groups):
         ),
         "sensitive-names": json.dumps(list(groups.names), default=_plain),
     }
+
+
+def group_declaration(part):
+    """The groups a client declares at initialisation (a JSON string or None).
+
+    Per set of rows it will use (``train``; ``held_out`` when its fairness
+    reports and evaluation use held-out rows; ``eval`` with evaluation rows
+    of its own): its groups' categories and its rows in each. Labels and
+    counts only, no rows: every later reply that counts rows per group
+    (FairFed reports, histograms) must count exactly these.
+    """
+    rowsets = {}
+    sets = [("train", part.train.groups)]
+    if part.train.held_out is not None:
+        sets.append(("held_out", part.train.held_out.groups))
+    if part.has_eval_rows:
+        sets.append(("eval", part.evaluation[2]))
+    names = None
+    for rowset, groups in sets:
+        if groups is None:
+            continue
+        counts = groups.counts()
+        present = counts > 0
+        names = list(groups.names)
+        rowsets[rowset] = {
+            "labels": [
+                list(label)
+                for label, keep in zip(groups.labels, present, strict=True)
+                if keep
+            ],
+            "rows": counts[present].astype(int).tolist(),
+        }
+    if not rowsets:
+        return None
+    return json.dumps({"names": names, "rowsets": rowsets}, default=_plain)
 
 
 def merged_groups(configs):

@@ -20,7 +20,7 @@ from sklearn.base import clone
 from ..federated._aggregation import class_prior
 from ..federated._parameters import get_parameters
 from ..federated._plan import fitted_pipeline, server_preprocessing
-from ..federated._privacy import bounded_round, noise_stream
+from ..federated._privacy import bounded_round, check_target_delta, noise_stream
 from ..federated._replies import (
     ReplyGate,
     claims_summary,
@@ -29,6 +29,7 @@ from ..federated._replies import (
     declared_sets,
     evaluation_reply_problem,
     fairness_report_problem,
+    group_declaration_problem,
     histogram_reply_problem,
     initialisation_reply_problem,
     parse_groups,
@@ -181,14 +182,20 @@ class _FederationChecks:
             or self.plan.aggregator.report_metric is None
         ):
             return None
-        names = []
+        names, clients = [], []
         for reply in replies:
             if reply.has_error():
                 continue
             parsed, _ = parse_groups(reply.content.config_records.get("config", {}))
             if parsed is not None:
                 names.append(parsed[1])
-        return consensus(names) if names else None
+                k = self.partition_of.get(reply.metadata.src_node_id)
+                clients.append(f"client {k} (node {reply.metadata.src_node_id})")
+        return (
+            consensus(names, "the sensitive attributes' names", names=clients)
+            if names
+            else None
+        )
 
     def _reply_problem(self, k, reply, message_type):
         """What is wrong with a reply (skfedida.federated._replies), or None."""
@@ -355,8 +362,13 @@ def _wait_for_nodes(grid, n_nodes, timeout):
         time.sleep(0.5)
 
 
-def _query(grid, nodes, contents, message_type, timeout, what):
-    """Send one message per node; return the replies by node, failing clearly."""
+def _query(grid, nodes, contents, message_type, timeout, what, failures=False):
+    """Send one message per node; return the replies by node, failing clearly.
+
+    With ``failures=True`` a node that sends no reply, or an error reply (its
+    ClientApp raised), is not an error here: its entry is the reason, a
+    string, for the gate to handle under ``on_client_error``.
+    """
     messages = [
         Message(content, node, message_type)
         for node, content in zip(nodes, contents, strict=True)
@@ -368,9 +380,14 @@ def _query(grid, nodes, contents, message_type, timeout, what):
     for node in nodes:
         reply = replies.get(node)
         if reply is None:
-            raise RuntimeError(f"Node {node} did not answer the {what} in {timeout} s.")
-        if reply.has_error():
-            raise RuntimeError(f"Node {node} failed the {what}: {reply.error.reason}")
+            reason = f"no reply to the {what} within {timeout} s"
+        elif reply.has_error():
+            reason = f"its ClientApp failed the {what}: {reply.error.reason}"
+        else:
+            continue
+        if not failures:
+            raise RuntimeError(f"Node {node}: {reason}.")
+        replies[node] = reason
     return replies
 
 
@@ -453,11 +470,27 @@ def _postprocess(
         )
         for _ in nodes
     ]
-    replies = _query(grid, nodes, contents, _HISTOGRAMS, timeout, "histogram query")
-    replies = [replies[node].content for node in nodes]
-    parsed = [parse_groups(reply.config_records.get("config", {})) for reply in replies]
-    names = [groups[1] for groups, _ in parsed if groups is not None]
-    names = consensus(names) if names else None
+    replies = _query(
+        grid, nodes, contents, _HISTOGRAMS, timeout, "histogram query", failures=True
+    )
+    replies = [replies[node] for node in nodes]
+    parsed = [
+        (None, reply)
+        if isinstance(reply, str)
+        else parse_groups(reply.content.config_records.get("config", {}))
+        for reply in replies
+    ]
+    replies = [None if isinstance(r, str) else r.content for r in replies]
+    named = [(k, groups[1]) for k, (groups, _) in enumerate(parsed) if groups]
+    names = (
+        consensus(
+            [n for _, n in named],
+            "the sensitive attributes' names",
+            names=[gate.name(k) for k, _ in named],
+        )
+        if named
+        else None
+    )
     problems = []
     for k, (reply, (groups, problem)) in enumerate(zip(replies, parsed, strict=True)):
         if problem is None:
@@ -528,9 +561,13 @@ def _preprocessing_states(plan, grid, nodes, timeout, gate, rows):
             _STATISTICS,
             timeout,
             "statistics query",
+            failures=True,
         )
         answers = []
         for node in nodes:
+            if isinstance(replies[node], str):
+                answers.append(Unreadable(replies[node]))
+                continue
             try:
                 answers.append(decode(replies[node].content["config"]["answer"]))
             except Exception as exc:  # whatever a client wrote
@@ -540,10 +577,72 @@ def _preprocessing_states(plan, grid, nodes, timeout, gate, rows):
     return fit_tree(plan.preprocessing, ask, gate, rows)
 
 
-def _initialisation_problem(k, reply, declared, classes, reference, gate):
+#: The initialisation reply's description fields, in ``_description``'s order.
+_DESCRIPTION = ("n-features", "classes", "feature-names", "raw-columns", "raw-dtypes")
+
+
+def _description(reply):
+    """A client's description of its data, checked: ``(description, problem)``.
+
+    ``(n_features, classes, feature_names, raw_columns, raw_dtypes)``: a count
+    > 0, a list of two or more distinct labels, lists of names (None where
+    the client sent none). Only their form here; whether they are the
+    federation's is for the majority of the clients to say.
+    """
+    try:
+        config = reply["config"]
+    except (KeyError, TypeError) as exc:
+        return None, f"it is malformed ({type(exc).__name__}: {exc})"
+    n_features, problem = count_scalar(config.get("n-features"), "its n-features")
+    if problem is None and n_features == 0:
+        problem = "its n-features is 0"
+    if problem is not None:
+        return None, problem
+    classes = config.get("classes")
+    scalar = (str, int, float)
+    if (
+        not isinstance(classes, list)
+        or len(classes) < 2
+        or not all(isinstance(c, scalar) and not isinstance(c, bool) for c in classes)
+        or len({repr(c) for c in classes}) != len(classes)
+    ):
+        return None, f"its classes {classes!r} are not two or more distinct labels"
+    names = []
+    for key in _DESCRIPTION[2:]:
+        value = config.get(key)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+        ):
+            return None, f"its {key} {value!r} are not a list of names"
+        names.append(None if value is None else list(value))
+    return (int(n_features), list(classes), *names), None
+
+
+def _description_difference(description, agreed):
+    """How a client's description differs from the majority's, in words."""
+    for key, mine, theirs in zip(_DESCRIPTION, description, agreed, strict=True):
+        if mine != theirs:
+            hint = (
+                "; a client may lack a class: give every client the "
+                "federation's classes with make_client_app(..., classes=...)"
+                if key == "classes"
+                else ""
+            )
+            return (
+                f"its {key} {mine!r} are not those of the majority of the "
+                f"clients ({theirs!r}){hint}"
+            )
+    return None
+
+
+def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
     """One client's initialisation reply checked (the gate's rules), or None."""
     sizes, _, _ = declared
+    n_features, classes, feature_names = agreed[:3]
     try:
+        reference = get_parameters(
+            plan.template(seed, n_features, feature_names, classes)
+        )
         problem = rows_problem(
             reply["metrics"]["num-examples"], sizes["train"], "its training rows"
         )
@@ -562,6 +661,11 @@ def _initialisation_problem(k, reply, declared, classes, reference, gate):
                 reference=reference,
                 declared_rows=sizes["train"],
             )
+        if problem is None:
+            # Its groups on every set of its rows: the only ones it may use.
+            _, problem = group_declaration_problem(
+                reply["config"], sizes, gate.ledger, k
+            )
     except (KeyError, TypeError, ValueError) as exc:
         return f"it is malformed ({type(exc).__name__}: {exc})"
     if problem is not None:
@@ -575,10 +679,9 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     """The server's side of ``FederatedEstimator.fit``, over a Flower grid."""
     nodes, rows = _discover(grid, timeout, connect_timeout)
     n_clients = len(nodes)
-    if plan.federation.dp is not None:
-        # As in-process: a target_delta of 1/n_clients or more guarantees
-        # nothing, and epsilon would read 0.
-        plan.federation.dp._check(n_clients=n_clients)
+    # As in-process: a target_delta of 1/n_clients or more guarantees
+    # nothing, and epsilon would read 0.
+    check_target_delta(plan.federation.dp, n_clients)
     seeds = plan.client_seeds(n_clients)
     # One gate for every reply of the run: its rules, the failure policy and
     # the ledger of what each client said about its rows.
@@ -600,48 +703,39 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
         RecordDict({"config": ConfigRecord({"client-seed": int(seed), **init_config})})
         for seed in seeds
     ]
-    replies = _query(grid, nodes, contents, _INIT, timeout, "initialisation")
-    replies = [replies[node].content for node in nodes]
-    described = [
-        (
-            int(reply["config"]["n-features"]),
-            list(reply["config"]["classes"]),
-            list(reply["config"].get("feature-names", [])) or None,
+    replies = _query(
+        grid, nodes, contents, _INIT, timeout, "initialisation", failures=True
+    )
+    replies = [replies[node] for node in nodes]
+    problems = {k: reply for k, reply in enumerate(replies) if isinstance(reply, str)}
+    replies = [None if isinstance(reply, str) else reply.content for reply in replies]
+    # What every client must share (the features, classes and raw columns):
+    # checked, then held against what a strict majority of them says.
+    described = {}
+    for k, reply in enumerate(replies):
+        if k not in problems:
+            described[k], problems[k] = _description(reply)
+    described = {k: d for k, d in described.items() if problems[k] is None}
+    if described:
+        agreed = consensus(
+            list(described.values()),
+            "the data's description (features, classes, raw columns)",
+            names=[gate.name(k) for k in described],
         )
-        for reply in replies
-    ]
-    for k, description in enumerate(described):
-        if description != described[0]:
-            raise ValueError(
-                f"Clients 0 and {k} disagree on (n_features, classes, feature "
-                f"names): {described[0]} vs {description}."
+        for k, description in described.items():
+            if description != agreed:
+                problems[k] = _description_difference(description, agreed)
+    for k, reply in enumerate(replies):
+        if problems.get(k) is None:
+            problems[k] = _initialisation_problem(
+                k, reply, declared[k], agreed, plan, seeds[0], gate
             )
-    n_features, classes, feature_names = described[0]
+    admitted = gate.admit("initialisation", sorted(problems.items()))
+    n_features, classes, feature_names = agreed[:3]
     if plan.pipeline is not None:
         # Rebuilt before training: a schema the server cannot rebuild from
         # fails here, not after the last round.
-        config = replies[0]["config"]
-        rebuilt = server_preprocessing(
-            plan,
-            states,
-            list(config["raw-columns"]) if "raw-columns" in config else None,
-            list(config["raw-dtypes"]),
-        )
-    reference = get_parameters(
-        plan.template(seeds[0], n_features, feature_names, classes)
-    )
-    admitted = gate.admit(
-        "initialisation",
-        [
-            (
-                k,
-                _initialisation_problem(
-                    k, reply, declared[k], classes, reference, gate
-                ),
-            )
-            for k, reply in enumerate(replies)
-        ],
-    )
+        rebuilt = server_preprocessing(plan, states, agreed[3], agreed[4])
     history = [{"round": 0, **record} for record in gate.records]
     strategy = _federation_strategy(plan, nodes, seeds, history, declared, classes)
     result = strategy.start(

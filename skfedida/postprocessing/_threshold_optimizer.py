@@ -398,19 +398,19 @@ default="demographic_parity"
             name=lambda k: f"Client {ids[k].tolist()!r}",
             client_id=lambda k: ids[k].tolist(),
         )
+        for k, rows in enumerate(client_rows):
+            # What a Flower client declares at initialisation: its groups on
+            # its evaluation rows and their sizes.
+            gate.ledger.declare_groups(
+                k,
+                "eval",
+                dict(zip(groups.labels, groups.take(rows).counts(), strict=True)),
+            )
         admitted = set(
             gate.admit(
                 "histogram query",
                 [
-                    (
-                        k,
-                        histogram_reply_problem(
-                            histograms[k],
-                            n_groups=groups.n_groups,
-                            n_bins=self.n_bins,
-                            declared_rows=rows.size,
-                        ),
-                    )
+                    (k, self._histogram_problem(histograms[k], k, rows.size, gate))
                     for k, rows in enumerate(client_rows)
                 ],
             )
@@ -419,6 +419,24 @@ default="demographic_parity"
         empty = np.zeros((groups.n_groups, 2, self.n_bins))
         return self._fit_counts(
             np.stack([h if k in admitted else empty for k, h in enumerate(histograms)])
+        )
+
+    def _histogram_problem(self, counts, k, n_rows, gate):
+        """One client's histogram against the gate's rules and its groups."""
+        problem = histogram_reply_problem(
+            counts,
+            n_groups=len(self.groups_),
+            n_bins=self.n_bins,
+            declared_rows=n_rows,
+        )
+        if problem is not None:
+            return problem
+        per_group = np.asarray(counts, np.float64).sum(axis=2).astype(np.int64)
+        return gate.ledger.claim(
+            k,
+            "eval",
+            labels=per_group.sum(axis=0),
+            groups=dict(zip(self.groups_, per_group, strict=True)),
         )
 
     def _check_fits_across_clients(self, clients):

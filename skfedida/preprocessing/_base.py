@@ -316,7 +316,9 @@ def gated_ask(server, path, ask, gate, rows):
     def answers(query):
         replies = ask(query)
         asked = {k: reply for k, reply in enumerate(replies) if k not in gate.left_out}
-        problems = statistics_problems(server, query, asked, rows=rows, earlier=earlier)
+        problems = statistics_problems(
+            server, query, asked, rows=rows, earlier=earlier, names=gate.name
+        )
         wrong_kind = [
             k
             for k, problem in problems

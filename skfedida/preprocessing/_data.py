@@ -11,6 +11,7 @@ from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
 from sklearn.utils.validation import FLOAT_DTYPES, validate_data
 
 from .._compat import (
+    Interval,
     _get_mask,
     _handle_zeros_in_scale,
     _is_constant_feature,
@@ -552,7 +553,7 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
         over the clients.
     keep_empty_features : bool, default=False
         As in SimpleImputer.
-    n_bins : int, default=256
+    n_bins : int in [2, 10**6], default=256
         Intervals per round of the median's search (more: fewer rounds, and
         larger answers).
 
@@ -590,7 +591,9 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
 
     _parameter_constraints: dict = {
         **SimpleImputer._parameter_constraints,
-        "n_bins": [numbers.Integral],
+        # Each client sends n_bins counts per feature and round: bounded as
+        # FederatedThresholdOptimizer's and the metrics' n_bins are.
+        "n_bins": [Interval(numbers.Integral, 2, 10**6, closed="both")],
     }
 
     def __init__(
