@@ -538,3 +538,36 @@ def test_a_client_app_that_raises_is_skipped_under_skip(data):
     assert skipped == {HOSTILE}
     honest = data.target[data.clients != HOSTILE]
     np.testing.assert_allclose(fitted.class_prior_[1], honest.mean())
+
+
+def test_a_column_only_one_client_has_values_in_is_honest():
+    # An indicator of a category only client 2 holds (zeros everywhere else)
+    # gave the others a scale of 0, and any 1.0 was "100 times beyond it":
+    # 7 of 9 random 300-row splits of the shipped Adult table were refused.
+    rng = np.random.default_rng(0)
+    clients = np.arange(300) % 3
+    X = rng.normal(size=(300, 2))
+    X[:, 1] = np.where(clients == HOSTILE, rng.integers(0, 2, 300), 0.0)
+    X = np.column_stack([X, np.where(clients == HOSTILE, 4356.0, 0.0)])
+    for transformer in (
+        FederatedStandardScaler(),
+        FederatedMinMaxScaler(),
+        FederatedSimpleImputer(),
+    ):
+        transformer.fit(X, clients=clients)
+
+
+def test_fairfed_says_when_min_group_size_leaves_no_gap_to_measure():
+    # 150 rows in 4 groups: no group reaches 30 rows in every rate, and
+    # FairFed's weights silently became FedAvg's.
+    from skfedida.exceptions import InactivePenaltyWarning
+
+    small = make_federated_classification(150, n_clients=3, random_state=0)
+    federation = _federation(aggregation=FairFed(min_group_size=1000), n_rounds=2)
+    with pytest.warns(InactivePenaltyWarning, match="min_group_size=1000"):
+        federation.fit(
+            small.data,
+            small.target,
+            clients=small.clients,
+            sensitive_features=small.sensitive,
+        )

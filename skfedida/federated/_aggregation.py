@@ -10,8 +10,11 @@ model to the last bit.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
+
+from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 
 __all__ = [
     "FairFed",
@@ -373,7 +376,9 @@ class FairFed(_Aggregator):
         the gaps FairFed weighs clients by; and a group's size is what a
         client declares, so without a floor one client can declare a group
         of one row and set every gap to 1 (its own weight then becomes 1).
-        1 keeps every group (the paper's rule).
+        1 keeps every group (the paper's rule). When fewer than two groups
+        reach it, no gap can be measured and the weights are FedAvg's: an
+        ``InactivePenaltyWarning`` says so.
 
     Examples
     --------
@@ -487,6 +492,22 @@ class FairFed(_Aggregator):
             ]
         )
         total = {key: sum(r[key] for r in reports) for key in reports[0]}
+        if not memory.get("warned") and (
+            np.count_nonzero(np.asarray(total["n"]) >= self.min_group_size) < 2
+        ):
+            # Every gap is then 0 and the weights stay the clients' sizes:
+            # FedAvg, which the user should not mistake for FairFed.
+            memory["warned"] = True
+            warnings.warn(
+                f"FairFed leaves out groups with fewer than min_group_size="
+                f"{self.min_group_size} rows in the federation, and fewer than two "
+                f"groups have that many (rows per group: "
+                f"{np.asarray(total['n']).astype(int).tolist()[:10]}): no gap can "
+                "be measured, so its weights are FedAvg's. Lower min_group_size "
+                "or merge small groups.",
+                InactivePenaltyWarning,
+                stacklevel=caller_stacklevel(),
+            )
         global_gap = self._report_gap(total, total)
         local_gaps = np.array([self._report_gap(r, total) for r in reports])
         distance = np.abs(global_gap - local_gaps)

@@ -258,8 +258,12 @@ def _range_problem(k, extremes):
         # where that is larger (values far from 0 with a narrow spread, or a
         # single value, are honest too).
         width = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi)))
-        below = low < lo - RANGE_FACTOR * width
-        above = high > hi + RANGE_FACTOR * width
+        # Where every other client holds only zeros (an indicator of a
+        # category only this client has, a rare amount), the others give no
+        # scale to compare with: nothing is bounded there.
+        scaled = width > 0
+        below = scaled & (low < lo - RANGE_FACTOR * width)
+        above = scaled & (high > hi + RANGE_FACTOR * width)
     bad = np.flatnonzero(below | above)
     if not bad.size:
         return None
