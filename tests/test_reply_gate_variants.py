@@ -173,6 +173,43 @@ def test_histogram_in_an_undeclared_group_fails_on_flower(data):
     assert len(fitted.groups_) == 4  # no invented group among the thresholds
 
 
+def _scores_moved_to_the_extremes(content):
+    # Every per-group, per-label total kept; every score moved to an end of
+    # the grid (positives up and negatives down for group 0, the reverse for
+    # the others): no check can see it.
+    (c,) = content["arrays"].to_numpy_ndarrays()
+    moved = np.zeros_like(c)
+    for g in range(c.shape[0]):
+        top, bottom = (1, 0) if g == 0 else (0, 1)
+        moved[g, top, -1] = c[g, top].sum()
+        moved[g, bottom, 0] = c[g, bottom].sum()
+    content["arrays"] = ArrayRecord([moved])
+
+
+def test_per_client_thresholds_are_the_robust_option_against_moved_scores(data):
+    # Pooled, one client of three with its scores moved to the extremes gets
+    # demographic-parity thresholds that select none of the honest clients'
+    # rows (its own top bin meets the rate); per client, the honest clients'
+    # thresholds are their own, whatever it sends.
+    honest = data.clients != HOSTILE
+    S = data.sensitive
+
+    def decisions(rewrite, per_client):
+        federation = _federation(n_rounds=2)
+        post = FederatedThresholdOptimizer(
+            federation, per_client=per_client, random_state=0
+        )
+        fitted = _on_flower(federation, data, rewrite, _HISTOGRAMS, post)
+        return fitted.predict(data.data, sensitive_features=S, clients=data.clients)
+
+    attacked = decisions(_scores_moved_to_the_extremes, per_client=False)
+    assert attacked[honest].mean() == 0.0
+    np.testing.assert_array_equal(
+        decisions(_scores_moved_to_the_extremes, per_client=True)[honest],
+        decisions(lambda content: None, per_client=True)[honest],
+    )
+
+
 def test_histogram_against_declared_group_sizes_in_process(data, monkeypatch):
     from skfedida.postprocessing import _threshold_optimizer
 
