@@ -141,8 +141,8 @@ MUTANTS = [
     Mutant(
         "the first grid leaves out a score of 1.0",
         "skfedida/metrics/_operating_point.py",
-        "_TOP = int(np.array(1.0).view(np.int64)) + 1",
-        "_TOP = int(np.array(1.0).view(np.int64))",
+        "_TOP = int(ordinal(1.0)) + 1",
+        "_TOP = int(ordinal(1.0))",
         OPERATING_POINT_TESTS,
     ),
     Mutant(

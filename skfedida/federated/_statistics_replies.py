@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 
+from .._ordinal import ordinal_edges
 from ._replies import (
     RTOL,
     consensus,
@@ -541,8 +542,6 @@ def _simple_imputer(server, query, answer, rows, earlier, p, is_object):
                 )
         return None
     if statistic == "interval counts":
-        from ..preprocessing._data import _ordinal_edges
-
         intervals = query["intervals"]
         below, bins = answer["below"], answer["bins"]
         if not isinstance(below, list) or len(below) != len(intervals):
@@ -554,7 +553,7 @@ def _simple_imputer(server, query, answer, rows, earlier, p, is_object):
             count, problem = count_scalar(below[i], "a count below", at_most=n[j])
             if problem is not None:
                 return problem
-            n_bins = len(_ordinal_edges(int(lo), int(hi), server.n_bins)) - 1
+            n_bins = len(ordinal_edges(int(lo), int(hi), server.n_bins)) - 1
             inside, problem = count_array(
                 bins[i], f"interval {i}'s counts", shape=(n_bins,), at_most=n[j]
             )

@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.utils import column_or_1d
 
 from .._compat import Hidden, Interval, _check_sample_weight, validate_params
+from .._ordinal import from_ordinal, ordinal
 
 __all__ = [
     "OperatingPoint",
@@ -282,32 +283,18 @@ def threshold_at_rate(histograms, rate):
     return float(np.clip((j + fraction) / n_bins, 0.0, 1.0))
 
 
-#: Place of 1.0 in float64's order (its bits read as an int64), plus one: the
-#: top of the first grid, so that a score of 1.0 has a bin.
-_TOP = int(np.array(1.0).view(np.int64)) + 1
-
-
-def _float_order(scores):
-    """Every probability's place in float64's order, an int64.
-
-    The bits of a non-negative float, read as an integer, increase with its
-    value, so a grid over these integers separates any two distinct scores
-    in ``ceil(63 / log2(n_bins))`` passes, however small or close (a grid on
-    the values themselves would need over 100 passes near 0).
-    """
-    return (np.asarray(scores, dtype=np.float64) + 0.0).view(np.int64)
-
-
-def _as_float(order):
-    """The float64 at a place of float64's order (inverse of ``_float_order``)."""
-    return float(np.array(order, dtype=np.int64).view(np.float64))
+#: Place of 1.0 in float64's order, plus one: the top of the first grid, so
+#: that a score of 1.0 has a bin.
+_TOP = int(ordinal(1.0)) + 1
 
 
 def _integer_edges(low, high, n_bins):
     """``n_bins + 1`` non-decreasing integer edges from ``low`` to ``high``.
 
-    Exact integer arithmetic (no float rounding, no int64 overflow): edge
-    ``i`` is ``low + floor((high - low) * i / n_bins)``.
+    Exact integer arithmetic, vectorised (no Python loop over the bins, no
+    float rounding, no int64 overflow): edge ``i`` is ``low + floor((high -
+    low) * i / n_bins)``, the rule of :func:`skfedida._ordinal.ordinal_edges`
+    with repeated edges kept, so that every pass has ``n_bins`` bins.
     """
     step, rest = divmod(high - low, n_bins)
     i = np.arange(n_bins + 1, dtype=np.int64)
@@ -507,7 +494,8 @@ def federated_operating_point(
     if total <= 0:
         raise ValueError("the clients hold no rows; cannot place a threshold.")
     wanted = rate * total
-    orders = [_float_order(s) for s in scores]
+    # -0.0 is a probability of 0: folded onto 0.0, the grid's bottom.
+    orders = [ordinal(s + 0.0) for s in scores]
     # Half-open bins [low, high) of float64's order.
     low, high = 0, _TOP
     for _ in range(int(np.ceil(63 / np.log2(n_bins))) + 1):
@@ -545,8 +533,8 @@ def federated_operating_point(
         else float(np.clip((wanted - above_block) / in_block, 0, 1))
     )
     return OperatingPoint(
-        threshold=_as_float(block_low),
-        upper=_as_float(block_high),
+        threshold=from_ordinal(block_low),
+        upper=from_ordinal(block_high),
         tie_probability=tie_probability,
         target_rate=float(rate),
         tied_share=float(in_block / total),

@@ -18,6 +18,9 @@ from .._compat import (
     _map_to_integer,
     _unique,
 )
+from .._ordinal import from_ordinal as _from_ordinal
+from .._ordinal import ordinal as _ordinal
+from .._ordinal import ordinal_edges as _ordinal_edges
 from ._base import FederatedTransformerMixin, current_tree_fit
 
 __all__ = [
@@ -822,32 +825,6 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
 
 #: Rounds of the median's search: 64 bits of order, at least 1 bit a round.
 _MAX_MEDIAN_ROUNDS = 70
-_SIGN = np.int64(0x7FFFFFFFFFFFFFFF)
-
-
-def _ordinal(values):
-    """float64 -> int64 that orders as the floats do (-0.0 just below 0.0)."""
-    bits = np.asarray(values, dtype=np.float64).view(np.int64)
-    return bits ^ ((bits >> 63) & _SIGN)
-
-
-def _from_ordinal(ordinal):
-    """The float64 of an ``_ordinal``."""
-    bits = np.asarray(ordinal, dtype=np.int64)
-    return float((bits ^ ((bits >> 63) & _SIGN)).view(np.float64))
-
-
-def _ordinal_edges(lo, hi, n_bins):
-    """Bin edges over the orders lo..hi (hi + 1 the last edge), at most n_bins bins.
-
-    Computed by the client from the interval alone: a server picks the
-    interval, not the bins.
-    """
-    span = hi - lo + 1
-    edges = sorted({lo + (span * k) // n_bins for k in range(n_bins + 1)})
-    return np.array(edges, dtype=np.int64)
-
-
 _IMPUTER_QUERIES = {
     "mean": {"sums"},
     "median": {"extremes", "interval counts"},
