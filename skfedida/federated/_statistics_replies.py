@@ -439,6 +439,45 @@ def _values_problem(values, what):
     return None
 
 
+def _feature_values(values, counts, p, nouns, *, at_most, also=None):
+    """Per feature, its distinct values' counts, checked: ``(j, counts, problem)``.
+
+    What the encoder's categories and the imputer's most frequent values
+    share: ``values`` and ``counts`` are lists of ``p`` features'; each
+    feature's values are distinct categories (``also(j, values)`` may refuse
+    them further) and its counts whole, one per value, at most
+    ``at_most[j]``. ``nouns``: the plural and singular naming the values.
+    Features are checked in order, and a problem ends the iteration, so a
+    caller's own check of feature j runs before feature j + 1 is read.
+    """
+    plural, singular = nouns
+    if not isinstance(values, list) or len(values) != p:
+        yield None, None, f"its {plural} are not a list of {p} features' {plural}"
+        return
+    if not isinstance(counts, list) or len(counts) != p:
+        yield (
+            None,
+            None,
+            f"its {singular} counts are not a list of {p} features' counts",
+        )
+        return
+    for j in range(p):
+        problem = _values_problem(values[j], f"feature {j}'s {plural}")
+        if problem is None and also is not None:
+            problem = also(j, values[j])
+        if problem is None:
+            column, problem = count_array(
+                counts[j],
+                f"feature {j}'s {singular} counts",
+                shape=(len(values[j]),),
+                at_most=at_most[j],
+            )
+        if problem is not None:
+            yield j, None, problem
+            return
+        yield j, column, None
+
+
 def _same_values(a, b):
     a, b = list(a), list(b)
     return len(a) == len(b) and all(
@@ -452,28 +491,23 @@ def _one_hot_encoder(server, query, answer, rows, earlier, p, is_object):
         return problem
     if rows is not None and n != rows:
         return f"it counts {n} rows; it declared {rows}"
-    categories, counts = answer["categories"], answer["counts"]
-    if not isinstance(categories, list) or len(categories) != p:
-        return f"its categories are not a list of {p} features' categories"
-    if not isinstance(counts, list) or len(counts) != p:
-        return f"its category counts are not a list of {p} features' counts"
-    for j in range(p):
-        problem = _values_problem(categories[j], f"feature {j}'s categories")
-        if problem is not None:
-            return problem
-        auto = isinstance(server.categories, str)
-        if not auto and not _same_values(
-            categories[j], np.asarray(server.categories[j], dtype=object)
+    auto = isinstance(server.categories, str)
+
+    def is_the_parameter(j, categories):
+        if auto or _same_values(
+            categories, np.asarray(server.categories[j], dtype=object)
         ):
-            return (
-                f"feature {j}'s categories are not the encoder's categories parameter"
-            )
-        column, problem = count_array(
-            counts[j],
-            f"feature {j}'s category counts",
-            shape=(len(categories[j]),),
-            at_most=n,
-        )
+            return None
+        return f"feature {j}'s categories are not the encoder's categories parameter"
+
+    for j, column, problem in _feature_values(
+        answer["categories"],
+        answer["counts"],
+        p,
+        ("categories", "category"),
+        at_most=[n] * p,
+        also=is_the_parameter,
+    ):
         if problem is not None:
             return problem
         if column.sum() > n or (auto and column.sum() != n):
@@ -518,21 +552,9 @@ def _simple_imputer(server, query, answer, rows, earlier, p, is_object):
     if statistic == "extremes":
         return _extremes(answer, n, (p,), "its answer")[2]
     if statistic == "values":
-        values, counts = answer["values"], answer["counts"]
-        if not isinstance(values, list) or len(values) != p:
-            return f"its values are not a list of {p} features' values"
-        if not isinstance(counts, list) or len(counts) != p:
-            return f"its value counts are not a list of {p} features' counts"
-        for j in range(p):
-            problem = _values_problem(values[j], f"feature {j}'s values")
-            if problem is not None:
-                return problem
-            column, problem = count_array(
-                counts[j],
-                f"feature {j}'s value counts",
-                shape=(len(values[j]),),
-                at_most=n[j],
-            )
+        for j, column, problem in _feature_values(
+            answer["values"], answer["counts"], p, ("values", "value"), at_most=n
+        ):
             if problem is not None:
                 return problem
             if column.sum() != n[j]:
