@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import get_parameters
+from skfedida.federated import FederatedEstimator, get_parameters
 from skfedida.linear_model import FairPenaltyLogisticRegression
 
 # Groups that differ in prevalence and in feature means (so features are proxies).
@@ -94,3 +94,38 @@ class RewritingClientApp:
         ):
             self.rewrite(reply.content)
         return reply
+
+
+def small_federation(estimator=None, **options):
+    """A seeded federation of one round of one epoch (the fair LR by default)."""
+    options = {"n_rounds": 1, "local_epochs": 1, "random_state": 0, **options}
+    if estimator is None:
+        estimator = FairPenaltyLogisticRegression(fairness=1.0)
+    return FederatedEstimator(estimator, **options)
+
+
+def hostile_on_flower(
+    federation,
+    data,
+    rewrite,
+    message_type,
+    postprocessor=None,
+    *,
+    partition=2,
+    num_partitions=3,
+):
+    """``federation`` fitted on Flower in one process, one partition hostile.
+
+    Partition ``partition`` rewrites its replies to ``message_type`` with
+    ``rewrite`` (see :class:`RewritingClientApp`); None leaves it honest.
+    """
+    from skfedida.flower import make_client_app, make_server_app, run_in_process
+
+    app = make_client_app(federation, partition_loader(data))
+    if rewrite is not None:
+        app = RewritingClientApp(app, rewrite, message_type, partition=partition)
+    return run_in_process(
+        make_server_app(federation, postprocessor=postprocessor),
+        app,
+        num_partitions=num_partitions,
+    )

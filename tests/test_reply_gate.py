@@ -25,11 +25,15 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 pytest.importorskip("flwr")
 
-from _helpers import RewritingClientApp, partition_loader
+from _helpers import (
+    hostile_on_flower,
+    partition_loader,
+    small_federation,
+)
 from flwr.app import ArrayRecord
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import FairFed, FederatedEstimator, QFedAvg
+from skfedida.federated import FairFed, QFedAvg
 from skfedida.federated._aggregation import class_prior
 from skfedida.federated._replies import (
     ClientLedger,
@@ -62,27 +66,6 @@ def data():
     return make_federated_classification(900, n_clients=N_CLIENTS, random_state=0)
 
 
-def _federation(estimator=None, **options):
-    options = {"n_rounds": 1, "local_epochs": 1, "random_state": 0, **options}
-    if estimator is None:
-        estimator = FairPenaltyLogisticRegression(fairness=1.0)
-    return FederatedEstimator(estimator, **options)
-
-
-def _on_flower(federation, data, rewrite, message_type, postprocessor=None):
-    client_app = RewritingClientApp(
-        make_client_app(federation, partition_loader(data)),
-        rewrite,
-        message_type,
-        partition=HOSTILE,
-    )
-    return run_in_process(
-        make_server_app(federation, postprocessor=postprocessor),
-        client_app,
-        num_partitions=N_CLIENTS,
-    )
-
-
 def _honest_rows(data):
     return data.clients != HOSTILE
 
@@ -94,11 +77,11 @@ def _fails_then_is_skipped(data, rewrite, message_type, stage, message, **kwargs
         RuntimeError,
         match=rf"Client 2 \(node \d+\) failed the {stage}.*cannot be used: .*{message}",
     ):
-        _on_flower(_federation(**kwargs), data, rewrite, message_type, post)
-    skipping = _federation(on_client_error="skip", **kwargs)
+        hostile_on_flower(small_federation(**kwargs), data, rewrite, message_type, post)
+    skipping = small_federation(on_client_error="skip", **kwargs)
     if post is not None:
         post = FederatedThresholdOptimizer(skipping, random_state=0)
-    return _on_flower(skipping, data, rewrite, message_type, post)
+    return hostile_on_flower(skipping, data, rewrite, message_type, post)
 
 
 def _skipped(records, stage):
@@ -145,14 +128,14 @@ def test_missing_class_counts_and_a_bad_initial_model_on_flower(data):
         del content["config"]["class-counts"]
 
     with pytest.raises(RuntimeError, match=r"Client 2 .*initialisation.*malformed"):
-        _on_flower(_federation(), data, drop, _INIT)
+        hostile_on_flower(small_federation(), data, drop, _INIT)
 
     def infinite_model(content):
         arrays = content["arrays"].to_numpy_ndarrays()
         content["arrays"] = ArrayRecord([arrays[0] + np.inf, arrays[1]])
 
     with pytest.raises(RuntimeError, match=r"Client 2 .*initialisation.*infinity"):
-        _on_flower(_federation(), data, infinite_model, _INIT)
+        hostile_on_flower(small_federation(), data, infinite_model, _INIT)
 
 
 def _patched_counts(monkeypatch, change):
@@ -178,8 +161,8 @@ def test_hostile_class_counts_in_process(data, monkeypatch, case):
     with pytest.raises(
         RuntimeError, match=rf"Client 2 failed the initialisation.*{message}"
     ):
-        _federation().fit(X, y, **fit)
-    fitted = _federation(on_client_error="skip").fit(X, y, **fit)
+        small_federation().fit(X, y, **fit)
+    fitted = small_federation(on_client_error="skip").fit(X, y, **fit)
     honest = y[_honest_rows(data)]
     np.testing.assert_allclose(fitted.class_prior_, np.bincount(honest) / honest.size)
     assert _skipped(fitted.history_, "initialisation")[0]["client"] == HOSTILE
@@ -192,27 +175,27 @@ def test_swapped_labels_move_the_prior_by_at_most_the_client_share(data, monkeyp
     # honest clients' range.
     X, y, clients = data.data, data.target, data.clients
     fit = {"clients": clients, "sensitive_features": data.sensitive}
-    honest = _federation().fit(X, y, **fit).class_prior_
+    honest = small_federation().fit(X, y, **fit).class_prior_
     _patched_counts(monkeypatch, lambda c: c[::-1].copy())
-    swapped = _federation().fit(X, y, **fit).class_prior_
+    swapped = small_federation().fit(X, y, **fit).class_prior_
     share = np.mean(clients == HOSTILE)
     shift = abs(swapped[1] - honest[1])
     assert 0 < shift <= share
     np.testing.assert_allclose(honest[1], 222 / 900)
     np.testing.assert_allclose(swapped[1], 368 / 900)
-    median = _federation(prior_aggregation="median").fit(X, y, **fit)
+    median = small_federation(prior_aggregation="median").fit(X, y, **fit)
     rates = [np.mean(y[clients == k]) for k in range(N_CLIENTS) if k != HOSTILE]
     assert min(rates) <= median.class_prior_[1] <= max(rates)
 
 
 def test_prior_aggregation_median_is_the_same_on_flower(data):
-    federation = _federation(prior_aggregation="median")
+    federation = small_federation(prior_aggregation="median")
     fitted = run_in_process(
         make_server_app(federation),
         make_client_app(federation, partition_loader(data)),
         num_partitions=N_CLIENTS,
     )
-    local = _federation(prior_aggregation="median").fit(
+    local = small_federation(prior_aggregation="median").fit(
         data.data,
         data.target,
         clients=data.clients,
@@ -222,7 +205,7 @@ def test_prior_aggregation_median_is_the_same_on_flower(data):
     rates = [np.mean(data.target[data.clients == k]) for k in range(N_CLIENTS)]
     np.testing.assert_allclose(fitted.class_prior_[1], np.median(rates))
     with pytest.raises(InvalidParameterError, match="prior_aggregation"):
-        _federation(prior_aggregation="max").fit(data.data, data.target)
+        small_federation(prior_aggregation="max").fit(data.data, data.target)
 
 
 # -- score histograms -> group thresholds ----------------------------------------
@@ -289,7 +272,7 @@ HISTOGRAM_REWRITES = {
 @pytest.mark.parametrize("case", list(HISTOGRAM_REWRITES))
 def test_hostile_histograms_on_flower(data, case):
     rewrite, message = HISTOGRAM_REWRITES[case]
-    post = FederatedThresholdOptimizer(_federation(), random_state=0)
+    post = FederatedThresholdOptimizer(small_federation(), random_state=0)
     fitted = _fails_then_is_skipped(
         data, rewrite, _HISTOGRAMS, "histogram query", message, postprocessor=post
     )
@@ -314,9 +297,11 @@ def test_histograms_must_agree_with_the_class_counts_on_flower(data):
         moved[g, 1, j] += 1
         return [moved]
 
-    post = FederatedThresholdOptimizer(_federation(), random_state=0)
+    post = FederatedThresholdOptimizer(small_federation(), random_state=0)
     with pytest.raises(RuntimeError, match=r"Client 2 .*histogram.*earlier reply"):
-        _on_flower(_federation(), data, _histogram(relabel), _HISTOGRAMS, post)
+        hostile_on_flower(
+            small_federation(), data, _histogram(relabel), _HISTOGRAMS, post
+        )
 
 
 HISTOGRAM_CHANGES = {
@@ -344,18 +329,18 @@ def test_hostile_histograms_in_process(data, monkeypatch, case):
         return change(counts) if len(calls) % N_CLIENTS == 0 else counts
 
     fit = {"clients": data.clients, "sensitive_features": data.sensitive}
-    honest = FederatedThresholdOptimizer(_federation(), random_state=0).fit(
+    honest = FederatedThresholdOptimizer(small_federation(), random_state=0).fit(
         data.data, data.target, **fit
     )
     monkeypatch.setattr(_threshold_optimizer, "_client_histogram", negated_for_client_2)
     with pytest.raises(
         RuntimeError, match=rf"Client 2 failed the histogram query.*{message}"
     ):
-        FederatedThresholdOptimizer(_federation(), random_state=0).fit(
+        FederatedThresholdOptimizer(small_federation(), random_state=0).fit(
             data.data, data.target, **fit
         )
     post = FederatedThresholdOptimizer(
-        _federation(on_client_error="skip"), random_state=0
+        small_federation(on_client_error="skip"), random_state=0
     ).fit(data.data, data.target, **fit)
     assert [r["client"] for r in post.history_] == [HOSTILE]
     np.testing.assert_array_equal(
@@ -364,7 +349,7 @@ def test_hostile_histograms_in_process(data, monkeypatch, case):
     assert honest.history_ == []
     # One set of thresholds per client: the one left out gets the federation's.
     per_client = FederatedThresholdOptimizer(
-        _federation(on_client_error="skip"), per_client=True, random_state=0
+        small_federation(on_client_error="skip"), per_client=True, random_state=0
     ).fit(data.data, data.target, **fit)
     federation = per_client._solve(per_client.histograms_)[0]
     np.testing.assert_array_equal(
@@ -377,7 +362,7 @@ def test_hostile_histograms_in_process(data, monkeypatch, case):
 
 
 def _pipeline_federation(**options):
-    return _federation(
+    return small_federation(
         estimator=Pipeline(
             [
                 ("impute", FederatedSimpleImputer()),
@@ -473,31 +458,13 @@ STATISTICS_REWRITES = {
 @pytest.mark.parametrize("case", list(STATISTICS_REWRITES))
 def test_hostile_statistics_on_flower(data, case):
     rewrite, message = STATISTICS_REWRITES[case]
-    client_app = RewritingClientApp(
-        make_client_app(_pipeline_federation(), partition_loader(data)),
-        rewrite,
-        _STATISTICS,
-        partition=HOSTILE,
-    )
     with pytest.raises(
         RuntimeError,
         match=rf"Client 2 \(node \d+\) failed the statistics query.*{message}",
     ):
-        run_in_process(
-            make_server_app(_pipeline_federation()),
-            client_app,
-            num_partitions=N_CLIENTS,
-        )
+        hostile_on_flower(_pipeline_federation(), data, rewrite, _STATISTICS)
     skipping = _pipeline_federation(on_client_error="skip")
-    client_app = RewritingClientApp(
-        make_client_app(skipping, partition_loader(data)),
-        rewrite,
-        _STATISTICS,
-        partition=HOSTILE,
-    )
-    fitted = run_in_process(
-        make_server_app(skipping), client_app, num_partitions=N_CLIENTS
-    )
+    fitted = hostile_on_flower(skipping, data, rewrite, _STATISTICS)
     (record,) = _skipped(fitted.history_, "statistics")
     assert record["client"] == HOSTILE and record["round"] == 0
     # Left out of every statistics round: the preprocessing of the honest
@@ -612,13 +579,16 @@ REPORT_REWRITES = {
 def test_hostile_fairfed_reports_on_flower(data, case):
     change, message = REPORT_REWRITES[case]
     options = {"aggregation": FairFed(metric="dpd"), "n_rounds": 2}
-    federation = _federation(**options)
+    federation = small_federation(**options)
     with pytest.raises(
         RuntimeError, match=rf"Client 2 \(node \d+\) failed in round 1.*{message}"
     ):
-        _on_flower(federation, data, _report(change), "train")
-    fitted = _on_flower(
-        _federation(on_client_error="skip", **options), data, _report(change), "train"
+        hostile_on_flower(federation, data, _report(change), "train")
+    fitted = hostile_on_flower(
+        small_federation(on_client_error="skip", **options),
+        data,
+        _report(change),
+        "train",
     )
     skipped = [r for r in fitted.history_ if r.get("skipped")]
     assert {r["client"] for r in skipped} == {HOSTILE}
@@ -632,7 +602,7 @@ def test_fairfed_reports_must_count_the_same_rows_every_round(data):
         n_positive[np.argmax(n - n_positive)] += 1
         return [n, selected, n_positive, true_positive]
 
-    federation = _federation(aggregation=FairFed(metric="dpd"), n_rounds=2)
+    federation = small_federation(aggregation=FairFed(metric="dpd"), n_rounds=2)
     change = _report(moved)
 
     def rewrite(content):
@@ -643,7 +613,7 @@ def test_fairfed_reports_must_count_the_same_rows_every_round(data):
 
     rewrite.calls = 0
     with pytest.raises(RuntimeError, match=r"Client 2 .*round 2.*earlier reply"):
-        _on_flower(federation, data, rewrite, "train")
+        hostile_on_flower(federation, data, rewrite, "train")
 
 
 def test_hostile_fairfed_reports_in_process(data, monkeypatch):
@@ -662,8 +632,8 @@ def test_hostile_fairfed_reports_in_process(data, monkeypatch):
     monkeypatch.setattr(_client, "_fairness_report", negated_for_client_2)
     fit = {"clients": data.clients, "sensitive_features": data.sensitive}
     with pytest.raises(RuntimeError, match=r"Client 2 failed in round 1.*negative"):
-        _federation(aggregation=FairFed()).fit(data.data, data.target, **fit)
-    fitted = _federation(aggregation=FairFed(), on_client_error="skip").fit(
+        small_federation(aggregation=FairFed()).fit(data.data, data.target, **fit)
+    fitted = small_federation(aggregation=FairFed(), on_client_error="skip").fit(
         data.data, data.target, **fit
     )
     assert {r["client"] for r in fitted.history_ if r.get("skipped")} == {HOSTILE}
@@ -677,7 +647,9 @@ def test_evaluation_rows_must_be_the_declared_ones(data):
         content["metrics"]["num-examples"] = int(content["metrics"]["num-examples"]) + 1
 
     with pytest.raises(RuntimeError, match=r"Client 2 .*evaluation.*declared"):
-        _on_flower(_federation(validation_fraction=0.3), data, more_rows, "evaluate")
+        hostile_on_flower(
+            small_federation(validation_fraction=0.3), data, more_rows, "evaluate"
+        )
 
 
 # -- the rules themselves ---------------------------------------------------------
@@ -745,7 +717,7 @@ def test_the_rules_hold_for_variants():
 
 
 def test_qfedavg_refuses_an_infinite_q_at_fit(data):
-    federation = _federation(aggregation=QFedAvg(q=np.inf), n_rounds=2)
+    federation = small_federation(aggregation=QFedAvg(q=np.inf), n_rounds=2)
     with pytest.raises(ValueError, match=r"finite q >= 0; got q=inf"):
         federation.fit(data.data, data.target, clients=data.clients)
     with pytest.raises(ValueError, match="finite q >= 0"):
@@ -764,7 +736,7 @@ def test_threshold_optimizer_says_to_wrap_a_plain_classifier(data):
 
 
 def test_threshold_optimizer_bounds_grid_size(data):
-    post = FederatedThresholdOptimizer(_federation(), grid_size=10**9)
+    post = FederatedThresholdOptimizer(small_federation(), grid_size=10**9)
     with pytest.raises(InvalidParameterError, match="'grid_size' parameter"):
         post.fit(
             data.data,
@@ -778,14 +750,10 @@ def test_a_target_delta_that_guarantees_nothing_is_refused_on_flower(data):
     # In-process fit refuses delta >= 1/n_clients; on Flower epsilon read 0.0.
     from skfedida.federated import DifferentialPrivacy
 
-    federation = _federation(
+    federation = small_federation(
         dp=DifferentialPrivacy(
             noise_multiplier=1.0, clipping_norm=1.0, target_delta=0.9, noise_seed=0
         )
     )
     with pytest.raises(ValueError, match="target_delta"):
-        run_in_process(
-            make_server_app(federation),
-            make_client_app(federation, partition_loader(data)),
-            num_partitions=N_CLIENTS,
-        )
+        hostile_on_flower(federation, data, None, None)

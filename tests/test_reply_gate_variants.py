@@ -19,11 +19,16 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 pytest.importorskip("flwr")
 
-from _helpers import RewritingClientApp, partition_loader
+from _helpers import (
+    RewritingClientApp,
+    hostile_on_flower,
+    partition_loader,
+    small_federation,
+)
 from flwr.app import ArrayRecord, MessageType
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import FairFed, FederatedEstimator
+from skfedida.federated import FairFed
 from skfedida.federated._replies import NoConsensus, consensus
 from skfedida.flower import make_client_app, make_server_app, run_in_process
 from skfedida.flower._codec import decode, encode
@@ -42,24 +47,6 @@ N_CLIENTS, HOSTILE = 3, 2
 @pytest.fixture(scope="module")
 def data():
     return make_federated_classification(900, n_clients=N_CLIENTS, random_state=0)
-
-
-def _federation(estimator=None, **options):
-    options = {"n_rounds": 1, "local_epochs": 1, "random_state": 0, **options}
-    if estimator is None:
-        estimator = FairPenaltyLogisticRegression(fairness=1.0)
-    return FederatedEstimator(estimator, **options)
-
-
-def _on_flower(federation, data, rewrite, message_type, post=None, **kwargs):
-    app = make_client_app(federation, partition_loader(data))
-    if rewrite is not None:
-        app = RewritingClientApp(app, rewrite, message_type, partition=HOSTILE)
-    return run_in_process(
-        make_server_app(federation, postprocessor=post),
-        app,
-        num_partitions=kwargs.get("num_partitions", N_CLIENTS),
-    )
 
 
 # -- 1. only the groups a client declared -----------------------------------------
@@ -91,9 +78,11 @@ def test_fairfed_report_in_an_undeclared_group_fails_on_flower(data):
         match=r"Client 2 \(node \d+\) failed in round 1.*group \['A', 'Zed'\].*"
         "did not declare",
     ):
-        _on_flower(_federation(**options), data, _invent_group, MessageType.TRAIN)
-    fitted = _on_flower(
-        _federation(on_client_error="skip", **options),
+        hostile_on_flower(
+            small_federation(**options), data, _invent_group, MessageType.TRAIN
+        )
+    fitted = hostile_on_flower(
+        small_federation(on_client_error="skip", **options),
         data,
         _invent_group,
         MessageType.TRAIN,
@@ -135,7 +124,7 @@ def test_fairfed_report_against_declared_group_sizes_in_process(data, monkeypatc
     with pytest.raises(
         RuntimeError, match=r"Client 2 failed in round 1.*declared \d+ at init"
     ):
-        _federation(aggregation=FairFed(), n_rounds=2).fit(
+        small_federation(aggregation=FairFed(), n_rounds=2).fit(
             data.data, data.target, **fit
         )
 
@@ -156,19 +145,23 @@ def _two_rows_to_new_group(content):
 
 def test_histogram_in_an_undeclared_group_fails_on_flower(data):
     post = FederatedThresholdOptimizer(
-        _federation(), constraints="equalized_odds", random_state=0
+        small_federation(), constraints="equalized_odds", random_state=0
     )
     with pytest.raises(
         RuntimeError,
         match=r"Client 2 \(node \d+\) failed the histogram query.*"
         r"\['A', 'Other'\].*did not declare",
     ):
-        _on_flower(_federation(), data, _two_rows_to_new_group, _HISTOGRAMS, post)
-    skipping = _federation(on_client_error="skip")
+        hostile_on_flower(
+            small_federation(), data, _two_rows_to_new_group, _HISTOGRAMS, post
+        )
+    skipping = small_federation(on_client_error="skip")
     post = FederatedThresholdOptimizer(
         skipping, constraints="equalized_odds", random_state=0
     )
-    fitted = _on_flower(skipping, data, _two_rows_to_new_group, _HISTOGRAMS, post)
+    fitted = hostile_on_flower(
+        skipping, data, _two_rows_to_new_group, _HISTOGRAMS, post
+    )
     assert [r["client"] for r in fitted.history_] == [HOSTILE]
     assert len(fitted.groups_) == 4  # no invented group among the thresholds
 
@@ -195,11 +188,11 @@ def test_per_client_thresholds_are_the_robust_option_against_moved_scores(data):
     S = data.sensitive
 
     def decisions(rewrite, per_client):
-        federation = _federation(n_rounds=2)
+        federation = small_federation(n_rounds=2)
         post = FederatedThresholdOptimizer(
             federation, per_client=per_client, random_state=0
         )
-        fitted = _on_flower(federation, data, rewrite, _HISTOGRAMS, post)
+        fitted = hostile_on_flower(federation, data, rewrite, _HISTOGRAMS, post)
         return fitted.predict(data.data, sensitive_features=S, clients=data.clients)
 
     attacked = decisions(_scores_moved_to_the_extremes, per_client=False)
@@ -231,7 +224,7 @@ def test_histogram_against_declared_group_sizes_in_process(data, monkeypatch):
     with pytest.raises(
         RuntimeError, match=r"Client 2 failed the histogram query.*declared \d+"
     ):
-        FederatedThresholdOptimizer(_federation(), random_state=0).fit(
+        FederatedThresholdOptimizer(small_federation(), random_state=0).fit(
             data.data, data.target, **fit
         )
 
@@ -265,7 +258,7 @@ def test_fairfed_min_group_size_bounds_a_declared_tiny_group():
     assert weights[1][2] > 0.8
     assert max(weights[30].values()) < 0.4
     with pytest.raises(ValueError, match="min_group_size"):
-        _federation(aggregation=FairFed(min_group_size=0)).fit(
+        small_federation(aggregation=FairFed(min_group_size=0)).fit(
             np.zeros((4, 2)), [0, 1, 0, 1]
         )
 
@@ -274,7 +267,7 @@ def test_fairfed_min_group_size_bounds_a_declared_tiny_group():
 
 
 def _pipeline(scaler=FederatedStandardScaler, **options):
-    return _federation(
+    return small_federation(
         Pipeline(
             [
                 ("impute", FederatedSimpleImputer()),
@@ -439,7 +432,7 @@ def test_two_clients_the_hostile_one_cannot_define_the_consensus():
         }
         content["config"]["answer"] = encode((name, a))
 
-    federation = _federation(
+    federation = small_federation(
         Pipeline(
             [("s", FederatedStandardScaler()), ("m", FairPenaltyLogisticRegression())]
         ),
@@ -483,7 +476,7 @@ def test_initialisation_descriptions_pass_the_gate(
     data, partition, key, value, message
 ):
     def run(**options):
-        federation = _federation(**options)
+        federation = small_federation(**options)
         app = RewritingClientApp(
             make_client_app(federation, partition_loader(data)),
             _config(key, value),
@@ -506,7 +499,7 @@ def test_initialisation_descriptions_pass_the_gate(
 
 
 def test_raw_schema_is_the_majority_s(data):
-    federation = _federation(
+    federation = small_federation(
         Pipeline(
             [("s", FederatedStandardScaler()), ("m", FairPenaltyLogisticRegression())]
         )
@@ -535,7 +528,7 @@ def test_a_huge_discovery_count_is_reported_as_sent(data):
     def huge(content):
         content["metrics"]["num-rows"] = 1e19
 
-    federation = _federation()
+    federation = small_federation()
     app = RewritingClientApp(
         make_client_app(federation, partition_loader(data)),
         huge,
@@ -559,7 +552,7 @@ def test_a_client_app_that_raises_is_skipped_under_skip(data):
         }
 
     def run(**options):
-        federation = _federation(**options)
+        federation = small_federation(**options)
         return run_in_process(
             make_server_app(federation),
             make_client_app(federation, loader),
@@ -600,7 +593,7 @@ def test_fairfed_says_when_min_group_size_leaves_no_gap_to_measure():
     from skfedida.exceptions import InactivePenaltyWarning
 
     small = make_federated_classification(150, n_clients=3, random_state=0)
-    federation = _federation(aggregation=FairFed(min_group_size=1000), n_rounds=2)
+    federation = small_federation(aggregation=FairFed(min_group_size=1000), n_rounds=2)
     with pytest.warns(InactivePenaltyWarning, match="min_group_size=1000"):
         federation.fit(
             small.data,
