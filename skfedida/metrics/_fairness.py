@@ -328,12 +328,12 @@ def _group_sums(
         targets = _targets_of(y_true, y_pred, labels, soft)
     groups = encode_groups(sensitive_features, n_samples=weight.shape[0])
     return _ClassSums(
-        _class_group_sums(groups, positive, predicted, weight, min_group_size, soft)
+        _class_group_sums(groups, positive, predicted, weight, min_group_size)
         for _, positive, predicted in targets
     )
 
 
-def _class_group_sums(groups, positive, predicted, weight, min_group_size, soft):
+def _class_group_sums(groups, positive, predicted, weight, min_group_size):
     codes, n_groups = groups.codes, groups.n_groups
 
     def total(values):
@@ -355,9 +355,7 @@ def _class_group_sums(groups, positive, predicted, weight, min_group_size, soft)
     # The rows that can be selected: those predicted positive, or with a
     # non-zero score (a probability, or a tied row's chance of selection);
     # a soft PPV averages y over them, weighted by their score.
-    sums["n_predicted"] = np.bincount(
-        codes, weights=(predicted > 0).astype(float), minlength=n_groups
-    )
+    sums["n_predicted"] = total((predicted > 0).astype(float))
     # Guard against round-off leaving a tiny negative where nothing is left.
     for key in ("negative", "false_positive"):
         sums[key] = np.where(
