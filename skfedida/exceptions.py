@@ -211,9 +211,9 @@ class OperatingPointWarning(SkfedidaWarning):
     10% of the rows share the score at the threshold (a model that gives most
     rows one score): the target is met by selecting those rows with a
     probability, so their decisions are random and the disparities are
-    largely those of random selection. Also raised if the decisions ever
-    select a share more than 0.005 away from the target. Read the report's
-    ``tied_share`` and AUROC before its disparities.
+    largely those of random selection. (The share selected always equals the
+    target: the report's ``achieved_rate``.) Read the report's ``tied_share``
+    and AUROC before its disparities.
 
     Examples
     --------
