@@ -209,11 +209,11 @@ def _summed_histograms(histograms):
                 f"{where} must be a non-empty 1-D array of counts; got shape "
                 f"{array.shape}."
             )
-        if array.size != np.asarray(rows[0], dtype=object).size:
+        if arrays and array.size != arrays[0].size:
             raise ValueError(
                 f"{where} has {array.size} bins and histogram 0 has "
-                f"{np.asarray(rows[0], dtype=object).size}: every client must "
-                "count on the same grid (the same n_bins)."
+                f"{arrays[0].size}: every client must count on the same grid "
+                "(the same n_bins)."
             )
         bad = ~np.isfinite(array) | (array < 0)
         if bad.any():
