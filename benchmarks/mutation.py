@@ -61,6 +61,11 @@ ESTIMATOR_TESTS = (
     "tests/test_fair_estimators.py",
     "tests/test_operating_point.py",
 )
+GATE_TESTS = (
+    "tests/test_reply_gate.py",
+    "tests/test_reply_gate_variants.py",
+    "tests/test_preprocessing.py",
+)
 OPERATING_POINT_TESTS = (
     "tests/test_mutants.py",
     "tests/test_operating_point.py",
@@ -151,6 +156,56 @@ MUTANTS = [
         "np.dot(w, y * pred + (1 - y) * (1 - pred))",
         "np.dot(w, y * pred + (1 - y) * (pred < 1))",
         OPERATING_POINT_TESTS,
+    ),
+    Mutant(
+        "set_score_request drops the scorer's sensitive_features request",
+        "skfedida/metrics/_scorer.py",
+        "if param not in kwargs and alias is not None:",
+        "if param not in kwargs and alias is None:",
+        OPERATING_POINT_TESTS,
+    ),
+    Mutant(
+        "a threshold scorer guesses the favourable label of string classes",
+        "skfedida/metrics/_scorer.py",
+        'numeric.dtype.kind in "biuf" and np.isin(numeric, [-1, 0, 1]).all()',
+        "True",
+        OPERATING_POINT_TESTS,
+    ),
+    # -- the reply gate
+    Mutant(
+        "a group a client did not declare is accepted",
+        "skfedida/federated/_replies.py",
+        "            if label not in declared:\n",
+        "            if label not in declared and False:\n",
+        GATE_TESTS,
+    ),
+    Mutant(
+        "consensus takes a plurality, not a strict majority",
+        "skfedida/federated/_replies.py",
+        "if 2 * counts[best] > len(keys):",
+        "if counts[best] >= 1:",
+        GATE_TESTS,
+    ),
+    Mutant(
+        "extremes far beyond the other clients' are accepted",
+        "skfedida/federated/_statistics_replies.py",
+        "below = scaled & (low < lo - RANGE_FACTOR * width)",
+        "below = scaled & (low < lo - 1e300 * width)",
+        GATE_TESTS,
+    ),
+    Mutant(
+        "prior_aggregation='median' takes the clients' mean share",
+        "skfedida/federated/_aggregation.py",
+        "median = np.median(rates, axis=0)",
+        "median = np.mean(rates, axis=0)",
+        GATE_TESTS,
+    ),
+    Mutant(
+        "FairFed keeps groups smaller than min_group_size",
+        "skfedida/federated/_aggregation.py",
+        "defined & (n_federation >= self.min_group_size)",
+        "defined",
+        GATE_TESTS,
     ),
     # -- penalties
     Mutant(
