@@ -1,0 +1,73 @@
+"""The mutants of ``benchmarks/mutation.py``, one module per area of the code.
+
+``SUITE`` is the maintained set: every public feature has at least one mutant
+(``python benchmarks/mutation.py --coverage`` lists any that has none).
+``BLIND`` is a set written from the source alone, without reading the tests,
+to estimate how the suite does against mistakes nobody wrote a test for.
+"""
+
+import re
+from pathlib import Path
+
+from . import (
+    blind,
+    datasets,
+    estimators,
+    federated,
+    federated_client,
+    flower,
+    metrics,
+    model_selection,
+    over_sampling,
+    plotting,
+    postprocessing,
+    preprocessing,
+)
+from ._base import Mutant
+
+__all__ = ["BLIND", "BY_MODULE", "REPLY_KINDS", "SUITE", "Mutant", "public_features"]
+
+#: The maintained mutants by the module of ``benchmarks/mutants`` listing them.
+BY_MODULE = {
+    module.__name__.rsplit(".", 1)[-1]: module.MUTANTS
+    for module in (
+        metrics,
+        federated,
+        federated_client,
+        flower,
+        estimators,
+        over_sampling,
+        model_selection,
+        preprocessing,
+        postprocessing,
+        datasets,
+        plotting,
+    )
+}
+SUITE = [mutant for listed in BY_MODULE.values() for mutant in listed]
+BLIND = blind.MUTANTS
+
+#: Every kind of reply a server reads and checks (``federated/_replies.py``
+#: and ``federated/_statistics_replies.py``).
+REPLY_KINDS = (
+    "reply:training",
+    "reply:evaluation",
+    "reply:initialisation",
+    "reply:histogram",
+    "reply:fairness_report",
+    "reply:group_declaration",
+    "reply:standard_scaler",
+    "reply:min_max_scaler",
+    "reply:one_hot_encoder",
+    "reply:simple_imputer",
+)
+
+
+def public_features(root):
+    """Every name the API reference lists, then every reply kind."""
+    text = (Path(root) / "doc" / "api.rst").read_text(encoding="utf-8")
+    names = []
+    for block in re.split(r"\n(?=\.\. currentmodule::)", text):
+        found = re.findall(r"^   ([A-Za-z_][\w.]*)$", block, flags=re.M)
+        names += [name.rsplit(".", 1)[-1] for name in found]
+    return [*names, *REPLY_KINDS]

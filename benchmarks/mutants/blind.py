@@ -1,0 +1,3 @@
+"""Mutants written from the source alone, without reading the tests."""
+
+MUTANTS = []

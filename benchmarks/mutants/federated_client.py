@@ -1,0 +1,3 @@
+"""Mutants of the client side of training (``federated/_client.py``)."""
+
+MUTANTS = []

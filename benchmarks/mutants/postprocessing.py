@@ -1,0 +1,3 @@
+"""Mutants of ``skfedida/postprocessing``."""
+
+MUTANTS = []
