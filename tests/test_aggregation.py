@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import (
+    FairFed,
     FederatedEstimator,
     Median,
     QFedAvg,
@@ -119,3 +120,59 @@ def test_qfedavg_with_a_q_too_large_for_the_losses_says_so():
     )
     with pytest.raises(ValueError, match=r"QFedAvg\(q=10000.0\).*smaller q"):
         federation.fit(X, y, clients=np.arange(300) % 3)
+
+
+def _dpd_gap(n, selected):
+    """Largest minus smallest selection rate over the groups with rows."""
+    rates = [s / m for s, m in zip(selected, n, strict=True) if m > 0]
+    return max(rates) - min(rates)
+
+
+def test_fairfed_weights_follow_the_papers_recursion_across_rounds():
+    # FairFed (Ezzeldin et al. 2023, Algorithm 1): w_k^0 = n_k / n, then every
+    # round w_k^t = w_k^(t-1) - beta (Delta_k - mean Delta), clipped at 0 and
+    # normalised, with Delta_k = |F_global - F_k|. The weights are a memory:
+    # round 2 starts from round 1's weights, not from n_k / n again.
+    sizes = np.array([100.0, 300.0, 200.0])
+    rounds = [
+        [  # round 1: per client, rows and positive decisions per group
+            (np.array([50.0, 50.0]), np.array([10.0, 12.0])),
+            (np.array([150.0, 150.0]), np.array([15.0, 90.0])),
+            (np.array([100.0, 100.0]), np.array([20.0, 47.0])),
+        ],
+        [  # round 2: the model changed, and so did the decisions
+            (np.array([50.0, 50.0]), np.array([14.0, 15.0])),
+            (np.array([150.0, 150.0]), np.array([30.0, 75.0])),
+            (np.array([100.0, 100.0]), np.array([25.0, 35.0])),
+        ],
+    ]
+    beta = 0.3
+    expected = sizes / sizes.sum()
+    memory, fairfed = {}, FairFed(beta=beta, min_group_size=1)
+    parameters = [
+        [np.array([1.0, -1.0])],
+        [np.array([3.0, 0.0])],
+        [np.array([-2.0, 4.0])],
+    ]
+    for reports in rounds:
+        n = sum(r[0] for r in reports)
+        selected = sum(r[1] for r in reports)
+        global_gap = _dpd_gap(n, selected)
+        delta = np.array([abs(global_gap - _dpd_gap(*r)) for r in reports])
+        expected = np.clip(expected - beta * (delta - delta.mean()), 0, None)
+        expected = expected / expected.sum()
+        out = fairfed.aggregate(
+            parameters,
+            sizes,
+            reports=[{"n": a, "selected": b} for a, b in reports],
+            clients=[0, 1, 2],
+            memory=memory,
+        )
+        got = np.array([memory["weights"][k] for k in range(3)])
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+        # The global parameters are the mean weighted by this round's weights.
+        np.testing.assert_allclose(
+            out[0], sum(w * p[0] for w, p in zip(expected, parameters, strict=True))
+        )
+    # Each round's shift adds up: the weights now differ from n_k / n.
+    assert not np.allclose(got, sizes / sizes.sum(), atol=0.03)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from scipy import stats
+from sklearn.linear_model import LogisticRegression
 
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator, evaluate_clients
@@ -38,11 +39,17 @@ def _gap(values, groups, axis=-1):
     return np.max(means, axis=0) - np.min(means, axis=0)
 
 
-@pytest.mark.parametrize("statistic", ["mean", "group gap"])
+@pytest.mark.parametrize("statistic", ["mean", "group gap", "share of 15 binary"])
 def test_bca_is_scipys_bca(statistic):
     rng = np.random.default_rng(0)
     x = rng.exponential(size=90)
     groups = np.repeat([0, 1, 2], 30)
+    if statistic == "share of 15 binary":
+        # Discrete values (a selection rate, an accuracy): many resamples
+        # equal the estimate, and the bias correction counts them half
+        # below, half above (scipy's percentile of the score).
+        x = np.array([1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0], dtype=float)
+        statistic = "mean"
     if statistic == "mean":
         data, function, paired = (x,), np.mean, False
         estimate = x.mean()
@@ -210,3 +217,30 @@ def test_draws_with_the_same_seed_are_a_paired_bootstrap_of_two_models():
     paired = (draws(second, 3) - draws(first, 3)).groupby("client").var()
     unpaired = (draws(second, 4) - draws(first, 3)).groupby("client").var()
     assert (paired < unpaired / 10).all()
+
+
+def test_clients_with_identical_rows_get_independent_resamples():
+    # One random stream serves the whole evaluation: every client's resamples
+    # are new draws. Re-seeding it per client would give two clients with the
+    # same number of rows the same resampled rows, so their intervals would
+    # move together instead of being each client's own uncertainty.
+    data = make_federated_classification(400, n_clients=1, random_state=0)
+    model = LogisticRegression().fit(data.data, data.target)
+    twice = {name: np.r_[v, v] for name, v in data.sensitive.items()}
+    report = evaluate_clients(
+        model,
+        np.vstack([data.data, data.data]),
+        np.r_[data.target, data.target],
+        clients=np.repeat(["a", "b"], 400),
+        sensitive_features=twice,
+        metrics=("roc_auc", "selection_rate"),
+        n_bootstrap=200,
+        random_state=0,
+    )
+    a, b = report.per_client.loc["a"], report.per_client.loc["b"]
+    assert a["roc_auc"] == b["roc_auc"]
+    assert a["selection_rate"] == b["selection_rate"]
+    for metric in ("roc_auc", "selection_rate"):
+        first = report.draws.loc["a", metric].to_numpy()
+        second = report.draws.loc["b", metric].to_numpy()
+        assert abs(np.corrcoef(first, second)[0, 1]) < 0.3

@@ -74,6 +74,9 @@ TRAINING_REWRITES = {
     "-300 rows": (_metric("num-examples", -300), "a count > 0"),
     "0 rows": (_metric("num-examples", 0), "a count > 0"),
     "a NaN loss": (_metric("train-loss", float("nan")), "training loss"),
+    # A log-loss is never below 0; QFedAvg raises the losses to the power q,
+    # and a negative one to a fractional power is NaN in the global model.
+    "a negative loss": (_metric("train-loss", -0.25), "training loss"),
 }
 
 

@@ -414,3 +414,42 @@ def test_honest_federations_do_not_warn_about_their_updates(data):
         _run(_federation(), data)
         # Sign flips have ordinary norms: nothing to see for this check.
         _run(_federation(), data, ATTACKS["sign-flipped parameters"])
+
+
+def test_seeded_noise_is_fresh_every_round(data):
+    # Noise reused across rounds would cancel in differences of successive
+    # global models (and average out nothing): each round draws its own.
+    # With updates clipped to 1e-9 and noise of standard deviation 1e-3,
+    # each round's step of the global model is its noise over 5 clients.
+    dp = DifferentialPrivacy(noise_multiplier=1e6, clipping_norm=1e-9, noise_seed=7)
+    coefs = [_coef(_fit(_federation(dp=dp, n_rounds=r), data)) for r in (1, 2, 3)]
+    second, third = coefs[1] - coefs[0], coefs[2] - coefs[1]
+    assert np.std(np.r_[second, third]) > 1e-5
+    # Steps of independent noise: they differ by about the noise's own scale.
+    assert np.linalg.norm(third - second) > 0.1 * np.linalg.norm(second)
+    # And the same seed gives the same noise again (reproducible).
+    again = _coef(_fit(_federation(dp=dp, n_rounds=3), data))
+    np.testing.assert_array_equal(again, coefs[2])
+
+
+@pytest.mark.parametrize("clipping_norm", [0.05, 0.5, 3.0])
+def test_epsilon_depends_on_the_noise_multiplier_not_the_clipping_norm(clipping_norm):
+    # The Gaussian mechanism's privacy depends on the noise over the
+    # sensitivity: noise of std z * C on a sum of updates clipped at C is the
+    # same mechanism for every C. Epsilon is dp-accounting's for z alone.
+    from dp_accounting import dp_event
+    from dp_accounting.privacy_accountant import NeighboringRelation
+    from dp_accounting.rdp import RdpAccountant
+
+    for z, rounds, delta in [(1.0, 10, 1e-5), (0.6, 4, 1e-4)]:
+        accountant = RdpAccountant(
+            neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE
+        )
+        accountant.compose(dp_event.GaussianDpEvent(z), rounds)
+        dp = DifferentialPrivacy(
+            noise_multiplier=z, clipping_norm=clipping_norm, target_delta=delta
+        )
+        assert dp.epsilon(rounds) == pytest.approx(
+            accountant.get_epsilon(delta), rel=1e-12
+        )
+        assert dp.spent(rounds).epsilon == dp.epsilon(rounds)

@@ -9,6 +9,12 @@ from ._base import (
     Mutant,
 )
 
+AGGREGATION_TESTS = ("tests/test_aggregation.py", "tests/test_federated.py")
+PRIVACY_TESTS = ("tests/test_update_bounds.py",)
+REPLY_TESTS = ("tests/test_replies.py", "tests/test_reply_gate.py")
+INTERVAL_TESTS = ("tests/test_intervals.py",)
+GUARD_TESTS = ("tests/test_guard_federated.py",)
+
 MUTANTS = [
     Mutant(
         "expected accuracy counts a tied row as right when selected",
@@ -128,5 +134,63 @@ MUTANTS = [
         'values["brier"] = float(np.dot(w, (proba - y) ** 2) / total)',
         'values["brier"] = float(np.dot(w, np.abs(proba - y)) / total)',
         EVALUATION_TESTS,
+    ),
+    # -- issue 32: survivors of the mutation run ------------------------------
+    Mutant(
+        "FairFed's weights restart from n_k / n every round",
+        "skfedida/federated/_aggregation.py",
+        "previous.get(k, w / weights.sum())",
+        "w / weights.sum()",
+        AGGREGATION_TESTS,
+        features=("FairFed",),
+    ),
+    Mutant(
+        "seeded DP noise ignores the round (the same noise every round)",
+        "skfedida/federated/_privacy.py",
+        "[int(dp.noise_seed), int(round_number), 0x5EED]",
+        "[int(dp.noise_seed), 0, 0x5EED]",
+        PRIVACY_TESTS,
+        features=("DifferentialPrivacy", "FederatedEstimator"),
+    ),
+    Mutant(
+        "the accountant is given noise_multiplier * clipping_norm, not z",
+        "skfedida/federated/_privacy.py",
+        "gaussian(float(self.noise_multiplier)), int(n_rounds)",
+        "gaussian(self.noise_multiplier * self.clipping_norm), int(n_rounds)",
+        PRIVACY_TESTS,
+        features=("DifferentialPrivacy",),
+    ),
+    Mutant(
+        "a negative training loss is accepted",
+        "skfedida/federated/_replies.py",
+        "or not np.isfinite(loss) or loss < 0:",
+        "or not np.isfinite(loss):",
+        REPLY_TESTS,
+        features=("reply:training",),
+    ),
+    Mutant(
+        "threshold='prevalence' matches the evaluation rows' prevalence",
+        "skfedida/federated/_evaluation.py",
+        "return float(y_positive.mean()) if prior is None else prior",
+        "return float(y_positive.mean())",
+        GUARD_TESTS,
+        features=("evaluate_clients",),
+    ),
+    Mutant(
+        "BCa's bias correction does not count ties with the estimate half",
+        "skfedida/federated/_evaluation.py",
+        "np.count_nonzero(draws < estimate) + np.count_nonzero(draws <= estimate)",
+        "np.count_nonzero(draws < estimate) + np.count_nonzero(draws < estimate)",
+        INTERVAL_TESTS,
+        features=("evaluate_clients",),
+    ),
+    Mutant(
+        "the bootstrap stream is re-seeded for every client",
+        "skfedida/federated/_evaluation.py",
+        "        y_k, proba_k, pred_k = y_positive[idx], proba[idx], pred[idx]\n",
+        "        rng = check_random_state(random_state)\n"
+        "        y_k, proba_k, pred_k = y_positive[idx], proba[idx], pred[idx]\n",
+        INTERVAL_TESTS,
+        features=("evaluate_clients",),
     ),
 ]
