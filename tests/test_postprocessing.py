@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from fairlearn.postprocessing import ThresholdOptimizer
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from skfedida.federated import FederatedEstimator, evaluate_clients
 from skfedida.linear_model import FairPenaltyLogisticRegression
@@ -260,3 +260,126 @@ def test_sensitive_columns_in_another_order_are_read_by_name(fitted):
     )
     with pytest.raises(ValueError, match="attributes"):
         post.predict(X, sensitive_features=S.rename(columns={"sex": "age"}))
+
+
+# -- guards of issue 32: behaviours a mutation run found untested --------------
+
+
+class _ExactScores(ClassifierMixin, BaseEstimator):
+    """A "model" whose probability of the positive class is X's first column."""
+
+    def fit(self, X, y):
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict_proba(self, X):
+        score = np.asarray(X, dtype=float)[:, 0]
+        return np.column_stack([1.0 - score, score])
+
+
+def _collinear_groups():
+    """Two groups of 8 rows whose trade-off curves have collinear hull points.
+
+    Group 0's three highest scores are its positives: its accuracy peaks at a
+    selection rate of 3/8. Group 1's labels by decreasing score are 1, 0, 1,
+    0, 1, 0, 0, 0: its accuracy is 6/8 at the selection rates 1/8, 3/8 and
+    5/8, three collinear points of its hull. At the common rate 3/8 the hull
+    is the segment from 1/8 to 5/8, which fairlearn realises by mixing the
+    rules at its ends (each of group 1's 2nd to 5th rows selected with
+    probability 1/2), not by the rule at the middle point.
+    """
+    scores = np.array([0.95, 0.85, 0.75, 0.65, 0.55, 0.45, 0.35, 0.25])
+    X = np.r_[scores, scores - 0.02][:, None]
+    y = np.r_[[1, 1, 1, 0, 0, 0, 0, 0], [1, 0, 1, 0, 1, 0, 0, 0]]
+    groups = np.repeat([0, 1], 8)
+    return X, y, groups
+
+
+@pytest.mark.parametrize(
+    "constraint, objective",
+    [
+        ("demographic_parity", "accuracy"),
+        ("equalized_odds", "balanced_accuracy"),
+        ("true_positive_rate_parity", "accuracy"),
+        ("false_positive_rate_parity", "balanced_accuracy"),
+    ],
+)
+def test_collinear_hull_points_are_mixed_as_fairlearn_does(constraint, objective):
+    """The hull's vertices leave out collinear points, as fairlearn's do.
+
+    Every decision probability, row by row, is fairlearn's: a middle point on
+    a segment of the hull kept as a vertex gives a deterministic rule where
+    fairlearn randomises between the segment's ends (the same expected rates,
+    other decisions).
+    """
+    X, y, groups = _collinear_groups()
+    model = _ExactScores().fit(X, y)
+    oracle = _fairlearn(model, X, y, groups, constraint, objective)
+    expected = oracle._pmf_predict(X, sensitive_features=groups)[:, 1]
+    ours = FederatedThresholdOptimizer(
+        model, constraints=constraint, objective=objective, prefit=True
+    ).fit(X, y, sensitive_features=groups)
+    got = ours._positive_probability(X, groups, None)
+    np.testing.assert_allclose(got, expected, atol=1e-9)
+    if constraint == "demographic_parity":
+        np.testing.assert_allclose(got[9:13], 0.5)
+
+
+def test_tolerance_is_used_in_full_and_below_one_grid_step(fitted):
+    """A tolerance t lets the constrained rates differ by up to t, no less.
+
+    At t = 0.1 (a whole number of grid steps) the rates differ by exactly 0.1
+    and the expected accuracy is fairlearn's with ``tol=0.1``; a tolerance
+    below one step of the grid (1 / grid_size) allows no difference on the
+    grid, so its rules are those of exact parity.
+    """
+    X, y, groups, _, model = fitted
+    oracle = _fairlearn(model, X, y, groups, "demographic_parity", "accuracy", tol=0.1)
+    expected = oracle._pmf_predict(X, sensitive_features=groups)[:, 1]
+    ours = FederatedThresholdOptimizer(
+        model, tolerance=0.1, prefit=True, n_bins=10_000
+    ).fit(X, y, sensitive_features=groups)
+    got = ours._positive_probability(X, groups, None)
+    assert np.ptp(ours.constrained_rates_) == pytest.approx(0.1, abs=1e-9)
+    accuracy = np.mean(got * y + (1 - got) * (1 - y))
+    assert accuracy == pytest.approx(np.mean(expected * y + (1 - expected) * (1 - y)))
+    assert ours.objective_value_ == pytest.approx(accuracy)
+
+    exact = FederatedThresholdOptimizer(model, prefit=True).fit(
+        X, y, sensitive_features=groups
+    )
+    below_a_step = FederatedThresholdOptimizer(
+        model, tolerance=0.0005, prefit=True
+    ).fit(X, y, sensitive_features=groups)
+    for key, value in exact.rules_.items():
+        np.testing.assert_array_equal(below_a_step.rules_[key], value)
+    assert below_a_step.objective_value_ == pytest.approx(exact.objective_value_)
+
+
+def test_balanced_accuracy_of_a_group_with_one_label_is_undefined(fitted):
+    """Balanced accuracy needs a group's TPR and FPR, so both of its labels.
+
+    With demographic parity (defined for any group) and balanced accuracy, a
+    group without positives is an error naming it; per client, a client whose
+    rows of a group have one label takes the federation's rule for it.
+    """
+    X, y, groups, clients, model = fitted
+    only_negative = groups.copy()
+    only_negative[(groups == 2) & (y == 1)] = 0
+    with pytest.raises(ValueError, match=r"group \(2,\) has no positive rows"):
+        FederatedThresholdOptimizer(
+            model, objective="balanced_accuracy", prefit=True
+        ).fit(X, y, sensitive_features=only_negative)
+
+    keep = ~((clients == 2) & (groups == 1) & (y == 1))
+    options = dict(objective="balanced_accuracy", prefit=True)
+    data = (X[keep], y[keep])
+    fit = dict(clients=clients[keep], sensitive_features=groups[keep])
+    post = FederatedThresholdOptimizer(model, per_client=True, **options).fit(
+        *data, **fit
+    )
+    federation = FederatedThresholdOptimizer(model, **options).fit(*data, **fit)
+    for key, value in federation.rules_.items():
+        np.testing.assert_array_equal(post.rules_[key][2, 1], value[1])
+    assert np.isnan(post.constrained_rates_[2, 1])
+    assert np.all(np.isfinite(post.objective_value_))
