@@ -15,6 +15,7 @@ from skfedida.metrics import (
     demographic_parity_difference,
     demographic_parity_ratio,
     equalized_odds_difference,
+    equalized_odds_ratio,
     fairness_summary,
     false_positive_rate_difference,
     group_report,
@@ -228,6 +229,11 @@ def test_all_predictions_zero():
     assert demographic_parity_difference(y_true, y_pred, sensitive_features=S) == 0
     # Every selection rate is 0: groups are treated alike, DPR is 1 (documented).
     assert demographic_parity_ratio(y_true, y_pred, sensitive_features=S) == 1.0
+    # So is every group's ratio to the overall rate, 0 against 0 (fairlearn
+    # gives NaN), and the equalized odds ratio, whose TPR and FPR are all 0.
+    for method in ("between_groups", "to_overall"):
+        for ratio in (demographic_parity_ratio, equalized_odds_ratio):
+            assert ratio(y_true, y_pred, sensitive_features=S, method=method) == 1.0
     assert false_positive_rate_difference(y_true, y_pred, sensitive_features=S) == 0
     # No predicted positive anywhere: PPV is undefined for every group.
     with pytest.warns(UndefinedMetricWarning, match="no group has a defined rate"):

@@ -89,6 +89,24 @@ def test_histograms_add_up_and_bad_input_is_named():
         threshold_at_rate(np.zeros(10), 0.5)
 
 
+def test_score_histogram_counts_each_row_with_its_weight():
+    """A row of weight w counts as w rows: the histogram of integer-weighted
+    scores is that of the scores repeated w times (and so is the threshold
+    read off it)."""
+    np.testing.assert_array_equal(
+        score_histogram([0.1, 0.9], n_bins=2, sample_weight=[3, 1]), [3.0, 1.0]
+    )
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(size=200)
+    weights = rng.integers(0, 5, size=200)
+    repeated = np.repeat(scores, weights)
+    weighted = score_histogram(scores, n_bins=50, sample_weight=weights)
+    np.testing.assert_array_equal(weighted, score_histogram(repeated, n_bins=50))
+    assert threshold_at_rate(weighted, 0.3) == pytest.approx(
+        threshold_at_rate(score_histogram(repeated, n_bins=50), 0.3)
+    )
+
+
 def test_selection_rate():
     assert (
         selection_rate(["a", "b", "a", "b"], ["a", "b", "b", "b"], pos_label="b")

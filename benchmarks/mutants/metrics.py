@@ -10,6 +10,13 @@ MUTANTS = [
         '"no negatives")',
         '"false_positive_rate": ("false_positive", "negative", "n", "no negatives")',
         METRICS_TESTS,
+        features=(
+            "false_positive_rate_difference",
+            "equalized_odds_difference",
+            "equalized_odds_ratio",
+            "fairness_summary",
+            "group_report",
+        ),
     ),
     Mutant(
         "difference is max, not max - min",
@@ -17,6 +24,15 @@ MUTANTS = [
         "return float(defined.max() - defined.min())",
         "return float(defined.max())",
         METRICS_TESTS,
+        features=(
+            "demographic_parity_difference",
+            "false_positive_rate_difference",
+            "true_positive_rate_difference",
+            "positive_predictive_value_difference",
+            "equalized_odds_difference",
+            "equal_opportunity_difference",
+            "fairness_summary",
+        ),
     ),
     Mutant(
         "DPR of all-zero rates is 0, not 1",
@@ -24,6 +40,11 @@ MUTANTS = [
         "return 1.0 if highest == 0 else float(defined.min() / highest)",
         "return 0.0 if highest == 0 else float(defined.min() / highest)",
         METRICS_TESTS,
+        features=(
+            "demographic_parity_ratio",
+            "equalized_odds_ratio",
+            "fairness_summary",
+        ),
     ),
     Mutant(
         "selection rate ignores sample weights",
@@ -31,6 +52,12 @@ MUTANTS = [
         '"selection_rate": ("predicted", "weight", "n", "empty group")',
         '"selection_rate": ("predicted", "n", "n", "empty group")',
         METRICS_TESTS,
+        features=(
+            "demographic_parity_difference",
+            "demographic_parity_ratio",
+            "fairness_summary",
+            "group_report",
+        ),
     ),
     Mutant(
         "threshold_at_rate does not interpolate within its bin",
@@ -38,6 +65,7 @@ MUTANTS = [
         "fraction = 0.0 if inside <= 0 else (above[j] - wanted) / inside",
         "fraction = 0.0",
         OPERATING_POINT_TESTS,
+        features=("threshold_at_rate",),
     ),
     Mutant(
         "score_histogram puts 1.0 in the wrong bin",
@@ -45,6 +73,7 @@ MUTANTS = [
         "return np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)",
         "return np.minimum((scores * n_bins).astype(np.intp), n_bins - 2)",
         OPERATING_POINT_TESTS,
+        features=("score_histogram", "FederatedThresholdOptimizer"),
     ),
     Mutant(
         "tied rows all selected, not with the probability that meets the rate",
@@ -52,6 +81,7 @@ MUTANTS = [
         "decisions[self._tied(scores)] = self.tie_probability",
         "decisions[self._tied(scores)] = 1.0",
         OPERATING_POINT_TESTS,
+        features=("OperatingPoint", "make_fairness_scorer"),
     ),
     Mutant(
         "narrowing stops at a bin of one float value plus its neighbour",
@@ -59,6 +89,7 @@ MUTANTS = [
         "if n_rows[j] <= 1 or block_high - block_low <= 1:",
         "if n_rows[j] <= 1 or block_high - block_low <= 2:",
         OPERATING_POINT_TESTS,
+        features=("federated_operating_point", "federated_threshold"),
     ),
     Mutant(
         "the first grid leaves out a score of 1.0",
@@ -66,6 +97,7 @@ MUTANTS = [
         "_TOP = int(ordinal(1.0)) + 1",
         "_TOP = int(ordinal(1.0))",
         OPERATING_POINT_TESTS,
+        features=("federated_operating_point", "federated_threshold"),
     ),
     Mutant(
         "set_score_request drops the scorer's sensitive_features request",
@@ -73,6 +105,7 @@ MUTANTS = [
         "if param not in kwargs and alias is not None:",
         "if param not in kwargs and alias is None:",
         OPERATING_POINT_TESTS,
+        features=("make_fairness_scorer", "make_tradeoff_scorer"),
     ),
     Mutant(
         "a threshold scorer guesses the favourable label of string classes",
@@ -80,5 +113,22 @@ MUTANTS = [
         'numeric.dtype.kind in "biuf" and np.isin(numeric, [-1, 0, 1]).all()',
         "True",
         OPERATING_POINT_TESTS,
+        features=("make_fairness_scorer", "make_tradeoff_scorer"),
+    ),
+    Mutant(
+        "score_histogram ignores sample_weight",
+        "skfedida/metrics/_operating_point.py",
+        "return np.bincount(bins, weights=weight, minlength=n_bins)",
+        "return np.bincount(bins, minlength=n_bins).astype(np.float64)",
+        OPERATING_POINT_TESTS,
+        features=("score_histogram",),
+    ),
+    Mutant(
+        "ratio to overall of 0 against 0 is 0, not parity",
+        "skfedida/metrics/_fairness.py",
+        "ratios = np.where(high == 0, 1.0, low / np.where(high == 0, 1.0, high))",
+        "ratios = np.where(high == 0, 0.0, low / np.where(high == 0, 1.0, high))",
+        METRICS_TESTS,
+        features=("demographic_parity_ratio", "equalized_odds_ratio"),
     ),
 ]
