@@ -49,6 +49,19 @@ def _numeric(seed, n=120, missing=0.1):
     return X
 
 
+def _sparse_numeric(seed, n=120):
+    """_numeric's columns as CSR, about half of each an implicit zero.
+
+    Every feature's mean is far from 0 (up to 1e6), so the implicit zeros'
+    deviations from the federation's mean weigh in both rounds' sums.
+    """
+    from scipy import sparse
+
+    X = _numeric(seed, n)
+    X[np.random.default_rng(seed + 1).random(X.shape) < 0.5] = 0.0
+    return sparse.csr_matrix(X)
+
+
 def _categorical(seed, n=120):
     rng = np.random.default_rng(seed)
     X = np.empty((n, 2), dtype=object)
@@ -82,6 +95,7 @@ CASES = [
     ("standard", {}, _numeric),
     ("standard", {"with_mean": False}, _numeric),
     ("standard", {"with_std": False}, _numeric),
+    ("standard", {"with_mean": False}, _sparse_numeric),
     ("minmax", {"feature_range": (-1, 2)}, _numeric),
     ("imputer", {"strategy": "mean"}, _numeric),
     ("imputer", {"strategy": "median"}, _numeric),
@@ -116,10 +130,26 @@ def test_one_client_equals_the_sklearn_parent(name, options, make):
     seed=st.integers(0, 2**16),
 )
 def test_k_clients_equal_the_sklearn_parent_on_pooled_rows(case, n_clients, seed):
+    _assert_k_clients_equal_pooled(case, n_clients, seed)
+
+
+@pytest.mark.parametrize("n_clients, seed", [(1, 0), (3, 1), (6, 2)])
+def test_k_clients_of_sparse_rows_equal_the_sklearn_parent(n_clients, seed):
+    """Sparse rows, every time: the implicit zeros are values of the column.
+
+    Each counts in n and deviates from the federation's mean by minus that
+    mean, in the sum and the sum of squares of the second round, as
+    StandardScaler(with_mean=False) counts them on the pooled CSR rows.
+    """
+    case = ("standard", {"with_mean": False}, _sparse_numeric)
+    _assert_k_clients_equal_pooled(case, n_clients, seed)
+
+
+def _assert_k_clients_equal_pooled(case, n_clients, seed):
     name, options, make = case
     ours, theirs = PAIRS[name]
     X = make(seed)
-    clients = np.random.default_rng(seed).integers(0, n_clients, size=len(X))
+    clients = np.random.default_rng(seed).integers(0, n_clients, size=X.shape[0])
     fitted = ours(**options).fit(X, clients=clients)
     reference = theirs(**options).fit(X)
     _assert_same_transform(fitted, reference, X)
