@@ -141,6 +141,36 @@ def test_noise_has_the_smoothed_bootstrap_covariance():
     assert abs(np.corrcoef(noise.T)[0, 1]) < 0.03
 
 
+def test_a_short_last_minibatch_is_noised_with_its_own_bandwidth():
+    # Algorithm 1 runs on each minibatch as on a data set of its own: the
+    # sampler's bandwidth h = (4 / ((p + 2) n)) ** (1 / (p + 4)) takes the
+    # minibatch's own row count n, so the short last minibatch of an epoch
+    # (33 rows here, batch_size 100) is noised more widely than a full one.
+    rng = np.random.default_rng(1)
+    batch_size, n_small, n_large = 100, 6, 27
+    # First minibatch: one class, kept as it is (no synthetic row, no noise).
+    # Last minibatch: 6 minority rows brought to 27, all the epoch's noise.
+    y = np.array([0] * batch_size + [1] * n_small + [0] * n_large)
+    groups = np.zeros(y.size, dtype=np.intp)
+    X = rng.normal(size=(y.size, 2)) * [2.0, 0.5]
+    rose = FairnessAwareROSE(n_target="max", shrinkage=1.3)
+    random_state = np.random.RandomState(0)
+    noise = np.concatenate(
+        [
+            resample_minibatches(
+                rose, np.arange(y.size), batch_size, groups, 1, y, X, random_state
+            )[3]
+            for _ in range(400)
+        ]
+    )
+    assert noise.shape == (400 * (n_large - n_small), 2)
+    n_last, p = n_small + n_large, 2
+    h = (4.0 / ((p + 2) * n_last)) ** (1.0 / (p + 4))
+    minority = X[batch_size : batch_size + n_small]
+    expected_sd = 1.3 * h * minority.std(axis=0)
+    np.testing.assert_allclose(noise.std(axis=0), expected_sd, rtol=0.03)
+
+
 @pytest.mark.parametrize("n_labels", [2, 3])
 def test_prior_weights_are_those_of_every_minibatch(n_labels):
     X, y, groups = _rows(n_labels=n_labels)
