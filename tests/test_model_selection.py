@@ -314,3 +314,100 @@ def test_make_fedida_in_three_lines():
     fedida = make_fedida(n_rounds=2, random_state=0)
     fedida.fit(X, y, clients=clients, sensitive_features=S)
     assert fedida.predict(X).shape == (len(y),)
+
+
+def test_an_integer_parameter_is_searched_on_the_grids_rounded_to_nearest():
+    # n_neighbors takes integers only: the coarse grid 1, 3.33, 5.67, 8 is
+    # searched as its nearest integers 1, 3, 6, 8 (not truncated to 1, 3, 5,
+    # 8), each once.
+    from sklearn.neighbors import KNeighborsClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    search = CoarseToFineSearchCV(
+        KNeighborsClassifier(), "n_neighbors", 1, 8, n_coarse=4, n_fine=2, cv=3
+    ).fit(X, y)
+    assert search.coarse_values_.tolist() == [1, 3, 6, 8]
+    values = [p["n_neighbors"] for p in search.cv_results_["params"]]
+    assert all(isinstance(v, int) for v in values)
+    assert len(set(values)) == len(values)
+
+
+def _table_scorer(table):
+    """A scorer reading a fixed table of the model's fairness (an oracle)."""
+    return lambda model, X, y: table[model.fairness]
+
+
+def test_lambda_range_measures_every_score_against_the_baseline():
+    # The paper's rule: stop at the first lambda whose score is below
+    # tolerance * score(0). Scores that fall 0.3% a step each pass a test
+    # against the previous score, but the third is 0.9% below the baseline.
+    X, y, clients, S = _federation(n=300, seed=2)
+    table = {0.0: 1.0, 0.1: 0.997, 0.2: 0.994, 0.5: 0.991, 1.0: 0.988}
+    result = lambda_range(
+        FairPenaltyLogisticRegression(),
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        lambdas=list(table),
+        tolerance=0.995,
+        scoring=_table_scorer(table),
+        band=None,
+        random_state=0,
+    )
+    for record in result.per_client:
+        assert record["stopped_at"] == 0.2
+        assert record["stopped_because"] == "score"
+        assert record["bound"] == 0.1
+    assert result.range == (0.0, 0.1)
+
+
+class _ScriptedPredictions(FairPenaltyLogisticRegression):
+    """Three-class decisions set by the fairness weight (a scripted model).
+
+    0: each class for a third of the rows; 0.5: the third class for one row
+    in 400 (a rare class, rarely predicted); 1.0 and more: the first class
+    for every row (a degenerate model).
+    """
+
+    def predict(self, X):
+        n = len(X)
+        if self.fairness >= 1.0:
+            return np.full(n, self.classes_[0])
+        if self.fairness > 0:
+            predicted = self.classes_[np.arange(n) % 2]
+            predicted[0] = self.classes_[2]
+            return predicted
+        return self.classes_[np.arange(n) % 3]
+
+
+def test_a_multiclass_model_is_degenerate_by_its_most_predicted_class():
+    # With more than two classes, band[1] bounds the share of the most
+    # predicted class; a rare class predicted for 0.25% of the rows (below
+    # band[0]) is no sign of a degenerate model.
+    from skfedida.exceptions import DegenerateModelWarning
+
+    rng = np.random.default_rng(3)
+    n_train, n_valid = 150, 400
+    X = rng.normal(size=(n_train + n_valid, 3))
+    y = np.arange(n_train + n_valid) % 3
+    S = rng.integers(0, 2, n_train + n_valid)
+    clients = np.zeros(n_train + n_valid, dtype=int)
+    train, valid = slice(0, n_train), slice(n_train, None)
+    with pytest.warns(DegenerateModelWarning, match="lambda = 1.0"):
+        result = lambda_range(
+            _ScriptedPredictions(),
+            X[train],
+            y[train],
+            clients=clients[train],
+            sensitive_features=S[train],
+            validation=(X[valid], y[valid], clients[valid], S[valid]),
+            lambdas=[0.0, 0.5, 1.0, 2.0],
+            scoring=lambda model, X, y: 1.0,
+        )
+    (record,) = result.per_client
+    assert record["stopped_because"] == "selection rate"
+    assert record["stopped_at"] == 1.0
+    assert record["bound"] == 0.5
