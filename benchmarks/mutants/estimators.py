@@ -1,14 +1,24 @@
-"""Mutants of ``skfedida/estimators``."""
+"""Mutants of ``skfedida/estimators``: the penalties and the fair estimators."""
 
 from ._base import ESTIMATOR_TESTS, PENALTY_TESTS, Mutant
 
+LR = "FairPenaltyLogisticRegression"
+MLP = "FairMLPClassifier"
+BOTH = (LR, MLP)
+MULTICLASS_TESTS = ("tests/test_multiclass.py",)
+WARNING_TESTS = ("tests/test_warnings.py", "tests/test_fair_estimators.py")
+SCALE_TESTS = ("tests/test_bad_input_estimators.py",)
+GUARD_TESTS = ("tests/test_guard_estimators.py",)
+
 MUTANTS = [
+    # -- the penalties (penalty.py) ------------------------------------------
     Mutant(
         "group penalty value doubled",
         "skfedida/penalty.py",
         "value = max(value / W, 0.0)",
         "value = max(2.0 * value / W, 0.0)",
         PENALTY_TESTS,
+        features=("group_penalty", "standardized_group_penalty"),
     ),
     Mutant(
         "group penalty gradient: wrong sign of one moment",
@@ -16,6 +26,7 @@ MUTANTS = [
         "R = np.concatenate((-M[:L, L:].T, M[:L, :L])) * (2.0 / W)",
         "R = np.concatenate((M[:L, L:].T, M[:L, :L])) * (2.0 / W)",
         PENALTY_TESTS,
+        features=("group_penalty", "standardized_group_penalty"),
     ),
     Mutant(
         "individual penalty counts ordered pairs",
@@ -23,6 +34,15 @@ MUTANTS = [
         "value = 0.5 * ordered.sum() / W",
         "value = ordered.sum() / W",
         PENALTY_TESTS,
+        features=("individual_penalty",),
+    ),
+    Mutant(
+        "individual penalty gradient: other groups' sum added",
+        "skfedida/penalty.py",
+        "slope.ravel()[index] * scores - offset.ravel()[index]",
+        "slope.ravel()[index] * scores + offset.ravel()[index]",
+        PENALTY_TESTS,
+        features=("individual_penalty",),
     ),
     Mutant(
         "standardized penalty: variance gradient added, not subtracted",
@@ -30,13 +50,56 @@ MUTANTS = [
         "return ratio, (gradient - ratio * variance_gradient) / variance",
         "return ratio, (gradient + ratio * variance_gradient) / variance",
         PENALTY_TESTS,
+        features=("standardized_group_penalty",),
     ),
+    Mutant(
+        "standardized penalty: variance around the overall mean, not the label's",
+        "skfedida/penalty.py",
+        "residual = scores - label_mean[labels]",
+        "residual = scores - np.average(scores, weights=weight)",
+        PENALTY_TESTS,
+        features=("standardized_group_penalty",),
+    ),
+    Mutant(
+        "penalties ignore the row weights in the group sizes",
+        "skfedida/penalty.py",
+        "self.weight = np.ones(n_rows) if sample_weight is None else sample_weight",
+        "self.weight = np.ones(n_rows)",
+        PENALTY_TESTS,
+        features=("group_penalty", "individual_penalty", "standardized_group_penalty"),
+    ),
+    Mutant(
+        "pair weights normalised by ordered pairs",
+        "skfedida/penalty.py",
+        "return 0.5 * (totals.sum() ** 2 - np.dot(totals, totals)), totals",
+        "return totals.sum() ** 2 - np.dot(totals, totals), totals",
+        PENALTY_TESTS,
+        features=("group_penalty", "individual_penalty"),
+    ),
+    Mutant(
+        "class_weight ignored in the multi-class penalty's value",
+        "skfedida/penalty.py",
+        "value += class_weight[column] * column_value",
+        "value += column_value",
+        PENALTY_TESTS,
+        features=("group_penalty", "individual_penalty"),
+    ),
+    Mutant(
+        "row weights left out of the penalty's gradient",
+        "skfedida/penalty.py",
+        "    if sample_weight is not None:\n        gradient = gradient * (",
+        "    if False:\n        gradient = gradient * (",
+        PENALTY_TESTS,
+        features=("group_penalty", "individual_penalty"),
+    ),
+    # -- the objective and training (_fair_base.py) --------------------------
     Mutant(
         "fairness weight doubled in the objective's value",
         "skfedida/_fair_base.py",
         "value += self.fairness * penalty",
         "value += 2.0 * self.fairness * penalty",
         ESTIMATOR_TESTS,
+        features=BOTH,
     ),
     Mutant(
         "fairness weight doubled in the objective's gradient",
@@ -44,13 +107,7 @@ MUTANTS = [
         "score_gradient += self.fairness * penalty_gradient",
         "score_gradient += 2.0 * self.fairness * penalty_gradient",
         ESTIMATOR_TESTS,
-    ),
-    Mutant(
-        "L2 term on the intercept too",
-        "skfedida/linear_model.py",
-        "return [params[0]]",
-        "return [params[0], params[1]]",
-        ESTIMATOR_TESTS,
+        features=BOTH,
     ),
     Mutant(
         "Armijo accepts any decrease",
@@ -58,5 +115,161 @@ MUTANTS = [
         "if trial_value <= value - _ARMIJO * step * squared_norm:",
         "if trial_value <= value:",
         ESTIMATOR_TESTS,
+        features=BOTH,
+    ),
+    Mutant(
+        "weighted log-loss divided by the row count, not the weights' sum",
+        "skfedida/_fair_base.py",
+        "y, weight, total = batch.y, batch.weight, batch.weight_sum or 1.0",
+        "y, weight, total = batch.y, batch.weight, batch.y.shape[0] or 1.0",
+        ESTIMATOR_TESTS,
+        features=BOTH,
+    ),
+    Mutant(
+        "multi-class penalty taken of the logits uncentred",
+        "skfedida/_fair_base.py",
+        "    return scores - scores.mean(axis=1, keepdims=True)\n",
+        "    return scores\n",
+        MULTICLASS_TESTS,
+        features=BOTH,
+    ),
+    Mutant(
+        "predict_log_proba's columns swapped",
+        "skfedida/_fair_base.py",
+        "[-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)]",
+        "[-np.logaddexp(0.0, -scores), -np.logaddexp(0.0, scores)]",
+        ESTIMATOR_TESTS,
+        features=BOTH,
+    ),
+    Mutant(
+        "SensitiveFeaturesWarning only for more groups than rows",
+        "skfedida/_fair_base.py",
+        "groups.n_groups > max(n_samples // 2, 1)",
+        "groups.n_groups > max(n_samples, 1)",
+        WARNING_TESTS,
+        features=("SensitiveFeaturesWarning",),
+    ),
+    Mutant(
+        "no InactivePenaltyWarning for a single group",
+        "skfedida/_fair_base.py",
+        "if warn and groups.n_groups < 2 and self.fairness > 0:",
+        "if warn and groups.n_groups < 1 and self.fairness > 0:",
+        WARNING_TESTS,
+        features=("InactivePenaltyWarning",),
+    ),
+    Mutant(
+        "DataScaleWarning for a network only when every feature is too large",
+        "skfedida/_fair_base.py",
+        "if largest is not None and scale.size and scale.max() > largest:",
+        "if largest is not None and scale.size and scale.min() > largest:",
+        GUARD_TESTS,
+        features=("DataScaleWarning", MLP),
+    ),
+    Mutant(
+        "DataScaleWarning's scale ratio a hundred times too lax",
+        "skfedida/_fair_base.py",
+        "_SCALE_RATIO = 1e4",
+        "_SCALE_RATIO = 1e6",
+        GUARD_TESTS,
+        features=("DataScaleWarning",),
+    ),
+    # -- the logistic model (linear_model.py) --------------------------------
+    Mutant(
+        "L2 term on the intercept too",
+        "skfedida/linear_model.py",
+        "return [params[0]]",
+        "return [params[0], params[1]]",
+        ESTIMATOR_TESTS,
+        features=(LR,),
+    ),
+    Mutant(
+        "fit ignores tol",
+        "skfedida/linear_model.py",
+        '"gtol": self.tol,',
+        '"gtol": 1e-6,',
+        GUARD_TESTS,
+        features=(LR,),
+    ),
+    Mutant(
+        "fit ignores warm_start",
+        "skfedida/linear_model.py",
+        '                self.warm_start\n                and hasattr(self, "coef_")',
+        '                False\n                and hasattr(self, "coef_")',
+        GUARD_TESTS,
+        features=(LR,),
+    ),
+    Mutant(
+        "partial_fit's compiled steps ignore alpha",
+        "skfedida/linear_model.py",
+        "            float(self.alpha),\n            _PENALTY_CODES[self.penalty],",
+        "            0.0,\n            _PENALTY_CODES[self.penalty],",
+        ("tests/test_sgd_compiled.py",),
+        features=(LR,),
+    ),
+    Mutant(
+        "huge columns' coefficients not scaled back from their units",
+        "skfedida/linear_model.py",
+        "coef = theta[:n_coef].reshape(n_outputs, n_features) / units",
+        "coef = theta[:n_coef].reshape(n_outputs, n_features)",
+        SCALE_TESTS,
+        features=(LR,),
+    ),
+    # -- the network (neural_network.py) -------------------------------------
+    Mutant(
+        "Glorot factors of logistic and other activations swapped",
+        "skfedida/neural_network.py",
+        'factor = 2.0 if self.activation == "logistic" else 6.0',
+        'factor = 6.0 if self.activation == "logistic" else 2.0',
+        GUARD_TESTS,
+        features=(MLP,),
+    ),
+    Mutant(
+        "Adam without bias correction",
+        "skfedida/neural_network.py",
+        "correction = np.sqrt(1 - self.beta_2**self.t) / (1 - self.beta_1**self.t)",
+        "correction = 1.0",
+        GUARD_TESTS,
+        features=(MLP,),
+    ),
+    Mutant(
+        "tanh derivative taken as 1 - a",
+        "skfedida/neural_network.py",
+        '"tanh": (np.tanh, lambda z, a: 1.0 - a**2),',
+        '"tanh": (np.tanh, lambda z, a: 1.0 - a),',
+        ESTIMATOR_TESTS,
+        features=(MLP,),
+    ),
+    Mutant(
+        "early stopping keeps the last epoch, not the best",
+        "skfedida/neural_network.py",
+        "        if best_params is not None:\n            params = best_params\n",
+        "",
+        GUARD_TESTS,
+        features=(MLP,),
+    ),
+    Mutant(
+        "n_iter_no_change needs one more stalled epoch",
+        "skfedida/neural_network.py",
+        "if stalled >= self.n_iter_no_change:",
+        "if stalled > self.n_iter_no_change:",
+        GUARD_TESTS,
+        features=(MLP,),
+    ),
+    # -- groups and inputs (_groups.py, _validation.py) -----------------------
+    Mutant(
+        "compact numbers the present groups from 1",
+        "skfedida/_groups.py",
+        "lookup = np.cumsum(present, dtype=np.intp) - 1\n        labels = tuple(",
+        "lookup = np.cumsum(present, dtype=np.intp)\n        labels = tuple(",
+        ("tests/test_groups.py",),
+        features=BOTH,
+    ),
+    Mutant(
+        "negative sample weights accepted",
+        "skfedida/_validation.py",
+        "and not (sample_weight < 0).any()",
+        "and True",
+        GUARD_TESTS,
+        features=BOTH,
     ),
 ]
