@@ -1,3 +1,99 @@
 """Mutants of the client side of training (``federated/_client.py``)."""
 
-MUTANTS = []
+from ._base import Mutant
+
+FILE = "skfedida/federated/_client.py"
+CLIENT_TESTS = ("tests/test_guard_client.py",)
+MINIBATCH_TESTS = ("tests/test_minibatch_resampling.py",)
+FEDERATED_TESTS = ("tests/test_federated.py", "tests/test_determinism.py")
+
+MUTANTS = [
+    Mutant(
+        "FairFed report on the training rows despite validation_fraction",
+        FILE,
+        "rows = data if data.held_out is None else data.held_out",
+        "rows = data",
+        CLIENT_TESTS,
+        features=("FairFed", "reply:fairness_report"),
+    ),
+    Mutant(
+        "FairFed report's decisions are the labels",
+        FILE,
+        '"selected": count(decided.astype(float)),',
+        '"selected": count(positive.astype(float)),',
+        CLIENT_TESTS,
+        features=("FairFed", "reply:fairness_report"),
+    ),
+    Mutant(
+        "a client's round seed ignores the round",
+        FILE,
+        "np.random.SeedSequence([int(client_seed), round_])",
+        "np.random.SeedSequence([int(client_seed)])",
+        CLIENT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "held-out rows not stratified by label",
+        FILE,
+        "stratify = y if class_counts.size > 1 and class_counts.min() > 1 else None",
+        "stratify = None",
+        CLIENT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "prior-correction weights inverted",
+        FILE,
+        "ratio = np.divide(before, after, out=np.ones(n_classes), where=after > 0)",
+        "ratio = np.divide(after, before, out=np.ones(n_classes), where=before > 0)",
+        MINIBATCH_TESTS + FEDERATED_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a short last minibatch's prior weights divide by batch_size",
+        FILE,
+        "        / size_before[:, None]\n",
+        "        / batch_size\n",
+        MINIBATCH_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "Per-FedAvg moves along the meta-gradient",
+        FILE,
+        "[t - (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)]",
+        "[t + (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)]",
+        FEDERATED_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "per-minibatch path never shuffles the client's rows",
+        FILE,
+        "        order = random_state.permutation(data.n)\n        return [",
+        "        order = np.arange(data.n)\n        return [",
+        CLIENT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "clients' validation Brier score is the mean absolute error",
+        FILE,
+        '"brier": float(np.mean((scores - positive) ** 2)),',
+        '"brier": float(np.mean(np.abs(scores - positive))),',
+        CLIENT_TESTS,
+        features=("FederatedEstimator", "reply:evaluation"),
+    ),
+    Mutant(
+        "clients' validation selection rate counts the negative class",
+        FILE,
+        '"selection_rate": float(np.mean(predicted == classes[-1])),',
+        '"selection_rate": float(np.mean(predicted == classes[0])),',
+        CLIENT_TESTS,
+        features=("FederatedEstimator", "reply:evaluation"),
+    ),
+    Mutant(
+        "a client fraction's count truncated, not rounded",
+        FILE,
+        "n_selected = max(1, round(client_fraction * n_clients))",
+        "n_selected = max(1, int(client_fraction * n_clients))",
+        CLIENT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+]
