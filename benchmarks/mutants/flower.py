@@ -1,3 +1,203 @@
-"""Mutants of ``skfedida/flower``."""
+"""Mutants of ``skfedida/flower``.
 
-MUTANTS = []
+The Flower path is compared with the in-process federation to the last bit,
+so a mistake in what the apps send, check or record shows as a difference.
+"""
+
+from ._base import Mutant
+
+SERVER = "skfedida/flower/_server_app.py"
+CLIENT = "skfedida/flower/_client_app.py"
+CODEC = "skfedida/flower/_codec.py"
+GRID = "skfedida/flower/_grid.py"
+RESULT = "skfedida/flower/_result.py"
+PROTOCOL = "skfedida/flower/_protocol.py"
+FLOWER_TESTS = ("tests/test_flower.py",)
+GUARD_TESTS = ("tests/test_guard_flower.py",)
+RESULT_TESTS = ("tests/test_result_file.py",)
+PIPELINE_TESTS = ("tests/test_preprocessing.py",)
+APPS = ("make_client_app", "make_server_app")
+
+MUTANTS = [
+    # -- the ServerApp ---------------------------------------------------------
+    Mutant(
+        "server app checks only the replies that arrived",
+        SERVER,
+        "for node in self.expected[message_type]:",
+        "for node in by_node:",
+        GUARD_TESTS,
+        features=("make_server_app",),
+    ),
+    Mutant(
+        "server app does not record a skipped evaluation",
+        SERVER,
+        'record["evaluation_skipped"] = reason',
+        "pass",
+        GUARD_TESTS,
+        features=("make_server_app", "reply:evaluation"),
+    ),
+    Mutant(
+        "server app's private mean divides by the replies, not the selected",
+        SERVER,
+        "n_selected=len(self.expected[MessageType.TRAIN]),",
+        "n_selected=len(replies),",
+        GUARD_TESTS,
+        features=("make_server_app", "DifferentialPrivacy"),
+    ),
+    Mutant(
+        "server app ignores the run config's overrides",
+        SERVER,
+        "plan_for_run(federation, context.run_config),",
+        "plan_for_run(federation, {}),",
+        FLOWER_TESTS,
+        features=("make_server_app",),
+    ),
+    Mutant(
+        "server app ignores the run config's result-key",
+        SERVER,
+        'key = context.run_config.get("result-key", result_key)',
+        "key = result_key",
+        RESULT_TESTS + GUARD_TESTS,
+        features=("make_server_app", "load_result"),
+    ),
+    Mutant(
+        "server app starts from the last client's initial model",
+        SERVER,
+        'initial_arrays=replies[admitted[0]]["arrays"],',
+        'initial_arrays=replies[admitted[-1]]["arrays"],',
+        FLOWER_TESTS,
+        features=("make_server_app",),
+    ),
+    Mutant(
+        "server app reports all loaded rows as client_sizes_",
+        SERVER,
+        'client_sizes=[sizes["train"] for sizes, _, _ in declared],',
+        'client_sizes=[sizes["rows"] for sizes, _, _ in declared],',
+        FLOWER_TESTS,
+        features=("make_server_app",),
+    ),
+    Mutant(
+        "server app's evaluation summary unweighted",
+        SERVER,
+        "weights.append(float(metrics[weight_key]))",
+        "weights.append(1.0)",
+        FLOWER_TESTS,
+        features=("make_server_app", "reply:evaluation"),
+    ),
+    # -- the ClientApp ---------------------------------------------------------
+    Mutant(
+        "client app weighs its evaluation by its training rows",
+        CLIENT,
+        'metrics["num-examples"] = int(part.n_evaluation)',
+        'metrics["num-examples"] = int(part.train.n)',
+        FLOWER_TESTS,
+        features=("make_client_app", "reply:evaluation"),
+    ),
+    Mutant(
+        "client app replies with its evaluation rows as its training rows",
+        CLIENT,
+        'metrics={"num-examples": int(n_rows), "train-loss": float(loss)},',
+        'metrics={"num-examples": int(part.n_evaluation), "train-loss": float(loss)},',
+        FLOWER_TESTS,
+        features=("make_client_app", "reply:training"),
+    ),
+    Mutant(
+        "client app sends its FairFed counts in the wrong order",
+        CLIENT,
+        "[counts[key] for key in _REPORT_KEYS]",
+        "[counts[key] for key in sorted(_REPORT_KEYS)]",
+        FLOWER_TESTS,
+        features=("make_client_app", "reply:fairness_report"),
+    ),
+    Mutant(
+        "client app writes its model after the first round",
+        CLIENT,
+        "if path and round_ == plan.n_rounds:",
+        "if path and round_ == 1:",
+        FLOWER_TESTS,
+        features=("make_client_app",),
+    ),
+    Mutant(
+        "run config local-epochs not read",
+        PROTOCOL,
+        '    "local-epochs": "local_epochs",\n',
+        "",
+        FLOWER_TESTS,
+        features=APPS,
+    ),
+    # -- the statistics codec --------------------------------------------------
+    Mutant(
+        "codec decodes an array without its dtype",
+        CODEC,
+        'array = np.array(value["data"], dtype=np.dtype(kind))',
+        'array = np.array(value["data"])',
+        GUARD_TESTS + PIPELINE_TESTS,
+        features=APPS,
+    ),
+    Mutant(
+        "codec decodes a numpy scalar as a Python one",
+        CODEC,
+        'return np.array(value["value"], dtype=np.dtype(value["__scalar__"]))[()]',
+        'return value["value"]',
+        GUARD_TESTS + PIPELINE_TESTS,
+        features=APPS,
+    ),
+    Mutant(
+        "codec decodes a tuple as a list",
+        CODEC,
+        'return tuple(_restore(item) for item in value["__tuple__"])',
+        'return [_restore(item) for item in value["__tuple__"]]',
+        GUARD_TESTS + PIPELINE_TESTS,
+        features=APPS,
+    ),
+    # -- the in-process grid and runner ----------------------------------------
+    Mutant(
+        "InProcessGrid keeps a failed ClientApp's changes to its state",
+        GRID,
+        "context = copy.deepcopy(self.contexts[node])",
+        "context = self.contexts[node]",
+        GUARD_TESTS + FLOWER_TESTS,
+        features=("InProcessGrid",),
+    ),
+    Mutant(
+        "InProcessGrid returns a pulled reply again",
+        GRID,
+        "replies = [self._pending.pop(i) for i in message_ids if i in self._pending]",
+        "replies = [self._pending[i] for i in message_ids if i in self._pending]",
+        GUARD_TESTS + FLOWER_TESTS,
+        features=("InProcessGrid",),
+    ),
+    Mutant(
+        "run_in_process drops the nodes' extra config",
+        GRID,
+        '{**config, "partition-id": k, "num-partitions": num_partitions}',
+        '{"partition-id": k, "num-partitions": num_partitions}',
+        FLOWER_TESTS,
+        features=("run_in_process",),
+    ),
+    Mutant(
+        "run_in_process ignores the run config's result-key",
+        GRID,
+        'key = result_key if result_key is not None else run_config.get("result-key")',
+        "key = result_key",
+        RESULT_TESTS + GUARD_TESTS,
+        features=("run_in_process",),
+    ),
+    # -- the result file ---------------------------------------------------------
+    Mutant(
+        "load_result does not check an unsigned file's digest",
+        RESULT,
+        "if not hmac.compare_digest(digest, hashlib.sha256(data).digest()):",
+        "if not hmac.compare_digest(digest, digest):",
+        RESULT_TESTS,
+        features=("load_result",),
+    ),
+    Mutant(
+        "load_result loads an unsigned file when given a key",
+        RESULT,
+        "        if key is not None:\n            raise ValueError(",
+        "        if False:\n            raise ValueError(",
+        RESULT_TESTS,
+        features=("load_result",),
+    ),
+]
