@@ -233,6 +233,30 @@ def test_decisions_for_deployment_select_the_share_within_a_row():
     assert "tie_probability" in repr(point)
 
 
+def test_deployment_decisions_draw_the_fractional_tied_row_with_its_probability():
+    """3.5 of 10 rows: the 2 above the tied block, 1 of its 3 rows, and a
+    second one with probability 1/2, so that the expected count is exact."""
+    scores = np.r_[np.full(2, 0.9), np.full(3, 0.5), np.full(5, 0.1)]
+    point = federated_operating_point([scores], 0.35)
+    assert point.tie_probability == pytest.approx(0.5)
+    counts = [point.decisions(scores, random_state=s).sum() for s in range(400)]
+    assert set(counts) == {3, 4}
+    assert np.mean(counts) == pytest.approx(3.5, abs=0.1)
+
+
+def test_federated_threshold_keeps_a_score_at_the_blocks_upper_edge():
+    """Rows scoring > t are selected. When none of the tied block is, the cut
+    lies just below the block's upper edge: a row scoring the very next float
+    above the block is still selected (10 rows here, the closest to 10.2)."""
+    above = np.nextafter(0.5, 1.0)
+    scores = np.r_[np.full(10, above), np.full(100, 0.5)]
+    t = federated_threshold([scores[::2], scores[1::2]], 10.2 / 110)
+    assert int((scores > t).sum()) == 10
+    # And when all of it is, the cut lies just below its lower edge.
+    t = federated_threshold([scores], 1.0)
+    assert int((scores > t).sum()) == 110
+
+
 def test_scorers_at_a_rate_score_the_exact_share():
     rng = np.random.default_rng(4)
     n = 2000

@@ -378,6 +378,31 @@ def test_soft_rates_are_group_means_of_scores():
     assert dppv == pytest.approx(abs(ppv_a - ppv_b))
 
 
+def test_a_soft_ppv_rests_on_every_row_with_a_non_zero_score():
+    """min_group_size counts rows, whatever their score: a soft PPV's rows are
+    those that can be selected (a non-zero score), four in each group here,
+    though group a's scores add up to 0.6 only."""
+    y_true = np.array([1, 1, 0, 0, 1, 1, 0, 0])
+    proba = np.array([0.3, 0.1, 0.1, 0.1, 0.9, 0.9, 0.9, 0.9])
+    S = np.repeat(["a", "b"], 4)
+    dppv = positive_predictive_value_difference(
+        y_true, proba, sensitive_features=S, soft=True, min_group_size=2
+    )
+    assert dppv == pytest.approx(2 / 3 - 1 / 2)  # PPVs 0.4 / 0.6 and 1.8 / 3.6
+    report = group_report(
+        y_true, proba, sensitive_features=S, soft=True, min_group_size=2
+    )
+    np.testing.assert_allclose(report["positive_predictive_value"], [2 / 3, 1 / 2])
+    assert report["left_out"].tolist() == ["", ""]
+    # Five rows are needed: each group rests on four, and both are left out.
+    with pytest.warns(UndefinedMetricWarning, match="no group has a defined rate"):
+        assert np.isnan(
+            positive_predictive_value_difference(
+                y_true, proba, sensitive_features=S, soft=True, min_group_size=5
+            )
+        )
+
+
 @pytest.mark.parametrize(
     "name",
     [

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn import config_context
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
@@ -233,6 +233,47 @@ def test_tradeoff_scorer_formula(problem):
     columns = make_tradeoff_scorer("roc_auc", "dpd", 2.0, sensitive=["race", "sex"])
     model_cols = _pipeline().fit(X_with_s, y)
     assert columns(model_cols, X_with_s, y) == pytest.approx(auc - 2 * dpd)
+
+
+def test_tradeoff_scorer_weighs_both_parts_with_sample_weight(problem):
+    """With sample_weight, the performance and the disparity are both the
+    weighted ones: score = weighted AUROC - weight x weighted DPD."""
+    X, y, S = problem
+    model = _pipeline().fit(X, y)
+    weights = np.random.default_rng(0).uniform(0.1, 3.0, size=len(y))
+    auc = roc_auc_score(y, model.predict_proba(X)[:, 1], sample_weight=weights)
+    dpd = demographic_parity_difference(
+        y, model.predict(X), sensitive_features=S, sample_weight=weights
+    )
+    trade = make_tradeoff_scorer("roc_auc", "dpd", weight=2.0)
+    got = trade(model, X, y, sensitive_features=S, sample_weight=weights)
+    assert got == pytest.approx(auc - 2 * dpd)
+    assert got != pytest.approx(trade(model, X, y, sensitive_features=S))
+
+
+def test_a_threshold_scorer_leaves_out_scores_at_the_threshold():
+    """threshold=t scores the decisions score > t: rows scoring exactly t are
+    not selected (as ``predict`` at t = 0.5 does not select a tie)."""
+
+    class Scores(ClassifierMixin, BaseEstimator):
+        def fit(self, X, y):
+            self.classes_ = np.array([0, 1])
+            return self
+
+        def predict_proba(self, X):
+            score = np.asarray(X, dtype=float)[:, 0]
+            return np.column_stack([1.0 - score, score])
+
+    scores = np.array([0.5, 0.5, 0.5, 0.9, 0.2, 0.2, 0.7, 0.3])
+    X, y = scores[:, None], np.array([1, 0, 1, 1, 0, 1, 1, 0])
+    S = np.repeat(["a", "b"], 4)
+    model = Scores().fit(X, y)
+    for threshold in (0.5, 0.3):
+        scorer = make_fairness_scorer("dpd", threshold=threshold)
+        expected = demographic_parity_difference(
+            y, (scores > threshold).astype(int), sensitive_features=S
+        )
+        assert scorer(model, X, y, sensitive_features=S) == pytest.approx(-expected)
 
 
 def test_string_labels_with_pos_label(problem):
