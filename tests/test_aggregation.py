@@ -1,5 +1,7 @@
 """The aggregation seam: Flower's arithmetic in-process, robust aggregators."""
 
+import warnings
+
 import numpy as np
 import pytest
 from _helpers import make_federation
@@ -7,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skfedida.datasets import make_federated_classification
+from skfedida.exceptions import InactivePenaltyWarning
 from skfedida.federated import (
     FairFed,
     FederatedEstimator,
@@ -176,3 +179,57 @@ def test_fairfed_weights_follow_the_papers_recursion_across_rounds():
         )
     # Each round's shift adds up: the weights now differ from n_k / n.
     assert not np.allclose(got, sizes / sizes.sum(), atol=0.03)
+
+
+def test_qfedavg_is_the_q_ffl_step_by_hand():
+    # q-FedAvg (Li et al. 2020, Algorithm 2): with L = 1 / learning rate,
+    # Delta_k = L (w - w_k), h_k = q F_k^(q-1) ||Delta_k||^2 + L F_k^q, and
+    # w' = w - sum_k F_k^q Delta_k / sum_k h_k (all arrays as one vector).
+    # At q = 0 the step is the plain mean whatever L; q > 0 needs both terms.
+    start = [np.array([[0.5, -1.0]]), np.array([0.2])]
+    local = [
+        [np.array([[1.0, 0.0]]), np.array([0.0])],
+        [np.array([[0.0, -2.0]]), np.array([1.0])],
+        [np.array([[0.7, -0.4]]), np.array([-0.5])],
+    ]
+    losses = np.array([0.3, 0.9, 0.6])
+    w = np.concatenate([a.ravel() for a in start])
+    for q, rate in [(2.0, 0.25), (0.5, 3.0)]:
+        lipschitz = 1 / rate
+        deltas = [
+            lipschitz * (w - np.concatenate([a.ravel() for a in client]))
+            for client in local
+        ]
+        numerator = sum(F**q * d for F, d in zip(losses, deltas, strict=True))
+        h = sum(
+            q * F ** (q - 1) * d @ d + lipschitz * F**q
+            for F, d in zip(losses, deltas, strict=True)
+        )
+        got = QFedAvg(q=q, client_learning_rate=rate).aggregate(
+            local, [5, 1, 2], global_parameters=start, losses=losses
+        )
+        np.testing.assert_allclose(
+            np.concatenate([a.ravel() for a in got]), w - numerator / h, rtol=1e-8
+        )
+
+
+@pytest.mark.parametrize(
+    "rows, warns",
+    [([100.0, 10.0], True), ([100.0, 0.0], True), ([100.0, 40.0], False)],
+)
+def test_fairfed_warns_when_fewer_than_two_groups_reach_min_group_size(rows, warns):
+    # A gap needs two groups: with one group of 30 rows or more, every gap
+    # is 0 and the weights are FedAvg's, which FairFed says once.
+    rows = np.array(rows)
+    reports = [{"n": rows, "selected": rows / 2}] * 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FairFed(min_group_size=30).aggregate(
+            [[np.zeros(1)], [np.ones(1)]],
+            [1, 1],
+            reports=reports,
+            clients=[0, 1],
+            memory={},
+        )
+    inactive = [w for w in caught if issubclass(w.category, InactivePenaltyWarning)]
+    assert bool(inactive) == warns

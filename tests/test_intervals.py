@@ -244,3 +244,33 @@ def test_clients_with_identical_rows_get_independent_resamples():
         first = report.draws.loc["a", metric].to_numpy()
         second = report.draws.loc["b", metric].to_numpy()
         assert abs(np.corrcoef(first, second)[0, 1]) < 0.3
+
+
+def test_intervals_have_the_confidence_asked_for():
+    # confidence=0.8: the percentile interval runs from the 10% to the 90%
+    # quantile of the resamples, inside the 95% one of the same resamples.
+    data = make_federated_classification(600, n_clients=2, random_state=0)
+    model = LogisticRegression().fit(data.data, data.target)
+    reports = {
+        confidence: evaluate_clients(
+            model,
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+            metrics=("roc_auc", "brier"),
+            n_bootstrap=200,
+            confidence=confidence,
+            random_state=0,
+        )
+        for confidence in (0.8, 0.95)
+    }
+    narrow, wide = reports[0.8], reports[0.95]
+    for client, row in narrow.per_client.iterrows():
+        for metric in ("roc_auc", "brier"):
+            draws = narrow.draws.loc[client, metric]
+            low, high = np.quantile(draws, [0.1, 0.9])
+            assert row[f"{metric}_low"] == pytest.approx(low)
+            assert row[f"{metric}_high"] == pytest.approx(high)
+            assert wide.per_client.loc[client, f"{metric}_low"] < low
+            assert wide.per_client.loc[client, f"{metric}_high"] > high

@@ -401,7 +401,11 @@ def test_an_unbounded_outlying_update_warns_naming_its_client(data, monkeypatch)
     # Bounded, the same client's update moves nothing far: no warning.
     with warnings.catch_warnings():
         warnings.simplefilter("error", OutlyingUpdateWarning)
-        for options in ({"aggregation": "trimmed_mean"}, {"max_update_norm": 1.0}):
+        for options in (
+            {"aggregation": "trimmed_mean"},
+            {"aggregation": "median"},
+            {"max_update_norm": 1.0},
+        ):
             _fit(_federation(**options), data)
 
 
@@ -453,3 +457,13 @@ def test_epsilon_depends_on_the_noise_multiplier_not_the_clipping_norm(clipping_
             accountant.get_epsilon(delta), rel=1e-12
         )
         assert dp.spent(rounds).epsilon == dp.epsilon(rounds)
+
+
+def test_a_target_delta_of_one_over_the_clients_is_refused(data):
+    # delta = 1 / n_clients allows publishing one client's data outright
+    # (the class's reasoning): refused at exactly the bound, not only above.
+    at_bound = DifferentialPrivacy(target_delta=1 / N_CLIENTS, noise_seed=0)
+    with pytest.raises(ValueError, match=r"target_delta=0.2 gives no guarantee"):
+        _fit(_federation(dp=at_bound, n_rounds=1), data)
+    below = DifferentialPrivacy(target_delta=0.99 / N_CLIENTS, noise_seed=0)
+    assert _fit(_federation(dp=below, n_rounds=1), data).privacy_.delta < 0.2
