@@ -88,3 +88,18 @@ def test_errors_name_the_problem():
         get_parameters(DecisionTreeClassifier().fit(X, y))
     with pytest.raises(NotFittedError):
         set_parameters(FairPenaltyLogisticRegression(), [np.zeros((1, 4)), np.zeros(1)])
+
+
+@pytest.mark.parametrize("make", ESTIMATORS.values(), ids=ESTIMATORS.keys())
+def test_set_parameters_refuses_the_right_sizes_in_other_shapes(make):
+    # A (1, 4) coefficient row sent as a (4, 1) column holds the same numbers
+    # in another layout: taken, it would break (or silently transpose) the
+    # model. The shapes must be get_parameters' own.
+    estimator = _fitted(make())
+    before = estimator.predict_proba(X)
+    parameters = get_parameters(estimator)
+    reshaped = [p.reshape(p.shape[::-1]) if p.ndim == 2 else p for p in parameters]
+    assert any(a.shape != b.shape for a, b in zip(reshaped, parameters, strict=True))
+    with pytest.raises(ValueError, match="has parameters of shapes"):
+        set_parameters(estimator, reshaped)
+    np.testing.assert_array_equal(estimator.predict_proba(X), before)

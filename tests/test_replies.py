@@ -70,6 +70,12 @@ TRAINING_REWRITES = {
         _arrays(lambda a: [x.astype(np.int8) for x in a]),
         "dtype int8",
     ),
+    # Real numbers, but not the model's float64: averaged with the others
+    # they would change the global model's dtype and precision.
+    "float32 arrays": (
+        _arrays(lambda a: [x.astype(np.float32) for x in a]),
+        "dtype float32",
+    ),
     "1e12 rows": (_metric("num-examples", 10**12), "declared"),
     "-300 rows": (_metric("num-examples", -300), "a count > 0"),
     "0 rows": (_metric("num-examples", 0), "a count > 0"),

@@ -261,6 +261,12 @@ HISTOGRAM_REWRITES = {
         _histogram(lambda c: [c + (np.arange(c.size).reshape(c.shape) == 0)]),
         "301 rows",
     ),
+    # A client that leaves rows out of its histogram hides them from the
+    # thresholds: it must count every row it declared, no fewer.
+    "one row fewer": (
+        _histogram(lambda c: [c - (np.arange(c.size).reshape(c.shape) == c.argmax())]),
+        "299 rows",
+    ),
     "a group of one value": (
         _histogram(labels=lambda labels: json.dumps([[v[0]] for v in labels])),
         "2 values",
@@ -571,6 +577,12 @@ REPORT_REWRITES = {
     "rows x 1e6": (lambda a: [a[0] * 1e6, *a[1:]], "more than the"),
     "NaN decisions": (lambda a: [a[0], a[1] * np.nan, *a[2:]], "NaN"),
     "more decisions than rows": (lambda a: [a[0], a[0] + 1, *a[2:]], "more decisions"),
+    # Rows left out of one group move that group's rates: every declared row
+    # must be counted.
+    "one row fewer": (
+        lambda a: [a[0] - (np.arange(a[0].size) == a[0].argmax()), *a[1:]],
+        r"counts \d+ rows; it declared",
+    ),
     "a missing array": (lambda a: a[:3], "3 arrays"),
 }
 
@@ -642,13 +654,17 @@ def test_hostile_fairfed_reports_in_process(data, monkeypatch):
 # -- evaluation replies: the declared evaluation rows ----------------------------------
 
 
-def test_evaluation_rows_must_be_the_declared_ones(data):
-    def more_rows(content):
-        content["metrics"]["num-examples"] = int(content["metrics"]["num-examples"]) + 1
+@pytest.mark.parametrize("change", [1, -1], ids=["one more", "one fewer"])
+def test_evaluation_rows_must_be_the_declared_ones(data, change):
+    # num-examples weighs the client's metrics in federated_metrics_: more
+    # rows, or fewer, than it declared would move its weight.
+    def other_rows(content):
+        rows = int(content["metrics"]["num-examples"])
+        content["metrics"]["num-examples"] = rows + change
 
     with pytest.raises(RuntimeError, match=r"Client 2 .*evaluation.*declared"):
         hostile_on_flower(
-            small_federation(validation_fraction=0.3), data, more_rows, "evaluate"
+            small_federation(validation_fraction=0.3), data, other_rows, "evaluate"
         )
 
 
@@ -682,6 +698,17 @@ def test_the_rules_hold_for_variants():
     assert fairness_report_problem(report, n_groups=2, declared_rows=3) is None
     assert "true positives" in fairness_report_problem(
         {**report, "true_positive": np.array([2.0, 0.0])}, n_groups=2, declared_rows=3
+    )
+    # True positives are positive decisions too: no more than the decisions,
+    # even when there are enough positive rows.
+    more_hits_than_decisions = {
+        "n": np.array([2.0, 1.0]),
+        "selected": np.array([1.0, 1.0]),
+        "n_positive": np.array([2.0, 1.0]),
+        "true_positive": np.array([2.0, 0.0]),
+    }
+    assert "true positives" in fairness_report_problem(
+        more_hits_than_decisions, n_groups=2, declared_rows=3
     )
     assert "has ['extra', 'n'" in fairness_report_problem(
         {**report, "extra": report["n"]}, n_groups=2, declared_rows=3

@@ -601,3 +601,53 @@ def test_fairfed_says_when_min_group_size_leaves_no_gap_to_measure():
             clients=small.clients,
             sensitive_features=small.sensitive,
         )
+
+
+def _declaration(change):
+    def rewrite(content):
+        declared = json.loads(content["config"]["declared-groups"])
+        change(declared["rowsets"])
+        content["config"]["declared-groups"] = json.dumps(declared)
+
+    return rewrite
+
+
+def _one_row_fewer(rowsets):
+    rowsets["train"]["rows"][0] -= 1
+
+
+def _rows_it_does_not_have(rowsets):
+    rowsets["eval"] = rowsets["train"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_one_row_fewer, r"rows per group of 'train' rows add up to \d+; it declared"),
+        (_rows_it_does_not_have, r"groups for 'eval' rows; its sets of rows are"),
+    ],
+    ids=["one row fewer", "a set of rows it does not have"],
+)
+def test_group_declarations_must_describe_the_declared_rows(data, change, message):
+    # The declared groups bound every later count per group (FairFed
+    # reports, histograms): they must cover exactly the client's declared
+    # rows, on the sets of rows it has, or its later counts could hide rows.
+    def run(**options):
+        federation = small_federation(**options)
+        app = RewritingClientApp(
+            make_client_app(federation, partition_loader(data)),
+            _declaration(change),
+            _INIT,
+        )
+        return run_in_process(
+            make_server_app(federation), app, num_partitions=N_CLIENTS
+        )
+
+    with pytest.raises(
+        RuntimeError,
+        match=rf"Client 2 \(node \d+\) failed the initialisation.*{message}",
+    ):
+        run()
+    fitted = run(on_client_error="skip")
+    (record,) = [r for r in fitted.history_ if r.get("stage") == "initialisation"]
+    assert record["client"] == HOSTILE
