@@ -383,3 +383,53 @@ def test_balanced_accuracy_of_a_group_with_one_label_is_undefined(fitted):
         np.testing.assert_array_equal(post.rules_[key][2, 1], value[1])
     assert np.isnan(post.constrained_rates_[2, 1])
     assert np.all(np.isfinite(post.objective_value_))
+
+
+@pytest.mark.parametrize(
+    "constraint",
+    ["true_positive_rate_parity", "false_positive_rate_parity", "equalized_odds"],
+)
+def test_a_matched_selection_rate_is_the_pooled_share_of_rows_selected(
+    fitted, constraint
+):
+    """selection_rate=r selects r of all rows: the groups' selection rates,
+    which differ under TPR or FPR parity, weighted by their sizes (groups of
+    50, 30 and 20% of the rows here), not averaged alike."""
+    X, y, groups, _, model = fitted
+    post = FederatedThresholdOptimizer(
+        model, constraints=constraint, prefit=True, selection_rate=0.4
+    ).fit(X, y, sensitive_features=groups)
+    probability = post._positive_probability(X, groups, None)
+    assert probability.mean() == pytest.approx(0.4, abs=2e-3)
+    rates = [probability[groups == g].mean() for g in range(3)]
+    assert np.ptp(rates) > 0.1  # far from demographic parity
+
+
+def test_counts_that_move_rows_between_groups_are_refused_in_process(
+    fitted, monkeypatch
+):
+    """A client's counts must put as many rows in each group as it declared:
+    counts moved from one group to another (the same total, every bin whole)
+    fail the gate in-process as on Flower, naming the client."""
+    from skfedida.postprocessing import _threshold_optimizer
+
+    X, y, groups, clients, model = fitted
+    real = _threshold_optimizer._client_histogram
+    calls = []
+
+    def moved_for_the_last_client(*args):
+        calls.append(None)
+        counts = real(*args)
+        if len(calls) == 4:  # client 3, the last one asked
+            j = int(np.argmax(counts[0, 0]))
+            counts[0, 0, j] -= 1
+            counts[1, 0, j] += 1
+        return counts
+
+    monkeypatch.setattr(
+        _threshold_optimizer, "_client_histogram", moved_for_the_last_client
+    )
+    with pytest.raises(RuntimeError, match=r"Client 3 .*declared"):
+        FederatedThresholdOptimizer(model, prefit=True).fit(
+            X, y, clients=clients, sensitive_features=groups
+        )
