@@ -206,6 +206,39 @@ def test_synthetic_heterogeneity_spreads_clients_apart():
     np.testing.assert_allclose(heterogeneous.group_proportions.sum(axis=1), 1.0)
 
 
+def test_synthetic_heterogeneity_is_the_dirichlet_spread_it_documents():
+    """Each client's shares are Dirichlet(p / h): a group of share p varies
+    across clients with variance p (1 - p) h / (1 + h), so a larger h spreads
+    the clients further apart (400 clients, equal shares of 4 groups)."""
+    for heterogeneity in (0.1, 10.0):
+        fed = make_federated_classification(
+            400, n_clients=400, heterogeneity=heterogeneity, random_state=0
+        )
+        expected = 0.25 * 0.75 * heterogeneity / (1 + heterogeneity)
+        np.testing.assert_allclose(
+            fed.group_proportions.var(axis=0, ddof=1), expected, rtol=0.25
+        )
+
+
+def test_synthetic_groups_are_drawn_with_the_normalised_shares():
+    """group_proportions are relative: [2, 1, 1, 0] is half, a quarter, a
+    quarter and none, by default equal shares; the rows follow them (within
+    4 standard errors of the binomial share)."""
+    for given, shares in (
+        ([2, 1, 1, 0], [0.5, 0.25, 0.25, 0.0]),
+        (None, [0.25, 0.25, 0.25, 0.25]),
+    ):
+        fed = make_federated_classification(
+            4000, n_clients=2, group_proportions=given, random_state=0
+        )
+        np.testing.assert_allclose(fed.group_proportions, [shares, shares])
+        rows = zip(*fed.sensitive.values(), strict=True)
+        group = np.array([fed.group_labels.index(label) for label in rows])
+        observed = np.bincount(group, minlength=4) / group.size
+        se = np.sqrt(np.multiply(shares, np.subtract(1, shares)) / group.size)
+        assert np.all(np.abs(observed - shares) <= 4 * se + 1e-12)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
