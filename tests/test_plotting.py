@@ -80,6 +80,38 @@ def test_an_interval_that_does_not_hold_its_point_is_drawn_as_it_is():
     plt.close("all")
 
 
+def test_client_metrics_display_draws_each_clients_own_values_by_default_metrics():
+    """Without metrics=, one panel per metric of the first report, its interval
+    columns drawn as the error bars of their metric, not as panels; every
+    setup's value at a client's position is that client's, whatever the
+    order of the rows of its report."""
+    from sklearn.utils import Bunch
+
+    first = pd.DataFrame(
+        {
+            "roc_auc": [0.70, 0.80, 0.90],
+            "dpd": [0.10, 0.20, 0.30],
+            "dpd_low": [0.05, 0.15, 0.25],
+            "dpd_high": [0.15, 0.25, 0.35],
+        },
+        index=pd.Index(["a", "b", "c"], name="client"),
+    )
+    # The same clients in another order, with values of their own.
+    second = pd.DataFrame(
+        {"roc_auc": [0.66, 0.55, 0.77], "dpd": [0.03, 0.01, 0.02]},
+        index=pd.Index(["c", "a", "b"], name="client"),
+    )
+    display = ClientMetricsDisplay(
+        {"first": Bunch(per_client=first), "second": Bunch(per_client=second)}
+    ).plot()
+    assert [axis.get_title() for axis in display.axes_] == ["AUROC", "DPD"]
+    auc, dpd = display.axes_
+    np.testing.assert_allclose(auc.lines[1].get_ydata(), [0.55, 0.77, 0.66])
+    np.testing.assert_allclose(dpd.lines[1].get_ydata(), [0.01, 0.02, 0.03])
+    assert [t.get_text() for t in auc.get_xticklabels()] == ["a", "b", "c"]
+    plt.close("all")
+
+
 def test_client_metrics_display_on_given_axes(federation):
     X, y, clients, S = federation
     model = FederatedEstimator(
