@@ -126,7 +126,7 @@ MUTANTS = [
         FILE,
         "return float(counts.max() / pred.shape[0]) > band[1]",
         "return float(counts.min() / pred.shape[0]) < band[0]",
-        ("tests/test_multiclass.py",),
+        ("tests/test_model_selection.py",),
         features=RANGE,
     ),
     Mutant(
