@@ -133,6 +133,14 @@ def test_k_clients_equal_the_sklearn_parent_on_pooled_rows(case, n_clients, seed
     _assert_k_clients_equal_pooled(case, n_clients, seed)
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}-{case[1]}")
+def test_three_clients_equal_the_sklearn_parent_on_pooled_rows(case):
+    """Every case, every time (the hypothesis test above draws 15 of them): the
+    statistics of three clients give the parent's fit on the pooled rows,
+    its categories, infrequent categories and counts of values included."""
+    _assert_k_clients_equal_pooled(case, 3, 7)
+
+
 @pytest.mark.parametrize("n_clients, seed", [(1, 0), (3, 1), (6, 2)])
 def test_k_clients_of_sparse_rows_equal_the_sklearn_parent(n_clients, seed):
     """Sparse rows, every time: the implicit zeros are values of the column.
@@ -153,7 +161,14 @@ def _assert_k_clients_equal_pooled(case, n_clients, seed):
     fitted = ours(**options).fit(X, clients=clients)
     reference = theirs(**options).fit(X)
     _assert_same_transform(fitted, reference, X)
-    for attribute in ("mean_", "var_", "data_min_", "data_max_", "statistics_"):
+    for attribute in (
+        "mean_",
+        "var_",
+        "data_min_",
+        "data_max_",
+        "statistics_",
+        "n_samples_seen_",
+    ):
         if getattr(reference, attribute, None) is not None:
             np.testing.assert_allclose(
                 np.asarray(getattr(fitted, attribute), dtype=float),
@@ -170,6 +185,39 @@ def _assert_k_clients_equal_pooled(case, n_clients, seed):
                 strict=True,
             ):
                 assert (a is None and b is None) or a.tolist() == b.tolist()
+
+
+def test_the_missing_indicator_marks_a_feature_any_client_misses():
+    """add_indicator: a feature is marked when some row of the pooled data
+    misses it, as SimpleImputer on the pooled rows marks it, also when only
+    one client's rows do."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    clients = np.repeat([0, 1, 2], 20)
+    X[[0, 5], 1] = np.nan  # client 0 alone misses feature 1
+    X[[20, 45], 2] = np.nan  # clients 1 and 2 miss feature 2
+    fitted = FederatedSimpleImputer(add_indicator=True).fit(X, clients=clients)
+    pooled = SimpleImputer(add_indicator=True).fit(X)
+    assert fitted.indicator_.features_.tolist() == [1, 2]
+    assert pooled.indicator_.features_.tolist() == [1, 2]
+    np.testing.assert_allclose(fitted.transform(X), pooled.transform(X), rtol=1e-12)
+
+
+def test_the_encoders_categories_are_the_union_of_every_clients():
+    """A category any client holds is a category of the federation: clients
+    with different categories (none holds them all) give OneHotEncoder's
+    categories of the pooled rows, and their counts add up."""
+    X = np.array([["a"], ["b"], ["a"], ["c"], ["c"], ["b"], ["d"], ["b"]], object)
+    clients = [0, 0, 0, 1, 1, 2, 2, 2]
+    fitted = FederatedOneHotEncoder(min_frequency=3).fit(X, clients=clients)
+    pooled = OneHotEncoder(min_frequency=3).fit(X)
+    assert fitted.categories_[0].tolist() == ["a", "b", "c", "d"]
+    assert pooled.categories_[0].tolist() == ["a", "b", "c", "d"]
+    # b is the only category of 3 rows, and on three clients' rows.
+    assert fitted.infrequent_categories_[0].tolist() == ["a", "c", "d"]
+    np.testing.assert_array_equal(
+        fitted.transform(X).toarray(), pooled.transform(X).toarray()
+    )
 
 
 def test_median_is_exact_with_ties_and_an_even_count():
