@@ -219,27 +219,59 @@ def test_the_readmes_first_example_runs_and_prints_what_it_says():
     assert "AUROC 0.850, Brier 0.127, selection rate 0.250, DPD 0.362" in readme
 
 
+def _mutants():
+    # benchmarks/mutants is a folder of lists beside the runner, imported the
+    # way the runner imports it (its folder first on sys.path).
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import mutants
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return mutants
+
+
 def test_every_mutant_still_applies_to_the_code():
     # benchmarks/mutation.py reports a mutant whose original text is not
     # found once as "stale" and does not run it: code that moves would
     # silently shrink what the mutation run checks (7 of 33 had gone stale
     # when the sampler and the aggregation moved into their own modules).
-    spec = importlib.util.spec_from_file_location(
-        "mutation", ROOT / "benchmarks" / "mutation.py"
-    )
-    mutation = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mutation)
+    mutants = _mutants()
+    every = mutants.SUITE + mutants.BLIND
     stale = [
         mutant.name
-        for mutant in mutation.MUTANTS
+        for mutant in every
         if not (ROOT / mutant.path).is_file()
         or (ROOT / mutant.path).read_text(encoding="utf-8").count(mutant.original) != 1
     ]
     assert stale == []
+    # A mutant that does not change the text, or breaks the file's syntax,
+    # would be "killed" by an import error and measure nothing.
+    broken = []
+    for mutant in every:
+        if mutant.original == mutant.mutated:
+            broken.append(mutant.name)
+        elif mutant.path.endswith(".py"):
+            source = (ROOT / mutant.path).read_text(encoding="utf-8")
+            try:
+                compile(source.replace(mutant.original, mutant.mutated), "m", "exec")
+            except SyntaxError:
+                broken.append(mutant.name)
+    assert broken == []
     missing_tests = {
-        test
-        for mutant in mutation.MUTANTS
-        for test in mutant.tests
-        if not (ROOT / test).is_file()
+        test for mutant in every for test in mutant.tests if not (ROOT / test).is_file()
     }
     assert missing_tests == set()
+    names = [mutant.name for mutant in every]
+    assert len(names) == len(set(names)), "two mutants share a name"
+
+
+def test_every_public_feature_has_a_mutant():
+    # The mutation run covers the whole public surface: every name in the API
+    # reference and every kind of reply the server checks.
+    mutants = _mutants()
+    covered = {feature for mutant in mutants.SUITE for feature in mutant.features}
+    features = mutants.public_features(ROOT)
+    assert set(covered) <= set(features), "a mutant names an unknown feature"
+    assert [name for name in features if name not in covered] == []
