@@ -208,6 +208,18 @@ def main():
             print(f"  no mutant: {name}")
         return 1 if gaps else 0
 
+    if args.set != "suite":
+        # A blind mutant that repeats one of the suite is not blind any more:
+        # tests were written with it in view.
+        suite_edits = {(m.path, m.original, m.mutated) for m in SUITE}
+        repeats = [m for m in BLIND if (m.path, m.original, m.mutated) in suite_edits]
+        if repeats:
+            print(f"{len(repeats)} blind mutants repeat a suite mutant:")
+            for mutant in repeats:
+                print(f"  {mutant.name}")
+        if args.set == "blind":
+            mutants = [m for m in mutants if m not in repeats]
+
     if args.only:
         mutants = [m for m in mutants if any(w in m.name for w in args.only)]
     if args.module:

@@ -41,27 +41,11 @@ MUTANTS = [
         features=("FederatedEstimator",),
     ),
     Mutant(
-        "prior-correction weights inverted",
-        FILE,
-        "ratio = np.divide(before, after, out=np.ones(n_classes), where=after > 0)",
-        "ratio = np.divide(after, before, out=np.ones(n_classes), where=before > 0)",
-        MINIBATCH_TESTS + FEDERATED_TESTS,
-        features=("FederatedEstimator",),
-    ),
-    Mutant(
         "a short last minibatch's prior weights divide by batch_size",
         FILE,
         "        / size_before[:, None]\n",
         "        / batch_size\n",
         MINIBATCH_TESTS,
-        features=("FederatedEstimator",),
-    ),
-    Mutant(
-        "Per-FedAvg moves along the meta-gradient",
-        FILE,
-        "[t - (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)]",
-        "[t + (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)]",
-        FEDERATED_TESTS,
         features=("FederatedEstimator",),
     ),
     Mutant(
