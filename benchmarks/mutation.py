@@ -39,7 +39,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mutants import BLIND, BY_MODULE, SUITE, public_features
+from mutants import BLIND, BLIND_SETS, BY_MODULE, SUITE, public_features
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -179,7 +179,9 @@ def _report(outcomes):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=("suite", "blind", "all"), default="suite")
+    parser.add_argument(
+        "--set", choices=("suite", "blind", *BLIND_SETS, "all"), default="suite"
+    )
     parser.add_argument(
         "--only", nargs="+", help="run the mutants whose name has these words"
     )
@@ -195,7 +197,9 @@ def main():
     parser.add_argument("--coverage", action="store_true")
     parser.add_argument("--baseline", action="store_true")
     args = parser.parse_args()
-    mutants = {"suite": SUITE, "blind": BLIND, "all": SUITE + BLIND}[args.set]
+    mutants = {"suite": SUITE, "blind": BLIND, "all": SUITE + BLIND, **BLIND_SETS}[
+        args.set
+    ]
 
     if args.coverage:
         gaps = coverage_gaps(mutants)
@@ -214,10 +218,10 @@ def main():
         suite_edits = {(m.path, m.original, m.mutated) for m in SUITE}
         repeats = [m for m in BLIND if (m.path, m.original, m.mutated) in suite_edits]
         if repeats:
-            print(f"{len(repeats)} blind mutants repeat a suite mutant:")
+            print(f"{len(repeats)} blind mutants repeat a suite mutant (left out):")
             for mutant in repeats:
                 print(f"  {mutant.name}")
-        if args.set == "blind":
+        if args.set != "all":
             mutants = [m for m in mutants if m not in repeats]
 
     if args.only:
