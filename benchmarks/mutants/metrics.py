@@ -299,10 +299,10 @@ MUTANTS = [
         features=("selection_rate",),
     ),
     Mutant(
-        "selection_rate ignores sample_weight",
+        "selection_rate drops its pos_label",
         "skfedida/metrics/_operating_point.py",
-        "return float(np.average(predicted, weights=weight))",
-        "return float(np.mean(predicted))",
+        "y_true, y_pred, sample_weight, pos_label, soft=False",
+        "y_true, y_pred, sample_weight, None, soft=False",
         OPERATING_POINT_TESTS,
         features=("selection_rate",),
     ),
