@@ -168,6 +168,30 @@ def test_soft_accepts_fractional_decisions():
     assert dfpr == pytest.approx(0.125)
 
 
+@pytest.mark.parametrize("metric", LABEL_METRICS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "y_pred",
+    [
+        [-0.4, 1.3, -2.0, 0.8],  # decision_function scores, not probabilities
+        [-0.1, 0.7, 0.2, 0.9],  # one value just below 0
+        [0.1, 1.2, 0.2, 0.9],  # one value just above 1
+        [0.1, np.inf, 0.2, 0.9],
+    ],
+    ids=["scores", "below-0", "above-1", "inf"],
+)
+def test_soft_predictions_outside_unit_interval_are_refused(metric, y_pred):
+    # Stated behaviour: with soft=True y_pred are probabilities of the
+    # positive class, so any value outside [0, 1] (a negative score from
+    # decision_function included) is an error naming y_pred, [0, 1] and
+    # soft=True -- not a rate below 0 or above 1 read as a disparity.
+    y = [0, 1, 0, 1]
+    S = ["a", "a", "b", "b"]
+    with pytest.raises(ValueError, match=r"y_pred.*\[0, 1\].*soft=True"):
+        metric(y, y_pred, sensitive_features=S, soft=True)
+    # The same predictions clipped into [0, 1] are scored.
+    metric(y, np.clip(y_pred, 0, 1), sensitive_features=S, soft=True)
+
+
 def test_multiclass_integer_predictions_still_compare_every_class():
     y = [0, 1, 2, 1, 0, 2]
     S = ["a", "a", "a", "b", "b", "b"]

@@ -274,3 +274,35 @@ def test_intervals_have_the_confidence_asked_for():
             assert row[f"{metric}_high"] == pytest.approx(high)
             assert wide.per_client.loc[client, f"{metric}_low"] < low
             assert wide.per_client.loc[client, f"{metric}_high"] > high
+
+
+def test_multiclass_brier_draws_are_resampled_means_of_the_row_errors():
+    # Stated behaviour: a resample of a client's rows is a multinomial row
+    # weighting, and the multi-class Brier score of a resample is the weighted
+    # mean of the rows' squared errors (summed over the classes). So the
+    # draws scatter around the point value with the spread of a bootstrapped
+    # mean, sd(row errors) / sqrt(n) -- they do not all equal the point value.
+    data = make_federated_classification(
+        900, n_clients=2, n_classes=3, class_sep=1.0, random_state=0
+    )
+    X, y, clients = data.data, data.target, data.clients
+    model = LogisticRegression().fit(X, y)
+    report = evaluate_clients(
+        model,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=data.sensitive,
+        metrics=("brier",),
+        n_bootstrap=400,
+        random_state=0,
+    )
+    proba = model.predict_proba(X)
+    errors = np.sum((proba - (y[:, None] == model.classes_[None, :])) ** 2, axis=1)
+    for client in np.unique(clients):
+        rows = errors[clients == client]
+        assert report.per_client.loc[client, "brier"] == pytest.approx(rows.mean())
+        draws = report.draws.loc[client, "brier"].to_numpy()
+        standard_error = rows.std() / np.sqrt(rows.size)
+        assert draws.mean() == pytest.approx(rows.mean(), abs=standard_error / 4)
+        assert 0.8 < draws.std() / standard_error < 1.2
