@@ -47,6 +47,15 @@ def _metric(name, value):
     return rewrite
 
 
+def _rows_changed_by(change):
+    def rewrite(content):
+        content["metrics"]["num-examples"] = (
+            int(content["metrics"]["num-examples"]) + change
+        )
+
+    return rewrite
+
+
 def _federation(**options):
     return FederatedEstimator(
         FairPenaltyLogisticRegression(fairness=1.0),
@@ -77,6 +86,10 @@ TRAINING_REWRITES = {
         "dtype float32",
     ),
     "1e12 rows": (_metric("num-examples", 10**12), "declared"),
+    # num-examples is the client's FedAvg weight: one row fewer than it
+    # declared when it joined is as much a false claim as one more.
+    "one row fewer than declared": (_rows_changed_by(-1), "declared"),
+    "one row more than declared": (_rows_changed_by(+1), "declared"),
     "-300 rows": (_metric("num-examples", -300), "a count > 0"),
     "0 rows": (_metric("num-examples", 0), "a count > 0"),
     "a NaN loss": (_metric("train-loss", float("nan")), "training loss"),
@@ -172,9 +185,11 @@ def test_the_checks_themselves():
         training_reply_problem(good, 10, 0.5, reference=reference, declared_rows=10)
         is None
     )
-    assert "declared 10" in training_reply_problem(
-        good, 11, 0.5, reference=reference, declared_rows=10
-    )
+    # Another count than the declared one, above or below, is refused.
+    for claimed in (11, 9, 1):
+        assert "declared 10" in training_reply_problem(
+            good, claimed, 0.5, reference=reference, declared_rows=10
+        )
     assert "a count > 0" in training_reply_problem(
         good, True, 0.5, reference=reference, declared_rows=None
     )
