@@ -317,6 +317,20 @@ def test_bad_input():
         ).fit(frame, y, clients=clients)
 
 
+@pytest.mark.parametrize("epochs", [[1, 0, 2], [0, 0, 0], [2.0, 0.0, 1.0]])
+def test_per_client_local_epochs_of_zero_are_refused(epochs):
+    # Stated behaviour: every client trains at least one epoch per round. A
+    # per-client count of 0 (as a scalar 0 is) is an error naming
+    # local_epochs, not a client that silently sends back the global model
+    # and still weighs in the average by its rows.
+    X, y, clients, S = _federation(n=300)
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=1, local_epochs=epochs
+    )
+    with pytest.raises(ValueError, match=r"local_epochs must be >= 1"):
+        federation.fit(X, y, clients=clients, sensitive_features=S)
+
+
 def test_column_mode():
     X, y, clients, S = _federation(n=600)
     frame = pd.concat([pd.DataFrame(X, columns=[f"f{j}" for j in range(5)]), S], axis=1)

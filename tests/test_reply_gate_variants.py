@@ -15,6 +15,7 @@ import json
 import numpy as np
 import pytest
 from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
 pytest.importorskip("flwr")
@@ -406,6 +407,31 @@ def test_an_honest_outlier_is_named_with_what_to_do(data):
     # Within the factor: accepted.
     X[np.flatnonzero(data.clients == HOSTILE)[0], 0] = 50.0
     FederatedStandardScaler().fit(X, clients=data.clients)
+
+
+def test_values_far_from_zero_with_a_narrow_spread_are_honest():
+    # Stated behaviour: the range check measures a client against the other
+    # clients' scale, which for values far from 0 is their magnitude, not
+    # only their spread. A sensor reading near 1000 with a spread of 0.001
+    # on two sites and a calibration 1.0 higher on the third (0.1%, though
+    # 1000 of the others' widths) is honest: the federated scalers fit it and
+    # match scikit-learn's on the pooled rows.
+    rng = np.random.default_rng(0)
+    clients = np.repeat([0, 1, 2], 100)
+    X = np.column_stack(
+        [
+            rng.normal(size=300),
+            1000.0 + (clients == 2) * 1.0 + rng.uniform(0, 1e-3, size=300),
+        ]
+    )
+    standard = FederatedStandardScaler().fit(X, clients=clients)
+    reference = StandardScaler().fit(X)
+    np.testing.assert_allclose(standard.mean_, reference.mean_, rtol=1e-12)
+    np.testing.assert_allclose(standard.var_, reference.var_, rtol=1e-9)
+    min_max = FederatedMinMaxScaler().fit(X, clients=clients)
+    reference = MinMaxScaler().fit(X)
+    np.testing.assert_array_equal(min_max.data_min_, reference.data_min_)
+    np.testing.assert_array_equal(min_max.data_max_, reference.data_max_)
 
 
 # -- 3. a strict majority, or no consensus ------------------------------------------
