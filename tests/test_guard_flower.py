@@ -235,6 +235,22 @@ def test_the_codec_gives_back_every_value_with_its_type_and_dtype():
     assert back["dtype"] == np.dtype("float32")
 
 
+@pytest.mark.parametrize(
+    "value",
+    [{1: "a"}, {0.5: 1.0}, {None: 0}, {True: 0}, {"outer": {2: np.int64(3)}}],
+    ids=["int", "float", "None", "bool", "nested int"],
+)
+def test_the_codec_refuses_a_dict_it_would_give_back_changed(value):
+    # Stated behaviour: what the codec sends comes back as it was, or is
+    # refused. JSON writes every dict key as a string, so a key of another
+    # type (a class label 1, a threshold 0.5) would come back as "1" or
+    # "0.5" and silently miss every lookup: it is a TypeError instead.
+    from skfedida.flower._codec import encode
+
+    with pytest.raises(TypeError, match="Only string keys can be sent"):
+        encode(value)
+
+
 # -- the in-process grid --------------------------------------------------------
 
 
