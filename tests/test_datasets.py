@@ -3,6 +3,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from itertools import product
 from pathlib import Path
 
 import numpy as np
@@ -184,6 +185,30 @@ def test_synthetic_client_sizes_and_frames():
     assert isinstance(fed.data, pd.DataFrame)
     assert list(fed.sensitive.columns) == ["sex", "age", "site"]
     assert fed.group_proportions.shape == (2, 8)
+
+
+@pytest.mark.parametrize(
+    "n_samples, weights",
+    [(11, [1, 2, 3, 4]), (20, [1, 1, 1, 1, 1, 1, 3]), (101, [5, 1, 3]), (7, [2, 5])],
+)
+def test_client_sizes_are_the_nearest_whole_split_of_the_shares(n_samples, weights):
+    # Stated behaviour: the rows per client are the whole numbers adding up
+    # to n_samples that lie nearest the exact shares n_samples * w / sum(w)
+    # (largest remainders rounded up). Reference: every split of floors and
+    # ceilings with the right total, searched for the least squared error.
+    fed = make_federated_classification(
+        n_samples, n_clients=len(weights), client_sizes=weights, random_state=0
+    )
+    sizes = np.bincount(fed.clients, minlength=len(weights))
+    exact = n_samples * np.asarray(weights, float) / np.sum(weights)
+    candidates = [
+        np.floor(exact) + np.array(up)
+        for up in product([0, 1], repeat=len(weights))
+        if np.sum(np.floor(exact) + np.array(up)) == n_samples
+    ]
+    best = min(np.sum((c - exact) ** 2) for c in candidates)
+    assert sizes.sum() == n_samples
+    assert np.sum((sizes - exact) ** 2) == pytest.approx(best)
 
 
 def test_synthetic_features_predict_the_outcome():

@@ -90,3 +90,36 @@ def test_the_server_app_signs_with_the_run_key(tmp_path):
         load_result(path, key="k").estimator_.coef_.shape
         == fitted.estimator_.coef_.shape
     )
+
+
+@pytest.mark.parametrize("key", ["", b""], ids=["str", "bytes"])
+def test_an_empty_result_key_is_refused(tmp_path, key):
+    # Stated behaviour: a result key is a secret, and an empty one (an unset
+    # environment variable read as "") signs nothing anyone could not forge.
+    # Writing, loading and a ServerApp run with it are a TypeError naming
+    # result_key, never a file "signed" with the empty key.
+    path = tmp_path / "result.joblib"
+    with pytest.raises(TypeError, match="result_key must be a non-empty"):
+        _write_result(path, {"estimator": [1]}, key=key)
+    assert not path.exists()
+    _write_result(path, {"estimator": [1]}, key="secret")
+    with pytest.raises(TypeError, match="result_key must be a non-empty"):
+        load_result(path, key=key)
+
+    data = make_federated_classification(400, n_clients=2, random_state=0)
+
+    def load_data(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {"X": data.data[rows], "y": data.target[rows]}
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.0), n_rounds=1, random_state=0
+    )
+    run_path = os.fspath(tmp_path / "run.joblib")
+    with pytest.raises(TypeError, match="result_key must be a non-empty"):
+        run_in_process(
+            make_server_app(federation, result_path=run_path, result_key=key),
+            make_client_app(federation, load_data),
+            num_partitions=2,
+            result_key=key,
+        )
