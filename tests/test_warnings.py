@@ -242,3 +242,63 @@ def test_warnings_raised_inside_fit_point_at_the_users_call(trigger, category):
     assert all(w.filename == __file__ for w in ours), [
         (w.filename, w.lineno) for w in ours
     ]
+
+
+def _norm_history(*rounds):
+    return [
+        {"round": r, "client": client, "update_norm": norm}
+        for r, norms in enumerate(rounds, start=1)
+        for client, norm in norms.items()
+    ]
+
+
+@pytest.mark.parametrize(
+    "norms, warned, ratio",
+    [
+        ({"a": 1.0, "b": 100.0}, "b", "100"),  # two clients: the other is 1
+        ({"a": 1.0, "b": 2.0, "c": 100.0}, "c", "66.7"),  # 100 / median(1, 2)
+        ({"a": 1.0, "b": 1.0, "c": 1.0, "d": 12.0}, "d", "12"),
+    ],
+)
+def test_an_outlying_update_is_measured_against_the_other_clients(norms, warned, ratio):
+    # Stated behaviour: a client's update norm is compared with the median of
+    # the *other* clients' norms. Its own norm in that median would hide it
+    # whenever it is half the clients (two clients: the median of 1 and 100
+    # is 50.5, "only" twice). The warning names it, its round, and its ratio.
+    from skfedida.exceptions import OutlyingUpdateWarning, warn_if_outlying_updates
+
+    with pytest.warns(OutlyingUpdateWarning) as record:
+        warn_if_outlying_updates(_norm_history(norms), bounded=False)
+    (message,) = [str(w.message) for w in record]
+    assert f"client {warned!r} in round(s) [1] (up to {ratio} times)" in message
+    assert all(f"client {k!r}" not in message for k in norms if k != warned)
+    # Within the ratio of the others' median: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlyingUpdateWarning)
+        warn_if_outlying_updates(_norm_history({"a": 1.0, "b": 9.0}), bounded=False)
+        warn_if_outlying_updates(_norm_history(norms), bounded=True)
+
+
+def test_a_two_client_federation_warns_about_an_outlying_update(monkeypatch):
+    # The same behaviour end to end: of two clients, the one whose parameter
+    # protocol returns its parameters x 1e6 is named.
+    from skfedida.exceptions import OutlyingUpdateWarning
+    from skfedida.federated import _client
+
+    X, y, S, clients = _data(n=120)
+    clients = clients % 2
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=2, local_epochs=1, random_state=0
+    )
+    seeds = federation.fit(X, y, clients=clients, sensitive_features=S).client_seeds_
+    real = _client.get_parameters
+
+    def scaled_for_client_1(estimator):
+        arrays = real(estimator)
+        if estimator.random_state == int(seeds[1]):
+            arrays = [a * 1e6 for a in arrays]
+        return arrays
+
+    monkeypatch.setattr(_client, "get_parameters", scaled_for_client_1)
+    with pytest.warns(OutlyingUpdateWarning, match=r"client 1 in round\(s\) \[1"):
+        federation.fit(X, y, clients=clients, sensitive_features=S)
