@@ -157,6 +157,29 @@ def test_demographic_parity_decisions_and_a_matched_selection_rate(fitted):
     assert max(rates) - min(rates) < 1e-9
 
 
+@pytest.mark.parametrize("constraint", ["equalized_odds", "demographic_parity"])
+def test_predicts_random_state_draws_as_fairlearns_does(fitted, constraint):
+    # Stated behaviour: predict(..., random_state=r) draws the randomised
+    # decisions from r, overriding the estimator's own random_state, as
+    # fairlearn's ThresholdOptimizer.predict(..., random_state=r) does: with
+    # bins finer than the scores' gaps, the decisions are fairlearn's row
+    # for row, for every r (an int or a RandomState).
+    X, y, groups, _, model = fitted
+    oracle = _fairlearn(model, X, y, groups, constraint, "accuracy")
+    ours = FederatedThresholdOptimizer(
+        model, constraints=constraint, prefit=True, n_bins=10_000, random_state=0
+    ).fit(X, y, sensitive_features=groups)
+    decisions = {}
+    for seed in (1, 2):
+        expected = oracle.predict(X, sensitive_features=groups, random_state=seed)
+        for random_state in (seed, np.random.RandomState(seed)):
+            got = ours.predict(X, sensitive_features=groups, random_state=random_state)
+            np.testing.assert_array_equal(got, expected)
+        decisions[seed] = got
+    # The rules are randomised: other draws, other decisions.
+    assert np.any(decisions[1] != decisions[2])
+
+
 def test_fits_the_federation_first_unless_prefit():
     X, y, groups, clients = _data(n=1200)
     federation = FederatedEstimator(
