@@ -455,6 +455,49 @@ def test_a_stateful_transformer_that_is_not_federated_is_refused(raw):
         _federation(estimator).fit(X, y, clients=clients, sensitive_features=S)
 
 
+def _remainder_tree(remainder):
+    return ColumnTransformer(
+        [("scale", FederatedStandardScaler(), [0, 1])], remainder=remainder
+    )
+
+
+def test_a_stateful_remainder_that_is_not_federated_is_refused(raw):
+    # Stated behaviour: a ColumnTransformer's remainder is a transformer of
+    # the tree like any other. A stateful one that is not federated would be
+    # fitted on one client's rows: refused, naming the remainder's path.
+    X, y, clients, S = raw
+    numbers = X.select_dtypes("number").fillna(0.0)
+    estimator = Pipeline(
+        [
+            ("pre", _remainder_tree(StandardScaler())),
+            ("model", FairPenaltyLogisticRegression()),
+        ]
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"estimator\['pre'\]\[remainder\] is StandardScaler.*"
+        r"FederatedStandardScaler",
+    ):
+        _federation(estimator).fit(numbers, y, clients=clients, sensitive_features=S)
+
+
+def test_a_federated_remainder_is_fitted_from_every_clients_statistics():
+    # Stated behaviour: a federated transformer as the remainder is fitted
+    # from the clients' statistics like the named ones: the fitted tree
+    # transforms as scikit-learn's, fitted on the pooled rows, does.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)) * [1.0, 10.0, 100.0, 0.1] + [0.0, 5.0, -50.0, 2.0]
+    clients = rng.integers(0, 3, size=len(X))
+    parts = [X[clients == k] for k in range(3)]
+    fitted, _ = _base.fit_in_process(_remainder_tree(FederatedStandardScaler()), parts)
+    reference = ColumnTransformer(
+        [("scale", StandardScaler(), [0, 1])], remainder=StandardScaler()
+    ).fit(X)
+    np.testing.assert_allclose(
+        fitted.transform(X), reference.transform(X), rtol=1e-12, atol=1e-12
+    )
+
+
 def test_stateless_transformers_are_welcome(raw):
     X, y, clients, S = raw
     numbers = X.select_dtypes("number").fillna(0.0)
