@@ -128,15 +128,7 @@ def statistics_problems(server, query, replies, *, rows, earlier, names=None):
     names = names or (lambda k: f"Client {k}")
     widths = {k: _width(reply, name) for k, reply in replies.items()}
     known = {k: w for k, w in widths.items() if w is not None}
-    n_features = (
-        consensus(
-            list(known.values()),
-            f"the number of features of {name}'s statistics",
-            names=[names(k) for k in known],
-        )
-        if known
-        else None
-    )
+    n_features = _agreed(known, f"the number of features of {name}'s statistics", names)
     flags = {
         k: reply[1].get("object")
         for k, reply in replies.items()
@@ -145,15 +137,7 @@ def statistics_problems(server, query, replies, *, rows, earlier, names=None):
         and len(reply) == 2
         and isinstance(reply[1], dict)
     }
-    is_object = (
-        consensus(
-            list(flags.values()),
-            f"whether {name}'s columns hold objects",
-            names=[names(k) for k in flags],
-        )
-        if flags
-        else None
-    )
+    is_object = _agreed(flags, f"whether {name}'s columns hold objects", names)
     problems = []
     for k, reply in replies.items():
         declared = None if rows is None else rows[k]
@@ -180,6 +164,15 @@ _RANGED = {
     ("FederatedSimpleImputer", "sums"),
     ("FederatedMinMaxScaler", "extremes"),
 }
+
+
+def _agreed(by_client, what, names):
+    """The value most clients in ``by_client`` reply, or None if none replied."""
+    if not by_client:
+        return None
+    return consensus(
+        list(by_client.values()), what, names=[names(k) for k in by_client]
+    )
 
 
 def _across_clients(name, query, replies, problems):
