@@ -388,6 +388,27 @@ def test_node_and_federation_misconfiguration_is_named(data):
         make_server_app(federation)(grid, context)
 
 
+@pytest.mark.parametrize(
+    "partition, n_partitions",
+    [(2, 2), (-1, 2), (0, 0), (0.0, 2), ("0", 2), (True, 2)],
+)
+def test_a_partition_outside_num_partitions_is_refused(data, partition, n_partitions):
+    # partition-id K must lie in 0..N-1: K == N would load no rows of the
+    # user's data (or another run's), and the error must say what was given.
+    # A bool is an Integral, so True must be refused by name, not read as 1.
+    federation = FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1)
+    client_app = make_client_app(federation, _loader(data))
+    grid = InProcessGrid(
+        client_app, [{"partition-id": partition, "num-partitions": n_partitions}]
+    )
+    context = Context(1, SUPERLINK_NODE_ID, {}, RecordDict(), {})
+    with (
+        _identity(1, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID),
+        pytest.raises(RuntimeError, match=r"0 <= partition-id < num-partitions"),
+    ):
+        make_server_app(federation)(grid, context)
+
+
 def test_a_single_class_client_needs_the_federation_classes(data):
     def load_one_class(context):
         loaded = _loader(data)(context)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from _helpers import make_federation
 
+from skfedida.exceptions import ClientDataWarning
 from skfedida.federated import FairFed, FederatedEstimator
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.over_sampling import FairnessAwareROSE
@@ -180,7 +181,7 @@ def test_validation_metrics_of_held_out_rows_that_all_look_alike():
     X, y, S = np.array(X, dtype=float), np.array(y), S.copy()
     alike = np.flatnonzero(clients == 0)[:20]
     keep = (clients != 0) | np.isin(np.arange(len(y)), alike)
-    X, y, clients, S = X[keep], y[keep], clients[keep], S[keep]
+    X, y, clients, S = X[keep], y[keep], clients[keep], S.iloc[keep]
     own = clients == 0
     X[own] = X[own][0]
     y[own] = np.arange(own.sum()) % 2
@@ -196,3 +197,30 @@ def test_validation_metrics_of_held_out_rows_that_all_look_alike():
     assert last["val_brier"] == pytest.approx((p**2 + (1 - p) ** 2) / 2, rel=1e-12)
     assert last["val_selection_rate"] == float(p > 0.5)
     assert last["val_roc_auc"] == 0.5
+
+
+@pytest.mark.parametrize("fraction, refused", [(0.9, False), (0.95, True)])
+def test_validation_fraction_must_leave_every_client_a_training_row(fraction, refused):
+    # A client of 10 rows holds out ceil(fraction * 10) of them: 9 at 0.9
+    # leaves one training row, 10 at 0.95 leaves none, and that client is
+    # named rather than trained on nothing.
+    X, y, clients, S = make_federation(n=450, n_clients=3, seed=2)
+    small = np.flatnonzero(clients == 2)[10:]
+    keep = np.setdiff1d(np.arange(y.shape[0]), small)
+    X, y, clients, S = X[keep], y[keep], clients[keep], S.iloc[keep]
+    assert np.sum(clients == 2) == 10 and np.unique(y[clients == 2]).size == 2
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(),
+        validation_fraction=fraction,
+        n_rounds=1,
+        local_epochs=1,
+        random_state=0,
+    )
+    if refused:
+        with pytest.raises(ValueError, match=r"Client 2 has 10 row\(s\).*0\.95"):
+            federation.fit(X, y, clients=clients, sensitive_features=S)
+    else:
+        # Its one training row has one class, which the client is told.
+        with pytest.warns(ClientDataWarning, match="Client 2 has a single class"):
+            federation.fit(X, y, clients=clients, sensitive_features=S)
+        assert federation.client_sizes_[list(federation.clients_).index(2)] == 1

@@ -551,3 +551,40 @@ def test_a_rounds_validation_auroc_is_evaluate_clients_auroc_on_the_same_rows():
         expected = report.per_client.loc[0]
         assert metrics["roc_auc"] == pytest.approx(expected["roc_auc"], abs=1e-12)
         assert metrics["brier"] == pytest.approx(expected["brier"], abs=1e-12)
+
+
+def test_bootstrap_resamples_without_a_rare_class_score_the_classes_they_hold():
+    # A resample is a row weighting; a class drawn only at weight 0 is absent
+    # from it, so its AUROC is NaN and the mean is over the classes held, with
+    # no warning from sklearn (of a class whose every row weighs 0), exactly as
+    # for the rows repeated by their weights.
+    from skfedida.metrics._scores import _ovr_roc_auc
+
+    X, y, _, S = _three_classes()
+    model = FairPenaltyLogisticRegression().fit(X, y, sensitive_features=S)
+    rare = np.flatnonzero(y == 2)[:2]
+    rows = np.concatenate([np.flatnonzero(y != 2)[:60], rare])
+    proba = model.predict_proba(X[rows])
+    weights = np.random.default_rng(0).multinomial(
+        rows.size, np.ones(rows.size) / rows.size, size=40
+    )
+    weights[:, -2:] = 0  # some draws always miss both rows of class 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for w in weights:
+            mean, per_class = _ovr_roc_auc(y[rows], proba, w)
+            repeated = _ovr_roc_auc(np.repeat(y[rows], w), np.repeat(proba, w, axis=0))
+            assert np.isnan(per_class[2])
+            np.testing.assert_allclose(per_class, repeated[1], rtol=1e-12)
+            assert mean == pytest.approx(repeated[0], rel=1e-12)
+        report = evaluate_clients(
+            model,
+            X[rows],
+            y[rows],
+            clients=np.zeros(rows.size, dtype=int),
+            sensitive_features=S[rows],
+            metrics=("roc_auc",),
+            n_bootstrap=200,
+            random_state=0,
+        )
+    assert np.isfinite(report.per_client.loc[0, "roc_auc[2]"])

@@ -770,3 +770,20 @@ def test_float32_statistics_pass_the_gate_and_equal_sklearn(sparse_input):
         )
         y = (X[:, 0] > 1000).astype(int)
         pipeline.fit(X, y, clients=clients)
+
+
+@pytest.mark.parametrize("n_clients", [1, 3, 12])
+def test_variance_of_a_column_a_few_ulps_wide_is_sklearns_two_pass_variance(
+    n_clients,
+):
+    # Twelve values within 60 ulps of 2.46e6: the federation's mean about
+    # which clients sum their squares is off by round-off, and that offset's
+    # square is 1.5% of the variance here. StandardScaler subtracts it (its
+    # two-pass correction); so must the federation, at any number of clients.
+    rng = np.random.default_rng(68)
+    mean = 10.0 ** rng.uniform(3, 10)
+    X = mean + rng.integers(0, 60, size=(12, 1)) * np.spacing(mean)
+    expected = StandardScaler().fit(X)
+    fitted = FederatedStandardScaler().fit(X, clients=np.arange(12) % n_clients)
+    np.testing.assert_allclose(fitted.var_, expected.var_, rtol=1e-9)
+    np.testing.assert_allclose(fitted.scale_, expected.scale_, rtol=1e-9)

@@ -34,11 +34,12 @@ def _node_partition(context):
             f"The node config has no {exc.args[0]!r}: start the SuperNode with "
             "--node-config 'partition-id=K num-partitions=N' (K in 0..N-1)."
         ) from None
-    if not (
-        isinstance(partition, numbers.Integral)
-        and isinstance(n_partitions, numbers.Integral)
-        and 0 <= partition < n_partitions
-    ):
+    # A bool is an Integral: partition-id=true would otherwise load partition 1.
+    integers = all(
+        isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        for value in (partition, n_partitions)
+    )
+    if not (integers and 0 <= partition < n_partitions):
         raise ValueError(
             "The node config needs integers 0 <= partition-id < num-partitions; "
             f"got partition-id={partition!r}, num-partitions={n_partitions!r}."
