@@ -50,11 +50,15 @@ def _node_partition(context):
 def _load(load_data, context):
     """This node's rows from the user's ``load_data``, checked."""
     loaded = load_data(context)
-    if not hasattr(loaded, "keys") or "X" not in loaded or "y" not in loaded:
+    got = type(loaded).__name__
+    if hasattr(loaded, "keys"):
+        missing = [key for key in ("X", "y") if key not in loaded]
+        got = f"a {got} without {' or '.join(map(repr, missing))}" if missing else None
+    if got is not None:
         raise TypeError(
             "load_data(context) must return a mapping with keys 'X' and 'y' "
             "(and optionally 'sensitive_features', 'X_eval', 'y_eval', "
-            f"'sensitive_features_eval'); got {type(loaded).__name__}."
+            f"'sensitive_features_eval'); got {got}."
         )
     return loaded
 

@@ -839,5 +839,8 @@ def _check_query(transformer, query, allowed):
     if statistic not in allowed:
         raise ValueError(
             f"{type(transformer).__name__} answers {sorted(allowed)}, not "
-            f"{statistic!r}: the query does not fit this client's transformer."
+            f"{statistic!r}: the query does not fit this client's transformer. "
+            "A ColumnTransformer skips a federated transformer that selects no "
+            "column, and its query reaches the next one: give every federated "
+            "transformer at least one column."
         )
