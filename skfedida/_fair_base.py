@@ -252,7 +252,8 @@ def non_finite_gradient():
     """The error of a minibatch whose gradient is not finite (every loop)."""
     return FloatingPointError(
         "The minibatch gradient is not finite; check X for extreme "
-        "values (scale the features) and sample_weight."
+        "values (scale the features) and sample_weight, and lower alpha or "
+        "fairness if they are very large."
     )
 
 
@@ -835,7 +836,8 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         if not all(np.all(np.isfinite(w)) for w in params):
             raise FloatingPointError(
                 "Training produced non-finite parameters; check X for extreme "
-                "values (scale the features) or lower learning_rate."
+                "values (scale the features) or lower learning_rate (or alpha "
+                "or fairness if they are very large)."
             )
 
     # -- prediction ---------------------------------------------------------

@@ -281,10 +281,15 @@ class FairMLPClassifier(BaseFairClassifier):
     # -- model ----------------------------------------------------------------
 
     def _layer_sizes(self, n_features):
-        hidden = np.atleast_1d(self.hidden_layer_sizes).astype(int).tolist()
-        if any(size < 1 for size in hidden):
+        hidden = np.atleast_1d(self.hidden_layer_sizes).tolist()
+        # Not cast with astype(int): a size of 2.5 would become 2 silently.
+        if any(
+            not isinstance(size, numbers.Integral) or isinstance(size, bool) or size < 1
+            for size in hidden
+        ):
             raise ValueError(
-                f"hidden_layer_sizes must hold positive ints; got {hidden}."
+                "hidden_layer_sizes must hold positive ints; got "
+                f"{self.hidden_layer_sizes!r}."
             )
         return [n_features, *hidden, self._n_score_columns()]
 

@@ -90,35 +90,60 @@ def _label_codes(y):
     Truncating a float label (0.5 -> 0) would merge labels and return a
     plausible penalty of the wrong pairs.
     """
-    if y.dtype.kind in "iub":
-        labels = y.astype(np.intp, copy=False)
-    elif y.dtype.kind == "f":
-        labels = y.astype(np.intp)
-        if not np.array_equal(labels, y):
+    return _codes(y, "y", "label codes")
+
+
+def _codes(values, name, what):
+    """``values`` as non-negative integer codes, refused unless they are."""
+    if values.dtype.kind in "iub":
+        codes = values.astype(np.intp, copy=False)
+    elif values.dtype.kind == "f":
+        codes = values.astype(np.intp)
+        if not np.array_equal(codes, values):
             raise ValueError(
-                "y must hold label codes 0, 1, ... (integers); it has "
-                f"non-integer values such as {float(y[labels != y][0])!r}."
+                f"{name} must hold {what} 0, 1, ... (integers); it has "
+                f"non-integer values such as {float(values[codes != values][0])!r}."
             )
     else:
         raise ValueError(
-            f"y must hold label codes 0, 1, ... (integers); got dtype {y.dtype}. "
-            "Code the labels first, e.g. np.unique(y, return_inverse=True)[1]."
+            f"{name} must hold {what} 0, 1, ... (integers); got dtype "
+            f"{values.dtype}. Code the values first, e.g. np.unique({name}, "
+            "return_inverse=True)[1]."
         )
-    if labels.size and labels.min() < 0:
+    if codes.size and codes.min() < 0:
         raise ValueError(
-            f"y must hold label codes 0, 1, ... ; it has {int(labels.min())}. Code "
-            "the labels first, e.g. np.unique(y, return_inverse=True)[1]."
+            f"{name} must hold {what} 0, 1, ... ; it has {int(codes.min())}. Code "
+            f"the values first, e.g. np.unique({name}, return_inverse=True)[1]."
         )
-    return labels
+    return codes
 
 
 def _as_cells(scores, y, groups, n_groups, sample_weight):
-    if n_groups is None:
-        n_groups = int(groups.max()) + 1 if groups.size else 0
     if y.shape[0] != scores.shape[0] or groups.shape[0] != scores.shape[0]:
         raise ValueError(
             f"scores, y and groups must have the same number of rows; got "
             f"{scores.shape[0]}, {y.shape[0]} and {groups.shape[0]}."
+        )
+    # A float code would be truncated (0.5 -> group 0): refused, as labels are.
+    groups = _codes(groups, "groups", "group codes")
+    if n_groups is None:
+        n_groups = int(groups.max()) + 1 if groups.size else 0
+    elif groups.size and groups.max() >= n_groups:
+        raise ValueError(
+            f"groups has code {int(groups.max())}, outside range(n_groups) for "
+            f"n_groups={n_groups}."
+        )
+    # min() >= 0 is False for a NaN too; max() is finite unless one is inf.
+    if sample_weight is not None and (
+        sample_weight.shape != (scores.shape[0],)
+        or (
+            sample_weight.size
+            and not (sample_weight.min() >= 0 and np.isfinite(sample_weight.max()))
+        )
+    ):
+        raise ValueError(
+            f"sample_weight must hold {scores.shape[0]} finite, non-negative "
+            f"weights, one per row of scores; got shape {sample_weight.shape}."
         )
     return _Cells(y, groups, n_groups, sample_weight, scores.shape[0])
 
@@ -176,7 +201,7 @@ def _as_arrays(scores, y, groups, sample_weight):
     return (
         scores,
         np.asarray(y),
-        np.asarray(groups, dtype=np.intp),
+        np.asarray(groups),
         None if sample_weight is None else np.asarray(sample_weight, np.float64),
     )
 

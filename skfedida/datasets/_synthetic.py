@@ -72,7 +72,8 @@ def _per_client_table(value, n_clients, n_groups, name, *, probabilities):
         or np.any(table < 0)
         or (not probabilities and np.any(table > 1))
     ):
-        raise ValueError(f"{name} must hold finite values in [0, 1].")
+        allowed = ">= 0" if probabilities else "in [0, 1]"
+        raise ValueError(f"{name} must hold finite values {allowed}.")
     if probabilities:
         totals = table.sum(axis=1, keepdims=True)
         if np.any(totals <= 0):
