@@ -1,0 +1,458 @@
+"""Blind mutants, fifth set: written from the package source alone, without
+reading the tests, after the bad-input audit landed. Its writer was given
+the lines earlier sets mutate, to choose others.
+"""
+
+from ._base import Mutant
+
+MUTANTS = [
+    Mutant(
+        name=(
+            "blind5: client ids with missing values are accepted when only "
+            "some are missing"
+        ),
+        path="skfedida/federated/_client.py",
+        original="    if missing_mask(clients).any():",
+        mutated="    if missing_mask(clients).all():",
+        tests=(
+            "tests/test_bad_input.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_client.py",
+            "tests/test_minibatch_resampling.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+        ),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        name="blind5: FairFed reports count the negative class as the positive rows",
+        path="skfedida/federated/_client.py",
+        original="    positive = np.asarray(data.y) == classes[-1]",
+        mutated="    positive = np.asarray(data.y) == classes[0]",
+        tests=(
+            "tests/test_bad_input.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_client.py",
+            "tests/test_minibatch_resampling.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+        ),
+        features=("FairFed", "FederatedEstimator"),
+    ),
+    Mutant(
+        name=(
+            "blind5: FairMLPClassifier's intercept gradients are averaged "
+            "over rows instead of summed"
+        ),
+        path="skfedida/neural_network.py",
+        original="            intercept_gradients[layer] = delta.sum(axis=0)",
+        mutated="            intercept_gradients[layer] = delta.mean(axis=0)",
+        tests=(
+            "tests/test_bad_input_estimators.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_data_boundary.py",
+            "tests/test_fair_estimators.py",
+            "tests/test_guard_estimators.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+        ),
+        features=("FairMLPClassifier",),
+    ),
+    Mutant(
+        name=(
+            "blind5: prior_aggregation='median' normalises the counts over "
+            "clients instead of classes"
+        ),
+        path="skfedida/federated/_aggregation.py",
+        original="    rates = counts / counts.sum(axis=1, keepdims=True)",
+        mutated="    rates = counts / counts.sum(axis=0, keepdims=True)",
+        tests=(
+            "tests/test_aggregation.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+            "tests/test_preprocessing.py",
+            "tests/test_reply_gate.py",
+            "tests/test_reply_gate_variants.py",
+        ),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        name="blind5: FairnessAwareROSE adds noise to integer columns of a DataFrame",
+        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        original='            copied |= np.isin(kinds, ["categorical", "integer"])',
+        mutated='            copied |= np.isin(kinds, ["categorical"])',
+        tests=(
+            "tests/test_bad_input_estimators.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_minibatch_resampling.py",
+            "tests/test_mutants.py",
+            "tests/test_over_sampling.py",
+            "tests/test_warnings.py",
+        ),
+        features=("FairnessAwareROSE",),
+    ),
+    Mutant(
+        name=(
+            "blind5: privacy_.epsilon reports the epsilon of the first "
+            "round, not of all rounds"
+        ),
+        path="skfedida/federated/_privacy.py",
+        original="            epsilon=float(by_round[-1]) if by_round.size else 0.0,",
+        mutated="            epsilon=float(by_round[0]) if by_round.size else 0.0,",
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_update_bounds.py",
+        ),
+        features=("DifferentialPrivacy", "FederatedEstimator"),
+    ),
+    Mutant(
+        name=(
+            "blind5: strategy='central' trains for the fewest clients' "
+            "epochs instead of the most"
+        ),
+        path="skfedida/federated/_estimator.py",
+        original="                np.array([epochs.max()]),",
+        mutated="                np.array([epochs.min()]),",
+        tests=(
+            "tests/test_aggregation.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_update_bounds.py",
+            "tests/test_validate_params.py",
+            "tests/test_warnings.py",
+        ),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        name=(
+            "blind5: predict with fewer client ids than rows is accepted and "
+            "returns fewer predictions"
+        ),
+        path="skfedida/federated/_estimator.py",
+        original="        if clients.shape[0] != _num_samples(X):",
+        mutated="        if clients.shape[0] > _num_samples(X):",
+        tests=(
+            "tests/test_aggregation.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_update_bounds.py",
+            "tests/test_validate_params.py",
+            "tests/test_warnings.py",
+        ),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        name=(
+            "blind5: evaluate_clients accepts y holding labels the model does not know"
+        ),
+        path="skfedida/federated/_evaluation.py",
+        original="    if unknown.any():",
+        mutated="    if unknown.all():",
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_exact_operating_point.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_intervals.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+        ),
+        features=("evaluate_clients",),
+    ),
+    Mutant(
+        name=(
+            "blind5: evaluate_clients' summary counts clients whose metric "
+            "is undefined in n_clients"
+        ),
+        path="skfedida/federated/_evaluation.py",
+        original='            "n_clients": values.notna().sum(),',
+        mutated='            "n_clients": len(values),',
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_exact_operating_point.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_intervals.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+        ),
+        features=("evaluate_clients",),
+    ),
+    Mutant(
+        name=(
+            "blind5: FedAvg in-process weights every client the same, ignoring its rows"
+        ),
+        path="skfedida/federated/_server.py",
+        original="            weights.append(n_rows)",
+        mutated="            weights.append(1)",
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_callbacks.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_flower.py",
+            "tests/test_guard_federated.py",
+            "tests/test_replies.py",
+            "tests/test_reply_gate.py",
+            "tests/test_reply_gate_variants.py",
+            "tests/test_update_bounds.py",
+        ),
+        features=("FederatedEstimator", "WeightedMean"),
+    ),
+    Mutant(
+        name=(
+            "blind5: the Flower server selects clients with another seed "
+            "than the in-process federation"
+        ),
+        path="skfedida/federated/_plan.py",
+        original="        return np.random.RandomState(seeds[0])",
+        mutated="        return np.random.RandomState(seeds[-1])",
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+        ),
+        features=("make_server_app", "run_in_process"),
+    ),
+    Mutant(
+        name=(
+            "blind5: the Flower server rounds held-out rows down, refusing "
+            "clients with validation_fraction"
+        ),
+        path="skfedida/federated/_replies.py",
+        original=(
+            "0 if validation_fraction is None else "
+            "math.ceil(validation_fraction * n_rows)"
+        ),
+        mutated=(
+            "0 if validation_fraction is None else int(validation_fraction * n_rows)"
+        ),
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_federated.py",
+            "tests/test_flower.py",
+            "tests/test_preprocessing.py",
+            "tests/test_replies.py",
+            "tests/test_reply_gate.py",
+            "tests/test_reply_gate_variants.py",
+        ),
+        features=("make_server_app", "run_in_process"),
+    ),
+    Mutant(
+        name=(
+            "blind5: the Flower server sums a client's histogram over the "
+            "wrong axis when checking it"
+        ),
+        path="skfedida/flower/_server_app.py",
+        original=(
+            "per_group = np.asarray(arrays[0], "
+            "dtype=np.float64).sum(axis=2).astype(np.int64)"
+        ),
+        mutated=(
+            "per_group = np.asarray(arrays[0], "
+            "dtype=np.float64).sum(axis=1).astype(np.int64)"
+        ),
+        tests=(
+            "tests/test_bad_input_flower.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+            "tests/test_postprocessing_flower.py",
+            "tests/test_result_file.py",
+        ),
+        features=("make_server_app", "FederatedThresholdOptimizer"),
+    ),
+    Mutant(
+        name=(
+            "blind5: Flower clients count histogram labels with the negative "
+            "class as positive"
+        ),
+        path="skfedida/flower/_client_app.py",
+        original="(np.asarray(y_eval) == part.classes[-1]).astype(np.intp)",
+        mutated="(np.asarray(y_eval) == part.classes[0]).astype(np.intp)",
+        tests=(
+            "tests/test_bad_input_flower.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+            "tests/test_postprocessing_flower.py",
+            "tests/test_result_file.py",
+        ),
+        features=("make_client_app", "FederatedThresholdOptimizer"),
+    ),
+    Mutant(
+        name="blind5: the run config key 'seed' is ignored by the Flower apps",
+        path="skfedida/flower/_protocol.py",
+        original='    "seed": "random_state",',
+        mutated='    "random-seed": "random_state",',
+        tests=(
+            "tests/test_bad_input_flower.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+            "tests/test_postprocessing.py",
+            "tests/test_postprocessing_flower.py",
+        ),
+        features=("make_server_app", "make_client_app", "run_in_process"),
+    ),
+    Mutant(
+        name=(
+            "blind5: FederatedMinMaxScaler accepts an empty feature_range (min == max)"
+        ),
+        path="skfedida/preprocessing/_data.py",
+        original="        if feature_range[0] >= feature_range[1]:",
+        mutated="        if feature_range[0] > feature_range[1]:",
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_guard_preprocessing_replies.py",
+            "tests/test_preprocessing.py",
+            "tests/test_reply_gate.py",
+        ),
+        features=("FederatedMinMaxScaler",),
+    ),
+    Mutant(
+        name=(
+            "blind5: FederatedSimpleImputer's indicator only marks features "
+            "missing in every row"
+        ),
+        path="skfedida/preprocessing/_data.py",
+        original='            "any_missing": missing.any(axis=0),',
+        mutated='            "any_missing": missing.all(axis=0),',
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_guard_preprocessing_replies.py",
+            "tests/test_preprocessing.py",
+            "tests/test_reply_gate.py",
+        ),
+        features=("FederatedSimpleImputer",),
+    ),
+    Mutant(
+        name=(
+            "blind5: a Pipeline with a joblib Memory object is accepted in a federation"
+        ),
+        path="skfedida/preprocessing/_base.py",
+        original="        if tree.memory is not None:",
+        mutated="        if isinstance(tree.memory, str):",
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_federated.py",
+            "tests/test_guard_preprocessing_replies.py",
+            "tests/test_preprocessing.py",
+            "tests/test_reply_gate.py",
+            "tests/test_reply_gate_variants.py",
+        ),
+        features=("FederatedEstimator", "FederatedStandardScaler"),
+    ),
+    Mutant(
+        name=(
+            "blind5: tolerance with selection_rate=0.0 is accepted by "
+            "FederatedThresholdOptimizer"
+        ),
+        path="skfedida/postprocessing/_threshold_optimizer.py",
+        original="        if self.tolerance and self.selection_rate is not None:",
+        mutated="        if self.tolerance and self.selection_rate:",
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_postprocessing.py",
+            "tests/test_postprocessing_flower.py",
+            "tests/test_reply_gate.py",
+        ),
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
+        name=(
+            "blind5: FederatedThresholdOptimizer counts the negative class's "
+            "rows as positives"
+        ),
+        path="skfedida/postprocessing/_threshold_optimizer.py",
+        original="                (y[rows] == classes[1]).astype(np.intp),",
+        mutated="                (y[rows] == classes[0]).astype(np.intp),",
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_postprocessing.py",
+            "tests/test_postprocessing_flower.py",
+            "tests/test_reply_gate.py",
+        ),
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
+        name="blind5: fairness metrics accept negative sample weights",
+        path="skfedida/metrics/_fairness.py",
+        original="        sample_weight, y_true, ensure_non_negative=True\n",
+        mutated="        sample_weight, y_true, ensure_non_negative=False\n",
+        tests=(
+            "tests/test_bad_input_metrics.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_metrics.py",
+            "tests/test_metrics_multiclass.py",
+            "tests/test_metrics_parity.py",
+            "tests/test_mutants.py",
+            "tests/test_scorers.py",
+        ),
+        features=("demographic_parity_difference", "fairness_summary"),
+    ),
+    Mutant(
+        name="blind5: weighted true positive counts ignore the sample weights",
+        path="skfedida/metrics/_fairness.py",
+        original='        "true_positive": total(weighted_positive * predicted),',
+        mutated='        "true_positive": total(positive * predicted),',
+        tests=(
+            "tests/test_bad_input_metrics.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_metrics.py",
+            "tests/test_metrics_multiclass.py",
+            "tests/test_metrics_parity.py",
+            "tests/test_mutants.py",
+            "tests/test_scorers.py",
+        ),
+        features=("true_positive_rate_difference", "equal_opportunity_difference"),
+    ),
+    Mutant(
+        name=(
+            "blind5: federated_operating_point's tie probability counts the "
+            "tied block as already selected"
+        ),
+        path="skfedida/metrics/_operating_point.py",
+        original="    above_block = above[j + 1]",
+        mutated="    above_block = above[j]",
+        tests=(
+            "tests/test_bad_input_metrics.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_exact_operating_point.py",
+            "tests/test_metrics.py",
+            "tests/test_metrics_parity.py",
+            "tests/test_model_selection.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+            "tests/test_scorers.py",
+        ),
+        features=("federated_operating_point", "evaluate_clients"),
+    ),
+    Mutant(
+        name="blind5: fairest_within accepts an empty band (low == high)",
+        path="skfedida/model_selection.py",
+        original="    if not 0 <= low < high <= 1:",
+        mutated="    if not 0 <= low <= high <= 1:",
+        tests=(
+            "tests/test_bad_input_models.py",
+            "tests/test_model_selection.py",
+            "tests/test_multiclass.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+            "tests/test_warnings.py",
+        ),
+        features=("fairest_within",),
+    ),
+]
