@@ -255,12 +255,10 @@ MUTANTS = [
         features=("FederatedEstimator",),
     ),
     Mutant(
-        "a skipped client's record names the round before",
+        "in-process round records (skips too) name the round before",
         "skfedida/federated/_server.py",
-        '                    "round": round_ + 1,\n                    "client": '
-        'self.client_id(k),\n                    "train_loss": None,',
-        '                    "round": round_,\n                    "client": '
-        'self.client_id(k),\n                    "train_loss": None,',
+        'history.append({"round": round_ + 1, "client": self.client_id(k)})',
+        'history.append({"round": round_, "client": self.client_id(k)})',
         SERVER_TESTS,
         features=("FederatedEstimator",),
     ),

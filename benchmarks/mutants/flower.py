@@ -29,9 +29,9 @@ MUTANTS = [
         features=("make_server_app",),
     ),
     Mutant(
-        "server app does not record a skipped evaluation",
-        SERVER,
-        'record["evaluation_skipped"] = reason',
+        "a skipped evaluation is not recorded",
+        "skfedida/federated/_replies.py",
+        'record(k)["evaluation_skipped"] = reason',
         "pass",
         GUARD_TESTS,
         features=("make_server_app", "reply:evaluation"),

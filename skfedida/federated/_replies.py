@@ -744,6 +744,61 @@ def declared_sets(n_rows, n_eval_rows, validation_fraction):
 # -- the gate -------------------------------------------------------------------
 
 
+def admit_round(outcomes, *, round_number, on_client_error, name, record, what=None):
+    """One round's replies through the failure policy: admitted, raised or skipped.
+
+    The one policy of training and evaluation rounds, for both backends: with
+    ``on_client_error="raise"`` the first failed client stops the fit naming
+    it; with ``"skip"`` every failure is written into its history record and
+    the round goes on with the others; a round where every selected client
+    failed stops the fit either way.
+
+    Parameters
+    ----------
+    outcomes : list of (int, str or None, BaseException or None)
+        Per selected client, in selection order: its index, why its reply
+        cannot be used (None when it can), and the exception behind that
+        (chained to the error raised, where there is one).
+    round_number : int
+        The round, counted from 1.
+    on_client_error : {"raise", "skip"}
+    name : callable
+        ``name(k)``: how client ``k`` is named in errors.
+    record : callable
+        ``record(k)``: client ``k``'s history record of this round, a dict
+        the skip is written into.
+    what : {"training", "evaluation"} or None
+        The kind of round, said in errors when given. A skipped evaluation is
+        recorded under ``evaluation_skipped``, a skipped training as
+        ``skipped`` with no training loss.
+
+    Returns
+    -------
+    admitted : list of int
+        The clients whose replies are used, in the order given.
+    """
+    failed = [(k, reason, cause) for k, reason, cause in outcomes if reason is not None]
+    where = f" ({what})" if what else ""
+    if failed and on_client_error == "raise":
+        k, reason, cause = failed[0]
+        raise RuntimeError(
+            f"{name(k)} failed in round {round_number}{where}: {reason} (set "
+            "on_client_error='skip' to aggregate the other clients)."
+        ) from cause
+    if failed and len(failed) == len(outcomes):
+        k, reason, cause = failed[0]
+        raise RuntimeError(
+            f"Every selected client failed in round {round_number}{where}; "
+            f"first: {name(k)}: {reason}"
+        ) from cause
+    for k, reason, _ in failed:
+        if what == "evaluation":
+            record(k)["evaluation_skipped"] = reason
+        else:
+            record(k).update(train_loss=None, skipped=reason)
+    return [k for k, reason, _ in outcomes if reason is None]
+
+
 class ReplyGate:
     """Admits clients' replies, or fails them by ``on_client_error``.
 

@@ -29,6 +29,7 @@ from ._privacy import bounded_round, noise_stream
 from ._replies import (
     REPORT_KEYS,
     ClientLedger,
+    admit_round,
     fairness_report_problem,
     training_reply_problem,
 )
@@ -288,43 +289,29 @@ class _Server:
 
     def _collect(self, round_, selected, outcomes, models, history):
         """The successful replies and their weights; failures handled, recorded."""
-        failed = [
-            (k, error)
-            for k, (ok, error) in zip(selected, outcomes, strict=True)
-            if not ok
-        ]
-        if failed and self.on_client_error == "raise":
-            k, error = failed[0]
-            raise RuntimeError(
-                f"Client {self.client_id(k)!r} failed in round "
-                f"{round_ + 1}: {type(error).__name__}: {error} (set "
-                "on_client_error='skip' to aggregate the other clients)."
-            ) from error
-        if len(failed) == len(selected):
-            raise RuntimeError(
-                f"Every selected client failed in round {round_ + 1}; first: "
-                f"{type(failed[0][1]).__name__}: {failed[0][1]}"
-            ) from failed[0][1]
-        for k, error in failed:
-            history.append(
-                {
-                    "round": round_ + 1,
-                    "client": self.client_id(k),
-                    "train_loss": None,
-                    "skipped": f"{type(error).__name__}: {error}",
-                }
-            )
-        succeeded = [k for k, (ok, _) in zip(selected, outcomes, strict=True) if ok]
+
+        def record(k):
+            history.append({"round": round_ + 1, "client": self.client_id(k)})
+            return history[-1]
+
+        admitted = admit_round(
+            [
+                (k, None, None) if ok else (k, f"{type(exc).__name__}: {exc}", exc)
+                for k, (ok, exc) in zip(selected, outcomes, strict=True)
+            ],
+            round_number=round_ + 1,
+            on_client_error=self.on_client_error,
+            name=lambda k: f"Client {self.client_id(k)!r}",
+            record=record,
+        )
         results = [outcome for ok, outcome in outcomes if ok]
         weights = []
         for k, (model, _parameters, n_rows, loss, *_report) in zip(
-            succeeded, results, strict=True
+            admitted, results, strict=True
         ):
             models[k] = model
             weights.append(n_rows)
-            history.append(
-                {"round": round_ + 1, "client": self.client_id(k), "train_loss": loss}
-            )
+            record(k)["train_loss"] = loss
         return results, weights
 
     def global_model(self, state, data):

@@ -23,6 +23,7 @@ from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import bounded_round, check_target_delta, noise_stream
 from ..federated._replies import (
     ReplyGate,
+    admit_round,
     claims_summary,
     consensus,
     count_scalar,
@@ -141,39 +142,29 @@ class _FederationChecks:
         by_node = {}
         for reply in replies:
             by_node[reply.metadata.src_node_id] = reply
-        failures, succeeded = [], []
         self.round_names = self._reported_names(replies, message_type)
+        outcomes, usable = [], {}
         for node in self.expected[message_type]:
             k = self.partition_of[node]
             reply = by_node.get(node)
             if reply is None:
-                failures.append((k, "no reply before the round's timeout"))
+                reason = "no reply before the round's timeout"
             elif reply.has_error():
-                failures.append((k, reply.error.reason))
+                reason = reply.error.reason
             elif (problem := self._reply_problem(k, reply, message_type)) is not None:
-                failures.append((k, f"its reply cannot be used: {problem}"))
+                reason = f"its reply cannot be used: {problem}"
             else:
-                succeeded.append((k, reply))
-        what = "training" if message_type == MessageType.TRAIN else "evaluation"
-        if failures and self.plan.on_client_error == "raise":
-            k, reason = failures[0]
-            raise RuntimeError(
-                f"Client {k} (node {self.nodes[k]}) failed in round {server_round} "
-                f"({what}): {reason} (set on_client_error='skip' to aggregate the "
-                "other clients)."
-            )
-        if not succeeded:
-            raise RuntimeError(
-                f"Every selected client failed in round {server_round} ({what}); "
-                f"first: client {failures[0][0]}: {failures[0][1]}"
-            )
-        for k, reason in failures:
-            record = self._record(server_round, k)
-            if what == "training":
-                record.update(train_loss=None, skipped=reason)
-            else:
-                record["evaluation_skipped"] = reason
-        return [reply for _, reply in sorted(succeeded, key=lambda item: item[0])]
+                reason, usable[k] = None, reply
+            outcomes.append((k, reason, None))
+        admitted = admit_round(
+            outcomes,
+            round_number=server_round,
+            on_client_error=self.plan.on_client_error,
+            name=lambda k: f"Client {k} (node {self.nodes[k]})",
+            record=lambda k: self._record(server_round, k),
+            what="training" if message_type == MessageType.TRAIN else "evaluation",
+        )
+        return [usable[k] for k in sorted(admitted)]
 
     def _reported_names(self, replies, message_type):
         """The sensitive attributes most FairFed reports of a round name."""
