@@ -13,7 +13,11 @@ from _helpers import small_federation
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 
 from skfedida.datasets import make_federated_classification
-from skfedida.exceptions import DegenerateModelWarning, InactivePenaltyWarning
+from skfedida.exceptions import (
+    ClientDataWarning,
+    DegenerateModelWarning,
+    InactivePenaltyWarning,
+)
 from skfedida.federated import (
     ClientStratifiedKFold,
     DifferentialPrivacy,
@@ -184,6 +188,28 @@ def test_federated_metrics_weigh_each_client_by_its_held_out_rows(uneven):
                 np.average(values, weights=held_out), rel=1e-12
             )
             assert summary[f"{key}_median"] == pytest.approx(np.median(values))
+
+
+def test_federated_metrics_leave_out_a_client_whose_metric_is_undefined(uneven):
+    # A client whose rows hold one class has no AUROC (NaN): the
+    # federation's mean and median are over the clients where it is
+    # defined, not NaN, and n_clients still counts every reporting client.
+    y = np.where(uneven.clients == 0, 1, uneven.target)
+    federation = small_federation(n_rounds=2, validation_fraction=0.3)
+    with pytest.warns(ClientDataWarning, match="single class"):
+        federation.fit(
+            uneven.data, y, clients=uneven.clients, sensitive_features=uneven.sensitive
+        )
+    for round_, summary in federation.federated_metrics_.items():
+        records = sorted(
+            (r for r in federation.history_ if r["round"] == round_),
+            key=lambda r: r["client"],
+        )
+        values = np.array([r["val_roc_auc"] for r in records])
+        assert np.isnan(values[0]) and np.isfinite(values[1:]).all()
+        assert summary["val_roc_auc_median"] == pytest.approx(np.median(values[1:]))
+        assert np.isfinite(summary["val_roc_auc"])
+        assert summary["n_clients"] == 3
 
 
 def test_local_training_validates_each_clients_own_model():
