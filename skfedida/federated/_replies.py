@@ -540,6 +540,67 @@ def fairness_report_problem(report, *, n_groups, declared_rows):
     return None
 
 
+def fairness_report_claim_problem(report, labels, *, ledger, k, rowset, declared_rows):
+    """A FairFed report's problem: its counts, then what they claim of the rows.
+
+    The one check of a fairness report on both backends. ``labels`` are the
+    groups the report's positions count (the federation's encoding
+    in-process, the client's own on Flower); the counts must be those of
+    ``declared_rows`` rows, and the rows per group and label the same as the
+    client declared at initialisation and claimed in any earlier reply about
+    ``rowset`` (``ledger``).
+    """
+    problem = fairness_report_problem(
+        report, n_groups=len(labels), declared_rows=declared_rows
+    )
+    if problem is not None:
+        return problem
+    n = np.asarray(report["n"], np.int64)
+    positive = np.asarray(report["n_positive"], np.int64)
+    return ledger.claim(
+        k,
+        rowset,
+        labels=[int((n - positive).sum()), int(positive.sum())],
+        groups={
+            label: (n[g] - positive[g], positive[g]) for g, label in enumerate(labels)
+        },
+    )
+
+
+def named_fairness_report(config, arrays, round_names):
+    """A FairFed report that names its own groups: ``(report, labels)`` or a problem.
+
+    On Flower a client sends its groups' labels and the sensitive
+    attributes' names with its counts (``parse_groups``); the names must be
+    those the round's reports agree on (``round_names``, None when no
+    consensus is needed), and there is one array per count.
+
+    Returns
+    -------
+    report : dict or None
+    labels : list or None
+    problem : str or None
+    """
+    parsed, problem = parse_groups(config)
+    if problem is not None:
+        return None, None, problem
+    labels, names = parsed
+    if round_names is not None and names != round_names:
+        return (
+            None,
+            None,
+            f"its groups are of attributes {names}; the federation's are {round_names}",
+        )
+    if len(arrays) != len(REPORT_KEYS):
+        return (
+            None,
+            None,
+            f"its fairness report has {len(arrays)} arrays; expected "
+            f"{len(REPORT_KEYS)}",
+        )
+    return dict(zip(REPORT_KEYS, arrays, strict=True)), labels, None
+
+
 def group_declaration_problem(config, sizes, ledger, k):
     """A client's groups declared at initialisation, checked and kept.
 

@@ -27,10 +27,9 @@ from ._client import (
 from ._parameters import get_parameters, set_parameters
 from ._privacy import bounded_round, noise_stream
 from ._replies import (
-    REPORT_KEYS,
     ClientLedger,
     admit_round,
-    fairness_report_problem,
+    fairness_report_claim_problem,
     training_reply_problem,
 )
 
@@ -264,13 +263,6 @@ class _Server:
         """A FairFed report's problem: its counts, and the same rows every round."""
         rows = client_data.held_out or client_data
         groups = rows.groups
-        problem = fairness_report_problem(
-            report, n_groups=groups.n_groups, declared_rows=rows.n
-        )
-        if problem is not None:
-            return problem
-        counts = {key: np.asarray(report[key], np.int64) for key in REPORT_KEYS}
-        negatives = counts["n"] - counts["n_positive"]
         rowset = "held_out" if client_data.held_out is not None else "train"
         if self.ledger.declared_groups(k, rowset) is None:
             # A fit that declared nothing (a warm start's first new round):
@@ -278,13 +270,13 @@ class _Server:
             self.ledger.declare_groups(
                 k, rowset, dict(zip(groups.labels, groups.counts(), strict=True))
             )
-        return self.ledger.claim(
-            k,
-            rowset,
-            groups={
-                label: (negatives[g], counts["n_positive"][g])
-                for g, label in enumerate(groups.labels)
-            },
+        return fairness_report_claim_problem(
+            report,
+            groups.labels,
+            ledger=self.ledger,
+            k=k,
+            rowset=rowset,
+            declared_rows=rows.n,
         )
 
     def _collect(self, round_, selected, outcomes, models, history):

@@ -29,10 +29,11 @@ from ..federated._replies import (
     count_scalar,
     declared_sets,
     evaluation_reply_problem,
-    fairness_report_problem,
+    fairness_report_claim_problem,
     group_declaration_problem,
     histogram_reply_problem,
     initialisation_reply_problem,
+    named_fairness_report,
     parse_groups,
     rows_problem,
     training_reply_problem,
@@ -216,38 +217,21 @@ class _FederationChecks:
     def _report_problem(self, k, content):
         """A FairFed report's problem: its form, counts and earlier claims."""
         sizes, sets, gate = self.declared[k]
-        parsed, problem = parse_groups(content["config"])
-        if problem is not None:
-            return problem
-        labels, names = parsed
-        if self.round_names is not None and names != self.round_names:
-            return (
-                f"its groups are of attributes {names}; the federation's are "
-                f"{self.round_names}"
-            )
-        arrays = content["fairness"].to_numpy_ndarrays()
-        if len(arrays) != len(_REPORT_KEYS):
-            return (
-                f"its fairness report has {len(arrays)} arrays; expected "
-                f"{len(_REPORT_KEYS)}"
-            )
-        report = dict(zip(_REPORT_KEYS, arrays, strict=True))
-        rowset = sets["reports"]
-        problem = fairness_report_problem(
-            report, n_groups=len(labels), declared_rows=sizes[rowset]
+        report, labels, problem = named_fairness_report(
+            content["config"],
+            content["fairness"].to_numpy_ndarrays(),
+            self.round_names,
         )
         if problem is not None:
             return problem
-        n = np.asarray(report["n"], np.int64)
-        positive = np.asarray(report["n_positive"], np.int64)
-        return gate.ledger.claim(
-            k,
-            rowset,
-            labels=[int((n - positive).sum()), int(positive.sum())],
-            groups={
-                label: (n[g] - positive[g], positive[g])
-                for g, label in enumerate(labels)
-            },
+        rowset = sets["reports"]
+        return fairness_report_claim_problem(
+            report,
+            labels,
+            ledger=gate.ledger,
+            k=k,
+            rowset=rowset,
+            declared_rows=sizes[rowset],
         )
 
     def _record(self, server_round, k):
