@@ -258,14 +258,12 @@ MUTANTS = [
             "blind5: the Flower server sums a client's histogram over the "
             "wrong axis when checking it"
         ),
-        path="skfedida/flower/_server_app.py",
+        path="skfedida/federated/_replies.py",
         original=(
-            "per_group = np.asarray(arrays[0], "
-            "dtype=np.float64).sum(axis=2).astype(np.int64)"
+            "per_group = np.asarray(counts, np.float64).sum(axis=2).astype(np.int64)"
         ),
         mutated=(
-            "per_group = np.asarray(arrays[0], "
-            "dtype=np.float64).sum(axis=1).astype(np.int64)"
+            "per_group = np.asarray(counts, np.float64).sum(axis=1).astype(np.int64)"
         ),
         tests=(
             "tests/test_bad_input_flower.py",

@@ -63,9 +63,10 @@ MUTANTS = [
     ),
     Mutant(
         "a client's counts need not hold the rows it declared in each group",
-        "skfedida/postprocessing/_threshold_optimizer.py",
-        "        return gate.ledger.claim(\n",
-        "        return None and gate.ledger.claim(\n",
+        "skfedida/federated/_replies.py",
+        "        labels=per_group.sum(axis=0),\n"
+        "        groups=dict(zip(labels, per_group, strict=True)),\n    )",
+        "        labels=None,\n        groups=None,\n    )",
         (*POSTPROCESSING_TESTS, "tests/test_reply_gate.py"),
         features=("FederatedThresholdOptimizer", "reply:histogram"),
     ),

@@ -507,6 +507,31 @@ def histogram_reply_problem(counts, *, n_groups, n_bins, declared_rows):
 REPORT_KEYS = ("n", "selected", "n_positive", "true_positive")
 
 
+def histogram_claim_problem(
+    counts, labels, *, n_bins, ledger, k, rowset, declared_rows
+):
+    """A score histogram's problem: its form and counts, then what they claim.
+
+    The one check of a histogram reply on both backends (group thresholds):
+    ``counts`` of shape ``(n_groups, 2, n_bins)`` over ``declared_rows``
+    rows, whose rows per group and label must be those the client declared
+    and claimed before about ``rowset`` (``ledger``). ``labels`` are the
+    groups the first axis counts.
+    """
+    problem = histogram_reply_problem(
+        counts, n_groups=len(labels), n_bins=n_bins, declared_rows=declared_rows
+    )
+    if problem is not None:
+        return problem
+    per_group = np.asarray(counts, np.float64).sum(axis=2).astype(np.int64)
+    return ledger.claim(
+        k,
+        rowset,
+        labels=per_group.sum(axis=0),
+        groups=dict(zip(labels, per_group, strict=True)),
+    )
+
+
 def fairness_report_problem(report, *, n_groups, declared_rows):
     """Why a FairFed report (counts per group) cannot be used, or None.
 

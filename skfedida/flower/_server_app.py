@@ -31,7 +31,7 @@ from ..federated._replies import (
     evaluation_reply_problem,
     fairness_report_claim_problem,
     group_declaration_problem,
-    histogram_reply_problem,
+    histogram_claim_problem,
     initialisation_reply_problem,
     named_fairness_report,
     parse_groups,
@@ -502,17 +502,14 @@ def _histogram_problem(k, reply, groups, names, n_bins, declared, gate):
     if len(arrays) != 1:
         return f"it sent {len(arrays)} arrays; one histogram was asked for"
     rowset = sets["evaluation"]
-    problem = histogram_reply_problem(
-        arrays[0], n_groups=len(labels), n_bins=n_bins, declared_rows=sizes[rowset]
-    )
-    if problem is not None:
-        return problem
-    per_group = np.asarray(arrays[0], dtype=np.float64).sum(axis=2).astype(np.int64)
-    return gate.ledger.claim(
-        k,
-        rowset,
-        labels=per_group.sum(axis=0),
-        groups={label: per_group[g] for g, label in enumerate(labels)},
+    return histogram_claim_problem(
+        arrays[0],
+        labels,
+        n_bins=n_bins,
+        ledger=gate.ledger,
+        k=k,
+        rowset=rowset,
+        declared_rows=sizes[rowset],
     )
 
 

@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._compat import HasMethods, Interval, StrOptions, _fit_context
 from .._groups import encode_groups
 from ..federated._client import client_ids
-from ..federated._replies import ReplyGate, histogram_reply_problem
+from ..federated._replies import ReplyGate, histogram_claim_problem
 from ..metrics._operating_point import _score_bins
 
 __all__ = ["FederatedThresholdOptimizer"]
@@ -423,20 +423,14 @@ default="demographic_parity"
 
     def _histogram_problem(self, counts, k, n_rows, gate):
         """One client's histogram against the gate's rules and its groups."""
-        problem = histogram_reply_problem(
+        return histogram_claim_problem(
             counts,
-            n_groups=len(self.groups_),
+            self.groups_,
             n_bins=self.n_bins,
+            ledger=gate.ledger,
+            k=k,
+            rowset="eval",
             declared_rows=n_rows,
-        )
-        if problem is not None:
-            return problem
-        per_group = np.asarray(counts, np.float64).sum(axis=2).astype(np.int64)
-        return gate.ledger.claim(
-            k,
-            "eval",
-            labels=per_group.sum(axis=0),
-            groups=dict(zip(self.groups_, per_group, strict=True)),
         )
 
     def _check_fits_across_clients(self, clients):
