@@ -688,6 +688,109 @@ def group_declaration_problem(config, sizes, ledger, k):
 # -- consistency across rounds and kinds of reply ------------------------------
 
 
+#: The fields of a client's description of its data, in ``data_description``'s
+#: order (what every client of a federation must share).
+DESCRIPTION_KEYS = (
+    "n-features",
+    "classes",
+    "feature-names",
+    "raw-columns",
+    "raw-dtypes",
+)
+
+
+def data_description(config):
+    """A client's description of its data, checked: ``(description, problem)``.
+
+    ``(n_features, classes, feature_names, raw_columns, raw_dtypes)`` from the
+    mapping ``config``: a count > 0, a list of two or more distinct labels,
+    lists of names (None where the client sent none). Only their form here;
+    whether they are the federation's is for the majority of the clients to
+    say (``consensus``, then ``description_difference``).
+    """
+    n_features, problem = count_scalar(config.get("n-features"), "its n-features")
+    if problem is None and n_features == 0:
+        problem = "its n-features is 0"
+    if problem is not None:
+        return None, problem
+    classes = config.get("classes")
+    scalar = (str, int, float)
+    if (
+        not isinstance(classes, list)
+        or len(classes) < 2
+        or not all(isinstance(c, scalar) and not isinstance(c, bool) for c in classes)
+        or len({repr(c) for c in classes}) != len(classes)
+    ):
+        return None, f"its classes {classes!r} are not two or more distinct labels"
+    names = []
+    for key in DESCRIPTION_KEYS[2:]:
+        value = config.get(key)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+        ):
+            return None, f"its {key} {value!r} are not a list of names"
+        names.append(None if value is None else list(value))
+    return (int(n_features), list(classes), *names), None
+
+
+def description_difference(description, agreed):
+    """How a client's description differs from the majority's, in words."""
+    for key, mine, theirs in zip(DESCRIPTION_KEYS, description, agreed, strict=True):
+        if mine != theirs:
+            hint = (
+                "; a client may lack a class: give every client the "
+                "federation's classes with make_client_app(..., classes=...)"
+                if key == "classes"
+                else ""
+            )
+            return (
+                f"its {key} {mine!r} are not those of the majority of the "
+                f"clients ({theirs!r}){hint}"
+            )
+    return None
+
+
+def initialisation_claim_problem(
+    k,
+    *,
+    n_rows,
+    class_counts,
+    n_classes,
+    initial_parameters,
+    reference,
+    config,
+    sizes,
+    ledger,
+):
+    """A client's initialisation reply checked, then its class counts claimed.
+
+    Its training rows as declared (``sizes["train"]``); its count of each of
+    the federation's ``n_classes`` classes over them; its initial model, of
+    the shapes and dtypes of ``reference`` and finite; and its groups on
+    every set of its rows (``group_declaration_problem``, from ``config``:
+    the only groups its later replies may count rows in). Returns the first
+    problem, or the ledger's verdict on its class counts.
+    """
+    problem = rows_problem(n_rows, sizes["train"], "its training rows")
+    if problem is None:
+        problem = initialisation_reply_problem(
+            class_counts, n_classes=n_classes, declared_rows=sizes["train"]
+        )
+    if problem is None:
+        problem = training_reply_problem(
+            initial_parameters(),
+            sizes["train"],
+            0.0,
+            reference=reference,
+            declared_rows=sizes["train"],
+        )
+    if problem is None:
+        _, problem = group_declaration_problem(config, sizes, ledger, k)
+    if problem is not None:
+        return problem
+    return ledger.claim(k, "train", labels=np.asarray(class_counts, np.int64))
+
+
 class ClientLedger:
     """What each client has claimed about each set of its rows.
 

@@ -27,15 +27,15 @@ from ..federated._replies import (
     claims_summary,
     consensus,
     count_scalar,
+    data_description,
     declared_sets,
+    description_difference,
     evaluation_reply_problem,
     fairness_report_claim_problem,
-    group_declaration_problem,
     histogram_claim_problem,
-    initialisation_reply_problem,
+    initialisation_claim_problem,
     named_fairness_report,
     parse_groups,
-    rows_problem,
     training_reply_problem,
 )
 from ..federated._statistics_replies import Unreadable
@@ -549,62 +549,13 @@ def _preprocessing_states(plan, grid, nodes, timeout, gate, rows):
     return fit_tree(plan.preprocessing, ask, gate, rows)
 
 
-#: The initialisation reply's description fields, in ``_description``'s order.
-_DESCRIPTION = ("n-features", "classes", "feature-names", "raw-columns", "raw-dtypes")
-
-
 def _description(reply):
-    """A client's description of its data, checked: ``(description, problem)``.
-
-    ``(n_features, classes, feature_names, raw_columns, raw_dtypes)``: a count
-    > 0, a list of two or more distinct labels, lists of names (None where
-    the client sent none). Only their form here; whether they are the
-    federation's is for the majority of the clients to say.
-    """
+    """A client's description of its data (``data_description``), from its reply."""
     try:
         config = reply["config"]
     except (KeyError, TypeError) as exc:
         return None, f"it is malformed ({type(exc).__name__}: {exc})"
-    n_features, problem = count_scalar(config.get("n-features"), "its n-features")
-    if problem is None and n_features == 0:
-        problem = "its n-features is 0"
-    if problem is not None:
-        return None, problem
-    classes = config.get("classes")
-    scalar = (str, int, float)
-    if (
-        not isinstance(classes, list)
-        or len(classes) < 2
-        or not all(isinstance(c, scalar) and not isinstance(c, bool) for c in classes)
-        or len({repr(c) for c in classes}) != len(classes)
-    ):
-        return None, f"its classes {classes!r} are not two or more distinct labels"
-    names = []
-    for key in _DESCRIPTION[2:]:
-        value = config.get(key)
-        if value is not None and (
-            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
-        ):
-            return None, f"its {key} {value!r} are not a list of names"
-        names.append(None if value is None else list(value))
-    return (int(n_features), list(classes), *names), None
-
-
-def _description_difference(description, agreed):
-    """How a client's description differs from the majority's, in words."""
-    for key, mine, theirs in zip(_DESCRIPTION, description, agreed, strict=True):
-        if mine != theirs:
-            hint = (
-                "; a client may lack a class: give every client the "
-                "federation's classes with make_client_app(..., classes=...)"
-                if key == "classes"
-                else ""
-            )
-            return (
-                f"its {key} {mine!r} are not those of the majority of the "
-                f"clients ({theirs!r}){hint}"
-            )
-    return None
+    return data_description(config)
 
 
 def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
@@ -615,36 +566,20 @@ def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
         reference = get_parameters(
             plan.template(seed, n_features, feature_names, classes)
         )
-        problem = rows_problem(
-            reply["metrics"]["num-examples"], sizes["train"], "its training rows"
+        return initialisation_claim_problem(
+            k,
+            n_rows=reply["metrics"]["num-examples"],
+            class_counts=reply["config"]["class-counts"],
+            n_classes=len(classes),
+            # Decoded only when the counts pass, as the checks run in order.
+            initial_parameters=lambda: reply["arrays"].to_numpy_ndarrays(),
+            reference=reference,
+            config=reply["config"],
+            sizes=sizes,
+            ledger=gate.ledger,
         )
-        if problem is None:
-            problem = initialisation_reply_problem(
-                reply["config"]["class-counts"],
-                n_classes=len(classes),
-                declared_rows=sizes["train"],
-            )
-        if problem is None:
-            # Its initial model: the federation's shapes and dtypes, finite.
-            problem = training_reply_problem(
-                reply["arrays"].to_numpy_ndarrays(),
-                sizes["train"],
-                0.0,
-                reference=reference,
-                declared_rows=sizes["train"],
-            )
-        if problem is None:
-            # Its groups on every set of its rows: the only ones it may use.
-            _, problem = group_declaration_problem(
-                reply["config"], sizes, gate.ledger, k
-            )
     except (KeyError, TypeError, ValueError) as exc:
         return f"it is malformed ({type(exc).__name__}: {exc})"
-    if problem is not None:
-        return problem
-    return gate.ledger.claim(
-        k, "train", labels=np.asarray(reply["config"]["class-counts"], np.int64)
-    )
 
 
 def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
@@ -696,7 +631,7 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
         )
         for k, description in described.items():
             if description != agreed:
-                problems[k] = _description_difference(description, agreed)
+                problems[k] = description_difference(description, agreed)
     for k, reply in enumerate(replies):
         if problems.get(k) is None:
             problems[k] = _initialisation_problem(
