@@ -96,17 +96,8 @@ def _in_federation(preprocessing, outer_memory=None):
     )
 
 
-_OUTER_MEMORY_DROPPED = pytest.mark.xfail(
-    strict=True,
-    reason="bug: PipelineFederation rebuilds the preprocessing as "
-    "Pipeline(steps[:-1]), so the outer Pipeline's memory is silently dropped",
-)
-
-
 @pytest.mark.parametrize("kind", ["str", "Memory"])
-@pytest.mark.parametrize(
-    "where", ["nested", pytest.param("outer", marks=_OUTER_MEMORY_DROPPED)]
-)
+@pytest.mark.parametrize("where", ["nested", "outer"])
 def test_a_pipeline_with_any_memory_is_refused(data, tmp_path, kind, where):
     memory = str(tmp_path) if kind == "str" else joblib.Memory(tmp_path, verbose=0)
     if where == "nested":

@@ -109,7 +109,13 @@ class PipelineFederation:
         self.federation = federation
         steps = federation.estimator.steps
         self.final_name, self.final = steps[-1]
-        self.preprocessing = Pipeline(steps[:-1]) if len(steps) > 1 else None
+        # The outer Pipeline's memory stays with its steps, to be refused as
+        # a nested one's is (it was dropped here, silently).
+        self.preprocessing = (
+            Pipeline(steps[:-1], memory=federation.estimator.memory)
+            if len(steps) > 1
+            else None
+        )
         if self.preprocessing is not None:
             # A stateful transformer that is not federated is refused here,
             # before any statistics round.
