@@ -1,6 +1,6 @@
 """Mutation testing: do the tests catch the mistakes they claim to?
 
-Run: ``python benchmarks/mutation.py [--set suite|blind|...|blind5|all]
+Run: ``python benchmarks/mutation.py [--set suite|blind|...|blind6|all]
 [--only WORD ...]
 [--area AREA ...] [--module LIST ...] [--jobs 2] [--coverage] [--baseline]``
 

@@ -16,6 +16,7 @@ from . import (
     blind3,
     blind4,
     blind5,
+    blind6,
     datasets,
     estimators,
     federated,
@@ -62,13 +63,15 @@ SUITE = [mutant for listed in BY_MODULE.values() for mutant in listed]
 #: before the tests of issue 32 were written, the second after them, the third
 #: after the tests for the second set's survivors, the fourth after the third
 #: set's survivors were tested and while every validation check was audited,
-#: the fifth after that audit (its writer knew which lines were mutated).
+#: the fifth after that audit (its writer knew which lines were mutated), the
+#: sixth after the audit of every branch of a compound condition.
 BLIND_SETS = {
     "blind": blind.MUTANTS,
     "blind2": blind2.MUTANTS,
     "blind3": blind3.MUTANTS,
     "blind4": blind4.MUTANTS,
     "blind5": blind5.MUTANTS,
+    "blind6": blind6.MUTANTS,
 }
 BLIND = [mutant for listed in BLIND_SETS.values() for mutant in listed]
 

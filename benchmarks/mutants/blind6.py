@@ -1,0 +1,586 @@
+"""Blind mutants, sixth set: written from the package source alone, without
+reading the tests, after the audit of every compound bad-input condition.
+Its writer was given the lines earlier sets mutate, to choose others.
+"""
+
+from ._base import Mutant
+
+MUTANTS = [
+    Mutant(
+        name=(
+            "blind6: QFedAvg moves the global parameters away from the "
+            "clients' updates (sign of the step flipped)"
+        ),
+        path="skfedida/federated/_aggregation.py",
+        original="            np.asarray(g - (d / sum_h))",
+        mutated="            np.asarray(g + (d / sum_h))",
+        tests=(
+            "tests/test_aggregation.py",
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+            "tests/test_preprocessing.py",
+            "tests/test_reply_gate.py",
+            "tests/test_reply_gate_variants.py",
+        ),
+        features=("QFedAvg",),
+    ),
+    Mutant(
+        name=(
+            "blind6: validation AUROC in history_ is computed on the "
+            "negative class's probability"
+        ),
+        path="skfedida/federated/_client.py",
+        original="        scores = proba[:, 1]",
+        mutated="        scores = proba[:, 0]",
+        tests=(
+            "tests/test_bad_input.py",
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_client.py",
+            "tests/test_minibatch_resampling.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+        ),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        name=(
+            "blind6: warm_start continues a federation under another "
+            "strategy instead of refusing it"
+        ),
+        path="skfedida/federated/_estimator.py",
+        original=(
+            "        if type(self.estimator) is not fitted or self.strategy "
+            '!= state["strategy"]:'
+        ),
+        mutated="        if type(self.estimator) is not fitted:",
+        tests=(
+            "tests/test_aggregation.py",
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_update_bounds.py",
+            "tests/test_validate_params.py",
+            "tests/test_warnings.py",
+        ),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        name=(
+            "blind6: bootstrap resamples ignore their weights for AUROC, so "
+            "its interval collapses to the point"
+        ),
+        path="skfedida/federated/_evaluation.py",
+        original="            roc_auc_score(y, proba, sample_weight=weight)",
+        mutated="            roc_auc_score(y, proba)",
+        tests=(
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_exact_operating_point.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_intervals.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+        ),
+        features=("evaluate_clients",),
+    ),
+    Mutant(
+        name=(
+            "blind6: make_fedida drops random_state: the federation it "
+            "builds is not seeded"
+        ),
+        path="skfedida/federated/_fedida.py",
+        original="        random_state=random_state,\n        **federated_params,",
+        mutated="        **federated_params,",
+        tests=(
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_model_selection.py",
+        ),
+        features=("make_fedida",),
+    ),
+    Mutant(
+        name=(
+            "blind6: n_samples_seen reports t_ - 1 for MLPClassifier and t_ "
+            "for SGDClassifier (layouts swapped)"
+        ),
+        path="skfedida/federated/_parameters.py",
+        original='    if hasattr(estimator, "coefs_") and hasattr(estimator, "t_"):',
+        mutated='    if hasattr(estimator, "coef_") and hasattr(estimator, "t_"):',
+        tests=(
+            "tests/test_aggregation.py",
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_parameters.py",
+        ),
+        features=("n_samples_seen",),
+    ),
+    Mutant(
+        name=(
+            "blind6: no ClientDataWarning when the Pipeline step right "
+            "before the federation was fitted on pooled rows"
+        ),
+        path="skfedida/federated/_pipeline.py",
+        original="                for i in range(position)",
+        mutated="                for i in range(position - 1)",
+        tests=(
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_federated.py",
+            "tests/test_guard_preprocessing_replies.py",
+            "tests/test_preprocessing.py",
+        ),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        name=(
+            "blind6: on Flower, clients with held-out rows report validation "
+            "metrics on their training rows"
+        ),
+        path="skfedida/federated/_plan.py",
+        original="            rows = train if held_out is None else held_out",
+        mutated="            rows = train",
+        tests=(
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+        ),
+        features=("make_client_app", "run_in_process"),
+    ),
+    Mutant(
+        name=(
+            "blind6: DifferentialPrivacy accepts clipping_norm=0 (and "
+            "noise_multiplier=0)"
+        ),
+        path="skfedida/federated/_privacy.py",
+        original="                or value <= 0",
+        mutated="                or value < 0",
+        tests=(
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_update_bounds.py",
+        ),
+        features=("DifferentialPrivacy",),
+    ),
+    Mutant(
+        name=(
+            "blind6: federated_metrics_ gives NaN for a validation metric as "
+            "soon as one client's is undefined"
+        ),
+        path="skfedida/federated/_replies.py",
+        original="        if defined.any() and weights[defined].sum() > 0:",
+        mutated="        if defined.all() and weights[defined].sum() > 0:",
+        tests=(
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_bad_input_flower.py",
+            "tests/test_federated.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+            "tests/test_postprocessing.py",
+            "tests/test_postprocessing_flower.py",
+            "tests/test_preprocessing.py",
+            "tests/test_replies.py",
+            "tests/test_reply_gate.py",
+            "tests/test_reply_gate_variants.py",
+            "tests/test_result_file.py",
+        ),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        name=(
+            "blind6: warm_start rounds reuse the seeds of the first rounds "
+            "(2 + 2 rounds != 4 rounds)"
+        ),
+        path="skfedida/federated/_server.py",
+        original=(
+            "            round_seeds = [_round_seed(seeds[k], round_) for k "
+            "in selected]"
+        ),
+        mutated=(
+            "            round_seeds = [_round_seed(seeds[k], offset) for k "
+            "in selected]"
+        ),
+        tests=(
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_callbacks.py",
+            "tests/test_determinism.py",
+            "tests/test_federated.py",
+            "tests/test_flower.py",
+            "tests/test_guard_federated.py",
+            "tests/test_replies.py",
+            "tests/test_reply_gate.py",
+            "tests/test_reply_gate_variants.py",
+            "tests/test_update_bounds.py",
+        ),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        name=(
+            "blind6: ClientStratifiedKFold stratifies by outcome only, so a "
+            "fold can miss a client"
+        ),
+        path="skfedida/federated/_split.py",
+        original="        yield from inner.split(np.zeros(len(X)), strata.ravel())",
+        mutated="        yield from inner.split(np.zeros(len(X)), outcome)",
+        tests=(
+            "tests/test_bad_input_conditions.py",
+            "tests/test_bad_input_federation.py",
+            "tests/test_federated.py",
+            "tests/test_guard_federated.py",
+            "tests/test_model_selection.py",
+        ),
+        features=("ClientStratifiedKFold",),
+    ),
+    Mutant(
+        name=(
+            "blind6: a Flower client declares its training rows as its "
+            "evaluation rows at discovery"
+        ),
+        path="skfedida/flower/_client_app.py",
+        original=(
+            '            declared["num-eval-rows"] = '
+            'int(_num_samples(loaded["X_eval"]))'
+        ),
+        mutated=(
+            '            declared["num-eval-rows"] = int(_num_samples(loaded["X"]))'
+        ),
+        tests=(
+            "tests/test_bad_input_flower.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+            "tests/test_postprocessing_flower.py",
+            "tests/test_result_file.py",
+        ),
+        features=("make_client_app", "run_in_process"),
+    ),
+    Mutant(
+        name=(
+            "blind6: run_in_process accepts more node_configs than "
+            "partitions and silently runs extra nodes"
+        ),
+        path="skfedida/flower/_grid.py",
+        original="    if len(extra) != num_partitions:",
+        mutated="    if len(extra) < num_partitions:",
+        tests=(
+            "tests/test_bad_input_flower.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+            "tests/test_result_file.py",
+        ),
+        features=("run_in_process",),
+    ),
+    Mutant(
+        name=(
+            "blind6: the run config's num-server-rounds no longer overrides "
+            "n_rounds on Flower"
+        ),
+        path="skfedida/flower/_protocol.py",
+        original='    "num-server-rounds": "n_rounds",',
+        mutated='    "num-rounds": "n_rounds",',
+        tests=(
+            "tests/test_bad_input_flower.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+            "tests/test_postprocessing.py",
+            "tests/test_postprocessing_flower.py",
+        ),
+        features=("make_server_app", "make_client_app", "run_in_process"),
+    ),
+    Mutant(
+        name=(
+            "blind6: a result key given as text (str) is refused; only bytes "
+            "sign the result file"
+        ),
+        path="skfedida/flower/_result.py",
+        original='    if isinstance(key, str):\n        key = key.encode("utf-8")\n',
+        mutated="",
+        tests=(
+            "tests/test_bad_input_flower.py",
+            "tests/test_flower.py",
+            "tests/test_result_file.py",
+        ),
+        features=("load_result", "make_server_app"),
+    ),
+    Mutant(
+        name=(
+            "blind6: make_server_app takes any estimator with fit as "
+            "postprocessor, failing only after training"
+        ),
+        path="skfedida/flower/_server_app.py",
+        original=(
+            "    if postprocessor is not None and not hasattr(postprocessor, "
+            '"_fit_counts"):'
+        ),
+        mutated=(
+            '    if postprocessor is not None and not hasattr(postprocessor, "fit"):'
+        ),
+        tests=(
+            "tests/test_bad_input_flower.py",
+            "tests/test_flower.py",
+            "tests/test_guard_flower.py",
+            "tests/test_postprocessing_flower.py",
+            "tests/test_result_file.py",
+        ),
+        features=("make_server_app",),
+    ),
+    Mutant(
+        name=(
+            "blind6: FederatedSimpleImputer(strategy='mean') averages the "
+            "clients' means, unweighted by their counts"
+        ),
+        path="skfedida/preprocessing/_data.py",
+        original='                statistics = sum(a["sum"] for a in answers) / n',
+        mutated=(
+            '                statistics = np.mean([a["sum"] / a["n"] for a '
+            "in answers], axis=0)"
+        ),
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_guard_preprocessing_replies.py",
+            "tests/test_preprocessing.py",
+            "tests/test_reply_gate.py",
+        ),
+        features=("FederatedSimpleImputer",),
+    ),
+    Mutant(
+        name=(
+            "blind6: FederatedThresholdOptimizer accepts tolerance > 0 with "
+            "equalized_odds and ignores it"
+        ),
+        path="skfedida/postprocessing/_threshold_optimizer.py",
+        original='        if self.tolerance and self.constraints == "equalized_odds":',
+        mutated='        if self.tolerance and self.constraints == "equalized odds":',
+        tests=(
+            "tests/test_bad_input_federation.py",
+            "tests/test_postprocessing.py",
+            "tests/test_postprocessing_flower.py",
+            "tests/test_reply_gate.py",
+        ),
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
+        name=(
+            "blind6: the equalized_odds_ratio scorer is negated, so searches "
+            "prefer the least fair model"
+        ),
+        path="skfedida/metrics/_scorer.py",
+        original='    "equalized_odds_ratio": (equalized_odds_ratio, True),',
+        mutated='    "equalized_odds_ratio": (equalized_odds_ratio, False),',
+        tests=(
+            "tests/test_bad_input_models.py",
+            "tests/test_exact_operating_point.py",
+            "tests/test_metrics.py",
+            "tests/test_metrics_multiclass.py",
+            "tests/test_metrics_parity.py",
+            "tests/test_model_selection.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+            "tests/test_scorers.py",
+        ),
+        features=("make_fairness_scorer", "equalized_odds_ratio"),
+    ),
+    Mutant(
+        name=(
+            "blind6: lambda_range accepts a lambdas grid with repeated "
+            "values (not strictly increasing)"
+        ),
+        path="skfedida/model_selection.py",
+        original="        or np.any(np.diff(lambdas) <= 0)",
+        mutated="        or np.any(np.diff(lambdas) < 0)",
+        tests=(
+            "tests/test_bad_input_models.py",
+            "tests/test_model_selection.py",
+            "tests/test_multiclass.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+            "tests/test_warnings.py",
+        ),
+        features=("lambda_range",),
+    ),
+    Mutant(
+        name=(
+            "blind6: FairnessAwareROSE resamples y of a single class instead "
+            "of refusing it"
+        ),
+        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        original="        if len(classes) < 2:",
+        mutated="        if len(classes) < 1:",
+        tests=(
+            "tests/test_bad_input_estimators.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_minibatch_resampling.py",
+            "tests/test_mutants.py",
+            "tests/test_over_sampling.py",
+            "tests/test_warnings.py",
+        ),
+        features=("FairnessAwareROSE",),
+    ),
+    Mutant(
+        name=(
+            "blind6: partial_fit overwrites n_samples_seen_ with the last "
+            "call's rows instead of adding them"
+        ),
+        path="skfedida/_fair_base.py",
+        original="        self.n_samples_seen_ += batch.X.shape[0]",
+        mutated="        self.n_samples_seen_ = batch.X.shape[0]",
+        tests=(
+            "tests/test_bad_input_estimators.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_data_boundary.py",
+            "tests/test_fair_estimators.py",
+            "tests/test_guard_estimators.py",
+            "tests/test_multiclass.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+            "tests/test_penalty.py",
+            "tests/test_sgd_compiled.py",
+            "tests/test_warnings.py",
+        ),
+        features=("FairPenaltyLogisticRegression", "n_samples_seen"),
+    ),
+    Mutant(
+        name="blind6: individual_penalty's gradient is wrong: its slope term is halved",
+        path="skfedida/penalty.py",
+        original="    slope = (2.0 / W) * (N_y - n)",
+        mutated="    slope = (1.0 / W) * (N_y - n)",
+        tests=(
+            "tests/test_bad_input_estimators.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_fair_estimators.py",
+            "tests/test_guard_estimators.py",
+            "tests/test_operating_point.py",
+            "tests/test_penalty.py",
+            "tests/test_penalty_large_k.py",
+        ),
+        features=("individual_penalty",),
+    ),
+    Mutant(
+        name=(
+            "blind6: average=True averages the coefficients of partial_fit's "
+            "steps but keeps the last intercept"
+        ),
+        path="skfedida/linear_model.py",
+        original=(
+            "            coef_work, intercept_work = coef_sum / n_steps, "
+            "intercept_sum / n_steps"
+        ),
+        mutated="            coef_work = coef_sum / n_steps",
+        tests=(
+            "tests/test_bad_input_estimators.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_data_boundary.py",
+            "tests/test_fair_estimators.py",
+            "tests/test_guard_estimators.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+            "tests/test_sgd_compiled.py",
+        ),
+        features=("FairPenaltyLogisticRegression",),
+    ),
+    Mutant(
+        name=(
+            "blind6: FairMLPClassifier(solver='adam') keeps the Adam moments "
+            "of the previous fit on a new fit"
+        ),
+        path="skfedida/neural_network.py",
+        original="            self._optimizer = None\n        validation = None",
+        mutated="        validation = None",
+        tests=(
+            "tests/test_bad_input_estimators.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_data_boundary.py",
+            "tests/test_fair_estimators.py",
+            "tests/test_guard_estimators.py",
+            "tests/test_mutants.py",
+            "tests/test_operating_point.py",
+        ),
+        features=("FairMLPClassifier",),
+    ),
+    Mutant(
+        name=(
+            "blind6: sensitive_features given together with sensitive= "
+            "columns are used silently (columns kept as inputs)"
+        ),
+        path="skfedida/_groups.py",
+        original="    if sensitive is None:\n        return X, sensitive_features",
+        mutated=(
+            "    if sensitive is None or sensitive_features is not "
+            "None:\n        return X, sensitive_features"
+        ),
+        tests=(
+            "tests/test_bad_input.py",
+            "tests/test_bad_input_estimators.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_fair_estimators.py",
+            "tests/test_groups.py",
+            "tests/test_guard_estimators.py",
+        ),
+        features=("FairPenaltyLogisticRegression",),
+    ),
+    Mutant(
+        name=(
+            "blind6: make_federated_classification accepts a client size of "
+            "0 (a client without rows)"
+        ),
+        path="skfedida/datasets/_synthetic.py",
+        original="        if weights.shape != (n_clients,) or np.any(weights <= 0):",
+        mutated="        if weights.shape != (n_clients,) or np.any(weights < 0):",
+        tests=("tests/test_bad_input_models.py", "tests/test_datasets.py"),
+        features=("make_federated_classification",),
+    ),
+    Mutant(
+        name=(
+            "blind6: TradeoffDisplay labels the x axis with the performance "
+            "and the y axis with the disparity"
+        ),
+        path="skfedida/plotting.py",
+        original=(
+            "        ax.set_xlabel(self.disparity_name)\n        "
+            "ax.set_ylabel(self.performance_name)"
+        ),
+        mutated=(
+            "        ax.set_xlabel(self.performance_name)\n        "
+            "ax.set_ylabel(self.disparity_name)"
+        ),
+        tests=("tests/test_bad_input_models.py", "tests/test_plotting.py"),
+        features=("TradeoffDisplay",),
+    ),
+    Mutant(
+        name=(
+            "blind6: a float64 sample_weight holding NaN is accepted by the "
+            "estimators' fit"
+        ),
+        path="skfedida/_validation.py",
+        original="        and np.isfinite(sample_weight).all()\n",
+        mutated="",
+        tests=(
+            "tests/test_bad_input.py",
+            "tests/test_bad_input_estimators.py",
+            "tests/test_bad_input_models.py",
+            "tests/test_fair_estimators.py",
+            "tests/test_guard_estimators.py",
+        ),
+        features=("FairPenaltyLogisticRegression",),
+    ),
+]
