@@ -799,3 +799,36 @@ def test_a_log_spaced_search_from_zero_or_below_is_refused(low):
 def test_a_log_spaced_search_from_just_above_zero_is_accepted():
     search = _coarse_to_fine(1e-300, 1.0, "log")
     assert search.coarse_values_[0] == pytest.approx(1e-300)
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -1.0])
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        FairPenaltyLogisticRegression(),
+        FairMLPClassifier(hidden_layer_sizes=(3,), max_iter=2),
+    ],
+    ids=["logistic", "mlp"],
+)
+def test_a_float64_sample_weight_that_is_not_finite_and_non_negative_is_refused(
+    estimator, bad, method
+):
+    # A float64 array of the right length takes a fast path past sklearn's
+    # generic check; a NaN, an infinite or a negative weight must still be
+    # refused naming sample_weight (a NaN would train a NaN model).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    y = np.tile([0, 1], 10)
+    S = np.repeat([0, 1], 10)
+    weight = np.ones(20)
+    extra = {"classes": [0, 1]} if method == "partial_fit" else {}
+    fitted = getattr(estimator, method)(
+        X, y, sensitive_features=S, sample_weight=weight, **extra
+    )
+    assert np.isfinite(fitted.predict_proba(X)).all()
+    weight[4] = bad
+    with pytest.raises(ValueError, match="sample_weight"):
+        getattr(estimator, method)(
+            X, y, sensitive_features=S, sample_weight=weight, **extra
+        )

@@ -599,3 +599,54 @@ def test_the_server_warns_of_a_degenerate_multiclass_model():
             make_client_app(federation, _loader(data), classes=[0, 1, 2]),
             num_partitions=N_CLIENTS,
         )
+
+
+def test_clients_evaluate_on_their_own_evaluation_rows(data):
+    # load_data may give a node evaluation rows of its own (X_eval, y_eval,
+    # sensitive_features_eval): every round's val_* metrics are of those
+    # rows (the last round's, of the final model), the federation's summary
+    # weighs each client by their number, and training is as without them.
+    from sklearn.metrics import brier_score_loss, roc_auc_score
+
+    evaluation = make_federated_classification(
+        600, n_clients=N_CLIENTS, client_sizes=[3, 1, 2], random_state=8
+    )
+
+    def load_data(context):
+        loaded = _loader(data)(context)
+        rows = evaluation.clients == context.node_config["partition-id"]
+        loaded["X_eval"] = evaluation.data[rows]
+        loaded["y_eval"] = evaluation.target[rows]
+        loaded["sensitive_features_eval"] = {
+            name: values[rows] for name, values in evaluation.sensitive.items()
+        }
+        return loaded
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0.5), n_rounds=2, random_state=0
+    )
+    flower = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, load_data),
+        num_partitions=N_CLIENTS,
+    )
+    assert_same_parameters(flower.estimator_, _in_process(federation, data).estimator_)
+    eval_rows = np.bincount(evaluation.clients)
+    assert len(set(eval_rows.tolist())) == N_CLIENTS
+    last = {r["client"]: r for r in flower.history_ if r["round"] == 2}
+    for k in range(N_CLIENTS):
+        rows = evaluation.clients == k
+        proba = flower.estimator_.predict_proba(evaluation.data[rows])[:, 1]
+        assert last[k]["val_roc_auc"] == pytest.approx(
+            roc_auc_score(evaluation.target[rows], proba), rel=1e-12
+        )
+        assert last[k]["val_brier"] == pytest.approx(
+            brier_score_loss(evaluation.target[rows], proba), rel=1e-12
+        )
+    summary = flower.federated_metrics_[2]
+    assert summary["val_roc_auc"] == pytest.approx(
+        np.average(
+            [last[k]["val_roc_auc"] for k in range(N_CLIENTS)], weights=eval_rows
+        ),
+        rel=1e-12,
+    )

@@ -191,3 +191,30 @@ def test_a_negative_sample_weight_is_refused(make, method):
         getattr(make(), method)(
             X, y, sensitive_features=groups, sample_weight=weight, **kwargs
         )
+
+
+@pytest.mark.parametrize("solver", ["sgd", "adam"])
+def test_a_new_fit_forgets_the_previous_one(solver):
+    # fit starts afresh (warm_start=False): after a fit on other rows, a fit
+    # gives the model a fresh estimator gives, to the last bit: the weights
+    # and the optimiser's state (Adam's moments) are both reset.
+    rng = np.random.default_rng(3)
+    X_first, X = rng.normal(size=(2, 60, 4))
+    y_first, y = rng.integers(0, 2, size=(2, 60))
+    S = np.repeat([0, 1], 30)
+    options = dict(
+        hidden_layer_sizes=(5,), solver=solver, max_iter=5, tol=0.0, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # five epochs do not converge
+        refitted = FairMLPClassifier(**options).fit(
+            X_first, y_first, sensitive_features=S
+        )
+        refitted.fit(X, y, sensitive_features=S)
+        fresh = FairMLPClassifier(**options).fit(X, y, sensitive_features=S)
+    for mine, theirs in zip(
+        refitted.coefs_ + refitted.intercepts_,
+        fresh.coefs_ + fresh.intercepts_,
+        strict=True,
+    ):
+        assert mine.tobytes() == theirs.tobytes()
