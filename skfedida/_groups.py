@@ -31,6 +31,7 @@ except ImportError:  # pragma: no cover - exercised in environments without pand
 __all__ = [
     "SensitiveGroups",
     "check_sensitive_features",
+    "client_ids",
     "column_positions",
     "encode_groups",
     "resolve_sensitive",
@@ -568,3 +569,27 @@ def take_rows(values, indices):
     if pd is not None and isinstance(taken, (pd.DataFrame, pd.Series)):
         taken = taken.reset_index(drop=True)
     return taken
+
+
+def client_ids(clients, n_samples):
+    """Sorted client ids and every row's position among them, checked.
+
+    ``None`` is one client (``0``) holding every row: the non-federated case,
+    as sklearn's estimator checks and plain pipelines use it.
+    """
+    if clients is None:
+        return np.array([0]), np.zeros(n_samples, dtype=np.intp)
+    clients = np.asarray(clients)
+    if clients.ndim != 1 or clients.shape[0] != n_samples:
+        raise ValueError(
+            f"clients must hold one id per row: {n_samples} rows, got "
+            f"shape {clients.shape}."
+        )
+    if missing_mask(clients).any():
+        raise ValueError("clients has missing values; every row needs a client.")
+    check_one_kind(clients, "clients")
+    if clients.dtype.kind == "O":
+        # Python strings (pandas' string and categorical ids, object arrays)
+        # or numbers become a plain numpy array of one type.
+        clients = np.asarray(clients.tolist())
+    return np.unique(clients, return_inverse=True)

@@ -1,7 +1,7 @@
 """The gate's rules for the preprocessing statistics, one lie at a time.
 
 Each federated transformer's server checks every client's answer before it
-combines it (``skfedida/federated/_statistics_replies.py``), in-process as on
+combines it (``skfedida/_statistics_replies.py``), in-process as on
 Flower. Here the last of three clients answers honestly but for one lie, and
 the fit must stop naming that client and the rule its answer breaks: each
 rule catches its own lie, in the round it is told (a rule left out may let a

@@ -281,3 +281,81 @@ def test_every_public_feature_has_a_mutant():
     features = mutants.public_features(ROOT)
     assert set(covered) <= set(features), "a mutant names an unknown feature"
     assert [name for name in features if name not in covered] == []
+
+
+def _internal_imports():
+    """Per module of the package, the package's modules it imports (lazy too)."""
+    import ast
+
+    package = ROOT / "skfedida"
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        modules[".".join(parts)] = (path, is_package)
+    known = set(modules) | {"skfedida._sgd_fast"}
+    graph = {}
+    for name, (path, is_package) in modules.items():
+        here = name.split(".") if is_package else name.split(".")[:-1]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                candidates = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                candidates = [module] + [f"{module}.{a.name}" for a in node.names]
+            else:
+                continue
+            targets.update(c for c in candidates if c in known and c != name)
+        graph[name] = targets
+    return graph
+
+
+def _cycle(graph):
+    """One cycle of the directed graph, as a list of nodes, or None."""
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == "open":
+                return [*path[path.index(target) :], target]
+            if target not in state:
+                found = visit(target, [*path, target])
+                if found:
+                    return found
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node, [node])
+            if found:
+                return found
+    return None
+
+
+def test_no_import_circle_between_modules_or_packages():
+    # A circle (a module importing one that imports it back, even lazily
+    # inside a function) hides which layer owns a rule. Packages are layered
+    # too: skfedida/<package>/ and each top-level module skfedida/<m>.py is
+    # one node, and a lower one never imports a higher one (issue 33).
+    graph = _internal_imports()
+    assert _cycle(graph) is None, f"import circle: {' -> '.join(_cycle(graph))}"
+
+    def package_of(module):
+        return ".".join(module.split(".")[:2])
+
+    packages = {}
+    for module, targets in graph.items():
+        if module == "skfedida":  # the facade imports every package
+            continue
+        edges = packages.setdefault(package_of(module), set())
+        edges.update(
+            package_of(t) for t in targets if package_of(t) != package_of(module)
+        )
+    circle = _cycle(packages)
+    assert circle is None, f"packages import each other: {' -> '.join(circle)}"

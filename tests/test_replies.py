@@ -15,12 +15,12 @@ from _helpers import RewritingClientApp as _Rewriting
 from _helpers import partition_loader
 from flwr.app import ArrayRecord, MessageType
 
-from skfedida.datasets import make_federated_classification
-from skfedida.federated import FederatedEstimator
-from skfedida.federated._replies import (
+from skfedida._replies import (
     evaluation_reply_problem,
     training_reply_problem,
 )
+from skfedida.datasets import make_federated_classification
+from skfedida.federated import FederatedEstimator
 from skfedida.flower import make_client_app, make_server_app, run_in_process
 from skfedida.linear_model import FairPenaltyLogisticRegression
 
@@ -204,7 +204,7 @@ def test_the_checks_themselves():
 def test_a_multiclass_brier_score_up_to_two_is_a_valid_claim():
     # The Brier score of more than two classes sums the squared errors over
     # the classes: up to 2. A value above 1 was refused as a malformed reply.
-    from skfedida.federated._replies import evaluation_reply_problem
+    from skfedida._replies import evaluation_reply_problem
 
     allowed = {"val_brier", "num-examples"}
     assert evaluation_reply_problem({"val_brier": 1.3}, allowed=allowed) is None

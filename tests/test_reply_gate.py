@@ -32,10 +32,7 @@ from _helpers import (
 )
 from flwr.app import ArrayRecord
 
-from skfedida.datasets import make_federated_classification
-from skfedida.federated import FairFed, QFedAvg
-from skfedida.federated._aggregation import class_prior
-from skfedida.federated._replies import (
+from skfedida._replies import (
     ClientLedger,
     count_array,
     fairness_report_problem,
@@ -45,6 +42,9 @@ from skfedida.federated._replies import (
     squares_problem,
     sum_within_extremes_problem,
 )
+from skfedida.datasets import make_federated_classification
+from skfedida.federated import FairFed, QFedAvg
+from skfedida.federated._aggregation import class_prior
 from skfedida.flower import make_client_app, make_server_app, run_in_process
 from skfedida.flower._codec import decode, encode
 from skfedida.flower._protocol import _HISTOGRAMS, _INIT, _STATISTICS

@@ -28,9 +28,9 @@ from _helpers import (
 )
 from flwr.app import ArrayRecord, MessageType
 
+from skfedida._replies import NoConsensus, consensus
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FairFed
-from skfedida.federated._replies import NoConsensus, consensus
 from skfedida.flower import make_client_app, make_server_app, run_in_process
 from skfedida.flower._codec import decode, encode
 from skfedida.flower._protocol import _HISTOGRAMS, _INIT, _REPORT_KEYS, _STATISTICS

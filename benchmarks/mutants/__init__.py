@@ -75,8 +75,8 @@ BLIND_SETS = {
 }
 BLIND = [mutant for listed in BLIND_SETS.values() for mutant in listed]
 
-#: Every kind of reply a server reads and checks (``federated/_replies.py``
-#: and ``federated/_statistics_replies.py``).
+#: Every kind of reply a server reads and checks (``_replies.py``
+#: and ``_statistics_replies.py``).
 REPLY_KINDS = (
     "reply:training",
     "reply:evaluation",

@@ -150,7 +150,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: the gate refuses a count equal to the rows it counts",
-        path="skfedida/federated/_replies.py",
+        path="skfedida/_replies.py",
         original="np.any(as_float > at_most)",
         mutated="np.any(as_float >= at_most)",
         tests=(*_GATE, "tests/test_preprocessing.py"),
@@ -166,7 +166,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: a client's extremes are compared with a range that holds them",
-        path="skfedida/federated/_statistics_replies.py",
+        path="skfedida/_statistics_replies.py",
         original="others = [extremes[i] for i in extremes if i != k]",
         mutated="others = [extremes[i] for i in extremes]",
         tests=(*_PREPROCESSING, "tests/test_reply_gate_variants.py"),

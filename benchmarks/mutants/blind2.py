@@ -193,7 +193,7 @@ MUTANTS = [
     # -- federated: the reply gate ---------------------------------------------
     Mutant(
         name="blind2: a training reply may report fewer rows than the client declared",
-        path="skfedida/federated/_replies.py",
+        path="skfedida/_replies.py",
         original="if declared_rows is not None and int(n_rows) != int(declared_rows):",
         mutated="if declared_rows is not None and int(n_rows) > int(declared_rows):",
         tests=_REPLIES,
@@ -201,7 +201,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: federated_metrics_ mean ignores the clients' validation rows",
-        path="skfedida/federated/_replies.py",
+        path="skfedida/_replies.py",
         original="summary[name] = float("
         "np.average(column[defined], weights=weights[defined]))",
         mutated="summary[name] = float(np.mean(column[defined]))",
@@ -211,7 +211,7 @@ MUTANTS = [
     Mutant(
         name="blind2: statistics range check scales by the others' width only, "
         "flagging honest clients far from zero",
-        path="skfedida/federated/_statistics_replies.py",
+        path="skfedida/_statistics_replies.py",
         original="width = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi)))",
         mutated="width = hi - lo",
         tests=_PREPROCESSING + _REPLIES,

@@ -179,7 +179,7 @@ MUTANTS = [
             "blind4: federated_metrics_' <name>_median is NaN as soon as one "
             "client's metric is undefined"
         ),
-        path="skfedida/federated/_replies.py",
+        path="skfedida/_replies.py",
         original='summary[f"{name}_median"] = float(np.median(column[defined]))',
         mutated='summary[f"{name}_median"] = float(np.median(column))',
         tests=(
@@ -198,7 +198,7 @@ MUTANTS = [
             "blind4: a client is refused when every other client's column "
             "holds only zeros"
         ),
-        path="skfedida/federated/_statistics_replies.py",
+        path="skfedida/_statistics_replies.py",
         original="scaled = width > 0",
         mutated="scaled = width >= 0",
         tests=(

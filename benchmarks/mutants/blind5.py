@@ -11,7 +11,7 @@ MUTANTS = [
             "blind5: client ids with missing values are accepted when only "
             "some are missing"
         ),
-        path="skfedida/federated/_client.py",
+        path="skfedida/_groups.py",
         original="    if missing_mask(clients).any():",
         mutated="    if missing_mask(clients).all():",
         tests=(
@@ -234,7 +234,7 @@ MUTANTS = [
             "blind5: the Flower server rounds held-out rows down, refusing "
             "clients with validation_fraction"
         ),
-        path="skfedida/federated/_replies.py",
+        path="skfedida/_replies.py",
         original=(
             "0 if validation_fraction is None else "
             "math.ceil(validation_fraction * n_rows)"
@@ -258,7 +258,7 @@ MUTANTS = [
             "blind5: the Flower server sums a client's histogram over the "
             "wrong axis when checking it"
         ),
-        path="skfedida/federated/_replies.py",
+        path="skfedida/_replies.py",
         original=(
             "per_group = np.asarray(counts, np.float64).sum(axis=2).astype(np.int64)"
         ),

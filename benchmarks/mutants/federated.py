@@ -35,7 +35,7 @@ MUTANTS = [
     ),
     Mutant(
         "a group a client did not declare is accepted",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "            if label not in declared:\n",
         "            if label not in declared and False:\n",
         GATE_TESTS,
@@ -47,7 +47,7 @@ MUTANTS = [
     ),
     Mutant(
         "consensus takes a plurality, not a strict majority",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "if 2 * counts[best] > len(keys):",
         "if counts[best] >= 1:",
         GATE_TESTS,
@@ -55,7 +55,7 @@ MUTANTS = [
     ),
     Mutant(
         "extremes far beyond the other clients' are accepted",
-        "skfedida/federated/_statistics_replies.py",
+        "skfedida/_statistics_replies.py",
         "below = scaled & (low < lo - RANGE_FACTOR * width)",
         "below = scaled & (low < lo - 1e300 * width)",
         GATE_TESTS,
@@ -197,7 +197,7 @@ MUTANTS = [
     ),
     Mutant(
         "a negative training loss is accepted",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "or not np.isfinite(loss) or loss < 0:",
         "or not np.isfinite(loss):",
         REPLY_TESTS,
@@ -264,7 +264,7 @@ MUTANTS = [
     ),
     Mutant(
         "on_client_error='skip' records a failed reply but still uses it",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "admitted = [k for k, problem in problems if problem is None]",
         "admitted = [k for k, problem in problems]",
         REPLY_GATE_TESTS,
@@ -585,7 +585,7 @@ MUTANTS = [
     # -- replies the server checks ---------------------------------------------
     Mutant(
         "a training reply may claim more rows than the client declared",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "    if declared_rows is not None and int(n_rows) != int(declared_rows):\n",
         "    if declared_rows is not None and int(n_rows) < int(declared_rows):\n",
         REPLY_GATE_TESTS,
@@ -593,7 +593,7 @@ MUTANTS = [
     ),
     Mutant(
         "a training reply's parameters may be of another dtype",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "        if array.dtype != np.asarray(expected).dtype:\n",
         "        if array.dtype.kind != np.asarray(expected).dtype.kind:\n",
         REPLY_GATE_TESTS,
@@ -601,7 +601,7 @@ MUTANTS = [
     ),
     Mutant(
         "evaluation metrics have no upper bound",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "np.isnan(value) or 0.0 <= value <= _METRIC_UPPER.get(name, 1.0)",
         "np.isnan(value) or 0.0 <= value",
         REPLY_GATE_TESTS,
@@ -609,7 +609,7 @@ MUTANTS = [
     ),
     Mutant(
         "an evaluation reply may count other rows than declared",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "if declared_rows is not None and int(value) != int(declared_rows):",
         "if declared_rows is not None and int(value) > int(declared_rows):",
         REPLY_GATE_TESTS,
@@ -617,7 +617,7 @@ MUTANTS = [
     ),
     Mutant(
         "class counts need not add up to the declared rows",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "    if int(counts.sum()) != int(declared_rows):\n        return (\n"
         '            f"its class counts',
         "    if int(counts.sum()) > int(declared_rows):\n        return (\n"
@@ -627,7 +627,7 @@ MUTANTS = [
     ),
     Mutant(
         "fractional counts are accepted",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "    if np.any(as_float != np.floor(as_float)):\n",
         "    if np.any(as_float < np.floor(as_float)):\n",
         REPLY_GATE_TESTS,
@@ -635,7 +635,7 @@ MUTANTS = [
     ),
     Mutant(
         "a histogram need not count every declared evaluation row",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "    if int(array.sum()) != int(declared_rows):\n",
         "    if int(array.sum()) > int(declared_rows):\n",
         REPLY_GATE_TESTS,
@@ -643,7 +643,7 @@ MUTANTS = [
     ),
     Mutant(
         "a histogram's counts may exceed the rows in one bin",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "        shape=(n_groups, 2, n_bins),\n        at_most=declared_rows,\n",
         "        shape=(n_groups, 2, n_bins),\n",
         REPLY_GATE_TESTS,
@@ -651,7 +651,7 @@ MUTANTS = [
     ),
     Mutant(
         "a fairness report may hold more true positives than decisions",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         'if np.any(tp > counts["selected"]) or np.any(tp > counts["n_positive"]):',
         'if np.any(tp > counts["n_positive"]):',
         REPLY_GATE_TESTS,
@@ -659,7 +659,7 @@ MUTANTS = [
     ),
     Mutant(
         "a fairness report need not count the declared rows",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         '    if int(counts["n"].sum()) != int(declared_rows):\n',
         '    if int(counts["n"].sum()) > int(declared_rows):\n',
         REPLY_GATE_TESTS,
@@ -675,7 +675,7 @@ MUTANTS = [
     ),
     Mutant(
         "declared rows per group need not add up to the set's rows",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "        if int(counts.sum()) != int(sizes[rowset]):\n",
         "        if int(counts.sum()) > int(sizes[rowset]):\n",
         REPLY_GATE_TESTS,
@@ -683,7 +683,7 @@ MUTANTS = [
     ),
     Mutant(
         "groups may be declared for a set of rows the client does not have",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "        if rowset not in sizes:\n",
         "        if rowset not in sizes and False:\n",
         REPLY_GATE_TESTS,

@@ -30,7 +30,7 @@ MUTANTS = [
     ),
     Mutant(
         "a skipped evaluation is not recorded",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         'record(k)["evaluation_skipped"] = reason',
         "pass",
         GUARD_TESTS,

@@ -63,7 +63,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client's counts need not hold the rows it declared in each group",
-        "skfedida/federated/_replies.py",
+        "skfedida/_replies.py",
         "        labels=per_group.sum(axis=0),\n"
         "        groups=dict(zip(labels, per_group, strict=True)),\n    )",
         "        labels=None,\n        groups=None,\n    )",

@@ -3,7 +3,7 @@
 from ._base import GATE_TESTS, Mutant
 
 PREPROCESSING_TESTS = ("tests/test_preprocessing.py",)
-_REPLIES = "skfedida/federated/_statistics_replies.py"
+_REPLIES = "skfedida/_statistics_replies.py"
 #: One lie at a time against each rule, then the gate's own tests.
 _REPLY_TESTS = ("tests/test_guard_preprocessing_replies.py", *GATE_TESTS)
 

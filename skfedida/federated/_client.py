@@ -27,10 +27,8 @@ from sklearn.utils import check_random_state
 from .._compat import _num_samples, _safe_indexing
 from .._fair_base import BaseFairClassifier, minibatch_bounds
 from .._groups import (
-    check_one_kind,
     column_positions,
     encode_groups,
-    missing_mask,
     resolve_sensitive,
     take_rows,
 )
@@ -711,30 +709,6 @@ def _check_sampler_input(sampler, X):
             "FairnessAwareROSE does not accept sparse X (synthetic rows add dense "
             "noise): convert X with X.toarray(), or use a sampler without noise."
         )
-
-
-def client_ids(clients, n_samples):
-    """Sorted client ids and every row's position among them, checked.
-
-    ``None`` is one client (``0``) holding every row: the non-federated case,
-    as sklearn's estimator checks and plain pipelines use it.
-    """
-    if clients is None:
-        return np.array([0]), np.zeros(n_samples, dtype=np.intp)
-    clients = np.asarray(clients)
-    if clients.ndim != 1 or clients.shape[0] != n_samples:
-        raise ValueError(
-            f"clients must hold one id per row: {n_samples} rows, got "
-            f"shape {clients.shape}."
-        )
-    if missing_mask(clients).any():
-        raise ValueError("clients has missing values; every row needs a client.")
-    check_one_kind(clients, "clients")
-    if clients.dtype.kind == "O":
-        # Python strings (pandas' string and categorical ids, object arrays)
-        # or numbers become a plain numpy array of one type.
-        clients = np.asarray(clients.tolist())
-    return np.unique(clients, return_inverse=True)
 
 
 def _client_seeds(random_state, n_clients):

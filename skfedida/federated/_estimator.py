@@ -32,10 +32,12 @@ from .._fair_base import (
 )
 from .._groups import (
     check_labels_complete,
+    client_ids,
     encode_groups,
     resolve_sensitive,
     take_rows,
 )
+from .._replies import ReplyGate, claims_summary, initialisation_reply_problem
 from .._validation import is_plain_array, string_column_error
 from ..exceptions import (
     ClientDataWarning,
@@ -54,7 +56,6 @@ from ._client import (
     _Trainer,
     _validation_metrics,
     class_counts,
-    client_ids,
     clone_fitted,
 )
 from ._parameters import set_parameters
@@ -71,7 +72,6 @@ from ._privacy import (
     privacy_report,
     updates_bounded,
 )
-from ._replies import ReplyGate, claims_summary, initialisation_reply_problem
 from ._server import COMMUNICATING, _Server
 
 __all__ = ["FederatedEstimator"]
@@ -1237,3 +1237,27 @@ default="mean"
             Decision score of every row, from the model that predicts it.
         """
         return self._dispatch("decision_function", X, clients)
+
+
+def make_plan(federation, overrides=None):
+    """A validated copy of an unfitted federation, with overrides, as a plan.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The unfitted federation a Flower app runs.
+    overrides : dict, default=None
+        Parameters of the run that replace the federation's (the run
+        config's rounds, epochs and seed).
+
+    Returns
+    -------
+    plan : FederationPlan
+        What the server and every client need to run the federation.
+    """
+    if not isinstance(federation, FederatedEstimator):
+        raise TypeError(
+            "federation must be an unfitted skfedida.federated.FederatedEstimator; "
+            f"got {type(federation).__name__}."
+        )
+    return federation._plan(overrides or {})

@@ -19,7 +19,12 @@ from .._compat import (
     _num_samples,
     validate_params,
 )
-from .._groups import SensitiveGroups, check_labels_complete, encode_groups
+from .._groups import (
+    SensitiveGroups,
+    check_labels_complete,
+    client_ids,
+    encode_groups,
+)
 from ..exceptions import OperatingPointWarning, caller_stacklevel
 from ..metrics import fairness_summary
 from ..metrics._fairness import DISPARITY_ALIASES, _class_summary
@@ -31,7 +36,6 @@ from ..metrics._operating_point import (
     training_prevalence,
 )
 from ..metrics._scores import _multiclass_brier, _ovr_roc_auc
-from ._client import client_ids
 
 __all__ = ["evaluate_clients"]
 

@@ -387,16 +387,4 @@ def fitted_pipeline(plan, inner, fitted_preprocessing, placeholder):
     return pipeline.adopt(outer, inner, fitted_preprocessing, placeholder)
 
 
-def make_plan(federation, overrides=None):
-    """A validated copy of an unfitted federation, with overrides, as a plan."""
-    from ._estimator import FederatedEstimator
-
-    if not isinstance(federation, FederatedEstimator):
-        raise TypeError(
-            "federation must be an unfitted skfedida.federated.FederatedEstimator; "
-            f"got {type(federation).__name__}."
-        )
-    return federation._plan(overrides or {})
-
-
-__all__ = ["FederationPlan", "make_plan"]
+__all__ = ["FederationPlan"]

@@ -17,6 +17,12 @@ import functools
 import numpy as np
 from joblib import Parallel, delayed
 
+from .._replies import (
+    ClientLedger,
+    admit_round,
+    fairness_report_claim_problem,
+    training_reply_problem,
+)
 from ._aggregation import WeightedMean
 from ._client import (
     _guarded_client_round,
@@ -26,12 +32,6 @@ from ._client import (
 )
 from ._parameters import get_parameters, set_parameters
 from ._privacy import bounded_round, noise_stream
-from ._replies import (
-    ClientLedger,
-    admit_round,
-    fairness_report_claim_problem,
-    training_reply_problem,
-)
 
 #: Strategies whose clients exchange parameters with the server every round.
 COMMUNICATING = ("fedavg", "pfedavg")

@@ -13,8 +13,8 @@ import json
 from flwr.app import MessageType
 
 from .._groups import encode_groups
-from ..federated._plan import make_plan
-from ..federated._replies import REPORT_KEYS
+from .._replies import REPORT_KEYS
+from ..federated._estimator import make_plan
 
 #: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
 #: parameters on both sides, so one ``flwr run --run-config`` changes both.

@@ -17,11 +17,7 @@ from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
 from sklearn.base import clone
 
-from ..federated._aggregation import class_prior
-from ..federated._parameters import get_parameters
-from ..federated._plan import fitted_pipeline, server_preprocessing
-from ..federated._privacy import bounded_round, check_target_delta, noise_stream
-from ..federated._replies import (
+from .._replies import (
     ReplyGate,
     admit_round,
     claims_summary,
@@ -38,7 +34,11 @@ from ..federated._replies import (
     parse_groups,
     training_reply_problem,
 )
-from ..federated._statistics_replies import Unreadable
+from .._statistics_replies import Unreadable
+from ..federated._aggregation import class_prior
+from ..federated._parameters import get_parameters
+from ..federated._plan import fitted_pipeline, server_preprocessing
+from ..federated._privacy import bounded_round, check_target_delta, noise_stream
 from ..preprocessing._base import fit_tree
 from ._codec import decode, encode
 from ._protocol import (
@@ -190,7 +190,7 @@ class _FederationChecks:
         )
 
     def _reply_problem(self, k, reply, message_type):
-        """What is wrong with a reply (skfedida.federated._replies), or None."""
+        """What is wrong with a reply (skfedida._replies), or None."""
         content = reply.content
         sizes, sets, _ = self.declared[k]
         try:
@@ -718,7 +718,7 @@ def make_server_app(
     clients' column names and dtypes.
 
     The server checks every reply before it uses it, with the same rules as
-    the in-process federation (``skfedida.federated._replies``): each client
+    the in-process federation (``skfedida._replies``): each client
     declares at discovery the rows it loaded and its evaluation rows, and
     its statistics, class counts, parameters, metrics, FairFed reports and
     histograms must agree with them and with what it said before about the

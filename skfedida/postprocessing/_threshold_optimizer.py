@@ -25,9 +25,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._compat import HasMethods, Interval, StrOptions, _fit_context
-from .._groups import encode_groups
-from ..federated._client import client_ids
-from ..federated._replies import ReplyGate, histogram_claim_problem
+from .._groups import client_ids, encode_groups
+from .._replies import ReplyGate, histogram_claim_problem
 from ..metrics._operating_point import _score_bins
 
 __all__ = ["FederatedThresholdOptimizer"]

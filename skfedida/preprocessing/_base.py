@@ -28,6 +28,9 @@ from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils import get_tags
 
 from .._compat import _num_samples, _safe_indexing
+from .._groups import client_ids
+from .._replies import ReplyGate
+from .._statistics_replies import statistics_problems
 
 __all__ = ["FederatedTransformerMixin", "federated_transformers", "fit_tree"]
 
@@ -51,9 +54,6 @@ class FederatedTransformerMixin:
         Every answer passes the server's gate (a client's answer that fails
         it is an error naming the client), as in a federation.
         """
-        from ..federated._client import client_ids
-        from ..federated._replies import ReplyGate
-
         self._validate_params()
         X = self._validate_rows(X)
         parts = client_parts(X, clients)
@@ -114,10 +114,6 @@ class FederatedTransformerMixin:
 
 def client_parts(X, clients):
     """Each client's rows of X, in the order of its sorted ids."""
-    # FederatedEstimator's check and coding of the ids (imported here: the
-    # federated package imports this module).
-    from ..federated._client import client_ids
-
     if isinstance(X, list):  # as sklearn's encoders take them
         X = np.asarray(X, dtype=object)
     ids, codes = client_ids(clients, _num_samples(X))
@@ -303,13 +299,11 @@ def gated_ask(server, path, ask, gate, rows):
 
     ``ask(query)`` returns every client's reply, ``(answered_by, answer)``
     (or an ``Unreadable``), by client index; the gate checks each
-    (``skfedida.federated._statistics_replies``) against the rows the client
+    (``skfedida._statistics_replies``) against the rows the client
     declared and its earlier answers to this transformer, and returns the
     admitted answers. A client that fails is left out of every later
     statistics round (or stops the fit, ``on_client_error="raise"``).
     """
-    from ..federated._statistics_replies import statistics_problems
-
     name = type(server).__name__
     earlier = {}
 
@@ -359,7 +353,7 @@ def fit_tree(tree, ask, gate=None, rows=None):
         ``ask(states, query)``: every client's answer (``client_answer``)
         for the next transformer, after applying ``states``.
     gate : ReplyGate, default=None
-        Checks every answer (``skfedida.federated._replies``) and applies
+        Checks every answer (``skfedida._replies``) and applies
         the federation's ``on_client_error``; by default, a failing answer
         is an error naming its client.
     rows : list of int, default=None
@@ -370,8 +364,6 @@ def fit_tree(tree, ask, gate=None, rows=None):
     states : list of dict
         Per federated transformer, in fitting order, its fitted state.
     """
-    from ..federated._replies import ReplyGate
-
     gate = ReplyGate() if gate is None else gate
     states = []
     for path, template in federated_transformers(tree):

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from .._ordinal import ordinal_edges
+from ._ordinal import ordinal_edges
 from ._replies import (
     RTOL,
     consensus,
