@@ -933,6 +933,42 @@ def declared_sets(n_rows, n_eval_rows, validation_fraction):
 # -- the gate -------------------------------------------------------------------
 
 
+class RoundHistory:
+    """A federation's round records, one per round and client, found or made.
+
+    Both backends write a client's round into one record: its training loss,
+    its update's norm, its validation metrics, or why it was skipped
+    (``admit_round``). ``records`` is the list kept (``history_``), earlier
+    records included (a warm start's).
+
+    Parameters
+    ----------
+    records : list of dict
+    client_id : callable, default=None
+        ``client_id(k)``: client ``k``'s id in the records (``k`` itself by
+        default).
+    """
+
+    def __init__(self, records, client_id=None):
+        self.records = records
+        self.client_id = client_id or (lambda k: k)
+        self._by_key = {
+            (record["round"], record["client"]): record
+            for record in records
+            if "client" in record and "stage" not in record
+        }
+
+    def record(self, round_number, k):
+        """Client ``k``'s record of round ``round_number``, appended if new."""
+        key = (round_number, self.client_id(k))
+        found = self._by_key.get(key)
+        if found is None:
+            found = {"round": round_number, "client": key[1]}
+            self.records.append(found)
+            self._by_key[key] = found
+        return found
+
+
 def admit_round(outcomes, *, round_number, on_client_error, name, record, what=None):
     """One round's replies through the failure policy: admitted, raised or skipped.
 

@@ -19,6 +19,7 @@ from joblib import Parallel, delayed
 
 from .._replies import (
     ClientLedger,
+    RoundHistory,
     admit_round,
     fairness_report_claim_problem,
     training_reply_problem,
@@ -148,6 +149,7 @@ class _Server:
         selection_rng = state["selection_rng"]
         global_parameters = state["global_parameters"]
         first_round = state["rounds"]
+        records = RoundHistory(history, self.client_id)
         n_clients = len(data)
         parallel = Parallel(n_jobs=self.n_jobs)
         rounds, bar = _progress(n_rounds, self.verbose)
@@ -182,8 +184,8 @@ class _Server:
             ]
             if on_clients_end is not None:
                 on_clients_end(selected)
-            results, weights = self._collect(
-                round_, selected, outcomes, models, history
+            admitted, results, weights = self._collect(
+                round_, selected, outcomes, models, records
             )
             if self.communicates or self.strategy == "central":
                 context = {}
@@ -195,11 +197,7 @@ class _Server:
                 if reporting:
                     context = {
                         "reports": [r[4] for r in results],
-                        "clients": [
-                            int(k)
-                            for k, (ok, _) in zip(selected, outcomes, strict=True)
-                            if ok
-                        ],
+                        "clients": [int(k) for k in admitted],
                         "memory": memory,
                     }
                 global_parameters, norms = bounded_round(
@@ -213,8 +211,8 @@ class _Server:
                     noise_rng=noise_stream(self.dp, round_ + 1),
                 )
                 if self.communicates and norms is not None:
-                    for record, norm in zip(history[-len(norms) :], norms, strict=True):
-                        record["update_norm"] = norm
+                    for k, norm in zip(admitted, norms, strict=True):
+                        records.record(round_ + 1, k)["update_norm"] = norm
             if self.verbose:
                 mean_loss = np.average([r[3] for r in results], weights=weights)
                 if bar is not None:
@@ -279,13 +277,8 @@ class _Server:
             declared_rows=rows.n,
         )
 
-    def _collect(self, round_, selected, outcomes, models, history):
-        """The successful replies and their weights; failures handled, recorded."""
-
-        def record(k):
-            history.append({"round": round_ + 1, "client": self.client_id(k)})
-            return history[-1]
-
+    def _collect(self, round_, selected, outcomes, models, records):
+        """The admitted clients, their replies and weights; failures handled."""
         admitted = admit_round(
             [
                 (k, None, None) if ok else (k, f"{type(exc).__name__}: {exc}", exc)
@@ -294,7 +287,7 @@ class _Server:
             round_number=round_ + 1,
             on_client_error=self.on_client_error,
             name=lambda k: f"Client {self.client_id(k)!r}",
-            record=record,
+            record=lambda k: records.record(round_ + 1, k),
         )
         results = [outcome for ok, outcome in outcomes if ok]
         weights = []
@@ -303,8 +296,8 @@ class _Server:
         ):
             models[k] = model
             weights.append(n_rows)
-            record(k)["train_loss"] = loss
-        return results, weights
+            records.record(round_ + 1, k)["train_loss"] = loss
+        return admitted, results, weights
 
     def global_model(self, state, data):
         """The federation's global estimator.

@@ -19,6 +19,7 @@ from sklearn.base import clone
 
 from .._replies import (
     ReplyGate,
+    RoundHistory,
     admit_round,
     claims_summary,
     consensus,
@@ -100,7 +101,7 @@ class _FederationChecks:
         self.nodes = nodes
         self.partition_of = {node: k for k, node in enumerate(nodes)}
         self.selection_rng = plan.selection_stream(seeds)
-        self.history = history
+        self.history = RoundHistory(history)
         self.expected = {}
         self.aggregator_memory = {}
         # What each client declared when it joined (its sets of rows, the
@@ -162,7 +163,7 @@ class _FederationChecks:
             round_number=server_round,
             on_client_error=self.plan.on_client_error,
             name=lambda k: f"Client {k} (node {self.nodes[k]})",
-            record=lambda k: self._record(server_round, k),
+            record=lambda k: self.history.record(server_round, k),
             what="training" if message_type == MessageType.TRAIN else "evaluation",
         )
         return [usable[k] for k in sorted(admitted)]
@@ -234,20 +235,14 @@ class _FederationChecks:
             declared_rows=sizes[rowset],
         )
 
-    def _record(self, server_round, k):
-        for record in self.history:
-            if record["round"] == server_round and record["client"] == k:
-                return record
-        record = {"round": server_round, "client": k}
-        self.history.append(record)
-        return record
-
     def aggregate_train(self, server_round, replies):
         replies = self._checked(server_round, list(replies), MessageType.TRAIN)
         for reply in replies:
             k = self.partition_of[reply.metadata.src_node_id]
             metrics = reply.content["metrics"]
-            self._record(server_round, k)["train_loss"] = float(metrics["train-loss"])
+            self.history.record(server_round, k)["train_loss"] = float(
+                metrics["train-loss"]
+            )
         federation = self.plan.federation
         aggregator = self.plan.aggregator
 
@@ -285,7 +280,7 @@ class _FederationChecks:
         if norms is not None:
             for reply, norm in zip(replies, norms, strict=True):
                 k = self.partition_of[reply.metadata.src_node_id]
-                self._record(server_round, k)["update_norm"] = norm
+                self.history.record(server_round, k)["update_norm"] = norm
         if federation.dp is not None:
             # The private mean of skfedida._privacy (Flower's arithmetic).
             return self._with_metrics(result, replies)
@@ -301,7 +296,7 @@ class _FederationChecks:
         replies = self._checked(server_round, list(replies), MessageType.EVALUATE)
         for reply in replies:
             k = self.partition_of[reply.metadata.src_node_id]
-            record = self._record(server_round, k)
+            record = self.history.record(server_round, k)
             for key, value in reply.content["metrics"].items():
                 if key.startswith("val_"):
                     record[key] = float(value)
