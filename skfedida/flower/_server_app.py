@@ -15,7 +15,6 @@ from flwr.app import (
 )
 from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
-from sklearn.base import clone
 
 from .._replies import (
     ReplyGate,
@@ -40,6 +39,10 @@ from ..federated._aggregation import class_prior
 from ..federated._parameters import get_parameters
 from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import bounded_round, check_target_delta, noise_stream
+from ..postprocessing._threshold_optimizer import (
+    fit_from_client_counts,
+    server_postprocessor,
+)
 from ..preprocessing._base import fit_tree
 from ._codec import decode, encode
 from ._protocol import (
@@ -428,9 +431,7 @@ def _postprocess(
     (``on_client_error="skip"``) left out: zero counts, the federation's
     thresholds.
     """
-    post = clone(postprocessor)
-    post._validate_params()
-    post._check_options()
+    post = server_postprocessor(postprocessor)
     contents = [
         RecordDict(
             {
@@ -473,13 +474,14 @@ def _postprocess(
     counts = np.zeros((len(nodes), merged.n_groups, 2, post.n_bins))
     for k, positions in zip(admitted, codes, strict=True):
         counts[k, positions] = replies[k]["arrays"].to_numpy_ndarrays()[0]
-    post.history_ = [r for r in gate.records if r["stage"] == "histogram query"]
-    post.estimator_ = fitted
-    post.classes_ = fitted.classes_
-    post.groups_ = merged.labels
-    post.sensitive_names_ = merged.names
-    post.clients_ = fitted.clients_
-    return post._fit_counts(counts)
+    return fit_from_client_counts(
+        post,
+        fitted,
+        counts,
+        groups=merged.labels,
+        sensitive_names=merged.names,
+        history=[r for r in gate.records if r["stage"] == "histogram query"],
+    )
 
 
 def _histogram_problem(k, reply, groups, names, n_bins, declared, gate):
@@ -782,11 +784,8 @@ def make_server_app(
     >>> app = make_server_app(federation, result_path="fedida.joblib")
     """
     plan_for_run(federation, {})  # a bad federation fails when the app is built
-    if postprocessor is not None and not hasattr(postprocessor, "_fit_counts"):
-        raise TypeError(
-            "postprocessor must be a FederatedThresholdOptimizer; got "
-            f"{type(postprocessor).__name__}."
-        )
+    if postprocessor is not None:
+        server_postprocessor(postprocessor)  # a wrong type or options fail here
     app = ServerApp()
 
     @app.main()

@@ -725,6 +725,69 @@ default="demographic_parity"
         return self.classes_[positive.astype(np.intp)]
 
 
+def server_postprocessor(postprocessor):
+    """A checked clone of a FederatedThresholdOptimizer, for a server to fit.
+
+    What a server other than ``fit`` (the Flower ServerApp) does first:
+    refuse another type, then check the parameters and their combination as
+    ``fit`` does.
+
+    Parameters
+    ----------
+    postprocessor : FederatedThresholdOptimizer
+        The user's, unfitted; it is not changed.
+
+    Returns
+    -------
+    post : FederatedThresholdOptimizer
+        An unfitted clone whose parameters passed the checks.
+    """
+    if not isinstance(postprocessor, FederatedThresholdOptimizer):
+        raise TypeError(
+            "postprocessor must be a FederatedThresholdOptimizer; got "
+            f"{type(postprocessor).__name__}."
+        )
+    post = clone(postprocessor)
+    post._validate_params()
+    post._check_options()
+    return post
+
+
+def fit_from_client_counts(post, fitted, counts, *, groups, sensitive_names, history):
+    """Fit ``post`` (from ``server_postprocessor``) from the clients' histograms.
+
+    The same arrays give the same rules in-process and on Flower.
+
+    Parameters
+    ----------
+    post : FederatedThresholdOptimizer
+        From ``server_postprocessor``.
+    fitted : FederatedEstimator
+        The fitted federation whose scores the clients counted.
+    counts : ndarray of shape (n_clients, n_groups, 2, n_bins)
+        Every client's score histogram per group and label, in the order of
+        ``fitted.clients_`` and ``groups``.
+    groups : list of tuple
+        The groups' labels (one value per sensitive attribute).
+    sensitive_names : list of str
+        The sensitive attributes' names.
+    history : list of dict
+        The histogram round's records (clients left out, and why).
+
+    Returns
+    -------
+    post : FederatedThresholdOptimizer
+        ``post``, fitted.
+    """
+    post.history_ = history
+    post.estimator_ = fitted
+    post.classes_ = fitted.classes_
+    post.groups_ = groups
+    post.sensitive_names_ = sensitive_names
+    post.clients_ = fitted.clients_
+    return post._fit_counts(counts)
+
+
 def _client_histogram(scores, labels, groups, n_groups, n_bins):
     """One client's counts per (group, label, bin): all it sends."""
     cells = (groups * 2 + labels) * n_bins + _score_bins(scores, n_bins)
