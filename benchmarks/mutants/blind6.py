@@ -186,7 +186,7 @@ MUTANTS = [
             "blind6: federated_metrics_ gives NaN for a validation metric as "
             "soon as one client's is undefined"
         ),
-        path="skfedida/federated/_replies.py",
+        path="skfedida/_replies.py",
         original="        if defined.any() and weights[defined].sum() > 0:",
         mutated="        if defined.all() and weights[defined].sum() > 0:",
         tests=(
@@ -327,14 +327,9 @@ MUTANTS = [
             "blind6: make_server_app takes any estimator with fit as "
             "postprocessor, failing only after training"
         ),
-        path="skfedida/flower/_server_app.py",
-        original=(
-            "    if postprocessor is not None and not hasattr(postprocessor, "
-            '"_fit_counts"):'
-        ),
-        mutated=(
-            '    if postprocessor is not None and not hasattr(postprocessor, "fit"):'
-        ),
+        path="skfedida/postprocessing/_threshold_optimizer.py",
+        original="    if not isinstance(postprocessor, FederatedThresholdOptimizer):",
+        mutated='    if not hasattr(postprocessor, "fit"):',
         tests=(
             "tests/test_bad_input_flower.py",
             "tests/test_flower.py",
