@@ -45,6 +45,13 @@ from ._parameters import get_parameters, set_parameters
 _DISPARITIES = {
     name: DISPARITY_ALIASES[name] for name in ("dpd", "dpr", "dfpr", "dppv")
 }
+#: What every client reports of its held-out (or evaluation) rows each round,
+#: as ``val_<name>`` (``history_``, and a Flower client's evaluation reply);
+#: more than two classes add ``share[<label>]``. The one list: the Flower
+#: protocol's allowed metrics derive from it.
+VALIDATION_METRICS = ("roc_auc", "selection_rate", "brier", *_DISPARITIES)
+#: What a Per-FedAvg client also reports of its personalised model.
+PERSONAL_METRICS = ("roc_auc", "dpd")
 
 
 @functools.lru_cache(maxsize=256)
@@ -689,7 +696,7 @@ def _validation_metrics(model, X, y, S, classes):
         }
         pos_label = classes[-1]
     if S is None:
-        metrics.update(dpd=np.nan, dpr=np.nan, dfpr=np.nan, dppv=np.nan)
+        metrics.update(dict.fromkeys(_DISPARITIES, np.nan))
         return metrics
     if pos_label is None:
         summary = _class_summary(y, predicted, classes, S)

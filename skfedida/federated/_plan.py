@@ -25,6 +25,7 @@ from ..exceptions import (
 from ..preprocessing._base import client_answer, fitted_tree
 from ._aggregation import check_aggregation
 from ._client import (
+    PERSONAL_METRICS,
     _client_round,
     _client_seeds,
     _ClientData,
@@ -260,8 +261,8 @@ class FederationPlan:
                     np.random.RandomState(_round_seed(seed, round_)),
                 )
             personal = _validation_metrics(model, X_eval, y_eval, S_eval, part.classes)
-            metrics["val_personal_roc_auc"] = personal["roc_auc"]
-            metrics["val_personal_dpd"] = personal["dpd"]
+            for name in PERSONAL_METRICS:
+                metrics[f"val_personal_{name}"] = personal[name]
         return metrics, model
 
     # -- the server ---------------------------------------------------------------

@@ -14,6 +14,7 @@ from flwr.app import MessageType
 
 from .._groups import encode_groups
 from .._replies import REPORT_KEYS
+from ..federated._client import PERSONAL_METRICS, VALIDATION_METRICS
 from ..federated._estimator import make_plan
 
 #: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
@@ -45,15 +46,8 @@ REPLY_METRICS = frozenset(
         "num-rows",
         "num-eval-rows",
         "train-loss",
-        "val_roc_auc",
-        "val_selection_rate",
-        "val_brier",
-        "val_dpd",
-        "val_dpr",
-        "val_dfpr",
-        "val_dppv",
-        "val_personal_roc_auc",
-        "val_personal_dpd",
+        *(f"val_{name}" for name in VALIDATION_METRICS),
+        *(f"val_personal_{name}" for name in PERSONAL_METRICS),
     }
 )
 REPLY_CONFIG = frozenset(
