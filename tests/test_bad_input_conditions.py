@@ -751,14 +751,10 @@ def test_the_generators_own_checks_refuse_the_wrong_type(options, message):
         assert _generate(n_samples=40, n_clients=2, n_features=3).data.shape == (40, 3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: NaN or infinite client_sizes pass the check (NaN <= 0 is False; "
-    "inf makes the shares NaN) and fail later in np.repeat with 'repeats may not "
-    "contain negative values', which names no parameter",
-)
 @pytest.mark.parametrize("weight", [np.nan, np.inf], ids=repr)
 def test_non_finite_client_sizes_are_named(weight):
+    # NaN <= 0 is False and inf makes every share NaN: both failed later, in
+    # np.repeat, with a message that named no parameter.
     with pytest.raises(ValueError, match="client_sizes"):
         _generate(client_sizes=[1.0, weight])
 

@@ -539,8 +539,8 @@ MUTANTS = [
             "0 (a client without rows)"
         ),
         path="skfedida/datasets/_synthetic.py",
-        original="        if weights.shape != (n_clients,) or np.any(weights <= 0):",
-        mutated="        if weights.shape != (n_clients,) or np.any(weights < 0):",
+        original="            or np.any(weights <= 0)\n        ):",
+        mutated="            or np.any(weights < 0)\n        ):",
         tests=("tests/test_bad_input_models.py", "tests/test_datasets.py"),
         features=("make_federated_classification",),
     ),

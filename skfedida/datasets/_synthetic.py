@@ -109,9 +109,13 @@ def _client_sizes(n_samples, n_clients, client_sizes):
         weights = np.ones(n_clients)
     else:
         weights = np.asarray(client_sizes, dtype=np.float64)
-        if weights.shape != (n_clients,) or np.any(weights <= 0):
+        if (
+            weights.shape != (n_clients,)
+            or not np.isfinite(weights).all()
+            or np.any(weights <= 0)
+        ):
             raise ValueError(
-                f"client_sizes must hold {n_clients} positive weights; got "
+                f"client_sizes must hold {n_clients} positive weights, all finite; got "
                 f"{client_sizes!r}."
             )
     # Largest-remainder rounding: sizes add up to n_samples exactly.
