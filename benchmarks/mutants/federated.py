@@ -248,8 +248,9 @@ MUTANTS = [
     Mutant(
         "client_fraction selects the same clients every round",
         "skfedida/federated/_server.py",
-        "                    selection_rng, n_clients, self.client_fraction\n",
-        "                    np.random.RandomState(seeds[0]), n_clients,"
+        "                selection_rng, n_clients, self.strategy,"
+        " self.client_fraction\n",
+        "                selection_stream(seeds), n_clients, self.strategy,"
         " self.client_fraction\n",
         SERVER_TESTS,
         features=("FederatedEstimator",),

@@ -42,6 +42,8 @@ from ..over_sampling._minibatches import resample_minibatches, vectorises
 from ._parameters import get_parameters, set_parameters
 
 # The disparities every client reports on its held-out rows (the paper's four).
+#: Strategies whose clients exchange parameters with the server every round.
+COMMUNICATING = ("fedavg", "pfedavg")
 _DISPARITIES = {
     name: DISPARITY_ALIASES[name] for name in ("dpd", "dpr", "dfpr", "dppv")
 }
@@ -723,6 +725,27 @@ def _client_seeds(random_state, n_clients):
     return check_random_state(random_state).randint(
         np.iinfo(np.int32).max, size=n_clients
     )
+
+
+def selection_stream(seeds):
+    """The seeded stream that selects each round's clients (one per federation).
+
+    Seeded by the first client's seed; both backends draw from it once per
+    training round, and only when some clients sit a round out.
+    """
+    return np.random.RandomState(seeds[0])
+
+
+def round_clients(selection_rng, n_clients, strategy, client_fraction):
+    """Indices of the clients taking part in one round, sorted.
+
+    Every client when they do not communicate (Local, Central) or all take
+    part; else ``client_fraction`` of them (at least one), drawn from
+    ``selection_rng``.
+    """
+    if strategy not in COMMUNICATING:
+        return np.arange(n_clients)
+    return _select_clients(selection_rng, n_clients, client_fraction)
 
 
 def _select_clients(selection_rng, n_clients, client_fraction):

@@ -49,6 +49,7 @@ from ..exceptions import (
 from ..over_sampling import FairnessAwareROSE
 from ._aggregation import _Aggregator, check_aggregation, class_prior
 from ._client import (
+    COMMUNICATING,
     _check_sampler_input,
     _client_seeds,
     _ClientData,
@@ -72,7 +73,7 @@ from ._privacy import (
     privacy_report,
     updates_bounded,
 )
-from ._server import COMMUNICATING, _Server
+from ._server import _Server
 
 __all__ = ["FederatedEstimator"]
 

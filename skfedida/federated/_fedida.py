@@ -11,8 +11,8 @@ from .._compat import validate_params
 from ..linear_model import FairPenaltyLogisticRegression
 from ..neural_network import FairMLPClassifier
 from ..over_sampling import FairnessAwareROSE
+from ._client import COMMUNICATING
 from ._estimator import FederatedEstimator
-from ._server import COMMUNICATING
 
 __all__ = ["make_fedida"]
 

@@ -31,15 +31,15 @@ from ._client import (
     _ClientData,
     _reporting_client_round,
     _round_seed,
-    _select_clients,
     _split_client,
     _validation_metrics,
     clone_fitted,
+    round_clients,
+    selection_stream,
 )
 from ._parameters import set_parameters
 from ._pipeline import drop_columns, placeholder_rows
 from ._privacy import privacy_report, updates_bounded
-from ._server import COMMUNICATING
 
 
 class _ClientPart:
@@ -273,13 +273,13 @@ class FederationPlan:
 
     def selection_stream(self, seeds):
         """The seeded stream that selects each round's clients."""
-        return np.random.RandomState(seeds[0])
+        return selection_stream(seeds)
 
     def select_clients(self, stream, n_clients):
         """Indices of the clients taking part in one round."""
-        if self.strategy not in COMMUNICATING:
-            return np.arange(n_clients)
-        return _select_clients(stream, n_clients, self.federation.client_fraction)
+        return round_clients(
+            stream, n_clients, self.strategy, self.federation.client_fraction
+        )
 
     def template(self, seed, n_features, feature_names, classes):
         """A fitted estimator of the federation's kind, built without client data."""

@@ -26,16 +26,15 @@ from .._replies import (
 )
 from ._aggregation import WeightedMean
 from ._client import (
+    COMMUNICATING,
     _guarded_client_round,
     _round_seed,
-    _select_clients,
     clone_fitted,
+    round_clients,
+    selection_stream,
 )
 from ._parameters import get_parameters, set_parameters
 from ._privacy import bounded_round, noise_stream
-
-#: Strategies whose clients exchange parameters with the server every round.
-COMMUNICATING = ("fedavg", "pfedavg")
 
 
 def _progress(n_rounds, verbose):
@@ -114,7 +113,7 @@ class _Server:
         ]
         return {
             "models": models,
-            "selection_rng": np.random.RandomState(seeds[0]),
+            "selection_rng": selection_stream(seeds),
             "global_parameters": get_parameters(models[0]),
             "rounds": 0,
             "strategy": self.strategy,
@@ -157,12 +156,9 @@ class _Server:
         for offset in rounds:
             round_ = first_round + offset
             rounds_run += 1
-            if self.communicates:
-                selected = _select_clients(
-                    selection_rng, n_clients, self.client_fraction
-                )
-            else:
-                selected = np.arange(n_clients)
+            selected = round_clients(
+                selection_rng, n_clients, self.strategy, self.client_fraction
+            )
             if on_round_begin is not None:
                 on_round_begin(selected)
             round_seeds = [_round_seed(seeds[k], round_) for k in selected]
