@@ -593,12 +593,14 @@ def fairness_report_claim_problem(report, labels, *, ledger, k, rowset, declared
 
 
 def named_fairness_report(config, arrays, round_names):
-    """A FairFed report that names its own groups: ``(report, labels)`` or a problem.
+    """A FairFed report that names its own groups: ``(report, labels, problem)``.
 
     On Flower a client sends its groups' labels and the sensitive
     attributes' names with its counts (``parse_groups``); the names must be
     those the round's reports agree on (``round_names``, None when no
-    consensus is needed), and there is one array per count.
+    consensus is needed), and there is one array per count. ``arrays()``
+    decodes the counts, called only once the groups pass (as the checks run
+    in order).
 
     Returns
     -------
@@ -616,6 +618,7 @@ def named_fairness_report(config, arrays, round_names):
             None,
             f"its groups are of attributes {names}; the federation's are {round_names}",
         )
+    arrays = arrays()
     if len(arrays) != len(REPORT_KEYS):
         return (
             None,
@@ -769,10 +772,13 @@ def initialisation_claim_problem(
     the shapes and dtypes of ``reference`` and finite; and its groups on
     every set of its rows (``group_declaration_problem``, from ``config``:
     the only groups its later replies may count rows in). Returns the first
-    problem, or the ledger's verdict on its class counts.
+    problem, or the ledger's verdict on its class counts. ``class_counts()``
+    and ``initial_parameters()`` read those from the reply, each only once
+    the checks before it pass (a reply wrong in two ways is told the first).
     """
     problem = rows_problem(n_rows, sizes["train"], "its training rows")
     if problem is None:
+        class_counts = class_counts()
         problem = initialisation_reply_problem(
             class_counts, n_classes=n_classes, declared_rows=sizes["train"]
         )
@@ -938,8 +944,10 @@ class RoundHistory:
 
     Both backends write a client's round into one record: its training loss,
     its update's norm, its validation metrics, or why it was skipped
-    (``admit_round``). ``records`` is the list kept (``history_``), earlier
-    records included (a warm start's).
+    (``admit_round``). ``records`` is the list kept (``history_``); records
+    are appended to it and found again only through this object, so the
+    records of an earlier run (a warm start's, or of a fit that stopped
+    midway and re-runs a round) are never written into.
 
     Parameters
     ----------
@@ -952,11 +960,7 @@ class RoundHistory:
     def __init__(self, records, client_id=None):
         self.records = records
         self.client_id = client_id or (lambda k: k)
-        self._by_key = {
-            (record["round"], record["client"]): record
-            for record in records
-            if "client" in record and "stage" not in record
-        }
+        self._by_key = {}
 
     def record(self, round_number, k):
         """Client ``k``'s record of round ``round_number``, appended if new."""

@@ -281,8 +281,10 @@ class FairMLPClassifier(BaseFairClassifier):
     # -- model ----------------------------------------------------------------
 
     def _layer_sizes(self, n_features):
-        hidden = np.atleast_1d(self.hidden_layer_sizes).tolist()
-        # Not cast with astype(int): a size of 2.5 would become 2 silently.
+        # Not cast with astype(int): a size of 2.5 would become 2 silently;
+        # read as objects, so (10, True) keeps its bool to be refused.
+        hidden = np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object))
+        hidden = hidden.tolist()
         if any(
             not isinstance(size, numbers.Integral) or isinstance(size, bool) or size < 1
             for size in hidden

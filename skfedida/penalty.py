@@ -107,13 +107,14 @@ def _codes(values, name, what):
     else:
         raise ValueError(
             f"{name} must hold {what} 0, 1, ... (integers); got dtype "
-            f"{values.dtype}. Code the values first, e.g. np.unique({name}, "
-            "return_inverse=True)[1]."
+            f"{values.dtype}. Code the {what.split()[0]}s first, e.g. "
+            f"np.unique({name}, return_inverse=True)[1]."
         )
     if codes.size and codes.min() < 0:
         raise ValueError(
             f"{name} must hold {what} 0, 1, ... ; it has {int(codes.min())}. Code "
-            f"the values first, e.g. np.unique({name}, return_inverse=True)[1]."
+            f"the {what.split()[0]}s first, e.g. np.unique({name}, "
+            "return_inverse=True)[1]."
         )
     return codes
 
@@ -141,9 +142,14 @@ def _as_cells(scores, y, groups, n_groups, sample_weight):
             and not (sample_weight.min() >= 0 and np.isfinite(sample_weight.max()))
         )
     ):
+        got = (
+            f"shape {sample_weight.shape}"
+            if sample_weight.shape != (scores.shape[0],)
+            else "a NaN, infinite or negative value"
+        )
         raise ValueError(
             f"sample_weight must hold {scores.shape[0]} finite, non-negative "
-            f"weights, one per row of scores; got shape {sample_weight.shape}."
+            f"weights, one per row of scores; got {got}."
         )
     return _Cells(y, groups, n_groups, sample_weight, scores.shape[0])
 

@@ -117,7 +117,7 @@ def test_x_up_to_the_largest_magnitude_fits_and_beyond_it_is_refused():
 
 
 @pytest.mark.parametrize(
-    "sizes", [(3, 0), (0,), (-1,), (2.5,), (True,), ((2, 2),)], ids=repr
+    "sizes", [(3, 0), (0,), (-1,), (2.5,), (True,), (10, True), ((2, 2),)], ids=repr
 )
 def test_hidden_layer_sizes_that_are_not_positive_ints_are_refused(sizes):
     # (2.5,) was cast to 2 units and trained without a word.

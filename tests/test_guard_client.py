@@ -224,3 +224,17 @@ def test_validation_fraction_must_leave_every_client_a_training_row(fraction, re
         with pytest.warns(ClientDataWarning, match="Client 2 has a single class"):
             federation.fit(X, y, clients=clients, sensitive_features=S)
         assert federation.client_sizes_[list(federation.clients_).index(2)] == 1
+
+
+def test_a_clients_round_report_holds_exactly_the_listed_metrics():
+    # VALIDATION_METRICS is what the Flower server accepts (as val_<name>):
+    # a metric reported but not listed would be refused on Flower, one
+    # listed but not reported would be missing in-process.
+    from skfedida.federated._client import VALIDATION_METRICS, _validation_metrics
+
+    X, y, _, S = make_federation(n=450, n_clients=3, seed=2)
+    model = FairPenaltyLogisticRegression().fit(X, y, sensitive_features=S)
+    classes = np.unique(y)
+    for groups in (S, None):
+        metrics = _validation_metrics(model, X, y, groups, classes)
+        assert sorted(metrics) == sorted(VALIDATION_METRICS)

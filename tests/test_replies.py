@@ -210,3 +210,19 @@ def test_a_multiclass_brier_score_up_to_two_is_a_valid_claim():
     assert evaluation_reply_problem({"val_brier": 1.3}, allowed=allowed) is None
     problem = evaluation_reply_problem({"val_brier": 2.5}, allowed=allowed)
     assert "outside [0, 2]" in problem
+
+
+def test_round_records_are_never_written_into_an_earlier_runs_records():
+    # A warm start re-runs a round number after a fit that stopped midway:
+    # its records are new ones, not written into the earlier run's (a record
+    # that said a client both trained and was skipped).
+    from skfedida._replies import RoundHistory
+
+    earlier = {"round": 2, "client": 1, "train_loss": 0.66}
+    records = [{"round": 0, "stage": "initialisation", "client": 1}, earlier]
+    history = RoundHistory(records)
+    mine = history.record(2, 1)
+    mine["skipped"] = "ArithmeticError: client fails"
+    assert earlier == {"round": 2, "client": 1, "train_loss": 0.66}
+    assert history.record(2, 1) is mine and records[-1] is mine
+    assert len(records) == 3

@@ -220,8 +220,8 @@ MUTANTS = [
             "than the in-process federation"
         ),
         path="skfedida/federated/_plan.py",
-        original="        return selection_stream(seeds)",
-        mutated="        return selection_stream(seeds[::-1])",
+        original="        return _selection_stream(seeds)",
+        mutated="        return _selection_stream(seeds[::-1])",
         tests=(
             "tests/test_bad_input_federation.py",
             "tests/test_flower.py",

@@ -41,9 +41,9 @@ from ..over_sampling import FairnessAwareROSE
 from ..over_sampling._minibatches import resample_minibatches, vectorises
 from ._parameters import get_parameters, set_parameters
 
-# The disparities every client reports on its held-out rows (the paper's four).
 #: Strategies whose clients exchange parameters with the server every round.
 COMMUNICATING = ("fedavg", "pfedavg")
+# The disparities every client reports on its held-out rows (the paper's four).
 _DISPARITIES = {
     name: DISPARITY_ALIASES[name] for name in ("dpd", "dpr", "dfpr", "dppv")
 }

@@ -35,8 +35,8 @@ from ._client import (
     _validation_metrics,
     clone_fitted,
     round_clients,
-    selection_stream,
 )
+from ._client import selection_stream as _selection_stream
 from ._parameters import set_parameters
 from ._pipeline import drop_columns, placeholder_rows
 from ._privacy import privacy_report, updates_bounded
@@ -273,7 +273,7 @@ class FederationPlan:
 
     def selection_stream(self, seeds):
         """The seeded stream that selects each round's clients."""
-        return selection_stream(seeds)
+        return _selection_stream(seeds)
 
     def select_clients(self, stream, n_clients):
         """Indices of the clients taking part in one round."""

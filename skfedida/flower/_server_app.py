@@ -223,7 +223,7 @@ class _FederationChecks:
         sizes, sets, gate = self.declared[k]
         report, labels, problem = named_fairness_report(
             content["config"],
-            content["fairness"].to_numpy_ndarrays(),
+            lambda: content["fairness"].to_numpy_ndarrays(),
             self.round_names,
         )
         if problem is not None:
@@ -566,7 +566,7 @@ def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
         return initialisation_claim_problem(
             k,
             n_rows=reply["metrics"]["num-examples"],
-            class_counts=reply["config"]["class-counts"],
+            class_counts=lambda: reply["config"]["class-counts"],
             n_classes=len(classes),
             # Decoded only when the counts pass, as the checks run in order.
             initial_parameters=lambda: reply["arrays"].to_numpy_ndarrays(),
