@@ -964,10 +964,19 @@ class RoundHistory:
 
     def record(self, round_number, k):
         """Client ``k``'s record of round ``round_number``, appended if new."""
-        key = (round_number, self.client_id(k))
+        return self.record_of(round_number, self.client_id(k))
+
+    def record_of(self, round_number, client, new=None):
+        """The record of round ``round_number`` and client id ``client``.
+
+        Appended if new, with the fields ``new`` after its round and client
+        (the in-process evaluation of a client that did not train this
+        round records ``train_loss=None``).
+        """
+        key = (round_number, client)
         found = self._by_key.get(key)
         if found is None:
-            found = {"round": round_number, "client": key[1]}
+            found = {"round": round_number, "client": client, **(new or {})}
             self.records.append(found)
             self._by_key[key] = found
         return found

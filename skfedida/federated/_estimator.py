@@ -37,7 +37,12 @@ from .._groups import (
     resolve_sensitive,
     take_rows,
 )
-from .._replies import ReplyGate, claims_summary, initialisation_reply_problem
+from .._replies import (
+    ReplyGate,
+    RoundHistory,
+    claims_summary,
+    initialisation_reply_problem,
+)
 from .._validation import is_plain_array, string_column_error
 from ..exceptions import (
     ClientDataWarning,
@@ -1051,8 +1056,12 @@ default="mean"
             for client_ctx in round_contexts[-1][1]:
                 client_ctx.call_on_fit_task_end(estimator=self)
 
+        # One writer of this run's round records, for the server's training
+        # records and this estimator's validation records alike.
+        records = RoundHistory(self.history_, server.client_id)
+
         def end_round(round_, models, global_parameters):
-            self._record_validation(round_, models, global_parameters)
+            self._record_validation(round_, models, global_parameters, records)
 
             def as_it_stands():
                 state_now = {"models": models, "global_parameters": global_parameters}
@@ -1080,7 +1089,7 @@ default="mean"
             epochs,
             seeds,
             self.n_rounds,
-            self.history_,
+            records,
             on_round_begin=begin_round,
             on_round_end=end_round,
             on_clients_end=end_clients,
@@ -1096,26 +1105,18 @@ default="mean"
             ).items()
         }
 
-    def _record_validation(self, round_, models, global_parameters):
+    def _record_validation(self, round_, models, global_parameters, records):
         """Validation AUROC and DPD of the model each client would use."""
         if not self._validation:
             return
         scratch = clone_fitted(models[0])
         set_parameters(scratch, global_parameters)
-        records = {r["client"]: r for r in self.history_ if r["round"] == round_ + 1}
         reports, weights = [], []
         for k, (X_val, y_val, S_val) in enumerate(self._validation):
             model = models[k] if self.strategy == "local" else scratch
-            record = records.setdefault(
-                self.clients_[k].tolist(),
-                {
-                    "round": round_ + 1,
-                    "client": self.clients_[k].tolist(),
-                    "train_loss": None,
-                },
+            record = records.record_of(
+                round_ + 1, self._client_id(k), new={"train_loss": None}
             )
-            if record not in self.history_:
-                self.history_.append(record)
             report = {
                 f"val_{name}": value
                 for name, value in _validation_metrics(

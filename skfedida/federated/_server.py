@@ -19,7 +19,6 @@ from joblib import Parallel, delayed
 
 from .._replies import (
     ClientLedger,
-    RoundHistory,
     admit_round,
     fairness_report_claim_problem,
     training_reply_problem,
@@ -127,7 +126,7 @@ class _Server:
         epochs,
         seeds,
         n_rounds,
-        history,
+        records,
         *,
         on_round_begin=None,
         on_round_end=None,
@@ -135,7 +134,8 @@ class _Server:
     ):
         """Run ``n_rounds`` rounds from ``state``; return the new state.
 
-        ``history`` (a list) receives one record per client and round.
+        ``records`` (a ``RoundHistory`` of ``history_``) receives one record
+        per client and round.
         ``on_round_begin(selected)`` is called before every round's training
         with the selected clients' indices, ``on_clients_end(selected)`` when
         they have replied, ``on_round_end(round_, models, global_parameters)``
@@ -148,7 +148,6 @@ class _Server:
         selection_rng = state["selection_rng"]
         global_parameters = state["global_parameters"]
         first_round = state["rounds"]
-        records = RoundHistory(history, self.client_id)
         n_clients = len(data)
         parallel = Parallel(n_jobs=self.n_jobs)
         rounds, bar = _progress(n_rounds, self.verbose)
