@@ -524,6 +524,16 @@ def histogram_claim_problem(
     if problem is not None:
         return problem
     per_group = np.asarray(counts, np.float64).sum(axis=2).astype(np.int64)
+    return _claim_per_group(ledger, k, rowset, labels, per_group)
+
+
+def _claim_per_group(ledger, k, rowset, labels, per_group):
+    """The claim a reply's (negative, positive) rows per group make of a set.
+
+    ``per_group`` has one row per group of ``labels``: its negative and
+    positive rows. Their totals per label and the rows per group must agree
+    with what the client declared and claimed before about ``rowset``.
+    """
     return ledger.claim(
         k,
         rowset,
@@ -582,14 +592,19 @@ def fairness_report_claim_problem(report, labels, *, ledger, k, rowset, declared
         return problem
     n = np.asarray(report["n"], np.int64)
     positive = np.asarray(report["n_positive"], np.int64)
-    return ledger.claim(
-        k,
-        rowset,
-        labels=[int((n - positive).sum()), int(positive.sum())],
-        groups={
-            label: (n[g] - positive[g], positive[g]) for g, label in enumerate(labels)
-        },
-    )
+    per_group = np.column_stack([n - positive, positive])
+    return _claim_per_group(ledger, k, rowset, labels, per_group)
+
+
+def attributes_problem(names, agreed):
+    """A reply's groups are of other sensitive attributes than the round's.
+
+    ``agreed`` is the names most replies of the round give (``consensus``),
+    None when there is nothing to agree on.
+    """
+    if agreed is not None and names != agreed:
+        return f"its groups are of attributes {names}; the federation's are {agreed}"
+    return None
 
 
 def named_fairness_report(config, arrays, round_names):
@@ -612,12 +627,9 @@ def named_fairness_report(config, arrays, round_names):
     if problem is not None:
         return None, None, problem
     labels, names = parsed
-    if round_names is not None and names != round_names:
-        return (
-            None,
-            None,
-            f"its groups are of attributes {names}; the federation's are {round_names}",
-        )
+    problem = attributes_problem(names, round_names)
+    if problem is not None:
+        return None, None, problem
     arrays = arrays()
     if len(arrays) != len(REPORT_KEYS):
         return (

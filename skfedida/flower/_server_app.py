@@ -20,6 +20,7 @@ from .._replies import (
     ReplyGate,
     RoundHistory,
     admit_round,
+    attributes_problem,
     claims_summary,
     consensus,
     count_scalar,
@@ -488,10 +489,9 @@ def _histogram_problem(k, reply, groups, names, n_bins, declared, gate):
     """One client's histogram reply checked (the gate's rules), or None."""
     sizes, sets, _ = declared
     labels, reply_names = groups
-    if reply_names != names:
-        return (
-            f"its groups are of attributes {reply_names}; the federation's are {names}"
-        )
+    problem = attributes_problem(reply_names, names)
+    if problem is not None:
+        return problem
     try:
         arrays = reply["arrays"].to_numpy_ndarrays()
     except (KeyError, TypeError, ValueError) as exc:
