@@ -99,6 +99,42 @@ def training_reply_problem(parameters, n_rows, loss, *, reference, declared_rows
 _METRIC_UPPER = {"val_brier": 2.0}
 
 
+def read_reply(read):
+    """``(read(), None)``, or ``(None, problem)`` when the reply cannot be read.
+
+    A reply whose fields are missing or of the wrong kind raises KeyError,
+    TypeError or ValueError when the server reads them: that is the reply's
+    problem, said like any other, not the server's error.
+    """
+    try:
+        return read(), None
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"it is malformed ({type(exc).__name__}: {exc})"
+
+
+def unless_malformed(check):
+    """``check()``'s problem, or the reply called malformed if reading it fails."""
+    found, problem = read_reply(check)
+    return found if problem is None else problem
+
+
+def training_round_problem(
+    parameters, n_rows, loss, *, reference, declared_rows, report=None
+):
+    """A training reply's problem on either backend, or None.
+
+    Its parameters, rows and loss (``training_reply_problem``), then, with
+    FairFed, its fairness report: ``report()`` returns that report's problem
+    (``fairness_report_claim_problem``), called only once the rest passes.
+    """
+    problem = training_reply_problem(
+        parameters, n_rows, loss, reference=reference, declared_rows=declared_rows
+    )
+    if problem is None and report is not None:
+        problem = report()
+    return problem
+
+
 def evaluation_reply_problem(metrics, *, allowed, declared_rows=None):
     """Why evaluation metrics cannot be recorded, or None when they can.
 
@@ -641,6 +677,71 @@ def named_fairness_report(config, arrays, round_names):
     return dict(zip(REPORT_KEYS, arrays, strict=True)), labels, None
 
 
+def named_report_claim_problem(
+    config, arrays, round_names, *, ledger, k, rowset, declared_rows
+):
+    """A FairFed report that names its own groups, checked, then claimed.
+
+    ``named_fairness_report`` (its groups, their attributes, one array per
+    count), then ``fairness_report_claim_problem`` on ``rowset``.
+    """
+    report, labels, problem = named_fairness_report(config, arrays, round_names)
+    if problem is not None:
+        return problem
+    return fairness_report_claim_problem(
+        report,
+        labels,
+        ledger=ledger,
+        k=k,
+        rowset=rowset,
+        declared_rows=declared_rows,
+    )
+
+
+def attributes_consensus(named, name):
+    """The sensitive attributes' names most replies give, or None if none do.
+
+    ``named`` holds ``(k, names)`` for every reply whose groups could be
+    read; ``name(k)`` names client ``k`` in the error when no strict
+    majority agrees (``consensus``).
+    """
+    if not named:
+        return None
+    return consensus(
+        [names for _, names in named],
+        "the sensitive attributes' names",
+        names=[name(k) for k, _ in named],
+    )
+
+
+def named_histogram_problem(
+    arrays, names, agreed, labels, *, n_bins, ledger, k, rowset, declared_rows
+):
+    """A histogram reply that names its own groups, checked, then claimed.
+
+    Its groups are of the attributes the replies agree on (``agreed``); it
+    holds one array (``arrays()`` decodes them), checked and claimed by
+    ``histogram_claim_problem``.
+    """
+    problem = attributes_problem(names, agreed)
+    if problem is not None:
+        return problem
+    decoded, problem = read_reply(arrays)
+    if problem is not None:
+        return problem
+    if len(decoded) != 1:
+        return f"it sent {len(decoded)} arrays; one histogram was asked for"
+    return histogram_claim_problem(
+        decoded[0],
+        labels,
+        n_bins=n_bins,
+        ledger=ledger,
+        k=k,
+        rowset=rowset,
+        declared_rows=declared_rows,
+    )
+
+
 def group_declaration_problem(config, sizes, ledger, k):
     """A client's groups declared at initialisation, checked and kept.
 
@@ -763,6 +864,39 @@ def description_difference(description, agreed):
                 f"clients ({theirs!r}){hint}"
             )
     return None
+
+
+def description_consensus(described, name):
+    """The data's description most clients give, and how the others differ.
+
+    ``described`` maps client ``k`` to its checked description
+    (``data_description``). Returns the majority's description and, per
+    client whose own differs, the difference in words.
+    """
+    agreed = consensus(
+        list(described.values()),
+        "the data's description (features, classes, raw columns)",
+        names=[name(k) for k in described],
+    )
+    return agreed, {
+        k: description_difference(description, agreed)
+        for k, description in described.items()
+        if description != agreed
+    }
+
+
+def discovery_problem(metrics):
+    """A client's declared rows at discovery: ``(n_rows, n_eval_rows, problem)``.
+
+    ``num-rows`` (the rows it loaded) and, when it has them,
+    ``num-eval-rows``: whole counts. No rows at all is for the client's own
+    checks to explain at initialisation, as ``fit`` does.
+    """
+    n_rows, problem = count_scalar(metrics.get("num-rows"), "its rows")
+    n_eval = None
+    if problem is None and "num-eval-rows" in metrics:
+        n_eval, problem = count_scalar(metrics["num-eval-rows"], "its evaluation rows")
+    return n_rows, n_eval, problem
 
 
 def initialisation_claim_problem(
@@ -1027,25 +1161,48 @@ def admit_round(outcomes, *, round_number, on_client_error, name, record, what=N
     admitted : list of int
         The clients whose replies are used, in the order given.
     """
-    failed = [(k, reason, cause) for k, reason, cause in outcomes if reason is not None]
     where = f" ({what})" if what else ""
-    if failed and on_client_error == "raise":
-        k, reason, cause = failed[0]
-        raise RuntimeError(
-            f"{name(k)} failed in round {round_number}{where}: {reason} (set "
-            "on_client_error='skip' to aggregate the other clients)."
-        ) from cause
-    if failed and len(failed) == len(outcomes):
-        k, reason, cause = failed[0]
-        raise RuntimeError(
-            f"Every selected client failed in round {round_number}{where}; "
-            f"first: {name(k)}: {reason}"
-        ) from cause
-    for k, reason, _ in failed:
+
+    def skip(k, reason):
         if what == "evaluation":
             record(k)["evaluation_skipped"] = reason
         else:
             record(k).update(train_loss=None, skipped=reason)
+
+    return failure_policy(
+        outcomes,
+        on_client_error,
+        one_failed=lambda k, reason: (
+            f"{name(k)} failed in round {round_number}{where}: {reason} (set "
+            "on_client_error='skip' to aggregate the other clients)."
+        ),
+        every_failed=lambda k, reason: (
+            f"Every selected client failed in round {round_number}{where}; "
+            f"first: {name(k)}: {reason}"
+        ),
+        skip=skip,
+    )
+
+
+def failure_policy(outcomes, on_client_error, *, one_failed, every_failed, skip):
+    """``on_client_error`` applied to replies: the one policy, worded by the caller.
+
+    With ``"raise"`` the first failed client stops the fit
+    (``RuntimeError(one_failed(k, reason))``, chained to its cause); when
+    every client failed the fit stops either way (``every_failed``);
+    otherwise ``skip(k, reason)`` records each failure and the others go on.
+    ``outcomes`` holds ``(k, reason or None, cause or None)`` per client, in
+    order. Returns the clients whose replies are used, in that order.
+    """
+    failed = [(k, reason, cause) for k, reason, cause in outcomes if reason is not None]
+    if failed and on_client_error == "raise":
+        k, reason, cause = failed[0]
+        raise RuntimeError(one_failed(k, reason)) from cause
+    if failed and len(failed) == len(outcomes):
+        k, reason, cause = failed[0]
+        raise RuntimeError(every_failed(k, reason)) from cause
+    for k, reason, _ in failed:
+        skip(k, reason)
     return [k for k, reason, _ in outcomes if reason is None]
 
 
@@ -1091,25 +1248,22 @@ class ReplyGate:
         -------
         admitted : list of int
         """
-        failed = [(k, problem) for k, problem in problems if problem is not None]
-        if failed and self.on_client_error == "raise":
-            k, problem = failed[0]
-            raise RuntimeError(
+        return failure_policy(
+            [(k, problem, None) for k, problem in problems],
+            self.on_client_error,
+            one_failed=lambda k, problem: (
                 f"{self.name(k)} failed the {stage}: its reply cannot be used: "
                 f"{problem} (set on_client_error='skip' to leave it out)."
-            )
-        admitted = [k for k, problem in problems if problem is None]
-        if problems and not admitted:
-            raise RuntimeError(
-                f"Every client failed the {stage}; first: {self.name(failed[0][0])}: "
-                f"its reply cannot be used: {failed[0][1]}"
-            )
-        for k, problem in failed:
-            self.records.append(
+            ),
+            every_failed=lambda k, problem: (
+                f"Every client failed the {stage}; first: {self.name(k)}: "
+                f"its reply cannot be used: {problem}"
+            ),
+            skip=lambda k, problem: self.records.append(
                 {
                     "stage": stage,
                     "client": self.client_id(k),
                     "skipped": f"its reply cannot be used: {problem}",
                 }
-            )
-        return admitted
+            ),
+        )

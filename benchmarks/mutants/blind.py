@@ -296,10 +296,10 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: the ServerApp draws DP noise of the previous round",
-        path="skfedida/flower/_server_app.py",
-        original="noise_rng=noise_stream(federation.dp, server_round),",
-        mutated="noise_rng=noise_stream(federation.dp, server_round - 1),",
-        tests=_FLOWER,
+        path="skfedida/federated/_engine.py",
+        original="noise_rng=noise_stream(self.dp, round_number),",
+        mutated="noise_rng=noise_stream(self.dp, round_number - 1),",
+        tests=(*_PRIVACY, *_FLOWER),
         features=("make_server_app", "DifferentialPrivacy"),
     ),
     Mutant(

@@ -244,9 +244,9 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: in-process DP noise drawn for round r - 1 (Flower's is r)",
-        path="skfedida/federated/_server.py",
-        original="noise_rng=noise_stream(self.dp, round_ + 1),",
-        mutated="noise_rng=noise_stream(self.dp, round_),",
+        path="skfedida/federated/_engine.py",
+        original="noise_rng=noise_stream(self.dp, round_number),",
+        mutated="noise_rng=noise_stream(self.dp, round_number - 1),",
         tests=(*_PRIVACY, "tests/test_flower.py"),
         features=("DifferentialPrivacy", "FederatedEstimator"),
     ),

@@ -111,8 +111,8 @@ MUTANTS = [
             "(the model stays untrained)"
         ),
         path="skfedida/federated/_server.py",
-        original='if self.communicates or self.strategy == "central":',
-        mutated="if self.communicates:",
+        original='if engine.communicates or self.strategy == "central":',
+        mutated="if engine.communicates:",
         tests=(
             "tests/test_bad_input_federation.py",
             "tests/test_callbacks.py",

@@ -198,8 +198,8 @@ MUTANTS = [
             "blind5: FedAvg in-process weights every client the same, ignoring its rows"
         ),
         path="skfedida/federated/_server.py",
-        original="            weights.append(n_rows)",
-        mutated="            weights.append(1)",
+        original="                weights.append(replies[k][2])",
+        mutated="                weights.append(1)",
         tests=(
             "tests/test_bad_input_federation.py",
             "tests/test_callbacks.py",

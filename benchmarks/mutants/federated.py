@@ -248,10 +248,8 @@ MUTANTS = [
     Mutant(
         "client_fraction selects the same clients every round",
         "skfedida/federated/_server.py",
-        "                selection_rng, n_clients, self.strategy,"
-        " self.client_fraction\n",
-        "                selection_stream(seeds), n_clients, self.strategy,"
-        " self.client_fraction\n",
+        "selected = engine.select(selection_rng, n_clients)",
+        "selected = engine.select(selection_stream(seeds), n_clients)",
         SERVER_TESTS,
         features=("FederatedEstimator",),
     ),
@@ -265,17 +263,19 @@ MUTANTS = [
     ),
     Mutant(
         "a skipped client's record names the round before",
-        "skfedida/federated/_server.py",
-        "record=lambda k: records.record(round_ + 1, k),",
-        "record=lambda k: records.record(round_, k),",
+        "skfedida/federated/_engine.py",
+        "record=lambda k: self.records.record(round_number, k),\n"
+        "            what=what,",
+        "record=lambda k: self.records.record(round_number - 1, k),\n"
+        "            what=what,",
         SERVER_TESTS,
         features=("FederatedEstimator",),
     ),
     Mutant(
         "on_client_error='skip' records a failed reply but still uses it",
         "skfedida/_replies.py",
-        "admitted = [k for k, problem in problems if problem is None]",
-        "admitted = [k for k, problem in problems]",
+        "return [k for k, reason, _ in outcomes if reason is None]",
+        "return [k for k, reason, _ in outcomes]",
         REPLY_GATE_TESTS,
         features=("FederatedEstimator", "reply:initialisation"),
     ),
@@ -677,8 +677,8 @@ MUTANTS = [
     Mutant(
         "in-process FairFed reports are not checked",
         "skfedida/federated/_server.py",
-        "        if problem is None and len(result) > 4:\n",
-        "        if problem is None and len(result) > 5:\n",
+        "            if len(report) > 0\n",
+        "            if len(report) > 1\n",
         REPLY_GATE_TESTS,
         features=("reply:fairness_report", "FairFed"),
     ),

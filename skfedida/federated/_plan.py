@@ -34,9 +34,9 @@ from ._client import (
     _split_client,
     _validation_metrics,
     clone_fitted,
-    round_clients,
 )
 from ._client import selection_stream as _selection_stream
+from ._engine import RoundEngine
 from ._parameters import set_parameters
 from ._pipeline import drop_columns, placeholder_rows
 from ._privacy import privacy_report, updates_bounded
@@ -275,10 +275,18 @@ class FederationPlan:
         """The seeded stream that selects each round's clients."""
         return _selection_stream(seeds)
 
-    def select_clients(self, stream, n_clients):
-        """Indices of the clients taking part in one round."""
-        return round_clients(
-            stream, n_clients, self.strategy, self.federation.client_fraction
+    def round_engine(self, records, name):
+        """The rules of the federation's rounds (``RoundEngine``), its records kept."""
+        federation = self.federation
+        return RoundEngine(
+            strategy=self.strategy,
+            aggregator=self.aggregator,
+            client_fraction=federation.client_fraction,
+            on_client_error=self.on_client_error,
+            max_update_norm=federation.max_update_norm,
+            dp=federation.dp,
+            records=records,
+            name=name,
         )
 
     def template(self, seed, n_features, feature_names, classes):

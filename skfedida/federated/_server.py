@@ -19,21 +19,18 @@ from joblib import Parallel, delayed
 
 from .._replies import (
     ClientLedger,
-    admit_round,
     fairness_report_claim_problem,
-    training_reply_problem,
+    training_round_problem,
 )
 from ._aggregation import WeightedMean
 from ._client import (
-    COMMUNICATING,
     _guarded_client_round,
     _round_seed,
     clone_fitted,
-    round_clients,
     selection_stream,
 )
+from ._engine import RoundEngine
 from ._parameters import get_parameters, set_parameters
-from ._privacy import bounded_round, noise_stream
 
 
 def _progress(n_rounds, verbose):
@@ -101,10 +98,6 @@ class _Server:
         # every round).
         self.ledger = ClientLedger() if ledger is None else ledger
 
-    @property
-    def communicates(self):
-        return self.strategy in COMMUNICATING
-
     def start(self, trainer, data, seeds, client_estimator):
         """The state of a new federation: primed estimators, global parameters."""
         models = [
@@ -143,8 +136,17 @@ class _Server:
         federation (e.g. early stopping).
         """
         models = state["models"]
-        memory = state.get("aggregator_memory", {})
-        reporting = self.aggregator.report_metric is not None
+        engine = RoundEngine(
+            strategy=self.strategy,
+            aggregator=self.aggregator,
+            client_fraction=self.client_fraction,
+            on_client_error=self.on_client_error,
+            max_update_norm=self.max_update_norm,
+            dp=self.dp,
+            records=records,
+            name=lambda k: f"Client {self.client_id(k)!r}",
+            memory=state.get("aggregator_memory", {}),
+        )
         selection_rng = state["selection_rng"]
         global_parameters = state["global_parameters"]
         first_round = state["rounds"]
@@ -155,9 +157,7 @@ class _Server:
         for offset in rounds:
             round_ = first_round + offset
             rounds_run += 1
-            selected = round_clients(
-                selection_rng, n_clients, self.strategy, self.client_fraction
-            )
+            selected = engine.select(selection_rng, n_clients)
             if on_round_begin is not None:
                 on_round_begin(selected)
             round_seeds = [_round_seed(seeds[k], round_) for k in selected]
@@ -165,49 +165,49 @@ class _Server:
                 delayed(_guarded_client_round)(
                     trainer,
                     models[k],
-                    global_parameters if (self.communicates or round_ == 0) else None,
+                    global_parameters if (engine.communicates or round_ == 0) else None,
                     data[k],
                     int(epochs[k]),
                     int(seed),
-                    reporting=reporting,
+                    reporting=engine.reporting,
                 )
                 for k, seed in zip(selected, round_seeds, strict=True)
             )
+            replies = {
+                k: result
+                for k, (ok, result) in zip(selected, outcomes, strict=True)
+                if ok
+            }
             outcomes = [
-                self._checked_outcome(outcome, global_parameters, data[k], k)
-                for k, outcome in zip(selected, outcomes, strict=True)
+                self._outcome(k, ok, result, global_parameters, data[k])
+                for k, (ok, result) in zip(selected, outcomes, strict=True)
             ]
             if on_clients_end is not None:
                 on_clients_end(selected)
-            admitted, results, weights = self._collect(
-                round_, selected, outcomes, models, records
+            admitted = engine.admit_training(
+                round_ + 1, outcomes, losses={k: r[3] for k, r in replies.items()}
             )
-            if self.communicates or self.strategy == "central":
-                context = {}
-                if self.aggregator.needs_round_context:
-                    context = {
-                        "global_parameters": global_parameters,
-                        "losses": [r[3] for r in results],
-                    }
-                if reporting:
-                    context = {
-                        "reports": [r[4] for r in results],
-                        "clients": [int(k) for k in admitted],
-                        "memory": memory,
-                    }
-                global_parameters, norms = bounded_round(
+            results = [replies[k] for k in admitted]
+            weights = []
+            for k in admitted:
+                models[k] = replies[k][0]
+                weights.append(replies[k][2])
+            if engine.communicates or self.strategy == "central":
+                context = engine.aggregator_context(
+                    clients=[int(k) for k in admitted],
+                    reports=[r[4] for r in results] if engine.reporting else None,
+                    global_parameters=global_parameters,
+                    losses=[r[3] for r in results],
+                )
+                global_parameters = engine.aggregate(
                     functools.partial(self.aggregator.aggregate, **context),
                     [r[1] for r in results],
                     weights,
+                    round_number=round_ + 1,
+                    admitted=admitted,
                     global_parameters=global_parameters,
-                    max_update_norm=self.max_update_norm,
-                    dp=self.dp,
                     n_selected=len(selected),
-                    noise_rng=noise_stream(self.dp, round_ + 1),
                 )
-                if self.communicates and norms is not None:
-                    for k, norm in zip(admitted, norms, strict=True):
-                        records.record(round_ + 1, k)["update_norm"] = norm
             if self.verbose:
                 mean_loss = np.average([r[3] for r in results], weights=weights)
                 if bar is not None:
@@ -231,26 +231,28 @@ class _Server:
             "global_parameters": global_parameters,
             "rounds": first_round + rounds_run,
             "strategy": self.strategy,
-            "aggregator_memory": memory,
+            "aggregator_memory": engine.memory,
         }
 
-    def _checked_outcome(self, outcome, global_parameters, client_data, k):
-        """A client's reply, or its failure when the reply cannot be used."""
-        ok, result = outcome
+    def _outcome(self, k, ok, result, global_parameters, client_data):
+        """Client k's outcome for the failure policy: why it cannot be used."""
         if not ok:
-            return outcome
-        problem = training_reply_problem(
-            result[1],
-            result[2],
-            result[3],
+            return k, f"{type(result).__name__}: {result}", result
+        _model, parameters, n_rows, loss, *report = result
+        problem = training_round_problem(
+            parameters,
+            n_rows,
+            loss,
             reference=global_parameters,
             declared_rows=client_data.n,
+            report=(lambda: self._report_problem(report[0], client_data, k))
+            if len(report) > 0
+            else None,
         )
-        if problem is None and len(result) > 4:
-            problem = self._report_problem(result[4], client_data, k)
         if problem is None:
-            return outcome
-        return False, ValueError(f"its reply cannot be used: {problem}")
+            return k, None, None
+        error = ValueError(f"its reply cannot be used: {problem}")
+        return k, f"{type(error).__name__}: {error}", error
 
     def _report_problem(self, report, client_data, k):
         """A FairFed report's problem: its counts, and the same rows every round."""
@@ -271,28 +273,6 @@ class _Server:
             rowset=rowset,
             declared_rows=rows.n,
         )
-
-    def _collect(self, round_, selected, outcomes, models, records):
-        """The admitted clients, their replies and weights; failures handled."""
-        admitted = admit_round(
-            [
-                (k, None, None) if ok else (k, f"{type(exc).__name__}: {exc}", exc)
-                for k, (ok, exc) in zip(selected, outcomes, strict=True)
-            ],
-            round_number=round_ + 1,
-            on_client_error=self.on_client_error,
-            name=lambda k: f"Client {self.client_id(k)!r}",
-            record=lambda k: records.record(round_ + 1, k),
-        )
-        results = [outcome for ok, outcome in outcomes if ok]
-        weights = []
-        for k, (model, _parameters, n_rows, loss, *_report) in zip(
-            admitted, results, strict=True
-        ):
-            models[k] = model
-            weights.append(n_rows)
-            records.record(round_ + 1, k)["train_loss"] = loss
-        return admitted, results, weights
 
     def global_model(self, state, data):
         """The federation's global estimator.

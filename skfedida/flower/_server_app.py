@@ -19,27 +19,26 @@ from flwr.serverapp import strategy as flwr_strategies
 from .._replies import (
     ReplyGate,
     RoundHistory,
-    admit_round,
-    attributes_problem,
+    attributes_consensus,
     claims_summary,
-    consensus,
-    count_scalar,
     data_description,
     declared_sets,
-    description_difference,
+    description_consensus,
+    discovery_problem,
     evaluation_reply_problem,
-    fairness_report_claim_problem,
-    histogram_claim_problem,
     initialisation_claim_problem,
-    named_fairness_report,
+    named_histogram_problem,
+    named_report_claim_problem,
     parse_groups,
-    training_reply_problem,
+    read_reply,
+    training_round_problem,
+    unless_malformed,
 )
 from .._statistics_replies import Unreadable
 from ..federated._aggregation import class_prior
 from ..federated._parameters import get_parameters
 from ..federated._plan import fitted_pipeline, server_preprocessing
-from ..federated._privacy import bounded_round, check_target_delta, noise_stream
+from ..federated._privacy import check_target_delta
 from ..postprocessing._threshold_optimizer import (
     fit_from_client_counts,
     server_postprocessor,
@@ -81,14 +80,18 @@ def _federation_strategy(plan, nodes, seeds, history, declared, classes=()):
 
 
 class _FederationChecks:
-    """A Flower strategy with FederatedEstimator's client selection and checks.
+    """A Flower strategy that moves FederatedEstimator's rounds over the grid.
 
-    Aggregation is the Flower strategy's own (FedAvg weights ``num-examples``);
-    replies are put in partition order first, so the arithmetic runs in the
-    same order as in-process and the result is the same to the last bit.
-    Clients are selected with the federation's seeded stream (Flower's
-    sampling is unseeded), and a failed or missing reply is an error or a
-    recorded skip (Flower would carry on).
+    Every rule of a round is the round engine's (``RoundEngine``: selection,
+    the failure policy, the aggregator's context, clipping, DP and the
+    records) and every check the reply gate's (``skfedida._replies``), as
+    in-process; this class only turns Flower's messages into the engine's
+    outcomes and back. Aggregation is the Flower strategy's own (FedAvg
+    weights ``num-examples``); replies are put in partition order first, so
+    the arithmetic runs in the same order as in-process and the result is
+    the same to the last bit. Clients are selected with the federation's
+    seeded stream (Flower's sampling is unseeded), and a failed or missing
+    reply is an error or a recorded skip (Flower would carry on).
     """
 
     def __init__(self, plan, nodes, seeds, history, declared, classes=()):
@@ -105,9 +108,10 @@ class _FederationChecks:
         self.nodes = nodes
         self.partition_of = {node: k for k, node in enumerate(nodes)}
         self.selection_rng = plan.selection_stream(seeds)
-        self.history = RoundHistory(history)
+        self.engine = plan.round_engine(
+            RoundHistory(history), name=lambda k: f"Client {k} (node {self.nodes[k]})"
+        )
         self.expected = {}
-        self.aggregator_memory = {}
         # What each client declared when it joined (its sets of rows, the
         # ledger of its claims about them); the round's global arrays (what
         # every training reply must match).
@@ -134,7 +138,7 @@ class _FederationChecks:
         if hasattr(self, "current_arrays"):
             # QFedAvg steps from the round's global parameters.
             self.current_arrays = arrays.copy()
-        selected = self.plan.select_clients(self.selection_rng, len(self.nodes))
+        selected = self.engine.select(self.selection_rng, len(self.nodes))
         return self._messages(server_round, arrays, config, selected, MessageType.TRAIN)
 
     def configure_evaluate(self, server_round, arrays, config, grid):
@@ -143,12 +147,16 @@ class _FederationChecks:
             server_round, arrays, config, partitions, MessageType.EVALUATE
         )
 
-    def _checked(self, server_round, replies, message_type):
-        """Replies in partition order; failures raised or recorded."""
+    def _outcomes(self, replies, message_type):
+        """Per expected client, in order: ``(k, reason or None, None)``, replies."""
         by_node = {}
         for reply in replies:
             by_node[reply.metadata.src_node_id] = reply
-        self.round_names = self._reported_names(replies, message_type)
+        if message_type == MessageType.TRAIN and self.engine.reporting:
+            self.round_names = attributes_consensus(
+                self._named(replies),
+                lambda client: f"client {client[0]} (node {client[1]})",
+            )
         outcomes, usable = [], {}
         for node in self.expected[message_type]:
             k = self.partition_of[node]
@@ -162,96 +170,76 @@ class _FederationChecks:
             else:
                 reason, usable[k] = None, reply
             outcomes.append((k, reason, None))
-        admitted = admit_round(
-            outcomes,
-            round_number=server_round,
-            on_client_error=self.plan.on_client_error,
-            name=lambda k: f"Client {k} (node {self.nodes[k]})",
-            record=lambda k: self.history.record(server_round, k),
-            what="training" if message_type == MessageType.TRAIN else "evaluation",
-        )
-        return [usable[k] for k in sorted(admitted)]
+        return outcomes, usable
 
-    def _reported_names(self, replies, message_type):
-        """The sensitive attributes most FairFed reports of a round name."""
-        if (
-            message_type != MessageType.TRAIN
-            or self.plan.aggregator.report_metric is None
-        ):
-            return None
-        names, clients = [], []
+    def _named(self, replies):
+        """``((k, node), names)`` of every reply naming its groups readably."""
+        named = []
         for reply in replies:
             if reply.has_error():
                 continue
             parsed, _ = parse_groups(reply.content.config_records.get("config", {}))
             if parsed is not None:
-                names.append(parsed[1])
-                k = self.partition_of.get(reply.metadata.src_node_id)
-                clients.append(f"client {k} (node {reply.metadata.src_node_id})")
-        return (
-            consensus(names, "the sensitive attributes' names", names=clients)
-            if names
-            else None
-        )
+                node = reply.metadata.src_node_id
+                named.append(((self.partition_of.get(node), node), parsed[1]))
+        return named
 
     def _reply_problem(self, k, reply, message_type):
-        """What is wrong with a reply (skfedida._replies), or None."""
+        """What is wrong with a reply (the gate's checks), or None."""
         content = reply.content
-        sizes, sets, _ = self.declared[k]
-        try:
-            metrics = dict(content["metrics"])
-            if message_type != MessageType.TRAIN:
-                return evaluation_reply_problem(
-                    metrics,
+        sizes, sets, gate = self.declared[k]
+        if message_type != MessageType.TRAIN:
+            return unless_malformed(
+                lambda: evaluation_reply_problem(
+                    dict(content["metrics"]),
                     allowed=self.allowed_metrics,
                     declared_rows=sizes[sets["evaluation"]],
                 )
-            problem = training_reply_problem(
+            )
+
+        def report():
+            rowset = sets["reports"]
+            return named_report_claim_problem(
+                content["config"],
+                lambda: content["fairness"].to_numpy_ndarrays(),
+                self.round_names,
+                ledger=gate.ledger,
+                k=k,
+                rowset=rowset,
+                declared_rows=sizes[rowset],
+            )
+
+        def check():
+            metrics = dict(content["metrics"])
+            return training_round_problem(
                 content["arrays"].to_numpy_ndarrays(),
                 metrics.get("num-examples"),
                 metrics.get("train-loss"),
                 reference=self.round_arrays,
                 declared_rows=sizes["train"],
+                report=report if self.engine.reporting else None,
             )
-            if problem is None and self.plan.aggregator.report_metric is not None:
-                problem = self._report_problem(k, content)
-            return problem
-        except (KeyError, TypeError, ValueError) as exc:
-            return f"it is malformed ({type(exc).__name__}: {exc})"
 
-    def _report_problem(self, k, content):
-        """A FairFed report's problem: its form, counts and earlier claims."""
-        sizes, sets, gate = self.declared[k]
-        report, labels, problem = named_fairness_report(
-            content["config"],
-            lambda: content["fairness"].to_numpy_ndarrays(),
-            self.round_names,
-        )
-        if problem is not None:
-            return problem
-        rowset = sets["reports"]
-        return fairness_report_claim_problem(
-            report,
-            labels,
-            ledger=gate.ledger,
-            k=k,
-            rowset=rowset,
-            declared_rows=sizes[rowset],
-        )
+        return unless_malformed(check)
 
     def aggregate_train(self, server_round, replies):
-        replies = self._checked(server_round, list(replies), MessageType.TRAIN)
-        for reply in replies:
-            k = self.partition_of[reply.metadata.src_node_id]
-            metrics = reply.content["metrics"]
-            self.history.record(server_round, k)["train_loss"] = float(
-                metrics["train-loss"]
-            )
+        outcomes, usable = self._outcomes(list(replies), MessageType.TRAIN)
+        admitted = self.engine.admit_training(
+            server_round,
+            outcomes,
+            losses={
+                k: float(reply.content["metrics"]["train-loss"])
+                for k, reply in usable.items()
+            },
+            what="training",
+        )
+        replies = [usable[k] for k in sorted(admitted)]
+        admitted = sorted(admitted)
         federation = self.plan.federation
-        aggregator = self.plan.aggregator
+        engine = self.engine
 
         def aggregate(parameter_lists, weights):
-            if aggregator.report_metric is None:
+            if not engine.reporting:
                 # Flower's own strategy, on the (possibly clipped) arrays.
                 for reply, arrays in zip(replies, parameter_lists, strict=True):
                     reply.content["arrays"] = ArrayRecord(
@@ -262,29 +250,27 @@ class _FederationChecks:
                 )
             # FairFed: its own arithmetic, on the clients' reports, in
             # partition order, as in-process.
-            parameters = aggregator.aggregate(
+            parameters = self.plan.aggregator.aggregate(
                 parameter_lists,
                 weights,
-                reports=_aligned_reports(replies),
-                clients=[self.partition_of[r.metadata.src_node_id] for r in replies],
-                memory=self.aggregator_memory,
+                **engine.aggregator_context(
+                    clients=admitted,
+                    reports=_aligned_reports(replies),
+                    global_parameters=self.round_arrays,
+                    losses=None,
+                ),
             )
             return self._with_metrics(parameters, replies)
 
-        result, norms = bounded_round(
+        result = engine.aggregate(
             aggregate,
             [reply.content["arrays"].to_numpy_ndarrays() for reply in replies],
             [int(reply.content["metrics"]["num-examples"]) for reply in replies],
+            round_number=server_round,
+            admitted=admitted,
             global_parameters=self.round_arrays,
-            max_update_norm=federation.max_update_norm,
-            dp=federation.dp,
             n_selected=len(self.expected[MessageType.TRAIN]),
-            noise_rng=noise_stream(federation.dp, server_round),
         )
-        if norms is not None:
-            for reply, norm in zip(replies, norms, strict=True):
-                k = self.partition_of[reply.metadata.src_node_id]
-                self.history.record(server_round, k)["update_norm"] = norm
         if federation.dp is not None:
             # The private mean of skfedida._privacy (Flower's arithmetic).
             return self._with_metrics(result, replies)
@@ -297,14 +283,14 @@ class _FederationChecks:
         return ArrayRecord([np.asarray(a) for a in parameters]), metrics
 
     def aggregate_evaluate(self, server_round, replies):
-        replies = self._checked(server_round, list(replies), MessageType.EVALUATE)
-        for reply in replies:
-            k = self.partition_of[reply.metadata.src_node_id]
-            record = self.history.record(server_round, k)
-            for key, value in reply.content["metrics"].items():
+        outcomes, usable = self._outcomes(list(replies), MessageType.EVALUATE)
+        admitted = sorted(self.engine.admit_evaluation(server_round, outcomes))
+        for k in admitted:
+            record = self.engine.records.record(server_round, k)
+            for key, value in usable[k].content["metrics"].items():
                 if key.startswith("val_"):
                     record[key] = float(value)
-        return super().aggregate_evaluate(server_round, replies)
+        return super().aggregate_evaluate(server_round, [usable[k] for k in admitted])
 
 
 def _aligned_reports(replies):
@@ -403,15 +389,9 @@ def _discover(grid, timeout, connect_timeout):
     nodes = [by_partition[k] for k in range(n_partitions)]
     declared = []
     for k, node in enumerate(nodes):
-        metrics = replies[node].content.metric_records.get("metrics", {})
-        n_rows, problem = count_scalar(metrics.get("num-rows"), "its rows")
-        n_eval = None
-        # (No rows at all is for the client's own checks to explain, at
-        # initialisation, as fit does.)
-        if problem is None and "num-eval-rows" in metrics:
-            n_eval, problem = count_scalar(
-                metrics["num-eval-rows"], "its evaluation rows"
-            )
+        n_rows, n_eval, problem = discovery_problem(
+            replies[node].content.metric_records.get("metrics", {})
+        )
         if problem is not None:
             raise RuntimeError(
                 f"Client {k} (node {node}) failed the discovery query: {problem}."
@@ -453,21 +433,24 @@ def _postprocess(
         for reply in replies
     ]
     replies = [None if isinstance(r, str) else r.content for r in replies]
-    named = [(k, groups[1]) for k, (groups, _) in enumerate(parsed) if groups]
-    names = (
-        consensus(
-            [n for _, n in named],
-            "the sensitive attributes' names",
-            names=[gate.name(k) for k, _ in named],
-        )
-        if named
-        else None
+    names = attributes_consensus(
+        [(k, groups[1]) for k, (groups, _) in enumerate(parsed) if groups], gate.name
     )
     problems = []
     for k, (reply, (groups, problem)) in enumerate(zip(replies, parsed, strict=True)):
         if problem is None:
-            problem = _histogram_problem(
-                k, reply, groups, names, post.n_bins, declared[k], gate
+            sizes, sets, _ = declared[k]
+            labels, reply_names = groups
+            problem = named_histogram_problem(
+                lambda reply=reply: reply["arrays"].to_numpy_ndarrays(),
+                reply_names,
+                names,
+                labels,
+                n_bins=post.n_bins,
+                ledger=gate.ledger,
+                k=k,
+                rowset=sets["evaluation"],
+                declared_rows=sizes[sets["evaluation"]],
             )
         problems.append((k, problem))
     admitted = gate.admit("histogram query", problems)
@@ -482,31 +465,6 @@ def _postprocess(
         groups=merged.labels,
         sensitive_names=merged.names,
         history=[r for r in gate.records if r["stage"] == "histogram query"],
-    )
-
-
-def _histogram_problem(k, reply, groups, names, n_bins, declared, gate):
-    """One client's histogram reply checked (the gate's rules), or None."""
-    sizes, sets, _ = declared
-    labels, reply_names = groups
-    problem = attributes_problem(reply_names, names)
-    if problem is not None:
-        return problem
-    try:
-        arrays = reply["arrays"].to_numpy_ndarrays()
-    except (KeyError, TypeError, ValueError) as exc:
-        return f"it is malformed ({type(exc).__name__}: {exc})"
-    if len(arrays) != 1:
-        return f"it sent {len(arrays)} arrays; one histogram was asked for"
-    rowset = sets["evaluation"]
-    return histogram_claim_problem(
-        arrays[0],
-        labels,
-        n_bins=n_bins,
-        ledger=gate.ledger,
-        k=k,
-        rowset=rowset,
-        declared_rows=sizes[rowset],
     )
 
 
@@ -546,20 +504,12 @@ def _preprocessing_states(plan, grid, nodes, timeout, gate, rows):
     return fit_tree(plan.preprocessing, ask, gate, rows)
 
 
-def _description(reply):
-    """A client's description of its data (``data_description``), from its reply."""
-    try:
-        config = reply["config"]
-    except (KeyError, TypeError) as exc:
-        return None, f"it is malformed ({type(exc).__name__}: {exc})"
-    return data_description(config)
-
-
 def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
     """One client's initialisation reply checked (the gate's rules), or None."""
     sizes, _, _ = declared
     n_features, classes, feature_names = agreed[:3]
-    try:
+
+    def check():
         reference = get_parameters(
             plan.template(seed, n_features, feature_names, classes)
         )
@@ -575,8 +525,8 @@ def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
             sizes=sizes,
             ledger=gate.ledger,
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        return f"it is malformed ({type(exc).__name__}: {exc})"
+
+    return unless_malformed(check)
 
 
 def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
@@ -618,17 +568,13 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     described = {}
     for k, reply in enumerate(replies):
         if k not in problems:
-            described[k], problems[k] = _description(reply)
+            config, problems[k] = read_reply(lambda reply=reply: reply["config"])
+            if problems[k] is None:
+                described[k], problems[k] = data_description(config)
     described = {k: d for k, d in described.items() if problems[k] is None}
     if described:
-        agreed = consensus(
-            list(described.values()),
-            "the data's description (features, classes, raw columns)",
-            names=[gate.name(k) for k in described],
-        )
-        for k, description in described.items():
-            if description != agreed:
-                problems[k] = description_difference(description, agreed)
+        agreed, differences = description_consensus(described, gate.name)
+        problems.update(differences)
     for k, reply in enumerate(replies):
         if problems.get(k) is None:
             problems[k] = _initialisation_problem(
