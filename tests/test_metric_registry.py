@@ -307,6 +307,12 @@ def test_fairfeds_count_gap_is_the_metric_function_of_the_same_rows():
     assert checked > 300
 
 
+def test_fairfeds_counts_are_the_reply_gates():
+    from skfedida._replies import REPORT_KEYS
+
+    assert COUNTS == REPORT_KEYS
+
+
 def test_fairfeds_gap_is_the_registrys():
     rng = np.random.default_rng(1)
     for _ in range(200):
