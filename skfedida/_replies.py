@@ -37,6 +37,8 @@ import numbers
 
 import numpy as np
 
+from .metrics._registry import METRICS, PERSONAL_PREFIX, VALIDATION_PREFIX
+
 
 def training_reply_problem(parameters, n_rows, loss, *, reference, declared_rows):
     """Why a training reply cannot be aggregated, or None when it can.
@@ -94,9 +96,18 @@ def training_reply_problem(parameters, n_rows, loss, *, reference, declared_rows
     return None
 
 
-#: Metrics whose range is wider than [0, 1]: the Brier score of more than two
-#: classes (the squared error summed over the classes) reaches 2.
-_METRIC_UPPER = {"val_brier": 2.0}
+#: Metrics whose range is wider than [0, 1] (the Brier score of more than two
+#: classes reaches 2), as a client reports them.
+_METRIC_UPPER = {
+    prefix + m.key: m.upper
+    for m in METRICS.values()
+    if m.upper != 1.0
+    for prefix, reported in (
+        (VALIDATION_PREFIX, m.reported),
+        (PERSONAL_PREFIX, m.personal),
+    )
+    if reported
+}
 
 
 def read_reply(read):
@@ -167,7 +178,7 @@ def evaluation_reply_problem(metrics, *, allowed, declared_rows=None):
                     f"it reported {int(value)} evaluation rows; it declared "
                     f"{int(declared_rows)} when it joined"
                 )
-        elif name.startswith("val_") and not (
+        elif name.startswith(VALIDATION_PREFIX) and not (
             np.isnan(value) or 0.0 <= value <= _METRIC_UPPER.get(name, 1.0)
         ):
             return (

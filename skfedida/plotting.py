@@ -11,17 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from .federated import evaluate_clients
-from .metrics._fairness import DISPARITY_ALIASES
+from .metrics._registry import METRICS
+from .metrics._registry import keys as metric_keys
 
 __all__ = ["ClientMetricsDisplay", "TradeoffDisplay"]
 
-_LABELS = {
-    "roc_auc": "AUROC",
-    "brier": "Brier",
-    "accuracy": "accuracy",
-    "selection_rate": "selection rate",
-    **{alias: alias.upper() for alias in DISPARITY_ALIASES},
-}
+_LABELS = {m.key: m.label for m in METRICS.values() if m.key}
+#: ClientMetricsDisplay.from_estimators' panels.
+_DEFAULT_PANELS = metric_keys(plot_default=True)
 
 
 def _label(metric):
@@ -91,7 +88,7 @@ class ClientMetricsDisplay:
         *,
         clients,
         sensitive_features,
-        metrics=("roc_auc", "dpd", "dpr", "dfpr", "dppv"),
+        metrics=_DEFAULT_PANELS,
         n_bootstrap=1000,
         confidence=0.95,
         random_state=None,

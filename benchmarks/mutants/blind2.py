@@ -156,9 +156,9 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: FairFed measures no gap with exactly two groups",
-        path="skfedida/federated/_aggregation.py",
-        original="return float(np.ptp(rates[defined])) if defined.sum() >= 2 else 0.0",
-        mutated="return float(np.ptp(rates[defined])) if defined.sum() > 2 else 0.0",
+        path="skfedida/metrics/_registry.py",
+        original="float(np.ptp(rates[defined])) if defined.sum() >= 2 else 0.0",
+        mutated="float(np.ptp(rates[defined])) if defined.sum() > 2 else 0.0",
         tests=_FEDERATED,
         features=("FairFed",),
     ),

@@ -379,9 +379,13 @@ MUTANTS = [
             "blind6: the equalized_odds_ratio scorer is negated, so searches "
             "prefer the least fair model"
         ),
-        path="skfedida/metrics/_scorer.py",
-        original='    "equalized_odds_ratio": (equalized_odds_ratio, True),',
-        mutated='    "equalized_odds_ratio": (equalized_odds_ratio, False),',
+        path="skfedida/metrics/_registry.py",
+        original=(
+            '"ratio",\n            greater_is_better=True,\n            not_fairfed'
+        ),
+        mutated=(
+            '"ratio",\n            greater_is_better=False,\n            not_fairfed'
+        ),
         tests=(
             "tests/test_bad_input_models.py",
             "tests/test_exact_operating_point.py",

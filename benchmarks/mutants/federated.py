@@ -76,8 +76,8 @@ MUTANTS = [
     ),
     Mutant(
         "FairFed keeps groups smaller than min_group_size",
-        "skfedida/federated/_aggregation.py",
-        "defined & (n_federation >= self.min_group_size)",
+        "skfedida/metrics/_registry.py",
+        "defined & (_FROM_COUNTS[rate.count](totals) >= min_group_size)",
         "defined",
         GATE_TESTS,
         features=("FairFed",),
@@ -370,9 +370,9 @@ MUTANTS = [
     ),
     Mutant(
         "FairFed's eod gap is the smaller of the TPR and FPR gaps",
-        "skfedida/federated/_aggregation.py",
-        'return fpr if self.metric == "dfpr" else max(tpr, fpr)',
-        'return fpr if self.metric == "dfpr" else min(tpr, fpr)',
+        "skfedida/metrics/_registry.py",
+        "return max(gaps)",
+        "return min(gaps)",
         AGGREGATION_TESTS,
         features=("FairFed",),
     ),

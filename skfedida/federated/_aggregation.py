@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
+from ..metrics._registry import count_gap, fairfed_metrics
 
 __all__ = [
     "FairFed",
@@ -424,16 +425,6 @@ class FairFed(_Aggregator):
             f"min_group_size={self.min_group_size!r})"
         )
 
-    @staticmethod
-    def _gap(rates, defined):
-        return float(np.ptp(rates[defined])) if defined.sum() >= 2 else 0.0
-
-    @staticmethod
-    def _rates(n, hits):
-        defined = n > 0
-        rates = np.divide(hits, n, out=np.zeros_like(hits), where=defined)
-        return rates, defined
-
     def _report_gap(self, report, total=None):
         """The report's gap in ``metric`` (largest minus smallest group rate).
 
@@ -441,23 +432,7 @@ class FairFed(_Aggregator):
         rate's denominator in the federation's ``total`` (default: the
         report itself).
         """
-        total = report if total is None else total
-
-        def gap(n, hits, n_federation):
-            rates, defined = self._rates(n, hits)
-            return self._gap(rates, defined & (n_federation >= self.min_group_size))
-
-        if self.metric == "dpd":
-            return gap(report["n"], report["selected"], total["n"])
-        tpr = gap(report["n_positive"], report["true_positive"], total["n_positive"])
-        if self.metric == "dtpr":
-            return tpr
-        fpr = gap(
-            report["n"] - report["n_positive"],
-            report["selected"] - report["true_positive"],
-            total["n"] - total["n_positive"],
-        )
-        return fpr if self.metric == "dfpr" else max(tpr, fpr)
+        return count_gap(self.metric, report, total, self.min_group_size)
 
     def aggregate(self, parameter_lists, weights, *, reports, clients, memory):
         """The FairFed-weighted mean of the clients' parameters.
@@ -519,6 +494,12 @@ class FairFed(_Aggregator):
         return _weighted_sum(parameter_lists, omega)
 
 
+def _one_of(names):
+    """'a', 'b' or 'c'."""
+    quoted = [repr(name) for name in names]
+    return f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
 _BY_NAME = {"mean": WeightedMean, "median": Median, "trimmed_mean": TrimmedMean}
 
 
@@ -563,7 +544,7 @@ def check_aggregation(aggregation):
                 f"client_learning_rate={rate!r}."
             )
     if isinstance(aggregation, FairFed) and not (
-        aggregation.metric in ("dpd", "dtpr", "dfpr", "eod")
+        aggregation.metric in fairfed_metrics()
         and isinstance(aggregation.beta, numbers.Real)
         and aggregation.beta >= 0
         and isinstance(aggregation.min_group_size, numbers.Integral)
@@ -571,7 +552,7 @@ def check_aggregation(aggregation):
         and aggregation.min_group_size >= 1
     ):
         raise ValueError(
-            "FairFed needs metric 'dpd', 'dtpr', 'dfpr' or 'eod', beta >= 0 and "
+            f"FairFed needs metric {_one_of(fairfed_metrics())}, beta >= 0 and "
             f"an integer min_group_size >= 1; got {aggregation!r}."
         )
     if not isinstance(aggregation, _Aggregator):

@@ -35,7 +35,9 @@ from .._groups import (
 from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
-from ..metrics._fairness import DISPARITY_ALIASES, _class_summary
+from ..metrics._fairness import _class_summary
+from ..metrics._registry import DISPARITIES, share_key
+from ..metrics._registry import keys as metric_keys
 from ..metrics._scores import _multiclass_brier, _ovr_roc_auc
 from ..over_sampling import FairnessAwareROSE
 from ..over_sampling._minibatches import resample_minibatches, vectorises
@@ -44,16 +46,14 @@ from ._parameters import get_parameters, set_parameters
 #: Strategies whose clients exchange parameters with the server every round.
 COMMUNICATING = ("fedavg", "pfedavg")
 # The disparities every client reports on its held-out rows (the paper's four).
-_DISPARITIES = {
-    name: DISPARITY_ALIASES[name] for name in ("dpd", "dpr", "dfpr", "dppv")
-}
+_DISPARITIES = {m.key: name for name, m in DISPARITIES.items() if m.reported}
 #: What every client reports of its held-out (or evaluation) rows each round,
 #: as ``val_<name>`` (``history_``, and a Flower client's evaluation reply);
-#: more than two classes add ``share[<label>]``. The one list: the Flower
-#: protocol's allowed metrics derive from it.
-VALIDATION_METRICS = ("roc_auc", "selection_rate", "brier", *_DISPARITIES)
+#: more than two classes add ``share[<label>]``. The Flower protocol's
+#: allowed metrics derive from the same registry.
+VALIDATION_METRICS = metric_keys(reported=True)
 #: What a Per-FedAvg client also reports of its personalised model.
-PERSONAL_METRICS = ("roc_auc", "dpd")
+PERSONAL_METRICS = metric_keys(personal=True)
 
 
 @functools.lru_cache(maxsize=256)
@@ -681,7 +681,7 @@ def _validation_metrics(model, X, y, S, classes):
             # the clients are the federation's shares (a server's
             # degenerate-model check), which one client's own top share is not.
             **{
-                f"share[{label}]": float(np.mean(predicted == label))
+                share_key(label): float(np.mean(predicted == label))
                 for label in classes
             },
         }

@@ -51,6 +51,7 @@ from ..exceptions import (
     warn_if_degenerate,
     warn_if_outlying_updates,
 )
+from ..metrics._registry import VALIDATION_PREFIX
 from ..over_sampling import FairnessAwareROSE
 from ._aggregation import _Aggregator, check_aggregation, class_prior
 from ._client import (
@@ -1118,7 +1119,7 @@ default="mean"
                 round_ + 1, self._client_id(k), new={"train_loss": None}
             )
             report = {
-                f"val_{name}": value
+                VALIDATION_PREFIX + name: value
                 for name, value in _validation_metrics(
                     model, X_val, y_val, S_val, self.classes_
                 ).items()

@@ -26,8 +26,7 @@ from .._groups import (
     encode_groups,
 )
 from ..exceptions import OperatingPointWarning, caller_stacklevel
-from ..metrics import fairness_summary
-from ..metrics._fairness import DISPARITY_ALIASES, _class_summary
+from ..metrics._fairness import _class_summary, _summary
 from ..metrics._operating_point import (
     _N_BINS,
     DEFAULT_N_BINS,
@@ -35,29 +34,32 @@ from ..metrics._operating_point import (
     federated_operating_point,
     training_prevalence,
 )
+from ..metrics._registry import METRICS, short_names
 from ..metrics._scores import _multiclass_brier, _ovr_roc_auc
 
 __all__ = ["evaluate_clients"]
 
-_FAIRNESS_KEYS = DISPARITY_ALIASES
+_FAIRNESS_KEYS = short_names()
 _SOFT_KEYS = {f"soft_{name}": key for name, key in _FAIRNESS_KEYS.items()}
-_RATE_METRICS = ("selection_rate", "accuracy", "brier")
+
+
+def _performance(on):
+    return tuple(m.key for m in METRICS.values() if not m.disparity and m.on == on)
+
+
+#: The metrics of the decisions (each leave-one-out value computed once per
+#: (group, label, decision) cell), and those of the probabilities themselves.
+_DECISION_METRICS = (*_performance("decisions"), *_FAIRNESS_KEYS)
+_RATE_METRICS = (*_performance("decisions"), *_performance("probabilities"))
 #: Share of the rows tied at a matched threshold above which the report warns
 #: that its decisions are mostly random (Adult's largest tied block is 6%).
 _RANDOM_SHARE = 0.1
 #: Resample weights held in memory at once (rows x resamples): 80 MB.
 _BOOTSTRAP_CHUNK_CELLS = 10_000_000
-_METRICS = ("roc_auc", *_RATE_METRICS, *_FAIRNESS_KEYS, *_SOFT_KEYS)
+_METRICS = (*_performance("ranking"), *_RATE_METRICS, *_FAIRNESS_KEYS, *_SOFT_KEYS)
 _DEFAULT_METRICS = (
-    "roc_auc",
-    "selection_rate",
-    "brier",
-    "accuracy",
-    "dpd",
-    "dpr",
-    "dfpr",
-    "dppv",
-    "soft_dpd",
+    *(m.key for m in METRICS.values() if m.evaluation_default),
+    *(f"soft_{m.key}" for m in METRICS.values() if m.soft_evaluation_default),
 )
 
 
@@ -94,15 +96,7 @@ def _metric_values(metrics, y, proba, pred, S, weight, min_group_size):
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            summary = fairness_summary(
-                y,
-                scores,
-                sensitive_features=S,
-                sample_weight=weight,
-                pos_label=1,
-                min_group_size=min_group_size,
-                soft=True,
-            )
+            summary = _summary(y, scores, S, weight, 1, min_group_size, True)
         for name in wanted:
             values[name] = summary[keys[name]]
     return values
@@ -262,9 +256,7 @@ def _jackknife(metrics, y, proba, pred, S, min_group_size):
                 values[m][c] = found[m]
         return {m: values[m][inverse.ravel()] for m in wanted}
 
-    decision = [
-        m for m in metrics if m in _FAIRNESS_KEYS or m in ("selection_rate", "accuracy")
-    ]
+    decision = [m for m in metrics if m in _DECISION_METRICS]
     soft = [m for m in metrics if m in _SOFT_KEYS]
     if decision:
         out.update(by_class(np.column_stack([S, y, pred]), decision))
@@ -424,8 +416,8 @@ def evaluate_clients(
 "accuracy", "dpd", "dpr", "dfpr", "dppv", "soft_dpd")
         Any of ``"roc_auc"``, ``"brier"`` (on probabilities),
         ``"selection_rate"``, ``"accuracy"``, ``"dpd"``, ``"dpr"``,
-        ``"dfpr"``, ``"dppv"``, ``"dtpr"``, ``"eod"`` (on decisions at the
-        threshold), or a disparity name with a ``soft_`` prefix (on
+        ``"dfpr"``, ``"dppv"``, ``"dtpr"``, ``"eod"``, ``"eor"`` (on decisions
+        at the threshold), or a disparity name with a ``soft_`` prefix (on
         probabilities; see the ``soft`` argument of the metrics).
     threshold : float, "prevalence" or dict, default=0.5
         The operating point, on the probability of the positive class:

@@ -22,6 +22,7 @@ from ..exceptions import (
     warn_if_degenerate,
     warn_if_outlying_updates,
 )
+from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX, share_label
 from ..preprocessing._base import client_answer, fitted_tree
 from ._aggregation import check_aggregation
 from ._client import (
@@ -244,7 +245,7 @@ class FederationPlan:
         model = set_parameters(clone_fitted(estimator), parameters)
         X_eval, y_eval, S_eval = part.evaluation
         metrics = {
-            f"val_{name}": value
+            VALIDATION_PREFIX + name: value
             for name, value in _validation_metrics(
                 model, X_eval, y_eval, S_eval, part.classes
             ).items()
@@ -262,7 +263,7 @@ class FederationPlan:
                 )
             personal = _validation_metrics(model, X_eval, y_eval, S_eval, part.classes)
             for name in PERSONAL_METRICS:
-                metrics[f"val_personal_{name}"] = personal[name]
+                metrics[PERSONAL_PREFIX + name] = personal[name]
         return metrics, model
 
     # -- the server ---------------------------------------------------------------
@@ -341,9 +342,10 @@ class FederationPlan:
             # rows of the last round tell it whether the model is degenerate.
             last = federated_metrics[max(federated_metrics)]
             shares = {
-                key[len("val_share[") : -1]: value
+                share_label(key[len(VALIDATION_PREFIX) :]): value
                 for key, value in last.items()
-                if key.startswith("val_share[") and key.endswith("]")
+                if key.startswith(VALIDATION_PREFIX)
+                and share_label(key[len(VALIDATION_PREFIX) :]) is not None
             }
             if shares:  # more than two classes: the most predicted one's share
                 label = max(shares, key=shares.get)
@@ -355,7 +357,7 @@ class FederationPlan:
                 )
             else:
                 warn_if_degenerate(
-                    float(last.get("val_selection_rate", np.nan)),
+                    float(last.get(VALIDATION_PREFIX + "selection_rate", np.nan)),
                     "The federated model",
                     rows="clients' evaluation rows",
                 )

@@ -14,8 +14,9 @@ from flwr.app import MessageType
 
 from .._groups import encode_groups
 from .._replies import REPORT_KEYS
-from ..federated._client import PERSONAL_METRICS, VALIDATION_METRICS
 from ..federated._estimator import make_plan
+from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
+from ..metrics._registry import keys as metric_keys
 
 #: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
 #: parameters on both sides, so one ``flwr run --run-config`` changes both.
@@ -46,8 +47,8 @@ REPLY_METRICS = frozenset(
         "num-rows",
         "num-eval-rows",
         "train-loss",
-        *(f"val_{name}" for name in VALIDATION_METRICS),
-        *(f"val_personal_{name}" for name in PERSONAL_METRICS),
+        *(VALIDATION_PREFIX + name for name in metric_keys(reported=True)),
+        *(PERSONAL_PREFIX + name for name in metric_keys(personal=True)),
     }
 )
 REPLY_CONFIG = frozenset(

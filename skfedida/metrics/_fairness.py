@@ -25,6 +25,7 @@ from .._compat import (
 )
 from .._groups import SensitiveGroups, encode_groups, pd
 from ..exceptions import caller_stacklevel
+from ._registry import DISPARITIES, RATES, short_names
 
 __all__ = [
     "demographic_parity_difference",
@@ -39,39 +40,9 @@ __all__ = [
     "true_positive_rate_difference",
 ]
 
-# Each rate: the per-group sum in its numerator, in its denominator, and the
-# count of rows the denominator is estimated from (for ``min_group_size``).
-_RATES = {
-    "selection_rate": ("predicted", "weight", "n", "empty group"),
-    "base_rate": ("positive", "weight", "n", "empty group"),
-    "false_positive_rate": ("false_positive", "negative", "n_negative", "no negatives"),
-    "true_positive_rate": ("true_positive", "positive", "n_positive", "no positives"),
-    "positive_predictive_value": (
-        "true_positive",
-        "predicted",
-        "n_predicted",
-        "no predicted positives",
-    ),
-}
-
-#: The one registry of the disparity metrics' short names (scorers, reports,
-#: validation history and plots all read it).
-DISPARITY_ALIASES = {
-    "dpd": "demographic_parity_difference",
-    "dpr": "demographic_parity_ratio",
-    "dfpr": "false_positive_rate_difference",
-    "dtpr": "true_positive_rate_difference",
-    "dppv": "positive_predictive_value_difference",
-    "eod": "equalized_odds_difference",
-}
-
-_SHORT_NAMES = {
-    "selection_rate": "selection rate",
-    "false_positive_rate": "FPR",
-    "true_positive_rate": "TPR",
-    "positive_predictive_value": "PPV",
-    "base_rate": "base rate",
-}
+#: The disparity metrics' short names (scorers, reports, validation history
+#: and plots all read them), from the one registry of metric names.
+DISPARITY_ALIASES = short_names()
 
 
 def _resolve_pos_label(pos_label, labels):
@@ -239,6 +210,12 @@ def _targets_of(y_true, y_pred, classes, soft):
     ]
 
 
+def _rate_sums(name):
+    """The group sums a rate divides, and the rows its denominator rests on."""
+    rate = RATES[name]
+    return rate.numerator, rate.denominator, rate.count
+
+
 @dataclass(frozen=True, eq=False)
 class _GroupSums:
     groups: SensitiveGroups
@@ -247,7 +224,7 @@ class _GroupSums:
 
     def rate(self, name):
         """Per-group rate, NaN where it is undefined or too small to estimate."""
-        numerator, denominator, count, _ = _RATES[name]
+        numerator, denominator, count = _rate_sums(name)
         num = self.sums[numerator]
         den = self.sums[denominator]
         usable = (den > 0) & (self.sums[count] >= self.min_group_size)
@@ -257,7 +234,7 @@ class _GroupSums:
 
     def overall(self, name):
         """The rate over every row (all groups together), NaN if undefined."""
-        numerator, denominator, _, _ = _RATES[name]
+        numerator, denominator, _ = _rate_sums(name)
         total = self.sums[denominator].sum()
         return float(self.sums[numerator].sum() / total) if total > 0 else np.nan
 
@@ -269,22 +246,35 @@ class _GroupSums:
 
     def left_out(self, name):
         """Reason a group is left out of a rate ('' when it is kept)."""
-        _, denominator, count, undefined = _RATES[name]
+        _, denominator, count = _rate_sums(name)
+        label, undefined = RATES[name].label, RATES[name].undefined
         reasons = np.full(self.groups.n_groups, "", dtype=object)
         small = self.sums[count] < self.min_group_size
-        reasons[small] = f"{_SHORT_NAMES[name]}: fewer than {self.min_group_size} rows"
-        reasons[self.sums[denominator] <= 0] = f"{_SHORT_NAMES[name]}: {undefined}"
+        reasons[small] = f"{label}: fewer than {self.min_group_size} rows"
+        reasons[self.sums[denominator] <= 0] = f"{label}: {undefined}"
         return reasons
 
 
 class _ClassSums(list):
     """The group sums of every class compared (one for binary outcomes)."""
 
-    def gap(self, name, metric_name, method, kind="difference", agg="worst_case"):
-        """The disparity of each class, combined over classes by ``agg``."""
-        return _combine(
-            [sums.gap(name, metric_name, method, kind) for sums in self], kind, agg
-        )
+
+def _disparity_of(name, sums, method, agg):
+    """A disparity as the registry defines it, from the classes' group sums.
+
+    Each of its rates of each class compared, combined by ``agg``: with the
+    worst case, the largest difference (smallest ratio), NaN if any is.
+    """
+    kind = DISPARITIES[name].kind
+    return _combine(
+        [
+            class_sums.gap(rate, name, method, kind)
+            for class_sums in sums
+            for rate in DISPARITIES[name].rates
+        ],
+        kind,
+        agg,
+    )
 
 
 def _combine(values, kind, agg):
@@ -536,13 +526,7 @@ def demographic_parity_difference(
         min_group_size,
         soft,
     )
-    return sums.gap(
-        "selection_rate",
-        "demographic_parity_difference",
-        method,
-        "difference",
-        agg=agg,
-    )
+    return _disparity_of("demographic_parity_difference", sums, method, agg)
 
 
 @validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
@@ -591,9 +575,7 @@ def demographic_parity_ratio(
         min_group_size,
         soft,
     )
-    return sums.gap(
-        "selection_rate", "demographic_parity_ratio", method, "ratio", agg=agg
-    )
+    return _disparity_of("demographic_parity_ratio", sums, method, agg)
 
 
 @validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
@@ -640,13 +622,7 @@ def false_positive_rate_difference(
         min_group_size,
         soft,
     )
-    return sums.gap(
-        "false_positive_rate",
-        "false_positive_rate_difference",
-        method,
-        "difference",
-        agg=agg,
-    )
+    return _disparity_of("false_positive_rate_difference", sums, method, agg)
 
 
 @validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
@@ -693,13 +669,7 @@ def true_positive_rate_difference(
         min_group_size,
         soft,
     )
-    return sums.gap(
-        "true_positive_rate",
-        "true_positive_rate_difference",
-        method,
-        "difference",
-        agg=agg,
-    )
+    return _disparity_of("true_positive_rate_difference", sums, method, agg)
 
 
 @validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
@@ -747,13 +717,7 @@ def positive_predictive_value_difference(
         min_group_size,
         soft,
     )
-    return sums.gap(
-        "positive_predictive_value",
-        "positive_predictive_value_difference",
-        method,
-        "difference",
-        agg=agg,
-    )
+    return _disparity_of("positive_predictive_value_difference", sums, method, agg)
 
 
 @validate_params(
@@ -802,7 +766,6 @@ def equalized_odds_difference(
     0.5
     """
     return _equalized_odds(
-        "difference",
         "equalized_odds_difference",
         y_true,
         y_pred,
@@ -817,7 +780,6 @@ def equalized_odds_difference(
 
 
 def _equalized_odds(
-    kind,
     metric_name,
     y_true,
     y_pred,
@@ -840,16 +802,7 @@ def _equalized_odds(
         min_group_size,
         soft,
     )
-    # Both rates of every class compared; the worst case is the larger
-    # difference, the smaller ratio (NaN if any is).
-    values = [
-        class_sums.gap(rate, metric_name, method, kind)
-        for class_sums in sums
-        for rate in ("true_positive_rate", "false_positive_rate")
-    ]
-    if agg == "mean":
-        return float(np.mean(values))
-    return float(np.max(values) if kind == "difference" else np.min(values))
+    return _disparity_of(metric_name, sums, method, agg)
 
 
 @validate_params(
@@ -899,7 +852,6 @@ def equalized_odds_ratio(
     0.0
     """
     return _equalized_odds(
-        "ratio",
         "equalized_odds_ratio",
         y_true,
         y_pred,
@@ -960,13 +912,7 @@ def equal_opportunity_difference(
         min_group_size,
         soft,
     )
-    return sums.gap(
-        "true_positive_rate",
-        "equal_opportunity_difference",
-        method,
-        "difference",
-        agg=agg,
-    )
+    return _disparity_of("equal_opportunity_difference", sums, method, agg)
 
 
 @validate_params(_COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
@@ -1003,6 +949,22 @@ def fairness_summary(
     >>> summary["demographic_parity_difference"]
     0.5
     """
+    summary = _summary(
+        y_true,
+        y_pred,
+        sensitive_features,
+        sample_weight,
+        pos_label,
+        min_group_size,
+        soft,
+    )
+    return {name: summary[name] for name, m in DISPARITIES.items() if m.summary}
+
+
+def _summary(
+    y_true, y_pred, sensitive_features, sample_weight, pos_label, min_group_size, soft
+):
+    """Every disparity of the registry (fairness_summary's and the others)."""
     sums = _group_sums(
         y_true,
         y_pred,
@@ -1021,7 +983,7 @@ def _worst_over_classes(per_class):
     return {
         key: _combine(
             [summary[key] for summary in per_class],
-            "ratio" if key == "demographic_parity_ratio" else "difference",
+            DISPARITIES[key].kind,
             "worst_case",
         )
         for key in per_class[0]
@@ -1051,33 +1013,24 @@ def _class_summary(
 
 
 def _summary_of(sums):
-    """fairness_summary's disparities of one compared class."""
+    """Every disparity of the registry, of one compared class."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        selection = sums.rate("selection_rate")
-        summary = {
-            "demographic_parity_difference": _difference(selection, ""),
-            "demographic_parity_ratio": _ratio(selection, ""),
-            "false_positive_rate_difference": _difference(
-                sums.rate("false_positive_rate"), ""
-            ),
-            "true_positive_rate_difference": _difference(
-                sums.rate("true_positive_rate"), ""
-            ),
-            "positive_predictive_value_difference": _difference(
-                sums.rate("positive_predictive_value"), ""
-            ),
+        needed = {rate for metric in DISPARITIES.values() for rate in metric.rates}
+        rates = {name: sums.rate(name) for name in needed}
+        return {
+            name: _combine(
+                [
+                    (_difference if metric.kind == "difference" else _ratio)(
+                        rates[rate], ""
+                    )
+                    for rate in metric.rates
+                ],
+                metric.kind,
+                "worst_case",
+            )
+            for name, metric in DISPARITIES.items()
         }
-    # Undefined if either part is: np.max propagates NaN, max() would not.
-    summary["equalized_odds_difference"] = float(
-        np.max(
-            [
-                summary["true_positive_rate_difference"],
-                summary["false_positive_rate_difference"],
-            ]
-        )
-    )
-    return summary
 
 
 @validate_params(
@@ -1242,3 +1195,7 @@ def _metrics_by_group(metrics, y_true, y_pred, sample_weight, groups):
             by_group[name] = by_group[name].astype(float)
         overall[name] = apply(np.ones(y_true.shape[0], dtype=bool))
     return by_group, overall
+
+
+#: The registry's disparities, each with the function computing it.
+_FUNCTIONS = {name: globals()[metric.function] for name, metric in DISPARITIES.items()}

@@ -33,17 +33,7 @@ from .._compat import (
     validate_params,
 )
 from .._groups import resolve_sensitive
-from ._fairness import (
-    DISPARITY_ALIASES,
-    demographic_parity_difference,
-    demographic_parity_ratio,
-    equal_opportunity_difference,
-    equalized_odds_difference,
-    equalized_odds_ratio,
-    false_positive_rate_difference,
-    positive_predictive_value_difference,
-    true_positive_rate_difference,
-)
+from ._fairness import _FUNCTIONS
 from ._operating_point import (
     _N_BINS,
     DEFAULT_N_BINS,
@@ -52,25 +42,17 @@ from ._operating_point import (
     federated_operating_point,
     training_prevalence,
 )
+from ._registry import DISPARITIES, short_names
 
 __all__ = ["FAIRNESS_METRICS", "make_fairness_scorer", "make_tradeoff_scorer"]
 
 #: Fairness metrics by name, with whether a greater value is better.
 FAIRNESS_METRICS = {
-    "demographic_parity_difference": (demographic_parity_difference, False),
-    "demographic_parity_ratio": (demographic_parity_ratio, True),
-    "false_positive_rate_difference": (false_positive_rate_difference, False),
-    "true_positive_rate_difference": (true_positive_rate_difference, False),
-    "positive_predictive_value_difference": (
-        positive_predictive_value_difference,
-        False,
-    ),
-    "equalized_odds_difference": (equalized_odds_difference, False),
-    "equalized_odds_ratio": (equalized_odds_ratio, True),
-    "equal_opportunity_difference": (equal_opportunity_difference, False),
+    name: (_FUNCTIONS[name], metric.greater_is_better)
+    for name, metric in DISPARITIES.items()
 }
 
-_ALIASES = DISPARITY_ALIASES
+_ALIASES = short_names()
 
 _RESPONSE_METHODS = ("predict", "predict_proba")
 
@@ -400,8 +382,8 @@ def make_fairness_scorer(
         ``"false_positive_rate_difference"`` (``"dfpr"``),
         ``"true_positive_rate_difference"`` (``"dtpr"``),
         ``"positive_predictive_value_difference"`` (``"dppv"``),
-        ``"equalized_odds_difference"`` (``"eod"``), ``"equalized_odds_ratio"``,
-        ``"equal_opportunity_difference"`` (the TPR difference under
+        ``"equalized_odds_difference"`` (``"eod"``), ``"equalized_odds_ratio"``
+        (``"eor"``), ``"equal_opportunity_difference"`` (the TPR difference under
         fairlearn's name), or a callable
         ``metric(y_true, y_pred, *, sensitive_features, **kwargs)``.
     response_method : {"predict", "predict_proba"}, default="predict"

@@ -28,6 +28,7 @@ from .._compat import HasMethods, Interval, StrOptions, _fit_context
 from .._groups import client_ids, encode_groups
 from .._replies import ReplyGate, histogram_claim_problem
 from ..metrics._operating_point import _score_bins
+from ..metrics._registry import DISPARITIES
 
 __all__ = ["FederatedThresholdOptimizer"]
 
@@ -35,12 +36,12 @@ __all__ = ["FederatedThresholdOptimizer"]
 _MAX_GRID = 10**6
 
 #: The rate each constraint equalises across groups (the x axis of its
-#: trade-off curve); "equalized_odds" equalises both rates of the ROC curve.
+#: trade-off curve); "equalized_odds" equalises both rates of the ROC curve,
+#: whose x axis is the FPR, the last of them.
 _CONSTRAINED_RATE = {
-    "demographic_parity": "selection_rate",
-    "true_positive_rate_parity": "true_positive_rate",
-    "false_positive_rate_parity": "false_positive_rate",
-    "equalized_odds": "false_positive_rate",
+    metric.constraint: metric.rates[-1]
+    for metric in DISPARITIES.values()
+    if metric.constraint
 }
 
 
