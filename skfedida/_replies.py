@@ -37,7 +37,7 @@ import numbers
 
 import numpy as np
 
-from .metrics._registry import METRICS, PERSONAL_PREFIX, VALIDATION_PREFIX
+from .metrics._registry import COUNTS, METRICS, PERSONAL_PREFIX, VALIDATION_PREFIX
 
 
 def training_reply_problem(parameters, n_rows, loss, *, reference, declared_rows):
@@ -550,8 +550,9 @@ def histogram_reply_problem(counts, *, n_groups, n_bins, declared_rows):
     return None
 
 
-#: A FairFed report's arrays, in the order a Flower client sends them.
-REPORT_KEYS = ("n", "selected", "n_positive", "true_positive")
+#: A FairFed report's arrays, in the order a Flower client sends them: the
+#: registry's counts, from which FairFed's gaps are computed.
+REPORT_KEYS = COUNTS
 
 
 def histogram_claim_problem(

@@ -39,6 +39,7 @@ from ..federated._aggregation import class_prior
 from ..federated._parameters import get_parameters
 from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import check_target_delta
+from ..metrics._registry import VALIDATION_PREFIX, share_key
 from ..postprocessing._threshold_optimizer import (
     fit_from_client_counts,
     server_postprocessor,
@@ -119,7 +120,8 @@ class _FederationChecks:
         # With more than two classes clients also report each class's share
         # of their decisions (val_share[<class>]); only the federation's own.
         self.allowed_metrics = REPLY_METRICS | {
-            f"val_share[{label}]" for label in (classes if len(classes) > 2 else ())
+            VALIDATION_PREFIX + share_key(label)
+            for label in (classes if len(classes) > 2 else ())
         }
         self.round_arrays = None
 
