@@ -29,6 +29,7 @@ from .._compat import (
     check_target_type,
 )
 from .._groups import (
+    SensitiveGroups,
     _is_frame,
     column_positions,
     encode_groups,
@@ -329,8 +330,10 @@ class FairnessAwareROSE(BaseSampler):
 
     _sampling_type = "over-sampling"
 
-    # Takes skfedida's encoded groups (SensitiveGroups) as sensitive_features.
-    _accepts_encoded_groups = True
+    #: Takes skfedida's encoded groups (``SensitiveGroups``) as
+    #: ``sensitive_features``: the federated client trainer passes them on
+    #: as they are, instead of the values the user gave.
+    accepts_encoded_groups = True
 
     __metadata_request__fit = {"sensitive_features": True}
     __metadata_request__fit_resample = {"sensitive_features": True}
@@ -483,18 +486,89 @@ class FairnessAwareROSE(BaseSampler):
 
     # -- the algorithm ----------------------------------------------------
 
-    def _for_minibatches_of(self, X):
-        """This sampler, set up to resample many subsets of X (minibatches).
+    def sensitive_groups(self, X, *, sensitive_features=None):
+        """The groups this sampler balances, of the rows of X.
 
-        The columns to noise are decided on X once: the ``"auto"`` rule
-        applied to every subset could find a continuous column binary by
-        chance, and change which columns get noise from one subset to the
-        next. Used on a federation's own copy of the sampler only.
+        The sensitive attributes from ``sensitive_features`` or the
+        ``sensitive`` columns of X, encoded with only the groups present;
+        without either, one group of every row.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Data.
+        sensitive_features : array-like, DataFrame, dict or SensitiveGroups, \
+                default=None
+            Sensitive attributes of every row, unless ``sensitive`` names
+            columns of X.
+
+        Returns
+        -------
+        groups : SensitiveGroups
+            Group code of every row, the groups' values and attribute names.
+
+        Notes
+        -----
+        For the federated client trainer, which encodes a client's groups
+        once and resamples many minibatches of its rows.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skfedida.over_sampling import FairnessAwareROSE
+        >>> X = np.array([[0.5, 1.0], [1.5, 0.0], [2.5, 1.0]])
+        >>> FairnessAwareROSE(sensitive=1).sensitive_groups(X).codes
+        array([1, 0, 1])
         """
-        if isinstance(self.categorical_features, str):
-            noised, _ = self._noised_columns(X)
-            self.set_params(categorical_features=~noised)
-        return self
+        return self._sensitive_groups(X, sensitive_features)[1]
+
+    def _sensitive_groups(self, X, sensitive_features):
+        """S as given or read from X (None if neither), and its groups."""
+        _, S = resolve_sensitive(
+            X,
+            sensitive_features=sensitive_features,
+            sensitive=self.sensitive,
+            drop=False,
+        )
+        n_samples = _num_rows(X)
+        if S is None:
+            return None, SensitiveGroups(np.zeros(n_samples, dtype=np.intp), ((),), ())
+        return S, encode_groups(S, n_samples=n_samples)
+
+    def noised_columns(self, X):
+        """Which columns of X this sampler adds noise to.
+
+        ``categorical_features`` and ``sensitive`` applied to X's columns:
+        with ``"auto"``, binary (0/1) float columns, integer columns and
+        non-numeric columns are copied from the seed row, the others noised.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Data.
+
+        Returns
+        -------
+        noised : ndarray of shape (n_features,), dtype=bool
+            True for the columns that get noise.
+
+        Notes
+        -----
+        For the federated client trainer, which decides the noised columns
+        once on a client's rows and passes ``categorical_features=~noised``
+        to the sampler of its minibatches: the ``"auto"`` rule applied to
+        every minibatch could find a continuous column binary by chance, and
+        change which columns get noise from one minibatch to the next.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skfedida.over_sampling import FairnessAwareROSE
+        >>> X = np.array([[0.5, 1.0, 3.0], [1.5, 0.0, 4.0]])
+        >>> FairnessAwareROSE().noised_columns(X)
+        array([ True, False,  True])
+        """
+        return self._noised_columns(X)[0]
 
     def _fit_resample(self, X, y, sensitive_features=None):
         if sp.issparse(X):
@@ -545,12 +619,7 @@ class FairnessAwareROSE(BaseSampler):
             )
         reset_input_columns(self, X)
 
-        _, S = resolve_sensitive(
-            X,
-            sensitive_features=sensitive_features,
-            sensitive=self.sensitive,
-            drop=False,
-        )
+        S, groups = self._sensitive_groups(X, sensitive_features)
         if S is None:
             # The estimators warn InactivePenaltyWarning in the same case; this
             # warning is its subclass, so that the code silencing theirs (a
@@ -566,24 +635,14 @@ class FairnessAwareROSE(BaseSampler):
                 InactiveGroupBalancingWarning,
                 stacklevel=caller_stacklevel(),
             )
-            group_codes = np.zeros(n_samples, dtype=np.intp)
-            group_labels = ((),)
-            S_names = ()
-        else:
-            groups = encode_groups(S, n_samples=n_samples)
-            group_codes, group_labels, S_names = (
-                groups.codes,
-                groups.labels,
-                groups.names,
-            )
         noised, X_noised = self._noised_columns(X)
         X_res = self._resample_groups(
             X,
             y_codes,
             class_values=classes.tolist(),
-            group_codes=group_codes,
-            group_labels=group_labels,
-            n_attributes=len(S_names),
+            group_codes=groups.codes,
+            group_labels=groups.labels,
+            n_attributes=len(groups.names),
             noised=noised,
             X_noised=X_noised,
         )
@@ -604,11 +663,7 @@ class FairnessAwareROSE(BaseSampler):
         noised,
         X_noised,
     ):
-        """Algorithm 1 on validated inputs: coded labels and groups.
-
-        Also the federated trainer's per-minibatch path, which validates a
-        client's data once and then calls this for every minibatch.
-        """
+        """Algorithm 1 on validated inputs: coded labels and groups."""
         self.noised_features_ = noised
         n_samples = X.shape[0]
         n_classes = len(class_values)
@@ -780,10 +835,10 @@ class FairnessAwareROSE(BaseSampler):
     def _fixed_noised_columns(self, X):
         """``_noised_columns`` for a float ndarray and a boolean mask of copies.
 
-        The case of a federation's minibatches (see
-        ``_with_noised_columns_of``): every column is numeric, so the answer
-        is the mask itself once the values are checked; None when they fail
-        (the general path then names the column).
+        The case of a federation's minibatches (see :meth:`noised_columns`):
+        every column is numeric, so the answer is the mask itself once the
+        values are checked; None when they fail (the general path then names
+        the column).
         """
         copied = np.asarray(self.categorical_features)
         if copied.dtype != bool or copied.shape != (X.shape[1],):

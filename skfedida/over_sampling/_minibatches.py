@@ -20,14 +20,25 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._fair_base import minibatch_bounds
+from ._fairness_aware_rose import FairnessAwareROSE
+
+#: FairnessAwareROSE methods whose behaviour the vectorised epochs reproduce:
+#: a subclass that overrides one takes the per-minibatch path.
+_ROSE_METHODS = ("fit_resample", "_fit_resample", "_resample_groups", "_noise")
 
 
 def vectorises(sampler):
-    """Whether ``resample_minibatches`` covers this sampler's parameters.
+    """Whether ``resample_minibatches`` covers this sampler and its parameters.
 
+    A :class:`FairnessAwareROSE` whose resampling is the class's own.
     Subgroup-specific targets or shrinkages (dicts, callables) and the
     ``"full"`` or explicit covariances take the per-minibatch path.
     """
+    if not isinstance(sampler, FairnessAwareROSE) or any(
+        getattr(type(sampler), name) is not getattr(FairnessAwareROSE, name)
+        for name in _ROSE_METHODS
+    ):
+        return False
     n_target = sampler.n_target
     return (
         not isinstance(n_target, Mapping)
