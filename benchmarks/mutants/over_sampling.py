@@ -115,7 +115,7 @@ MUTANTS = [
         ROSE_FILE,
         "kept = np.minimum(counts, target) if undersample else counts",
         "kept = np.minimum(counts, target)",
-        MINIBATCH_TESTS,
+        (*SAMPLER_TESTS, *MINIBATCH_TESTS),
         features=ROSE,
     ),
     Mutant(
@@ -139,7 +139,7 @@ MUTANTS = [
         ROSE_FILE,
         "value = np.round(float(n_target) * counts.max(axis=1))",
         "value = np.round(float(n_target) * counts.sum(axis=1))",
-        MINIBATCH_TESTS,
+        (*SAMPLER_TESTS, *MINIBATCH_TESTS),
         features=ROSE,
     ),
 ]
