@@ -34,6 +34,7 @@ from ._compat import (
     _check_partial_fit_first_call,
 )
 from ._groups import (
+    SensitiveGroups,
     check_labels_complete,
     check_not_resampled_with,
     column_positions,
@@ -277,14 +278,24 @@ def _centred_logits(scores):
     return scores - scores.mean(axis=1, keepdims=True)
 
 
+def _probabilities(scores):
+    """Class probabilities of logits: a softmax, or the sigmoid of one logit."""
+    if scores.ndim == 2:
+        return softmax(scores, axis=1)
+    positive = expit(scores)
+    return np.column_stack([1.0 - positive, positive])
+
+
 class BaseFairClassifier(ClassifierMixin, BaseEstimator):
     """Base class of the fairness-penalised classifiers (not for direct use)."""
 
     __metadata_request__fit = {"sensitive_features": True}
     __metadata_request__partial_fit = {"sensitive_features": True}
 
-    # Takes skfedida's encoded groups (SensitiveGroups) as sensitive_features.
-    _accepts_encoded_groups = True
+    #: Takes skfedida's encoded groups (``SensitiveGroups``) as
+    #: ``sensitive_features``: the federated client trainer passes them on
+    #: as they are, instead of the values the user gave.
+    accepts_encoded_groups = True
 
     # The largest feature magnitude the model trains well on, or None (any:
     # the logistic model's fit and Armijo steps adapt to the scale).
@@ -452,6 +463,66 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                 stacklevel=caller_stacklevel(),
             )
         return groups.codes, groups.n_groups
+
+    def check_rows(self, X, y=None, *, sensitive_features=None):
+        """Check rows once, for the entries that take checked rows.
+
+        The checks ``partial_fit`` runs on every call, run once: a trusted
+        caller (the federated client trainer) then trains on many subsets of
+        these rows with :meth:`train_minibatches`, and predicts them with
+        :meth:`predict_proba_checked`, as scikit-learn's
+        ``fit(..., check_input=False)`` lets one skip the checks of rows
+        checked already. The estimator must have been fitted (or primed by
+        a first ``partial_fit``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows, with the sensitive columns in column mode.
+        y : array-like of shape (n_samples,), default=None
+            Labels, among ``classes_``; None to check X alone.
+        sensitive_features : array-like, DataFrame, dict or SensitiveGroups, \
+                default=None
+            Sensitive attributes of the rows (metadata mode).
+
+        Returns
+        -------
+        X_model : {ndarray, sparse matrix} of shape (n_samples, n_model_features)
+            The model's inputs: X checked, without the sensitive columns.
+        y_codes : ndarray of shape (n_samples,) or None
+            The labels as float codes: 0/1 (1 for ``classes_[1]``) for two classes,
+            else ``0 .. n_classes - 1``; None without y.
+        groups : SensitiveGroups
+            The rows' groups, encoded with only the groups present; one
+            group of every row without sensitive attributes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+        >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+        >>> y = np.array([0, 1, 0, 1])
+        >>> S = np.array(["a", "a", "b", "b"])
+        >>> model = FairPenaltyLogisticRegression().partial_fit(
+        ...     X, y, classes=[0, 1], sensitive_features=S)
+        >>> X_model, y_codes, groups = model.check_rows(X, y, sensitive_features=S)
+        >>> y_codes, groups.codes
+        (array([0., 1., 0., 1.]), array([0, 0, 1, 1]))
+        >>> model = model.train_minibatches(
+        ...     X_model, y_codes, groups, np.array([0, 2, 4]))
+        >>> model.predict_proba_checked(X_model).shape
+        (4, 2)
+        """
+        X_model, S = self._model_inputs(
+            X, reset=False, sensitive_features=sensitive_features
+        )
+        n_samples = X_model.shape[0]
+        if S is None:
+            groups = SensitiveGroups(np.zeros(n_samples, dtype=np.intp), ((),), ())
+        else:
+            groups = encode_groups(S, n_samples=n_samples)
+        y_codes = None if y is None else self._label_codes(y)
+        return X_model, y_codes, groups
 
     def _prepare(
         self,
@@ -663,20 +734,42 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         """``_minibatch_steps`` in compiled code, or None where there is none."""
         return None
 
-    def _train_minibatches(self, X, y, groups, n_groups, weight, bounds):
-        """One step per given minibatch: the federated trainer's engine path.
+    def train_minibatches(self, X, y, groups, bounds, *, sample_weight=None):
+        """One step per given minibatch of rows from :meth:`check_rows`.
 
-        ``X`` holds validated model inputs, ``y`` 0/1 labels, ``groups`` the
-        rows' group codes and ``weight`` their weights (None: 1); minibatch b
-        is rows ``bounds[b]:bounds[b + 1]`` (e.g. resampled minibatches laid
-        end to end). Each minibatch counts as one ``partial_fit`` call, as
-        when the trainer called ``partial_fit`` per minibatch: so, as there,
-        ``average=True`` averages the iterates of one minibatch (one step),
-        which leaves its last iterate.
+        Minibatch b is rows ``bounds[b]:bounds[b + 1]`` (e.g. resampled
+        minibatches laid end to end). Each counts as one ``partial_fit``
+        call of one step, as when the caller called ``partial_fit`` per
+        minibatch: so ``average=True`` averages the iterates of one
+        minibatch (one step), which leaves its last iterate. Nothing is
+        checked again.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n_samples, n_model_features)
+            Model inputs, as :meth:`check_rows` returns them.
+        y : ndarray of shape (n_samples,)
+            Label codes, as :meth:`check_rows` returns them.
+        groups : SensitiveGroups
+            The rows' groups (codes in ``range(groups.n_groups)``).
+        bounds : ndarray of shape (n_minibatches + 1,)
+            Increasing row positions; the minibatches lie between them.
+        sample_weight : ndarray of shape (n_samples,), default=None
+            Row weights; None weighs every row 1.
+
+        Returns
+        -------
+        self : object
+            The estimator, one step further per minibatch.
+
+        Notes
+        -----
+        For the federated client trainer's epochs (Algorithm 2 of the
+        paper), which resample every minibatch of a client and train on
+        them all in one call. See :meth:`check_rows` for an example.
         """
-        if weight is None:
-            weight = np.ones(X.shape[0])
-        batch = _Batch(X, y, groups, n_groups, weight)
+        weight = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+        batch = _Batch(X, y, groups.codes, groups.n_groups, weight)
         params = self._trainable_params()
         values = self._minibatch_steps(
             params, batch, bounds, self._partial_fit_optimizer(params), average=False
@@ -783,11 +876,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         return self._train_epoch(batch)
 
     def _train_epoch(self, batch):
-        """One epoch on validated rows (``_Batch``); ``partial_fit``'s work.
-
-        Also the federated trainer's per-minibatch path, which validates a
-        client's data once and then calls this for every resampled minibatch.
-        """
+        """One epoch on validated rows (``_Batch``); ``partial_fit``'s work."""
         if batch.weight_sum == 0:
             # Rows of zero total weight teach nothing: no step and no draw, so
             # a zero-weight first call only initialises the parameters.
@@ -875,11 +964,28 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
         """
-        scores = self.decision_function(X)
-        if scores.ndim == 2:
-            return softmax(scores, axis=1)
-        positive = expit(scores)
-        return np.column_stack([1.0 - positive, positive])
+        return _probabilities(self.decision_function(X))
+
+    def predict_proba_checked(self, X):
+        """:meth:`predict_proba` of model inputs from :meth:`check_rows`.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n_samples, n_model_features)
+            Model inputs, as :meth:`check_rows` returns them.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+
+        Notes
+        -----
+        For the federated client trainer, which predicts a client's rows
+        every round and checks them once per fit. See :meth:`check_rows`
+        for an example.
+        """
+        return _probabilities(self._scores(self._get_params_list(), X)[0])
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.

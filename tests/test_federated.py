@@ -720,7 +720,7 @@ def test_sensitive_features_are_encoded_once_per_fit(monkeypatch, resample):
 class _RecordingSampler(FairnessAwareROSE):
     """A sampler that is not skfedida's: it must get S as the user gave it."""
 
-    _accepts_encoded_groups = False
+    accepts_encoded_groups = False
     received = []
 
     def fit_resample(self, X, y, *, sensitive_features=None):
@@ -729,7 +729,7 @@ class _RecordingSampler(FairnessAwareROSE):
 
 
 class _RecordingEstimator(FairPenaltyLogisticRegression):
-    _accepts_encoded_groups = False
+    accepts_encoded_groups = False
     received = []
 
     def partial_fit(self, X, y, classes=None, sensitive_features=None, **kwargs):

@@ -138,11 +138,13 @@ class _OrderRecorder(FairPenaltyLogisticRegression):
             type(self).orders.append(np.asarray(batch.X)[:, 0].copy())
         return super()._train_epoch(batch)
 
-    def _train_minibatches(self, X, y, groups, n_groups, weight, bounds):
+    def train_minibatches(self, X, y, groups, bounds, *, sample_weight=None):
         # The vectorised epochs: many resampled minibatches per call.
         for start, stop in itertools.pairwise(bounds.tolist()):
             type(self).orders.append(np.asarray(X)[start:stop, 0].copy())
-        return super()._train_minibatches(X, y, groups, n_groups, weight, bounds)
+        return super().train_minibatches(
+            X, y, groups, bounds, sample_weight=sample_weight
+        )
 
 
 def test_every_round_draws_fresh_batches():

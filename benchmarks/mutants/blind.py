@@ -269,11 +269,9 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: vectorised minibatches cut subgroups with undersample=False",
-        path="skfedida/over_sampling/_minibatches.py",
-        original=(
-            "kept_size = np.minimum(counts, target) if sampler.undersample else counts"
-        ),
-        mutated="kept_size = np.minimum(counts, target)",
+        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        original="kept = np.minimum(counts, target) if undersample else counts",
+        mutated="kept = np.minimum(counts, target)",
         tests=_SAMPLER,
         features=("FairnessAwareROSE", "FederatedEstimator"),
     ),

@@ -315,7 +315,7 @@ MUTANTS = [
     Mutant(
         name="blind2: vectorised n_target='mean' averages over every (group, "
         "label) cell, absent ones included",
-        path="skfedida/over_sampling/_minibatches.py",
+        path="skfedida/over_sampling/_fairness_aware_rose.py",
         original="value = counts.sum(axis=1) / np.maximum(n_present, 1)",
         mutated="value = counts.sum(axis=1) / counts.shape[1]",
         tests=("tests/test_minibatch_resampling.py", "tests/test_federated.py"),

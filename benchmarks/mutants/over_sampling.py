@@ -10,8 +10,8 @@ MUTANTS = [
     Mutant(
         "undersampling draws with replacement",
         ROSE_FILE,
-        "rows = rows[random_state.permutation(size)[:target]]",
-        "rows = rows[random_state.randint(0, size, size=target)]",
+        "rows = rows[random_state.permutation(size)[:n_kept_rows]]",
+        "rows = rows[random_state.randint(0, size, size=n_kept_rows)]",
         SAMPLER_TESTS,
         features=ROSE,
     ),
@@ -42,16 +42,16 @@ MUTANTS = [
     Mutant(
         'n_target="group_mean" rounds the group\'s mean down',
         ROSE_FILE,
-        "key: max(round(group_rows[key[0]] / group_cells[key[0]]), 1)",
-        "key: max(group_rows[key[0]] // group_cells[key[0]], 1)",
+        "value = np.round(by_group.sum(axis=2) / np.maximum(n_present, 1))",
+        "value = np.floor(by_group.sum(axis=2) / np.maximum(n_present, 1))",
         SAMPLER_TESTS,
         features=ROSE,
     ),
     Mutant(
         "a float n_target is a fraction of the smallest subgroup",
         ROSE_FILE,
-        "value = round(float(n_target) * sizes.max())",
-        "value = round(float(n_target) * sizes.min())",
+        "value = np.round(float(n_target) * counts.max(axis=1))",
+        "value = np.round(float(n_target) * np.where(present, counts, np.inf).min(1))",
         SAMPLER_TESTS,
         features=ROSE,
     ),
@@ -74,8 +74,8 @@ MUTANTS = [
     Mutant(
         "diag noise scaled by the variance, not the standard deviation",
         ROSE_FILE,
-        "        draws *= scale * std\n        return draws",
-        "        draws *= scale * std**2\n        return draws",
+        "    draws *= scale * std\n    return draws",
+        "    draws *= scale * std**2\n    return draws",
         SAMPLER_TESTS,
         features=ROSE,
     ),
@@ -96,7 +96,7 @@ MUTANTS = [
     # -- every minibatch of an epoch at once (_minibatches.py) ----------------
     Mutant(
         'per-minibatch "group_mean" counts absent cells in the mean',
-        MINIBATCH_FILE,
+        ROSE_FILE,
         "value = np.round(by_group.sum(axis=2) / np.maximum(n_present, 1))",
         "value = np.round(by_group.sum(axis=2) / n_labels)",
         MINIBATCH_TESTS,
@@ -112,10 +112,10 @@ MUTANTS = [
     ),
     Mutant(
         "per-minibatch resampling ignores undersample=False",
-        MINIBATCH_FILE,
-        "kept_size = np.minimum(counts, target) if sampler.undersample else counts",
-        "kept_size = np.minimum(counts, target)",
-        MINIBATCH_TESTS,
+        ROSE_FILE,
+        "kept = np.minimum(counts, target) if undersample else counts",
+        "kept = np.minimum(counts, target)",
+        (*SAMPLER_TESTS, *MINIBATCH_TESTS),
         features=ROSE,
     ),
     Mutant(
@@ -136,10 +136,10 @@ MUTANTS = [
     ),
     Mutant(
         "per-minibatch n_target as a fraction ignores the largest subgroup",
-        MINIBATCH_FILE,
+        ROSE_FILE,
         "value = np.round(float(n_target) * counts.max(axis=1))",
         "value = np.round(float(n_target) * counts.sum(axis=1))",
-        MINIBATCH_TESTS,
+        (*SAMPLER_TESTS, *MINIBATCH_TESTS),
         features=ROSE,
     ),
 ]

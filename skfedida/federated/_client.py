@@ -17,7 +17,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, softmax
 from sklearn import config_context
 from sklearn.base import clone
 from sklearn.metrics import log_loss, roc_auc_score
@@ -26,12 +25,7 @@ from sklearn.utils import check_random_state
 
 from .._compat import _num_samples, _safe_indexing
 from .._fair_base import BaseFairClassifier, minibatch_bounds
-from .._groups import (
-    column_positions,
-    encode_groups,
-    resolve_sensitive,
-    take_rows,
-)
+from .._groups import column_positions, take_rows
 from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
@@ -152,7 +146,7 @@ class _ClientData:
 
     def sensitive_for(self, component):
         """The rows' sensitive features in the form a component takes them."""
-        if self.groups is None or getattr(component, "_accepts_encoded_groups", False):
+        if self.groups is None or getattr(component, "accepts_encoded_groups", False):
             return self.groups
         if self.source is None:  # no user form known: the values by column
             return self.groups.values()
@@ -328,7 +322,7 @@ class _Trainer:
             # and once per fit: neither the rows nor the rule change.
             noised = data.derived(
                 ("rose-noised", repr(sampler.sensitive)),
-                lambda: sampler._noised_columns(data.X)[0],
+                lambda: sampler.noised_columns(data.X),
             )
             sampler.set_params(categorical_features=~noised)
         return sampler
@@ -404,11 +398,6 @@ class _Trainer:
         return estimator
 
 
-#: FairnessAwareROSE methods whose behaviour the vectorised epochs reproduce:
-#: a subclass that overrides one takes the per-minibatch path.
-_ROSE_METHODS = ("fit_resample", "_fit_resample", "_resample_groups", "_noise")
-
-
 class _ResampledEpochs:
     """Algorithm 2 for skfedida's own sampler and estimator, an epoch at a time.
 
@@ -419,7 +408,7 @@ class _ResampledEpochs:
     round, every minibatch of an epoch is resampled at once
     (:func:`~skfedida.over_sampling._minibatches.resample_minibatches`) and
     the estimator takes one step per resampled minibatch
-    (``_train_minibatches``), as Algorithm 2 does. Column mode (sensitive
+    (``train_minibatches``), as Algorithm 2 does. Column mode (sensitive
     columns in a DataFrame) then costs what metadata mode does.
     """
 
@@ -429,9 +418,7 @@ class _ResampledEpochs:
             self.X,
             self.y,
             self.groups,
-            self.n_groups,
             self.sampler_groups,
-            self.sampler_n_groups,
             self.noised,
         ) = arrays
         self.labels = self.y.astype(np.intp)  # the labels as codes, once
@@ -460,11 +447,6 @@ class _ResampledEpochs:
     def _applies(trainer, estimator, sampler, data):
         return (
             isinstance(estimator, BaseFairClassifier)
-            and isinstance(sampler, FairnessAwareROSE)
-            and all(
-                getattr(type(sampler), name) is getattr(FairnessAwareROSE, name)
-                for name in _ROSE_METHODS
-            )
             and vectorises(sampler)
             and not sp.issparse(data.X)
             and np.array_equal(getattr(estimator, "classes_", ()), trainer.classes)
@@ -482,22 +464,11 @@ class _ResampledEpochs:
             if _takes_sensitive(sampler.fit_resample, routing[0]):
                 S_sampler = data.sensitive_for(sampler)
         # The checks partial_fit and fit_resample would run, once per fit.
-        X, S_estimator = estimator._model_inputs(
-            data.X, reset=False, sensitive_features=S_estimator
+        X, labels, groups = estimator.check_rows(
+            data.X, data.y, sensitive_features=S_estimator
         )
-        groups, n_groups = estimator._groups_of(S_estimator, data.n, warn=False)
-        _, S_sampler = resolve_sensitive(
-            data.X,
-            sensitive_features=S_sampler,
-            sensitive=sampler.sensitive,
-            drop=False,
-        )
-        if S_sampler is None:
-            sampler_groups, sampler_n_groups = np.zeros(data.n, dtype=np.intp), 1
-        else:
-            encoded = encode_groups(S_sampler, n_samples=data.n)
-            sampler_groups, sampler_n_groups = encoded.codes, encoded.n_groups
-        noised, _ = sampler._noised_columns(data.X)
+        sampler_groups = sampler.sensitive_groups(data.X, sensitive_features=S_sampler)
+        noised = sampler.noised_columns(data.X)
         if estimator.sensitive is not None:
             # The model's inputs are X's columns without the sensitive ones.
             noised = np.delete(
@@ -508,11 +479,9 @@ class _ResampledEpochs:
         noised = np.flatnonzero(noised)
         return (
             X,
-            estimator._label_codes(data.y),
-            np.asarray(groups, dtype=np.intp),
-            n_groups,
-            np.asarray(sampler_groups, dtype=np.intp),
-            sampler_n_groups,
+            labels,
+            groups,
+            sampler_groups,
             noised,
         )
 
@@ -526,8 +495,8 @@ class _ResampledEpochs:
             self.sampler,
             order,
             batch_size,
-            self.sampler_groups,
-            self.sampler_n_groups,
+            self.sampler_groups.codes,
+            self.sampler_groups.n_groups,
             labels,
             self.X,
             self.sampler_random_state,
@@ -542,8 +511,8 @@ class _ResampledEpochs:
             weight = _minibatch_prior_weights(
                 labels, order, batch_size, rows, bounds, self.n_labels
             )
-        self.estimator._train_minibatches(
-            X, self.y[rows], self.groups[rows], self.n_groups, weight, bounds
+        self.estimator.train_minibatches(
+            X, self.y[rows], self.groups.take(rows), bounds, sample_weight=weight
         )
 
 
@@ -598,14 +567,9 @@ def _training_proba(estimator, data):
     if not isinstance(estimator, BaseFairClassifier):
         return estimator.predict_proba(data.X)
     X = data.derived(
-        _model_inputs_key(estimator),
-        lambda: estimator._model_inputs(data.X, reset=False)[0],
+        _model_inputs_key(estimator), lambda: estimator.check_rows(data.X)[0]
     )
-    scores = estimator._scores(estimator._get_params_list(), X)[0]
-    if scores.ndim == 2:  # one logit per class
-        return softmax(scores, axis=1)
-    positive = expit(scores)
-    return np.column_stack([1.0 - positive, positive])
+    return estimator.predict_proba_checked(X)
 
 
 def _log_loss(y, proba, classes):

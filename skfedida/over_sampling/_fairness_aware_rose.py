@@ -29,6 +29,7 @@ from .._compat import (
     check_target_type,
 )
 from .._groups import (
+    SensitiveGroups,
     _is_frame,
     column_positions,
     encode_groups,
@@ -189,6 +190,75 @@ def _restore_y(y_res, y, classes, binarize):
     return y_res
 
 
+def _subgroup_targets(n_target, counts, present, n_labels):
+    """Target size of every subgroup (columns) of every sample (rows).
+
+    ``n_target`` as an int, a float or a statistic's name, for
+    ``fit_resample`` (one sample) and the minibatches of an epoch (one row
+    each) alike. ``counts`` and ``present`` have one column per (group,
+    label) cell, ``group * n_labels + label``; the targets broadcast to
+    them.
+    """
+    n_batches = counts.shape[0]
+    if isinstance(n_target, str) and n_target == "group_mean":
+        # The mean size of each group's present cells: each group keeps its
+        # rows and its labels become equal. Rounded half to even.
+        by_group = counts.reshape(n_batches, -1, n_labels)
+        n_present = (by_group > 0).sum(axis=2)
+        value = np.round(by_group.sum(axis=2) / np.maximum(n_present, 1))
+        value = np.repeat(value, n_labels, axis=1)
+        return np.maximum(value, 1).astype(np.intp)
+    n_present = present.sum(axis=1)
+    if isinstance(n_target, str):
+        if n_target == "mean":
+            value = counts.sum(axis=1) / np.maximum(n_present, 1)
+        elif n_target == "max":
+            value = counts.max(axis=1)
+        else:  # "median"
+            sizes = np.where(present, counts, np.nan)
+            value = np.nanmedian(sizes, axis=1)
+        value = np.round(value)  # half to even
+    elif isinstance(n_target, numbers.Integral):
+        value = np.full(n_batches, int(n_target))
+    else:
+        value = np.round(float(n_target) * counts.max(axis=1))
+    return np.maximum(value, 1).astype(np.intp)[:, None]
+
+
+def _subgroup_sizes(counts, target, undersample):
+    """Rows kept and synthetic rows added of subgroups of ``counts`` rows.
+
+    A subgroup above its target is cut to it (with ``undersample``) or
+    kept whole; one below it keeps its rows and gets the difference in
+    synthetic rows.
+    """
+    kept = np.minimum(counts, target) if undersample else counts
+    return kept, np.maximum(target - counts, 0)
+
+
+def _silverman_factor(n_samples, n_noised):
+    """Silverman's bandwidth factor of ``n_samples`` rows of ``n_noised`` columns.
+
+    ``n_samples`` may be an array (each minibatch's own rows).
+    """
+    if n_noised == 0:
+        return 0.0
+    return (4.0 / ((n_noised + 2) * n_samples)) ** (1.0 / (n_noised + 4))
+
+
+def _diagonal_noise(random_state, n_rows, scale, std):
+    """The smoothed-bootstrap noise of ``n_rows`` synthetic rows: one draw each.
+
+    ``scale`` is ``shrinkage`` times :func:`_silverman_factor`, ``std`` the
+    subgroup's standard deviation of every noised column (both per row, or
+    shared). The draws and formula of imblearn's
+    ``RandomOverSampler(shrinkage=...)``.
+    """
+    draws = random_state.randn(n_rows, np.shape(std)[-1])
+    draws *= scale * std
+    return draws
+
+
 class FairnessAwareROSE(BaseSampler):
     """Balance every (sensitive group, outcome) subgroup by smoothed bootstrap.
 
@@ -329,8 +399,10 @@ class FairnessAwareROSE(BaseSampler):
 
     _sampling_type = "over-sampling"
 
-    # Takes skfedida's encoded groups (SensitiveGroups) as sensitive_features.
-    _accepts_encoded_groups = True
+    #: Takes skfedida's encoded groups (``SensitiveGroups``) as
+    #: ``sensitive_features``: the federated client trainer passes them on
+    #: as they are, instead of the values the user gave.
+    accepts_encoded_groups = True
 
     __metadata_request__fit = {"sensitive_features": True}
     __metadata_request__fit_resample = {"sensitive_features": True}
@@ -483,18 +555,89 @@ class FairnessAwareROSE(BaseSampler):
 
     # -- the algorithm ----------------------------------------------------
 
-    def _for_minibatches_of(self, X):
-        """This sampler, set up to resample many subsets of X (minibatches).
+    def sensitive_groups(self, X, *, sensitive_features=None):
+        """The groups this sampler balances, of the rows of X.
 
-        The columns to noise are decided on X once: the ``"auto"`` rule
-        applied to every subset could find a continuous column binary by
-        chance, and change which columns get noise from one subset to the
-        next. Used on a federation's own copy of the sampler only.
+        The sensitive attributes from ``sensitive_features`` or the
+        ``sensitive`` columns of X, encoded with only the groups present;
+        without either, one group of every row.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Data.
+        sensitive_features : array-like, DataFrame, dict or SensitiveGroups, \
+                default=None
+            Sensitive attributes of every row, unless ``sensitive`` names
+            columns of X.
+
+        Returns
+        -------
+        groups : SensitiveGroups
+            Group code of every row, the groups' values and attribute names.
+
+        Notes
+        -----
+        For the federated client trainer, which encodes a client's groups
+        once and resamples many minibatches of its rows.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skfedida.over_sampling import FairnessAwareROSE
+        >>> X = np.array([[0.5, 1.0], [1.5, 0.0], [2.5, 1.0]])
+        >>> FairnessAwareROSE(sensitive=1).sensitive_groups(X).codes
+        array([1, 0, 1])
         """
-        if isinstance(self.categorical_features, str):
-            noised, _ = self._noised_columns(X)
-            self.set_params(categorical_features=~noised)
-        return self
+        return self._sensitive_groups(X, sensitive_features)[1]
+
+    def _sensitive_groups(self, X, sensitive_features):
+        """S as given or read from X (None if neither), and its groups."""
+        _, S = resolve_sensitive(
+            X,
+            sensitive_features=sensitive_features,
+            sensitive=self.sensitive,
+            drop=False,
+        )
+        n_samples = _num_rows(X)
+        if S is None:
+            return None, SensitiveGroups(np.zeros(n_samples, dtype=np.intp), ((),), ())
+        return S, encode_groups(S, n_samples=n_samples)
+
+    def noised_columns(self, X):
+        """Which columns of X this sampler adds noise to.
+
+        ``categorical_features`` and ``sensitive`` applied to X's columns:
+        with ``"auto"``, binary (0/1) float columns, integer columns and
+        non-numeric columns are copied from the seed row, the others noised.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Data.
+
+        Returns
+        -------
+        noised : ndarray of shape (n_features,), dtype=bool
+            True for the columns that get noise.
+
+        Notes
+        -----
+        For the federated client trainer, which decides the noised columns
+        once on a client's rows and passes ``categorical_features=~noised``
+        to the sampler of its minibatches: the ``"auto"`` rule applied to
+        every minibatch could find a continuous column binary by chance, and
+        change which columns get noise from one minibatch to the next.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skfedida.over_sampling import FairnessAwareROSE
+        >>> X = np.array([[0.5, 1.0, 3.0], [1.5, 0.0, 4.0]])
+        >>> FairnessAwareROSE().noised_columns(X)
+        array([ True, False,  True])
+        """
+        return self._noised_columns(X)[0]
 
     def _fit_resample(self, X, y, sensitive_features=None):
         if sp.issparse(X):
@@ -545,12 +688,7 @@ class FairnessAwareROSE(BaseSampler):
             )
         reset_input_columns(self, X)
 
-        _, S = resolve_sensitive(
-            X,
-            sensitive_features=sensitive_features,
-            sensitive=self.sensitive,
-            drop=False,
-        )
+        S, groups = self._sensitive_groups(X, sensitive_features)
         if S is None:
             # The estimators warn InactivePenaltyWarning in the same case; this
             # warning is its subclass, so that the code silencing theirs (a
@@ -566,24 +704,14 @@ class FairnessAwareROSE(BaseSampler):
                 InactiveGroupBalancingWarning,
                 stacklevel=caller_stacklevel(),
             )
-            group_codes = np.zeros(n_samples, dtype=np.intp)
-            group_labels = ((),)
-            S_names = ()
-        else:
-            groups = encode_groups(S, n_samples=n_samples)
-            group_codes, group_labels, S_names = (
-                groups.codes,
-                groups.labels,
-                groups.names,
-            )
         noised, X_noised = self._noised_columns(X)
         X_res = self._resample_groups(
             X,
             y_codes,
             class_values=classes.tolist(),
-            group_codes=group_codes,
-            group_labels=group_labels,
-            n_attributes=len(S_names),
+            group_codes=groups.codes,
+            group_labels=groups.labels,
+            n_attributes=len(groups.names),
             noised=noised,
             X_noised=X_noised,
         )
@@ -604,11 +732,7 @@ class FairnessAwareROSE(BaseSampler):
         noised,
         X_noised,
     ):
-        """Algorithm 1 on validated inputs: coded labels and groups.
-
-        Also the federated trainer's per-minibatch path, which validates a
-        client's data once and then calls this for every minibatch.
-        """
+        """Algorithm 1 on validated inputs: coded labels and groups."""
         self.noised_features_ = noised
         n_samples = X.shape[0]
         n_classes = len(class_values)
@@ -621,30 +745,29 @@ class FairnessAwareROSE(BaseSampler):
             for code in present_codes
         ]
         before = dict(zip(keys, counts[present].tolist(), strict=True))
-        targets = self._targets(before, n_attributes)
+        targets = self._targets(before, n_attributes, counts, n_classes)
         shrinkage = self._shrinkages(keys, before, targets, n_attributes)
 
         random_state = check_random_state(self.random_state)
         order = np.argsort(subgroup_codes, kind="stable")
         starts = np.concatenate([[0], np.cumsum(counts)])
         noised_columns = np.flatnonzero(noised)
-        bandwidth = self._silverman(n_samples, noised_columns.size)
+        bandwidth = _silverman_factor(n_samples, noised_columns.size)
         explicit_cov = self._explicit_covariance(noised_columns.size)
 
         # Output sizes are known before any draw, so the output is allocated once
         # and synthetic rows are written into it as they are drawn.
-        sizes = counts[present]
-        target_sizes = np.fromiter(
-            (targets[key] for key in keys), dtype=np.intp, count=len(keys)
+        kept_sizes, new_sizes = _subgroup_sizes(
+            counts[present],
+            np.fromiter((targets[key] for key in keys), np.intp, count=len(keys)),
+            self.undersample,
         )
-        cut = self.undersample & (sizes > target_sizes)
-        n_kept = int(np.where(cut, target_sizes, sizes).sum())
-        n_synthetic = int(np.maximum(target_sizes - sizes, 0).sum())
+        n_kept, n_synthetic = int(kept_sizes.sum()), int(new_sizes.sum())
         self._check_output_size(
             X,
             n_kept + n_synthetic,
             n_synthetic,
-            int(np.maximum(target_sizes - sizes, 0).max(initial=0)),
+            int(new_sizes.max(initial=0)),
             noised_columns.size,
         )
         output = (_FrameOutput if _is_frame(X) else _ArrayOutput)(
@@ -652,19 +775,20 @@ class FairnessAwareROSE(BaseSampler):
         )
         kept, seeds, after = [], [], {}
         offset = 0
-        for key, code in zip(keys, present, strict=True):
+        for key, code, n_kept_rows, n_new in zip(
+            keys, present, kept_sizes.tolist(), new_sizes.tolist(), strict=True
+        ):
             rows = order[starts[code] : starts[code + 1]]
-            size, target = rows.size, targets[key]
-            if size >= target:
-                if self.undersample and size > target:
-                    # RandomState.choice(rows, target, replace=False), the
-                    # same draws without its per-call overhead.
-                    rows = rows[random_state.permutation(size)[:target]]
+            size = rows.size
+            if not n_new:
+                if n_kept_rows < size:
+                    # RandomState.choice(rows, n_kept_rows, replace=False),
+                    # the same draws without its per-call overhead.
+                    rows = rows[random_state.permutation(size)[:n_kept_rows]]
                 kept.append(rows)
                 after[key] = int(rows.size)
                 continue
             kept.append(rows)
-            n_new = target - size
             # RandomState.choice(rows, n_new, replace=True), the same draws.
             seed_rows = rows[random_state.randint(0, size, size=n_new)]
             seeds.append(seed_rows)
@@ -679,7 +803,7 @@ class FairnessAwareROSE(BaseSampler):
                 )
             output.add_synthetic(offset, seed_rows, noise)
             offset += n_new
-            after[key] = int(target)
+            after[key] = size + n_new
 
         kept = np.sort(np.concatenate(kept))
         seeds = np.concatenate(seeds) if seeds else np.empty(0, dtype=np.intp)
@@ -780,10 +904,10 @@ class FairnessAwareROSE(BaseSampler):
     def _fixed_noised_columns(self, X):
         """``_noised_columns`` for a float ndarray and a boolean mask of copies.
 
-        The case of a federation's minibatches (see
-        ``_with_noised_columns_of``): every column is numeric, so the answer
-        is the mask itself once the values are checked; None when they fail
-        (the general path then names the column).
+        The case of a federation's minibatches (see :meth:`noised_columns`):
+        every column is numeric, so the answer is the mask itself once the
+        values are checked; None when they fail (the general path then names
+        the column).
         """
         copied = np.asarray(self.categorical_features)
         if copied.dtype != bool or copied.shape != (X.shape[1],):
@@ -816,8 +940,8 @@ class FairnessAwareROSE(BaseSampler):
             )
         return group, klass
 
-    def _targets(self, before, n_attributes):
-        sizes = np.fromiter(before.values(), dtype=np.intp, count=len(before))
+    def _targets(self, before, n_attributes, counts, n_labels):
+        """Target of every subgroup of ``before`` (its present cells of counts)."""
         n_target = self.n_target
         if callable(n_target) and not isinstance(n_target, Mapping):
             n_target = n_target(dict(before))
@@ -839,25 +963,10 @@ class FairnessAwareROSE(BaseSampler):
                     )
                 targets[key] = int(value)
             return targets
-        if n_target == "group_mean":
-            # Python's round, as for "mean": half to even.
-            group_rows, group_cells = {}, {}
-            for (group, _), size in before.items():
-                group_rows[group] = group_rows.get(group, 0) + size
-                group_cells[group] = group_cells.get(group, 0) + 1
-            return {
-                key: max(round(group_rows[key[0]] / group_cells[key[0]]), 1)
-                for key in before
-            }
-        if isinstance(n_target, str):
-            statistic = {"max": np.max, "mean": np.mean, "median": np.median}
-            value = round(float(statistic[n_target](sizes)))
-        elif isinstance(n_target, numbers.Integral):
-            value = int(n_target)
-        else:
-            value = round(float(n_target) * sizes.max())
-        value = max(value, 1)
-        return dict.fromkeys(before, value)
+        present = counts > 0  # the cells of before, in its order
+        value = _subgroup_targets(n_target, counts[None], present[None], n_labels)
+        value = np.broadcast_to(value, counts[None].shape)[0, present].tolist()
+        return dict(zip(before, value, strict=True))
 
     def _shrinkages(self, keys, before, targets, n_attributes):
         if not isinstance(self.shrinkage, Mapping):
@@ -878,12 +987,6 @@ class FairnessAwareROSE(BaseSampler):
                 f"synthetic rows; missing: {missing}."
             )
         return {k: given.get(k, 0.0) for k in keys}
-
-    @staticmethod
-    def _silverman(n_samples, n_noised):
-        if n_noised == 0:
-            return 0.0
-        return (4.0 / ((n_noised + 2) * n_samples)) ** (1.0 / (n_noised + 4))
 
     def _explicit_covariance(self, n_noised):
         if isinstance(self.covariance, str):
@@ -920,8 +1023,6 @@ class FairnessAwareROSE(BaseSampler):
             factor = self._matrix_square_root(covariance, "the subgroup covariance")
             draws = random_state.standard_normal((n_new, n_noised))
             return scale * (draws @ factor.T) * unit
-        # Same draws and formula as imblearn's RandomOverSampler(shrinkage=...).
-        draws = random_state.randn(n_new, n_noised)
         with np.errstate(over="ignore", invalid="ignore"):
             std = np.std(X_group, axis=0)
         if not np.all(np.isfinite(std)):
@@ -929,8 +1030,7 @@ class FairnessAwareROSE(BaseSampler):
             # standard deviation, computed on unit-scaled columns.
             unit = _column_units(X_group)
             std = np.std(X_group / unit, axis=0) * unit
-        draws *= scale * std
-        return draws
+        return _diagonal_noise(random_state, n_new, scale, std)
 
 
 class _ArrayOutput:

@@ -20,14 +20,31 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._fair_base import minibatch_bounds
+from ._fairness_aware_rose import (
+    FairnessAwareROSE,
+    _diagonal_noise,
+    _silverman_factor,
+    _subgroup_sizes,
+    _subgroup_targets,
+)
+
+#: FairnessAwareROSE methods whose behaviour the vectorised epochs reproduce:
+#: a subclass that overrides one takes the per-minibatch path.
+_ROSE_METHODS = ("fit_resample", "_fit_resample", "_resample_groups", "_noise")
 
 
 def vectorises(sampler):
-    """Whether ``resample_minibatches`` covers this sampler's parameters.
+    """Whether ``resample_minibatches`` covers this sampler and its parameters.
 
+    A :class:`FairnessAwareROSE` whose resampling is the class's own.
     Subgroup-specific targets or shrinkages (dicts, callables) and the
     ``"full"`` or explicit covariances take the per-minibatch path.
     """
+    if not isinstance(sampler, FairnessAwareROSE) or any(
+        getattr(type(sampler), name) is not getattr(FairnessAwareROSE, name)
+        for name in _ROSE_METHODS
+    ):
+        return False
     n_target = sampler.n_target
     return (
         not isinstance(n_target, Mapping)
@@ -36,40 +53,6 @@ def vectorises(sampler):
         and isinstance(sampler.covariance, str)
         and sampler.covariance == "diag"
     )
-
-
-def _targets(n_target, counts, present, n_labels):
-    """Target size of every subgroup (columns) of every minibatch (rows).
-
-    ``counts`` and ``present`` have one column per (group, label) cell,
-    ``group * n_labels + label``.
-    """
-    n_batches = counts.shape[0]
-    if isinstance(n_target, str) and n_target == "group_mean":
-        # The mean size of each group's present cells: each group keeps its
-        # rows and its labels become equal. Python's round, as fit_resample
-        # applies it: half to even.
-        by_group = counts.reshape(n_batches, -1, n_labels)
-        n_present = (by_group > 0).sum(axis=2)
-        value = np.round(by_group.sum(axis=2) / np.maximum(n_present, 1))
-        value = np.repeat(value, n_labels, axis=1)
-        return np.maximum(value, 1).astype(np.intp)
-    n_present = present.sum(axis=1)
-    if isinstance(n_target, str):
-        if n_target == "mean":
-            value = counts.sum(axis=1) / np.maximum(n_present, 1)
-        elif n_target == "max":
-            value = counts.max(axis=1)
-        else:  # "median"
-            sizes = np.where(present, counts, np.nan)
-            value = np.nanmedian(sizes, axis=1)
-        # Python's round, as fit_resample applies it: half to even.
-        value = np.round(value)
-    elif isinstance(n_target, numbers.Integral):
-        value = np.full(n_batches, int(n_target))
-    else:
-        value = np.round(float(n_target) * counts.max(axis=1))
-    return np.maximum(value, 1).astype(np.intp)[:, None]
 
 
 def resample_minibatches(
@@ -141,11 +124,10 @@ def resample_minibatches(
     mixed = (label_counts > 0).sum(axis=1) > 1
     target = np.where(
         present & mixed[:, None],
-        _targets(sampler.n_target, counts, present, n_labels),
+        _subgroup_targets(sampler.n_target, counts, present, n_labels),
         counts,
     )
-    kept_size = np.minimum(counts, target) if sampler.undersample else counts
-    new_size = np.maximum(target - counts, 0)
+    kept_size, new_size = _subgroup_sizes(counts, target, sampler.undersample)
 
     # Rows sorted by (minibatch, subgroup). ``order`` is a uniform random
     # permutation, so within a subgroup of a minibatch the rows come in
@@ -231,8 +213,7 @@ def _noise(
     deviation *= deviation
     std = np.sqrt(np.add.reduceat(deviation, cell_starts, axis=0) / size)
     # Silverman's factor on each minibatch's own row count, as fit_resample.
-    bandwidth = (4.0 / ((n_noised + 2) * rows_per_batch)) ** (1.0 / (n_noised + 4))
+    bandwidth = _silverman_factor(rows_per_batch, n_noised)
     scale = (float(sampler.shrinkage) * bandwidth[new_cells // n_cells])[:, None]
-    draws = random_state.randn(new_cells.size, n_noised)
-    draws *= scale * std[position[new_cells]]
-    return draws
+    std = std[position[new_cells]]
+    return _diagonal_noise(random_state, new_cells.size, scale, std)
