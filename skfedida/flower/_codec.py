@@ -52,15 +52,14 @@ def _plain(value):
         return {"__time__": type(value).__name__, "iso": value.isoformat()}
     if isinstance(value, np.ndarray):
         kind = "O" if value.dtype.kind == "O" else value.dtype.str
-        if value.dtype.kind in "US":
-            kind = value.dtype.str
-        return {
-            "__array__": kind,
-            "shape": list(value.shape),
-            "data": [_plain(item) for item in value.ravel().tolist()]
-            if value.dtype.kind == "O"
-            else value.ravel().tolist(),
-        }
+        data = value.ravel().tolist()
+        if value.dtype.kind == "O":
+            data = [_plain(item) for item in data]
+        elif value.dtype.kind == "S":
+            # JSON has no bytes: latin-1 maps each byte to one character and
+            # back, so any byte string survives the trip.
+            data = [item.decode("latin-1") for item in data]
+        return {"__array__": kind, "shape": list(value.shape), "data": data}
     if isinstance(value, dict):
         if not all(isinstance(key, str) for key in value):
             raise TypeError(f"Only string keys can be sent; got {list(value)}.")
@@ -109,6 +108,10 @@ def _restore(value):
         if kind == "O":
             array = np.empty(len(value["data"]), dtype=object)
             array[:] = [_restore(item) for item in value["data"]]
+        elif np.dtype(kind).kind == "S":
+            array = np.array(
+                [item.encode("latin-1") for item in value["data"]], dtype=kind
+            )
         else:
             array = np.array(value["data"], dtype=np.dtype(kind))
         return array.reshape(value["shape"])

@@ -1,0 +1,15 @@
+"""How rows are cut into minibatches: one rule for every path that trains.
+
+The estimators' minibatch loops (numpy and compiled), the sampler's
+vectorised epochs (``over_sampling._minibatches``) and the federated client
+trainer must cut a client's rows at the same places, or the vectorised
+epochs would not be the per-minibatch ones bit for bit; the rule sits below
+all three.
+"""
+
+import numpy as np
+
+
+def minibatch_bounds(n_samples, batch_size):
+    """Bounds of consecutive minibatches of ``batch_size`` rows (last shorter)."""
+    return np.append(np.arange(0, n_samples, batch_size), n_samples).astype(np.intp)
