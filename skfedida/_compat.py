@@ -9,17 +9,25 @@ file, and the rest of the package imports only public names or these. The
 federated transformers (skfedida.preprocessing) also reuse the parents'
 own helpers (zero-scale handling, category uniques and lookups, missing
 masks) so that their statistics match the parents' exactly.
+
+Each private name is given here under the name the package uses (the same
+without its leading underscore), so that no underscore name crosses from
+this module into another package (``tests/test_project.py`` checks both).
 """
 
 from imblearn.utils._validation import check_target_type
-from sklearn.base import _fit_context
-from sklearn.metrics._scorer import _BaseScorer, _cached_call, _Scorer
+from sklearn.base import _fit_context as fit_context
+from sklearn.metrics._scorer import _BaseScorer as BaseScorer
+from sklearn.metrics._scorer import _cached_call as cached_call
+from sklearn.metrics._scorer import _Scorer as Scorer
 from sklearn.model_selection._search import BaseSearchCV
-from sklearn.model_selection._split import _BaseKFold
-from sklearn.preprocessing._data import _handle_zeros_in_scale, _is_constant_feature
-from sklearn.utils import _safe_indexing
-from sklearn.utils._encode import _map_to_integer, _unique
-from sklearn.utils._mask import _get_mask
+from sklearn.model_selection._split import _BaseKFold as BaseKFold
+from sklearn.preprocessing._data import _handle_zeros_in_scale as handle_zeros_in_scale
+from sklearn.preprocessing._data import _is_constant_feature as is_constant_feature
+from sklearn.utils import _safe_indexing as safe_indexing
+from sklearn.utils._encode import _map_to_integer as map_to_integer
+from sklearn.utils._encode import _unique as unique_values
+from sklearn.utils._mask import _get_mask as get_mask
 from sklearn.utils._metadata_requests import MetadataRequest, MethodMetadataRequest
 from sklearn.utils._param_validation import (
     HasMethods,
@@ -28,39 +36,40 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_params,
 )
-from sklearn.utils.metadata_routing import _raise_for_params, _routing_enabled
-from sklearn.utils.multiclass import _check_partial_fit_first_call
-from sklearn.utils.optimize import _check_optimize_result
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    _num_samples,
+from sklearn.utils.metadata_routing import _raise_for_params as raise_for_params
+from sklearn.utils.metadata_routing import _routing_enabled as routing_enabled
+from sklearn.utils.multiclass import (
+    _check_partial_fit_first_call as check_partial_fit_first_call,
 )
+from sklearn.utils.optimize import _check_optimize_result as check_optimize_result
+from sklearn.utils.validation import _check_sample_weight as check_sample_weight
+from sklearn.utils.validation import _num_samples as num_samples
 
 __all__ = [
+    "BaseKFold",
+    "BaseScorer",
     "BaseSearchCV",
     "HasMethods",
     "Hidden",
     "Interval",
     "MetadataRequest",
     "MethodMetadataRequest",
+    "Scorer",
     "StrOptions",
-    "_BaseKFold",
-    "_BaseScorer",
-    "_Scorer",
-    "_cached_call",
-    "_check_optimize_result",
-    "_check_partial_fit_first_call",
-    "_check_sample_weight",
-    "_fit_context",
-    "_get_mask",
-    "_handle_zeros_in_scale",
-    "_is_constant_feature",
-    "_map_to_integer",
-    "_num_samples",
-    "_raise_for_params",
-    "_routing_enabled",
-    "_safe_indexing",
-    "_unique",
+    "cached_call",
+    "check_optimize_result",
+    "check_partial_fit_first_call",
+    "check_sample_weight",
     "check_target_type",
+    "fit_context",
+    "get_mask",
+    "handle_zeros_in_scale",
+    "is_constant_feature",
+    "map_to_integer",
+    "num_samples",
+    "raise_for_params",
+    "routing_enabled",
+    "safe_indexing",
+    "unique_values",
     "validate_params",
 ]

@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ._compat import (
     Interval,
     StrOptions,
-    _check_partial_fit_first_call,
+    check_partial_fit_first_call,
 )
 from ._groups import (
     SensitiveGroups,
@@ -41,6 +41,7 @@ from ._groups import (
     encode_groups,
     resolve_sensitive,
 )
+from ._minibatch import minibatch_bounds
 from ._validation import (
     checked_float_matrix,
     sample_weight_of,
@@ -55,10 +56,10 @@ from .exceptions import (
 from .penalty import PENALTIES
 
 # Armijo condition for the minibatch step: accept a step of size eta when the
-# batch objective falls by at least _ARMIJO * eta * ||g||^2; otherwise halve.
+# batch objective falls by at least ARMIJO * eta * ||g||^2; otherwise halve.
 # With 1/2 an accepted step never passes the minimum along the gradient of a
 # quadratic (Vaswani et al., 2019, "Painless stochastic gradient").
-_ARMIJO = 0.5
+ARMIJO = 0.5
 # After this many halvings the search goes on only while the decrease it asks
 # for is above the round-off of the objective (see ``_search_goes_on``): on
 # features of a huge scale the curvature along the gradient grows with the
@@ -66,7 +67,7 @@ _ARMIJO = 0.5
 # (about 2**-130 of it at 1e20), and giving up there took no step at all,
 # silently; at the round-off limit no step can pass the test, so the search
 # stops.
-_MAX_HALVINGS = 40
+MAX_HALVINGS = 40
 _EPS = float(np.finfo(np.float64).eps)
 
 
@@ -138,7 +139,7 @@ def warn_if_unscaled(X, owner, largest=None):
 _UNIT_THRESHOLD = 2.0**10
 
 
-def _coefficient_units(X):
+def coefficient_units(X):
     """Per column of X, the unit in which L-BFGS takes its coefficient.
 
     L-BFGS's first step moves the parameters by about 1 whatever the scale of
@@ -177,7 +178,7 @@ def normalised_weight(weight):
     return weight / largest if largest > 0 else weight
 
 
-class _Batch:
+class Batch:
     """Model inputs, labels (0/1), group codes and weights of some rows."""
 
     __slots__ = ("X", "groups", "n_groups", "weight", "weight_sum", "y")
@@ -188,7 +189,7 @@ class _Batch:
         self.weight_sum = float(weight.sum())
 
     def take(self, rows):
-        return _Batch(
+        return Batch(
             self.X[rows],
             self.y[rows],
             self.groups[rows],
@@ -198,7 +199,7 @@ class _Batch:
 
     def slice(self, start, stop):
         """Rows ``start:stop``, as views."""
-        return _Batch(
+        return Batch(
             self.X[start:stop],
             self.y[start:stop],
             self.groups[start:stop],
@@ -208,7 +209,7 @@ class _Batch:
 
 
 def compiled_loop_inputs(batch, bounds, n_labels=2):
-    """A ``_Batch``'s rows and minibatch bounds as the compiled loops take them.
+    """A ``Batch``'s rows and minibatch bounds as the compiled loops take them.
 
     X, y, groups, n_groups, weight and bounds: contiguous float64 / intp. The
     loops index their buffers by label and group code without bounds checks,
@@ -240,13 +241,13 @@ def compiled_loop_inputs(batch, bounds, n_labels=2):
 def _search_goes_on(halvings, step, squared_norm, value):
     """Whether the Armijo search halves ``step`` again (every loop's rule).
 
-    The first ``_MAX_HALVINGS`` halvings always; after them, while the
-    decrease the test asks for, ``_ARMIJO * step * squared_norm``, is above
+    The first ``MAX_HALVINGS`` halvings always; after them, while the
+    decrease the test asks for, ``ARMIJO * step * squared_norm``, is above
     the round-off of the objective ``value``: below it a trial passes or
     fails by rounding alone. It also ends a search whose value is not finite
     and, once the step underflows, every search.
     """
-    return halvings < _MAX_HALVINGS or _ARMIJO * step * squared_norm > _EPS * abs(value)
+    return halvings < MAX_HALVINGS or ARMIJO * step * squared_norm > _EPS * abs(value)
 
 
 def non_finite_gradient():
@@ -256,11 +257,6 @@ def non_finite_gradient():
         "values (scale the features) and sample_weight, and lower alpha or "
         "fairness if they are very large."
     )
-
-
-def minibatch_bounds(n_samples, batch_size):
-    """Bounds of consecutive minibatches of ``batch_size`` rows (last shorter)."""
-    return np.append(np.arange(0, n_samples, batch_size), n_samples).astype(np.intp)
 
 
 def _centred_logits(scores):
@@ -654,7 +650,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         X_model, y, groups, n_groups, weight = self._prepare(
             X, y, sensitive_features, sample_weight, reset=False, warn=False
         )
-        batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
+        batch = Batch(X_model, self._label_codes(y), groups, n_groups, weight)
         return self._objective(self._get_params_list(), batch, with_gradient=False)[0]
 
     def _label_codes(self, y):
@@ -769,7 +765,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         them all in one call. See :meth:`check_rows` for an example.
         """
         weight = np.ones(X.shape[0]) if sample_weight is None else sample_weight
-        batch = _Batch(X, y, groups.codes, groups.n_groups, weight)
+        batch = Batch(X, y, groups.codes, groups.n_groups, weight)
         params = self._trainable_params()
         values = self._minibatch_steps(
             params, batch, bounds, self._partial_fit_optimizer(params), average=False
@@ -805,7 +801,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
                 trial_value, _ = self._objective(
                     trial, minibatch, with_gradient=False, **unpenalised
                 )
-            if trial_value <= value - _ARMIJO * step * squared_norm:
+            if trial_value <= value - ARMIJO * step * squared_norm:
                 for w, t in zip(params, trial, strict=True):
                     w[...] = t
                 return
@@ -841,7 +837,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             # minibatches): what sklearn's check would find, without its cost.
             first_call = False
         else:
-            first_call = _check_partial_fit_first_call(self, classes)
+            first_call = check_partial_fit_first_call(self, classes)
         try:
             if first_call:
                 self._class_labels(self.classes_)
@@ -858,7 +854,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             if first_call:  # leave the estimator unfitted, not half-fitted
                 del self.classes_
             raise
-        batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
+        batch = Batch(X_model, self._label_codes(y), groups, n_groups, weight)
         if first_call:
             if weight.any():  # not a federation's zero-weight initialisation
                 warn_if_unscaled(
@@ -876,7 +872,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         return self._train_epoch(batch)
 
     def _train_epoch(self, batch):
-        """One epoch on validated rows (``_Batch``); ``partial_fit``'s work."""
+        """One epoch on validated rows (``Batch``); ``partial_fit``'s work."""
         if batch.weight_sum == 0:
             # Rows of zero total weight teach nothing: no step and no draw, so
             # a zero-weight first call only initialises the parameters.

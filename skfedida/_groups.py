@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._compat import _safe_indexing
+from ._compat import safe_indexing
 
 try:  # pandas is optional; it only makes factorising faster and reads frames.
     import pandas as pd
@@ -97,7 +97,7 @@ class SensitiveGroups:
         return SensitiveGroups(self.codes[rows], self.labels, self.names)
 
     def __getitem__(self, rows):
-        # Row selection as sklearn's _safe_indexing does it for array-likes
+        # Row selection as sklearn's safe_indexing does it for array-likes
         # (positions, slices, boolean masks): cross-validation folds of S.
         return self.take(rows)
 
@@ -124,7 +124,7 @@ class SensitiveGroups:
         return [sep.join(str(value) for value in label) for label in self.labels]
 
 
-def _is_frame(obj):
+def is_frame(obj):
     return pd is not None and isinstance(obj, pd.DataFrame)
 
 
@@ -139,7 +139,7 @@ def _columns_of(sensitive_features, param_name):
             f"{param_name} must be dense (a Series, DataFrame, array or dict of "
             "columns); got a sparse matrix."
         )
-    if _is_frame(sensitive_features):
+    if is_frame(sensitive_features):
         names = [str(name) for name in sensitive_features.columns]
         columns = [sensitive_features.iloc[:, j] for j in range(len(names))]
     elif _is_series(sensitive_features):
@@ -463,7 +463,7 @@ def column_positions(X, columns, param_name):
                 f"got {len(keys)}."
             )
         return np.flatnonzero(keys)
-    names = list(X.columns) if _is_frame(X) else None
+    names = list(X.columns) if is_frame(X) else None
     positions = []
     for key in keys:
         if names is not None and key in names:
@@ -533,10 +533,10 @@ def resolve_sensitive(X, *, sensitive_features=None, sensitive=None, drop=True):
             "sensitive columns cannot be read from a sparse X; pass them as the "
             "sensitive_features metadata instead."
         )
-    if not _is_frame(X):
+    if not is_frame(X):
         X = np.asarray(X)
     positions = column_positions(X, sensitive, "sensitive")
-    if _is_frame(X):
+    if is_frame(X):
         S = X.iloc[:, positions]
         return (X.drop(columns=X.columns[positions]) if drop else X), S
     S = {f"x{pos}": X[:, pos] for pos in positions}
@@ -565,7 +565,7 @@ def take_rows(values, indices):
         return values.take(indices)
     if isinstance(values, Mapping):
         return {name: take_rows(column, indices) for name, column in values.items()}
-    taken = _safe_indexing(values, indices)
+    taken = safe_indexing(values, indices)
     if pd is not None and isinstance(taken, (pd.DataFrame, pd.Series)):
         taken = taken.reset_index(drop=True)
     return taken

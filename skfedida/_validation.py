@@ -17,7 +17,7 @@ from sklearn import get_config
 from sklearn.utils import assert_all_finite
 from sklearn.utils.validation import validate_data
 
-from ._compat import _check_sample_weight
+from ._compat import check_sample_weight
 
 _FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
@@ -86,7 +86,7 @@ def reset_input_columns(estimator, X):
 
 
 def sample_weight_of(sample_weight, X, *, allow_all_zero_weights=False):
-    """float64 row weights, checked: ``_check_sample_weight``'s answer.
+    """float64 row weights, checked: ``check_sample_weight``'s answer.
 
     None gives ones; a float64 1-D array of the right length is checked for
     finite, non-negative values (and, unless allowed, a positive sum) in
@@ -105,7 +105,7 @@ def sample_weight_of(sample_weight, X, *, allow_all_zero_weights=False):
         and (allow_all_zero_weights or sample_weight.any())
     ):
         return sample_weight
-    return _check_sample_weight(
+    return check_sample_weight(
         sample_weight,
         X,
         dtype=np.float64,

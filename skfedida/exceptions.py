@@ -34,7 +34,7 @@ def caller_stacklevel():
     """The ``stacklevel`` that attributes a warning to the user's own line.
 
     Counts the frames inside skfedida, and sklearn's decorator wrappers
-    (``_fit_context``, ``validate_params``) between them, from the warning
+    (``fit_context``, ``validate_params``) between them, from the warning
     site up to the first frame of other code: the same warning then points
     at the user's ``fit(...)`` call however deep in the package it is raised,
     and whichever public method led there (pandas' ``find_stack_level``

@@ -7,24 +7,22 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from sklearn.utils.extmath import safe_sparse_dot
 
-from ._compat import _check_optimize_result, _fit_context
+from ._compat import check_optimize_result, fit_context
 from ._fair_base import (
-    _ARMIJO,
-    _MAX_HALVINGS,
+    ARMIJO,
+    MAX_HALVINGS,
     BaseFairClassifier,
-    _Batch,
-    _coefficient_units,
+    Batch,
+    coefficient_units,
     compiled_loop_inputs,
     non_finite_gradient,
 )
+from .penalty import PENALTY_CODES
 
 try:  # built from _sgd_fast.pyx at install; the numpy loop is its reference
     from ._sgd_fast import linear_sgd_steps, multinomial_sgd_steps
 except ImportError:  # pragma: no cover - a source tree that was not built
     linear_sgd_steps = multinomial_sgd_steps = None
-
-#: The penalties' codes in the compiled loop.
-_PENALTY_CODES = {"group": 1, "individual": 2, "group_standardized": 3}
 
 __all__ = ["FairPenaltyLogisticRegression"]
 
@@ -260,10 +258,10 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             bool(self.fit_intercept),
             float(self.fairness),
             float(self.alpha),
-            _PENALTY_CODES[self.penalty],
+            PENALTY_CODES[self.penalty],
             float(self.learning_rate),
-            _ARMIJO,
-            _MAX_HALVINGS,
+            ARMIJO,
+            MAX_HALVINGS,
             bool(average),
             coef_sum,
             intercept_sum,
@@ -278,7 +276,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
 
     # -- fitting ----------------------------------------------------------------
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Fit the model by solving the full-batch problem with L-BFGS.
 
@@ -313,13 +311,13 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             else None
         )
         self.classes_ = classes
-        batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
+        batch = Batch(X_model, self._label_codes(y), groups, n_groups, weight)
         n_features = X_model.shape[1]
         params = previous or self._initial_parameters(n_features, None)
         # L-BFGS takes the coefficient of column j as units[j] * coef_j: the
         # same problem, on columns of magnitude about 1 (see
-        # _coefficient_units; all 1 on scaled data).
-        units = _coefficient_units(X_model)
+        # coefficient_units; all 1 on scaled data).
+        units = coefficient_units(X_model)
         theta0 = (
             np.concatenate([(params[0] * units).ravel(), params[1]])
             if self.fit_intercept
@@ -365,7 +363,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             theta0, n_start = start.x, int(start.nit)
             options["maxiter"] = max(self.max_iter - n_start, 1)
         result = minimize(fun, theta0, method="L-BFGS-B", jac=True, options=options)
-        self.n_iter_ = n_start + _check_optimize_result(
+        self.n_iter_ = n_start + check_optimize_result(
             "lbfgs", result, options["maxiter"]
         )
         if self.verbose:
@@ -380,7 +378,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         self.loss_ = float(result.fun)
         return self
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def partial_fit(
         self, X, y, classes=None, *, sensitive_features=None, sample_weight=None
     ):

@@ -31,8 +31,8 @@ from ._compat import (
     Hidden,
     Interval,
     StrOptions,
-    _num_samples,
-    _safe_indexing,
+    num_samples,
+    safe_indexing,
     validate_params,
 )
 from ._groups import SensitiveGroups, resolve_sensitive, take_rows
@@ -43,7 +43,7 @@ from .exceptions import (
     caller_stacklevel,
 )
 from .federated._fedida import make_fedida
-from .metrics._scorer import _SensitiveCallMixin
+from .metrics._scorer import SensitiveCallMixin
 
 __all__ = [
     "CoarseToFineSearchCV",
@@ -170,7 +170,7 @@ def _client_lambda_path(
                 with value_ctx.propagate_callback_context(model):
                     model.fit(X_train, y_train, sensitive_features=S_train)
                 value_ctx.call_on_fit_task_end(estimator=_LambdaRange())
-        if S_valid is not None and isinstance(scorer, _SensitiveCallMixin):
+        if S_valid is not None and isinstance(scorer, SensitiveCallMixin):
             score = float(scorer(model, X_valid, y_valid, sensitive_features=S_valid))
         else:
             score = float(scorer(model, X_valid, y_valid))
@@ -357,7 +357,7 @@ def lambda_range(
         raise ValueError("lambda_range needs clients=, the client of every row.")
     clients = np.asarray(clients)
     y = np.asarray(y)
-    n_samples = _num_samples(X)
+    n_samples = num_samples(X)
     if clients.shape[0] != n_samples or y.shape[0] != n_samples:
         raise ValueError(f"X has {n_samples} rows; y and clients must match it.")
     _, S = resolve_sensitive(X, sensitive_features=sensitive_features, drop=False)
@@ -382,7 +382,7 @@ def lambda_range(
 
     def part(X_, y_, S_, rows):
         return (
-            _safe_indexing(X_, rows),
+            safe_indexing(X_, rows),
             y_[rows],
             None if S_ is None else take_rows(S_, rows),
         )

@@ -14,18 +14,18 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.extmath import safe_sparse_dot
 
-from ._compat import Interval, StrOptions, _fit_context
+from ._compat import Interval, StrOptions, fit_context
 from ._fair_base import (
-    _ARMIJO,
-    _MAX_HALVINGS,
+    ARMIJO,
+    MAX_HALVINGS,
     BaseFairClassifier,
-    _Batch,
+    Batch,
     compiled_loop_inputs,
     non_finite_gradient,
     warn_if_unscaled,
 )
 from .exceptions import caller_stacklevel
-from .linear_model import _PENALTY_CODES
+from .penalty import PENALTY_CODES
 
 try:  # built from _sgd_fast.pyx at install; the numpy loop is its reference
     from ._sgd_fast import mlp_sgd_steps
@@ -370,10 +370,10 @@ class FairMLPClassifier(BaseFairClassifier):
             _ACTIVATION_CODES[self.activation],
             float(self.fairness),
             float(self.alpha),
-            _PENALTY_CODES[self.penalty],
+            PENALTY_CODES[self.penalty],
             float(self.learning_rate),
-            _ARMIJO,
-            _MAX_HALVINGS,
+            ARMIJO,
+            MAX_HALVINGS,
             bool(average),
             flat_sum,
         )
@@ -400,7 +400,7 @@ class FairMLPClassifier(BaseFairClassifier):
 
     # -- fitting ----------------------------------------------------------------
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Train the network for up to ``max_iter`` epochs.
 
@@ -432,7 +432,7 @@ class FairMLPClassifier(BaseFairClassifier):
             and np.array_equal(getattr(self, "classes_", ()), classes)
         )
         self.classes_ = classes
-        batch = _Batch(X_model, self._label_codes(y), groups, n_groups, weight)
+        batch = Batch(X_model, self._label_codes(y), groups, n_groups, weight)
         random_state = check_random_state(self.random_state)
         if not continuing:
             self._set_params_list(
@@ -495,7 +495,7 @@ class FairMLPClassifier(BaseFairClassifier):
         self.loss_ = self.loss_curve_[-1]
         return self
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def partial_fit(
         self, X, y, classes=None, *, sensitive_features=None, sample_weight=None
     ):

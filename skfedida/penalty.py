@@ -38,6 +38,9 @@ import numpy as np
 
 from ._compat import Interval, validate_params
 
+#: Each penalty's code in the compiled loops (``_sgd_fast.pyx``; 0 is none).
+PENALTY_CODES = {"group": 1, "individual": 2, "group_standardized": 3}
+
 __all__ = [
     "PENALTIES",
     "group_penalty",

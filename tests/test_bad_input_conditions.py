@@ -245,7 +245,7 @@ def test_a_node_config_outside_its_partitions_is_refused(config):
 
 
 def _batch(n=4, **parts):
-    from skfedida._fair_base import _Batch
+    from skfedida._fair_base import Batch
 
     rows = {
         "X": np.zeros((n, 2)),
@@ -255,7 +255,7 @@ def _batch(n=4, **parts):
         "weight": np.ones(n),
         **parts,
     }
-    return _Batch(**rows)
+    return Batch(**rows)
 
 
 @pytest.mark.parametrize(

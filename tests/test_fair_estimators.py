@@ -15,7 +15,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skfedida._fair_base import _Batch
+from skfedida._fair_base import Batch
 from skfedida._groups import encode_groups
 from skfedida.exceptions import InactivePenaltyWarning
 from skfedida.linear_model import FairPenaltyLogisticRegression
@@ -88,7 +88,7 @@ def test_objective_gradients_pass_check_grad(make, penalty):
             X, y, sensitive_features=S
         )
     groups = encode_groups(S)
-    batch = _Batch(X, y.astype(float), groups.codes, groups.n_groups, weight)
+    batch = Batch(X, y.astype(float), groups.codes, groups.n_groups, weight)
     value, gradient, theta = _flat_objective(estimator, batch)
     theta = theta + np.random.default_rng(1).normal(scale=0.1, size=theta.size)
     error = check_grad(value, gradient, theta)
@@ -230,7 +230,7 @@ def test_plain_sgd_would_diverge_where_ours_does_not():
     model = FairPenaltyLogisticRegression(fairness=100.0, random_state=0)
     model.partial_fit(X, y, classes=[0, 1], sensitive_features=S)
     groups = encode_groups(S)
-    batch = _Batch(X, y.astype(float), groups.codes, groups.n_groups, np.ones(len(y)))
+    batch = Batch(X, y.astype(float), groups.codes, groups.n_groups, np.ones(len(y)))
     params = [np.zeros_like(p) for p in model._get_params_list()]
     with np.errstate(all="ignore"):
         for start in range(0, len(y), 128):

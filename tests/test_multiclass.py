@@ -9,7 +9,7 @@ from scipy.special import log_softmax
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.neural_network import MLPClassifier
 
-from skfedida._fair_base import _Batch
+from skfedida._fair_base import Batch
 from skfedida._groups import encode_groups
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator, evaluate_clients
@@ -109,7 +109,7 @@ def test_objective_is_softmax_loss_plus_penalty_of_every_class_with_its_gradient
     params = model._get_params_list()
     shapes = [p.shape for p in params]
     sizes = [p.size for p in params]
-    batch = _Batch(X, y.astype(float), groups, groups.max() + 1, np.ones(len(y)))
+    batch = Batch(X, y.astype(float), groups, groups.max() + 1, np.ones(len(y)))
 
     def unflatten(theta):
         pieces = np.split(theta, np.cumsum(sizes)[:-1])
@@ -420,7 +420,7 @@ def test_no_shift_of_a_rows_logits_lowers_the_penalty(penalty):
     model = FairPenaltyLogisticRegression(fairness=0.5, penalty=penalty).fit(
         X, y, sensitive_features=S
     )
-    batch = _Batch(X, y.astype(float), groups, groups.max() + 1, np.ones(len(y)))
+    batch = Batch(X, y.astype(float), groups, groups.max() + 1, np.ones(len(y)))
     coef, intercept = model._get_params_list()
     shift = np.random.default_rng(0).normal(size=X.shape[1]) * 3
     shifted = [coef + shift[None, :], intercept + 5.0]
@@ -558,7 +558,7 @@ def test_bootstrap_resamples_without_a_rare_class_score_the_classes_they_hold():
     # from it, so its AUROC is NaN and the mean is over the classes held, with
     # no warning from sklearn (of a class whose every row weighs 0), exactly as
     # for the rows repeated by their weights.
-    from skfedida.metrics._scores import _ovr_roc_auc
+    from skfedida.metrics._scores import ovr_roc_auc
 
     X, y, _, S = _three_classes()
     model = FairPenaltyLogisticRegression().fit(X, y, sensitive_features=S)
@@ -572,8 +572,8 @@ def test_bootstrap_resamples_without_a_rare_class_score_the_classes_they_hold():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for w in weights:
-            mean, per_class = _ovr_roc_auc(y[rows], proba, w)
-            repeated = _ovr_roc_auc(np.repeat(y[rows], w), np.repeat(proba, w, axis=0))
+            mean, per_class = ovr_roc_auc(y[rows], proba, w)
+            repeated = ovr_roc_auc(np.repeat(y[rows], w), np.repeat(proba, w, axis=0))
             assert np.isnan(per_class[2])
             np.testing.assert_allclose(per_class, repeated[1], rtol=1e-12)
             assert mean == pytest.approx(repeated[0], rel=1e-12)

@@ -295,12 +295,12 @@ def test_objective_is_log_loss_plus_weighted_penalty_plus_l2():
 def test_objective_gradient_matches_finite_differences():
     from scipy.optimize import approx_fprime
 
-    from skfedida._fair_base import _Batch
+    from skfedida._fair_base import Batch
 
     X, y, _, S = make_federation(frame=False)
     groups = np.unique(S[:, 0] + "|" + S[:, 1], return_inverse=True)[1]
     model = FairPenaltyLogisticRegression(fairness=2.0, alpha=0.05)
-    batch = _Batch(X, y.astype(float), groups, groups.max() + 1, np.ones(len(y)))
+    batch = Batch(X, y.astype(float), groups, groups.max() + 1, np.ones(len(y)))
     rng = np.random.default_rng(0)
     theta = rng.normal(scale=0.3, size=X.shape[1] + 1)
 

@@ -437,7 +437,7 @@ def test_counts_that_move_rows_between_groups_are_refused_in_process(
     from skfedida.postprocessing import _threshold_optimizer
 
     X, y, groups, clients, model = fitted
-    real = _threshold_optimizer._client_histogram
+    real = _threshold_optimizer.client_histogram
     calls = []
 
     def moved_for_the_last_client(*args):
@@ -450,7 +450,7 @@ def test_counts_that_move_rows_between_groups_are_refused_in_process(
         return counts
 
     monkeypatch.setattr(
-        _threshold_optimizer, "_client_histogram", moved_for_the_last_client
+        _threshold_optimizer, "client_histogram", moved_for_the_last_client
     )
     with pytest.raises(RuntimeError, match=r"Client 3 .*declared"):
         FederatedThresholdOptimizer(model, prefit=True).fit(

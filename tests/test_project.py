@@ -359,3 +359,88 @@ def test_no_import_circle_between_modules_or_packages():
         )
     circle = _cycle(packages)
     assert circle is None, f"packages import each other: {' -> '.join(circle)}"
+
+
+def _package_of(module):
+    """The layer a module belongs to: skfedida/<package>/ or skfedida/<m>.py."""
+    return ".".join(module.split(".")[:2])
+
+
+def _parsed_modules():
+    """Per module of the package: its dotted name, whether a package, its tree."""
+    import ast
+
+    for path in sorted((ROOT / "skfedida").rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        yield ".".join(parts), is_package, tree
+
+
+def _is_private(name):
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_underscore_name_is_imported_across_packages():
+    # A private name is its package's to change. A private module's public
+    # names are its package's internal API, which other packages may use;
+    # a name with a leading underscore is not (issue 33).
+    import ast
+
+    crossings = []
+    for name, is_package, tree in _parsed_modules():
+        here = name.split(".") if is_package else name.split(".")[:-1]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not (
+                node.level or (node.module or "").startswith("skfedida")
+            ):
+                continue
+            base = here[: len(here) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            if _package_of(module) == _package_of(name):
+                continue
+            crossings += [
+                f"{name} imports {module}.{alias.name}"
+                for alias in node.names
+                if _is_private(alias.name)
+            ]
+    assert crossings == []
+
+
+def test_no_call_into_another_packages_private_method():
+    # A module calls another class's private method only inside the class's
+    # own package; other packages go through a method meant for them
+    # (issue 33). Receivers are matched by method name: a private method
+    # that only classes of other packages define is one of theirs.
+    import ast
+
+    owners = {}
+    calls = []
+    for name, _, tree in _parsed_modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                        owners.setdefault(item.name, set()).add(_package_of(name))
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and _is_private(node.func.attr)
+            ):
+                receiver = node.func.value
+                if isinstance(receiver, ast.Name) and receiver.id in {"self", "cls"}:
+                    continue
+                if (
+                    isinstance(receiver, ast.Call)
+                    and getattr(receiver.func, "id", None) == "super"
+                ):
+                    continue
+                calls.append((name, node.lineno, node.func.attr))
+    foreign = [
+        f"{name}:{line} calls .{method}()"
+        for name, line, method in calls
+        if owners.get(method) and _package_of(name) not in owners[method]
+    ]
+    assert foreign == []

@@ -326,7 +326,7 @@ def test_hostile_histograms_in_process(data, monkeypatch, case):
     from skfedida.postprocessing import _threshold_optimizer
 
     change, message = HISTOGRAM_CHANGES[case]
-    real = _threshold_optimizer._client_histogram
+    real = _threshold_optimizer.client_histogram
     calls = []
 
     def negated_for_client_2(*args):
@@ -338,7 +338,7 @@ def test_hostile_histograms_in_process(data, monkeypatch, case):
     honest = FederatedThresholdOptimizer(small_federation(), random_state=0).fit(
         data.data, data.target, **fit
     )
-    monkeypatch.setattr(_threshold_optimizer, "_client_histogram", negated_for_client_2)
+    monkeypatch.setattr(_threshold_optimizer, "client_histogram", negated_for_client_2)
     with pytest.raises(
         RuntimeError, match=rf"Client 2 failed the histogram query.*{message}"
     ):

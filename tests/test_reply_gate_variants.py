@@ -207,7 +207,7 @@ def test_per_client_thresholds_are_the_robust_option_against_moved_scores(data):
 def test_histogram_against_declared_group_sizes_in_process(data, monkeypatch):
     from skfedida.postprocessing import _threshold_optimizer
 
-    real = _threshold_optimizer._client_histogram
+    real = _threshold_optimizer.client_histogram
     calls = []
 
     def moved_for_client_2(*args):
@@ -220,7 +220,7 @@ def test_histogram_against_declared_group_sizes_in_process(data, monkeypatch):
             counts[1, 0, j] += 1
         return counts
 
-    monkeypatch.setattr(_threshold_optimizer, "_client_histogram", moved_for_client_2)
+    monkeypatch.setattr(_threshold_optimizer, "client_histogram", moved_for_client_2)
     fit = {"clients": data.clients, "sensitive_features": data.sensitive}
     with pytest.raises(
         RuntimeError, match=r"Client 2 failed the histogram query.*declared \d+"

@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 from sklearn import config_context
 from sklearn.linear_model import LogisticRegression
 
-from skfedida._compat import _check_sample_weight
+from skfedida._compat import check_sample_weight
 from skfedida._validation import (
     checked_float_matrix,
     is_plain_array,
@@ -184,7 +184,7 @@ def test_weights_are_what_sklearns_check_returns(weights, allow_zero):
     X = np.zeros((len(weights), 1))
     options = {"allow_all_zero_weights": allow_zero}
     try:
-        expected = _check_sample_weight(
+        expected = check_sample_weight(
             weights, X, dtype=np.float64, ensure_non_negative=True, **options
         )
     except ValueError:

@@ -142,8 +142,8 @@ MUTANTS = [
             "returns fewer predictions"
         ),
         path="skfedida/federated/_estimator.py",
-        original="        if clients.shape[0] != _num_samples(X):",
-        mutated="        if clients.shape[0] > _num_samples(X):",
+        original="        if clients.shape[0] != num_samples(X):",
+        mutated="        if clients.shape[0] > num_samples(X):",
         tests=(
             "tests/test_aggregation.py",
             "tests/test_bad_input_federation.py",
@@ -388,8 +388,14 @@ MUTANTS = [
     Mutant(
         name="blind5: fairness metrics accept negative sample weights",
         path="skfedida/metrics/_fairness.py",
-        original="        sample_weight, y_true, ensure_non_negative=True\n",
-        mutated="        sample_weight, y_true, ensure_non_negative=False\n",
+        original=(
+            "sample_weight = check_sample_weight(sample_weight, y_true, "
+            "ensure_non_negative=True)"
+        ),
+        mutated=(
+            "sample_weight = check_sample_weight(sample_weight, y_true, "
+            "ensure_non_negative=False)"
+        ),
         tests=(
             "tests/test_bad_input_metrics.py",
             "tests/test_bad_input_models.py",

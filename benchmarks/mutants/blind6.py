@@ -259,11 +259,10 @@ MUTANTS = [
         ),
         path="skfedida/flower/_client_app.py",
         original=(
-            '            declared["num-eval-rows"] = '
-            'int(_num_samples(loaded["X_eval"]))'
+            '            declared["num-eval-rows"] = int(num_samples(loaded["X_eval"]))'
         ),
         mutated=(
-            '            declared["num-eval-rows"] = int(_num_samples(loaded["X"]))'
+            '            declared["num-eval-rows"] = int(num_samples(loaded["X"]))'
         ),
         tests=(
             "tests/test_bad_input_flower.py",

@@ -112,7 +112,7 @@ MUTANTS = [
     Mutant(
         "Armijo accepts any decrease",
         "skfedida/_fair_base.py",
-        "if trial_value <= value - _ARMIJO * step * squared_norm:",
+        "if trial_value <= value - ARMIJO * step * squared_norm:",
         "if trial_value <= value:",
         ESTIMATOR_TESTS,
         features=BOTH,
@@ -201,8 +201,8 @@ MUTANTS = [
     Mutant(
         "partial_fit's compiled steps ignore alpha",
         "skfedida/linear_model.py",
-        "            float(self.alpha),\n            _PENALTY_CODES[self.penalty],",
-        "            0.0,\n            _PENALTY_CODES[self.penalty],",
+        "            float(self.alpha),\n            PENALTY_CODES[self.penalty],",
+        "            0.0,\n            PENALTY_CODES[self.penalty],",
         ("tests/test_sgd_compiled.py",),
         features=(LR,),
     ),

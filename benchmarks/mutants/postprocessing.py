@@ -56,8 +56,8 @@ MUTANTS = [
     Mutant(
         "a client's counts put the label on the group's axis",
         "skfedida/postprocessing/_threshold_optimizer.py",
-        "cells = (groups * 2 + labels) * n_bins + _score_bins(scores, n_bins)",
-        "cells = (labels * n_groups + groups) * n_bins + _score_bins(scores, n_bins)",
+        "cells = (groups * 2 + labels) * n_bins + score_bins(scores, n_bins)",
+        "cells = (labels * n_groups + groups) * n_bins + score_bins(scores, n_bins)",
         POSTPROCESSING_TESTS,
         features=("FederatedThresholdOptimizer",),
     ),

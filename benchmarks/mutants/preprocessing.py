@@ -67,7 +67,9 @@ MUTANTS = [
     Mutant(
         "the encoder's categories are the first client's",
         "skfedida/preprocessing/_data.py",
-        'union = _unique(np.concatenate([a["categories"][j] for a in answers]))',
+        "union = unique_values(\n"
+        '                    np.concatenate([a["categories"][j] for a in answers])\n'
+        "                )",
         'union = answers[0]["categories"][j]',
         PREPROCESSING_TESTS,
         features=("FederatedOneHotEncoder",),

@@ -23,16 +23,17 @@ from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
-from .._compat import _num_samples, _safe_indexing
-from .._fair_base import BaseFairClassifier, minibatch_bounds
+from .._compat import num_samples, safe_indexing
+from .._fair_base import BaseFairClassifier
 from .._groups import column_positions, take_rows
+from .._minibatch import minibatch_bounds
 from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
-from ..metrics._fairness import _class_summary
+from ..metrics._fairness import class_summary
 from ..metrics._registry import DISPARITIES, share_key
 from ..metrics._registry import keys as metric_keys
-from ..metrics._scores import _multiclass_brier, _ovr_roc_auc
+from ..metrics._scores import multiclass_brier, ovr_roc_auc
 from ..over_sampling import FairnessAwareROSE
 from ..over_sampling._minibatches import resample_minibatches, vectorises
 from ._parameters import get_parameters, set_parameters
@@ -102,7 +103,7 @@ class _ClientData:
         self.X, self.y, self.groups = X, y, groups
         self.weight = weight
         self.source, self.positions = source, positions
-        self.n = X.shape[0] if is_plain_array(X) else _num_samples(X)
+        self.n = X.shape[0] if is_plain_array(X) else num_samples(X)
         # The client's held-out rows, where it has them (fairness reports).
         self.held_out = None
         # What rounds of one fit derive from these rows alone (the noised
@@ -118,7 +119,7 @@ class _ClientData:
     def take(self, rows):
         groups, positions = self._sensitive_of(rows)
         return _ClientData(
-            self.X[rows] if is_plain_array(self.X) else _safe_indexing(self.X, rows),
+            self.X[rows] if is_plain_array(self.X) else safe_indexing(self.X, rows),
             self.y[rows],
             groups,
             None if self.weight is None else self.weight[rows],
@@ -638,9 +639,9 @@ def _validation_metrics(model, X, y, S, classes):
         # AUROCs of the classes these rows hold.
         codes = np.searchsorted(classes, y)
         metrics = {
-            "roc_auc": _ovr_roc_auc(codes, proba)[0],
+            "roc_auc": ovr_roc_auc(codes, proba)[0],
             "selection_rate": np.nan,
-            "brier": _multiclass_brier(codes, proba),
+            "brier": multiclass_brier(codes, proba),
             # Each class's share of the decisions: their weighted means over
             # the clients are the federation's shares (a server's
             # degenerate-model check), which one client's own top share is not.
@@ -665,7 +666,7 @@ def _validation_metrics(model, X, y, S, classes):
         metrics.update(dict.fromkeys(_DISPARITIES, np.nan))
         return metrics
     if pos_label is None:
-        summary = _class_summary(y, predicted, classes, S)
+        summary = class_summary(y, predicted, classes, S)
     else:
         summary = fairness_summary(
             y, predicted, sensitive_features=S, pos_label=pos_label

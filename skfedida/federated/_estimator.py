@@ -21,10 +21,10 @@ from .._compat import (
     HasMethods,
     Interval,
     StrOptions,
-    _fit_context,
-    _num_samples,
-    _routing_enabled,
-    _safe_indexing,
+    fit_context,
+    num_samples,
+    routing_enabled,
+    safe_indexing,
 )
 from .._fair_base import (
     largest_input,
@@ -474,7 +474,7 @@ default="mean"
                     "the same sensitive=."
                 )
 
-    @_fit_context(prefer_skip_nested_validation=False)
+    @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, *, clients=None, sensitive_features=None):
         """Train across clients.
 
@@ -516,7 +516,7 @@ default="mean"
         # sklearn's callback API: the fit is the root task, each round a subtask.
         callback_ctx = self._init_callback_context(max_subtasks=self.n_rounds)
         callback_ctx.call_on_fit_task_begin(estimator=self, X=X, y=y)
-        n_samples = _num_samples(X)
+        n_samples = num_samples(X)
         # S is read and encoded once per fit; clients, minibatches, the
         # sampler, the estimator and the held-out metrics take these codes.
         groups = None if S is None else encode_groups(S, n_samples=n_samples)
@@ -590,7 +590,7 @@ default="mean"
         )
         self._validation = [
             (
-                _safe_indexing(X, rows),
+                safe_indexing(X, rows),
                 y[rows],
                 None if groups_metrics is None else groups_metrics.take(rows),
             )
@@ -705,7 +705,7 @@ default="mean"
             fresh.pop("warm_start")
             inner.set_params(**fresh, warm_start=True)
         else:
-            ids, _ = client_ids(clients, _num_samples(X_model))
+            ids, _ = client_ids(clients, num_samples(X_model))
             gate = ReplyGate(
                 self.on_client_error,
                 name=lambda k: f"Client {ids[k].tolist()!r}",
@@ -737,7 +737,7 @@ default="mean"
         else:
             rows_X = rows
         return _ClientData(
-            X[rows_X] if is_plain_array(X) else _safe_indexing(X, rows),
+            X[rows_X] if is_plain_array(X) else safe_indexing(X, rows),
             y[rows],
             None if groups is None else groups.take(rows),
             source=None if S is None else take_rows(S, rows),
@@ -833,7 +833,7 @@ default="mean"
         metrics. ``suffix`` names the arrays in errors (``"_eval"``).
         """
         validate_data(self, X, reset=reset, skip_check_array=True)
-        n_samples = _num_samples(X)
+        n_samples = num_samples(X)
         if y is None:
             raise ValueError(
                 "FederatedEstimator requires y to be passed, but the target y is None."
@@ -946,7 +946,7 @@ default="mean"
 
     def _sensitive_routing(self, **fit_params):
         """Whether S is routed to (sampler, estimator); (None, None) unrouted."""
-        if not _routing_enabled():
+        if not routing_enabled():
             return None, None
         # Raises sklearn's errors for metadata a child has not said it takes.
         passed = {
@@ -1159,9 +1159,9 @@ default="mean"
         if clients is None or not self.client_estimators_:
             return getattr(self.estimator_, method)(X)
         clients = np.asarray(clients)
-        if clients.shape[0] != _num_samples(X):
+        if clients.shape[0] != num_samples(X):
             raise ValueError(
-                f"clients has {clients.shape[0]} ids for {_num_samples(X)} rows."
+                f"clients has {clients.shape[0]} ids for {num_samples(X)} rows."
             )
         unknown = sorted(
             set(np.unique(clients).tolist()) - set(self.client_estimators_)
@@ -1179,7 +1179,7 @@ default="mean"
             model = self.client_estimators_.get(
                 client.item() if hasattr(client, "item") else client, self.estimator_
             )
-            values = getattr(model, method)(_safe_indexing(X, rows))
+            values = getattr(model, method)(safe_indexing(X, rows))
             if output is None:
                 output = np.empty(
                     (clients.shape[0], *values.shape[1:]), dtype=values.dtype

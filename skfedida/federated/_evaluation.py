@@ -16,7 +16,7 @@ from .._compat import (
     Hidden,
     Interval,
     StrOptions,
-    _num_samples,
+    num_samples,
     validate_params,
 )
 from .._groups import (
@@ -26,16 +26,16 @@ from .._groups import (
     encode_groups,
 )
 from ..exceptions import OperatingPointWarning, caller_stacklevel
-from ..metrics._fairness import _class_summary, _summary
+from ..metrics._fairness import checked_fairness_summary, class_summary
 from ..metrics._operating_point import (
-    _N_BINS,
     DEFAULT_N_BINS,
-    _check_threshold,
+    N_BINS_CONSTRAINTS,
+    check_threshold,
     federated_operating_point,
     training_prevalence,
 )
 from ..metrics._registry import METRICS, short_names
-from ..metrics._scores import _multiclass_brier, _ovr_roc_auc
+from ..metrics._scores import multiclass_brier, ovr_roc_auc
 
 __all__ = ["evaluate_clients"]
 
@@ -96,7 +96,9 @@ def _metric_values(metrics, y, proba, pred, S, weight, min_group_size):
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            summary = _summary(y, scores, S, weight, 1, min_group_size, True)
+            summary = checked_fairness_summary(
+                y, scores, S, weight, 1, min_group_size, True
+            )
         for name in wanted:
             values[name] = summary[keys[name]]
     return values
@@ -178,7 +180,7 @@ def _multiclass_values(metrics, y, proba, pred, S, weight, min_group_size):
     if "roc_auc" in metrics:
         # A class is scored where the rows hold it and others; a client
         # without a class gives that class NaN and the mean of the others.
-        values["roc_auc"], per_class = _ovr_roc_auc(y, proba, weight)
+        values["roc_auc"], per_class = ovr_roc_auc(y, proba, weight)
         for c, value in enumerate(per_class):
             values[f"roc_auc[{c}]"] = float(value)
     if "selection_rate" in metrics:
@@ -186,12 +188,12 @@ def _multiclass_values(metrics, y, proba, pred, S, weight, min_group_size):
     if "accuracy" in metrics:
         values["accuracy"] = float(np.dot(w, pred == y) / total)
     if "brier" in metrics:
-        values["brier"] = _multiclass_brier(y, proba, w)
+        values["brier"] = multiclass_brier(y, proba, w)
     wanted = [m for m in metrics if m in _FAIRNESS_KEYS]
     if wanted:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            summary = _class_summary(
+            summary = class_summary(
                 y,
                 pred,
                 range(n_classes),
@@ -307,7 +309,7 @@ def _bca_interval(estimate, draws, jackknife, confidence):
 
 def _rate_of(threshold, estimator, prevalence, y_positive):
     """Target selection rate of a ``threshold`` rule, or None for a fixed one."""
-    threshold = _check_threshold(threshold)
+    threshold = check_threshold(threshold)
     if threshold is None:
         raise ValueError("threshold must be given; 0.5 gives predict's decisions.")
     if threshold == "prevalence":
@@ -338,7 +340,7 @@ def _rate_of(threshold, estimator, prevalence, y_positive):
         "threshold": "no_validation",
         "prevalence": [Interval(numbers.Real, 0, 1, closed="both"), None],
         "min_group_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_bins": _N_BINS,
+        "n_bins": N_BINS_CONSTRAINTS,
         "n_bootstrap": [Interval(numbers.Integral, 0, None, closed="left")],
         "confidence": [Interval(numbers.Real, 0, 1, closed="neither")],
         "method": [StrOptions({"percentile", "bca"})],
@@ -527,7 +529,7 @@ def evaluate_clients(
         raise ValueError(f"prevalence must be in [0, 1]; got {prevalence!r}.")
     if not (isinstance(min_group_size, numbers.Integral) and min_group_size >= 1):
         raise ValueError(f"min_group_size must be an int >= 1; got {min_group_size!r}.")
-    n_samples = _num_samples(X)
+    n_samples = num_samples(X)
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n_samples:
         raise ValueError(

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from .._compat import _num_samples, _safe_indexing
+from .._compat import num_samples, safe_indexing
 from .._groups import encode_groups
 from ..exceptions import (
     InactivePenaltyWarning,
@@ -51,7 +51,7 @@ class _ClientPart:
         self.evaluation = evaluation
         # Evaluation rows of its own (X_eval), not its held-out or training rows.
         self.has_eval_rows = has_eval_rows
-        self.n_evaluation = _num_samples(evaluation[0])
+        self.n_evaluation = num_samples(evaluation[0])
         self.epochs = epochs
         self.classes = classes
         self.partition = partition
@@ -170,7 +170,7 @@ class FederationPlan:
         else:
             rows = train if held_out is None else held_out
             evaluation = (
-                _safe_indexing(X, rows),
+                safe_indexing(X, rows),
                 y[rows],
                 None if S_metrics is None else encode_groups(S_metrics).take(rows),
             )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
-from .._compat import _BaseKFold
+from .._compat import BaseKFold
 
 __all__ = ["ClientStratifiedKFold"]
 
 
-class ClientStratifiedKFold(_BaseKFold):
+class ClientStratifiedKFold(BaseKFold):
     """K-fold splits made within every client, stratified by client x outcome.
 
     Every fold's validation part holds about 1/n_splits of each client's rows

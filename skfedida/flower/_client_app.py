@@ -9,7 +9,7 @@ import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from .._compat import _num_samples
+from .._compat import num_samples
 from ..federated import get_parameters, set_parameters
 from ..federated._client import class_counts, clone_fitted
 from ..federated._pipeline import raw_schema
@@ -198,9 +198,9 @@ def make_client_app(federation, load_data, *, classes=None):
         # The rows this client holds, declared once: every count it sends
         # later (statistics, class counts, histograms, reports) must agree.
         loaded = _load(load_data, context)
-        declared = {"num-rows": int(_num_samples(loaded["X"]))}
+        declared = {"num-rows": int(num_samples(loaded["X"]))}
         if "X_eval" in loaded:
-            declared["num-eval-rows"] = int(_num_samples(loaded["X_eval"]))
+            declared["num-eval-rows"] = int(num_samples(loaded["X_eval"]))
         return _reply(
             message,
             metrics=declared,
@@ -251,7 +251,7 @@ def make_client_app(federation, load_data, *, classes=None):
     def histograms(message, context):
         # For a FederatedThresholdOptimizer: the global model's scores on this
         # client's evaluation rows, counted per (group, label, bin).
-        from ..postprocessing._threshold_optimizer import _client_histogram
+        from ..postprocessing._threshold_optimizer import client_histogram
 
         estimator, seed = stored(context)
         _, part, _ = client_side(context, seed)
@@ -265,7 +265,7 @@ def make_client_app(federation, load_data, *, classes=None):
                 "evaluation rows: return 'sensitive_features' from load_data."
             )
         scores = model.predict_proba(X_eval)[:, 1]
-        counts = _client_histogram(
+        counts = client_histogram(
             scores,
             (np.asarray(y_eval) == part.classes[-1]).astype(np.intp),
             groups.codes,

@@ -20,7 +20,7 @@ from .._compat import (
     Hidden,
     Interval,
     StrOptions,
-    _check_sample_weight,
+    check_sample_weight,
     validate_params,
 )
 from .._groups import SensitiveGroups, encode_groups, pd
@@ -141,9 +141,7 @@ def _validated(y_true, y_pred, sample_weight, soft, declared=()):
                 "of different types; predict labels of the same kind as y_true."
             )
         labels = np.union1d(true_labels, y_pred)
-    sample_weight = _check_sample_weight(
-        sample_weight, y_true, ensure_non_negative=True
-    )
+    sample_weight = check_sample_weight(sample_weight, y_true, ensure_non_negative=True)
     return y_true, y_pred, sample_weight, labels
 
 
@@ -434,7 +432,7 @@ _COMMON_CONSTRAINTS = {
     # A Series, DataFrame, array, list or dict of columns (all array-like),
     # any Mapping of columns, or groups encoded already (SensitiveGroups).
     "sensitive_features": ["array-like", Mapping, Hidden(SensitiveGroups)],
-    # sklearn's _check_sample_weight also takes one number for every row.
+    # sklearn's check_sample_weight also takes one number for every row.
     "sample_weight": ["array-like", Hidden(Real), None],
     "pos_label": [Hashable, None],
     "min_group_size": [Interval(Integral, 1, None, closed="left")],
@@ -949,7 +947,7 @@ def fairness_summary(
     >>> summary["demographic_parity_difference"]
     0.5
     """
-    summary = _summary(
+    summary = checked_fairness_summary(
         y_true,
         y_pred,
         sensitive_features,
@@ -961,7 +959,7 @@ def fairness_summary(
     return {name: summary[name] for name, m in DISPARITIES.items() if m.summary}
 
 
-def _summary(
+def checked_fairness_summary(
     y_true, y_pred, sensitive_features, sample_weight, pos_label, min_group_size, soft
 ):
     """Every disparity of the registry (fairness_summary's and the others)."""
@@ -990,7 +988,7 @@ def _worst_over_classes(per_class):
     }
 
 
-def _class_summary(
+def class_summary(
     y_true, y_pred, labels, sensitive_features, sample_weight=None, min_group_size=1
 ):
     """fairness_summary over the given ``labels``, each one-vs-rest, worst case.

@@ -16,7 +16,7 @@ from collections.abc import Hashable, Iterable
 import numpy as np
 from sklearn.utils import column_or_1d
 
-from .._compat import Hidden, Interval, _check_sample_weight, validate_params
+from .._compat import Hidden, Interval, check_sample_weight, validate_params
 from .._ordinal import from_ordinal, ordinal
 
 __all__ = [
@@ -36,16 +36,16 @@ DEFAULT_N_BINS = 1000
 MAX_N_BINS = 1_000_000
 #: A grid of one bin cannot place a threshold (every row would be one block).
 MIN_N_BINS = 2
-_N_BINS = [Interval(numbers.Integral, MIN_N_BINS, MAX_N_BINS, closed="both")]
+N_BINS_CONSTRAINTS = [Interval(numbers.Integral, MIN_N_BINS, MAX_N_BINS, closed="both")]
 _RATE = [Interval(numbers.Real, 0, 1, closed="both")]
-# sklearn's _check_sample_weight also takes one number for every row.
+# sklearn's check_sample_weight also takes one number for every row.
 _SAMPLE_WEIGHT = ["array-like", Hidden(numbers.Real), None]
 # The parameters of the functions that read every client's scores.
 _CLIENT_SCORES_PARAMETERS = {
     # Lists of per-client arrays; any iterable of them works.
     "client_scores": ["array-like", Hidden(Iterable)],
     "rate": _RATE,
-    "n_bins": _N_BINS,
+    "n_bins": N_BINS_CONSTRAINTS,
     "sample_weights": ["array-like", Hidden(Iterable), None],
 }
 
@@ -64,7 +64,7 @@ def _check_n_bins(n_bins):
     return int(n_bins)
 
 
-def _check_threshold(threshold):
+def check_threshold(threshold):
     """None, a probability in (0, 1), "prevalence" or {"selection_rate": r}."""
     if threshold is None or threshold == "prevalence":
         return threshold
@@ -106,7 +106,11 @@ def training_prevalence(estimator, positive):
 
 
 @validate_params(
-    {"scores": ["array-like"], "n_bins": _N_BINS, "sample_weight": _SAMPLE_WEIGHT},
+    {
+        "scores": ["array-like"],
+        "n_bins": N_BINS_CONSTRAINTS,
+        "sample_weight": _SAMPLE_WEIGHT,
+    },
     prefer_skip_nested_validation=True,
 )
 def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
@@ -147,8 +151,8 @@ def score_histogram(scores, *, n_bins=DEFAULT_N_BINS, sample_weight=None):
     """
     n_bins = _check_n_bins(n_bins)
     scores = column_or_1d(scores).astype(np.float64, copy=False)
-    bins = _score_bins(scores, n_bins)
-    weight = _check_sample_weight(sample_weight, scores, ensure_non_negative=True)
+    bins = score_bins(scores, n_bins)
+    weight = check_sample_weight(sample_weight, scores, ensure_non_negative=True)
     return np.bincount(bins, weights=weight, minlength=n_bins)
 
 
@@ -164,7 +168,7 @@ def _checked_probabilities(scores):
     return scores
 
 
-def _score_bins(scores, n_bins):
+def score_bins(scores, n_bins):
     """The bin of every probability on the shared grid of ``n_bins`` on [0, 1].
 
     Bin ``j`` holds ``[j / n_bins, (j + 1) / n_bins)``, the last one also 1.0;

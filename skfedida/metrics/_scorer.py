@@ -22,23 +22,23 @@ from sklearn.metrics import get_scorer
 from sklearn.utils.metadata_routing import get_routing_for_object
 
 from .._compat import (
+    BaseScorer,
     Interval,
     MetadataRequest,
     MethodMetadataRequest,
+    Scorer,
     StrOptions,
-    _BaseScorer,
-    _cached_call,
-    _raise_for_params,
-    _Scorer,
+    cached_call,
+    raise_for_params,
     validate_params,
 )
 from .._groups import resolve_sensitive
 from ._fairness import _FUNCTIONS
 from ._operating_point import (
-    _N_BINS,
     DEFAULT_N_BINS,
+    N_BINS_CONSTRAINTS,
     _check_n_bins,
-    _check_threshold,
+    check_threshold,
     federated_operating_point,
     training_prevalence,
 )
@@ -58,7 +58,7 @@ _RESPONSE_METHODS = ("predict", "predict_proba")
 
 # Constraints both scorer factories share. The values of ``metric``,
 # ``response_method``, ``weight`` and ``performance`` are checked by the
-# factories, and ``threshold`` (any type) by ``_check_threshold``, with
+# factories, and ``threshold`` (any type) by ``check_threshold``, with
 # messages that say what is accepted.
 _SENSITIVE = [str, numbers.Integral, "array-like", None]
 _POS_LABEL = [Hashable, None]
@@ -108,7 +108,7 @@ class _NumericMetric:
         return value
 
 
-class _SensitiveCallMixin:
+class SensitiveCallMixin:
     """Direct calls of a scorer that accept ``sensitive_features``.
 
     ``sensitive_features`` is the scorer's own argument, so it is accepted even
@@ -154,12 +154,12 @@ class _SensitiveCallMixin:
         **kwargs,
     ):
         """Score ``estimator`` on ``X`` against ``y_true``."""
-        _raise_for_params(kwargs, self, None)
+        raise_for_params(kwargs, self, None)
         if sample_weight is not None:
             kwargs["sample_weight"] = sample_weight
         if sensitive_features is not None:
             kwargs["sensitive_features"] = sensitive_features
-        return self._score(partial(_cached_call, None), estimator, X, y_true, **kwargs)
+        return self._score(partial(cached_call, None), estimator, X, y_true, **kwargs)
 
 
 class _AtThreshold:
@@ -215,7 +215,7 @@ class _AtThreshold:
         )
 
 
-class _FairnessScorer(_SensitiveCallMixin, _Scorer):
+class _FairnessScorer(SensitiveCallMixin, Scorer):
     """A scorer of a fairness metric; built by :func:`make_fairness_scorer`."""
 
     __metadata_request__score = {"sensitive_features": True}
@@ -351,7 +351,7 @@ def _resolve_metric(metric):
         "min_group_size": _MIN_GROUP_SIZE,
         "greater_is_better": ["boolean", None],
         "threshold": "no_validation",
-        "n_bins": _N_BINS,
+        "n_bins": N_BINS_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
 )
@@ -457,7 +457,7 @@ def make_fairness_scorer(
     -0.667
     """
     func, default_greater, name = _resolve_metric(metric)
-    threshold = _check_threshold(threshold)
+    threshold = check_threshold(threshold)
     if response_method not in _RESPONSE_METHODS:
         raise ValueError(
             f"response_method must be one of {_RESPONSE_METHODS}; got "
@@ -502,7 +502,7 @@ def make_fairness_scorer(
     return _FairnessScorer(func, sign, kwargs, response_method, sensitive, name)
 
 
-class _TradeoffScorer(_SensitiveCallMixin, _BaseScorer):
+class _TradeoffScorer(SensitiveCallMixin, BaseScorer):
     """performance - weight * disparity; built by :func:`make_tradeoff_scorer`."""
 
     def __init__(self, performance, fairness, weight, performance_name):
@@ -536,7 +536,7 @@ class _TradeoffScorer(_SensitiveCallMixin, _BaseScorer):
         performance_kwargs = {}
         if kwargs.get("sample_weight") is not None:
             performance_kwargs["sample_weight"] = kwargs["sample_weight"]
-        if isinstance(self._performance, _BaseScorer):
+        if isinstance(self._performance, BaseScorer):
             performance = self._performance._score(
                 method_caller, estimator, X, y_true, **performance_kwargs
             )

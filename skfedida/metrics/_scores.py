@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 
-def _ovr_roc_auc(codes, proba, sample_weight=None):
+def ovr_roc_auc(codes, proba, sample_weight=None):
     """Each class's one-vs-rest AUROC, and their mean over the classes held.
 
     ``codes`` are class codes ``0 .. n_classes - 1`` (columns of ``proba``).
@@ -37,7 +37,7 @@ def _ovr_roc_auc(codes, proba, sample_weight=None):
     return float(np.nanmean(per_class)), per_class
 
 
-def _multiclass_brier(codes, proba, sample_weight=None):
+def multiclass_brier(codes, proba, sample_weight=None):
     """The squared error of the probabilities summed over classes, (weighted) mean."""
     truth = codes[:, None] == np.arange(proba.shape[1])[None, :]
     errors = np.sum((proba - truth) ** 2, axis=1)

@@ -25,14 +25,14 @@ from sklearn.utils.multiclass import type_of_target
 from .._compat import (
     Interval,
     StrOptions,
-    _fit_context,
     check_target_type,
+    fit_context,
 )
 from .._groups import (
     SensitiveGroups,
-    _is_frame,
     column_positions,
     encode_groups,
+    is_frame,
     pd,
     remember_resampling,
     resolve_sensitive,
@@ -45,7 +45,7 @@ __all__ = ["FairnessAwareROSE"]
 
 
 def _column_names(X):
-    if _is_frame(X):
+    if is_frame(X):
         return [str(c) for c in X.columns]
     return [f"x{j}" for j in range(X.shape[1])]
 
@@ -53,7 +53,7 @@ def _column_names(X):
 def _column_kinds(X):
     """Per column: 'binary', 'integer', 'categorical', 'float' or 'other'."""
     kinds = []
-    if _is_frame(X):
+    if is_frame(X):
         # X.dtypes, not a column object per column: a federation's minibatches
         # ask this for every batch.
         for dtype in X.dtypes:
@@ -87,7 +87,7 @@ def _column_kinds(X):
 
 def _float_block(X, columns, copy=False):
     """The given columns as a float64 array; ``copy=True`` makes it writable."""
-    if _is_frame(X):
+    if is_frame(X):
         return X.iloc[:, columns].to_numpy(dtype=np.float64, copy=copy)
     return np.array(X[:, columns], dtype=np.float64, copy=copy or None)
 
@@ -145,7 +145,7 @@ def _output_bytes(X, n_rows, n_synthetic, largest_new, n_noised):
     subgroup's ``largest_new`` synthetic rows; for a frame, the noise of every
     synthetic row and the noised columns of every output row.
     """
-    if _is_frame(X):
+    if is_frame(X):
         row = sum(getattr(dtype, "itemsize", 8) for dtype in X.dtypes)
         noise = (n_synthetic + n_rows) * n_noised * 8
     else:
@@ -166,7 +166,7 @@ def _output_limit(dtype):
 
 
 def _has_missing(X, j):
-    if _is_frame(X):
+    if is_frame(X):
         return bool(X.iloc[:, j].isna().any())
     column = X[:, j]
     if column.dtype.kind == "f":
@@ -453,7 +453,7 @@ class FairnessAwareROSE(BaseSampler):
         tags.sampler_tags.sample_indices = True
         return tags
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sensitive_features=None):
         """Find the subgroups and their targets, and draw the resampling.
 
@@ -477,7 +477,7 @@ class FairnessAwareROSE(BaseSampler):
         self._fit_resample(X, y, sensitive_features)
         return self
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit_resample(self, X, y, *, sensitive_features=None):
         """Resample the data so that every subgroup has its target size.
 
@@ -508,7 +508,7 @@ class FairnessAwareROSE(BaseSampler):
             remember_resampling(X_res, sensitive_features)
         return X_res, y_res
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def _fit_resample_all(self, X, y, sensitive_features):
         return self._fit_resample(X, y, sensitive_features)
 
@@ -646,7 +646,7 @@ class FairnessAwareROSE(BaseSampler):
                 "add dense noise. Convert X with X.toarray()."
             )
         return_list = isinstance(X, list)
-        if not _is_frame(X):
+        if not is_frame(X):
             X = np.asarray(X)
             if X.ndim != 2:
                 raise ValueError(
@@ -770,7 +770,7 @@ class FairnessAwareROSE(BaseSampler):
             int(new_sizes.max(initial=0)),
             noised_columns.size,
         )
-        output = (_FrameOutput if _is_frame(X) else _ArrayOutput)(
+        output = (_FrameOutput if is_frame(X) else _ArrayOutput)(
             X, noised_columns, n_kept, n_synthetic
         )
         kept, seeds, after = [], [], {}
@@ -885,11 +885,11 @@ class FairnessAwareROSE(BaseSampler):
                 if binary.any():
                     block = block[:, ~binary] if not binary.all() else None
         copied_columns = np.flatnonzero(copied)
-        if not _is_frame(X) and X.dtype.kind == "f":
+        if not is_frame(X) and X.dtype.kind == "f":
             missing = np.isnan(X[:, copied_columns]).any(axis=0)
-        elif not _is_frame(X) and X.dtype.kind in "biu":
+        elif not is_frame(X) and X.dtype.kind in "biu":
             missing = np.zeros(copied_columns.size, dtype=bool)
-        elif _is_frame(X):
+        elif is_frame(X):
             # One isna over the copied columns instead of one per column.
             missing = X.iloc[:, copied_columns].isna().any(axis=0).to_numpy(bool)
         else:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._fair_base import minibatch_bounds
+from .._minibatch import minibatch_bounds
 from ._fairness_aware_rose import (
     FairnessAwareROSE,
     _diagonal_noise,

@@ -24,10 +24,10 @@ from sklearn.base import (
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._compat import HasMethods, Interval, StrOptions, _fit_context
+from .._compat import HasMethods, Interval, StrOptions, fit_context
 from .._groups import client_ids, encode_groups
 from .._replies import ReplyGate, histogram_claim_problem
-from ..metrics._operating_point import _score_bins
+from ..metrics._operating_point import score_bins
 from ..metrics._registry import DISPARITIES
 
 __all__ = ["FederatedThresholdOptimizer"]
@@ -322,7 +322,7 @@ default="demographic_parity"
 
     # -- fitting ------------------------------------------------------------
 
-    @_fit_context(prefer_skip_nested_validation=False)
+    @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, *, clients=None, sensitive_features=None):
         """Find each group's thresholds from the clients' score histograms.
 
@@ -383,7 +383,7 @@ default="demographic_parity"
         # What each client sends: its counts per (group, label, bin).
         client_rows = [np.flatnonzero(codes == k) for k in range(ids.size)]
         histograms = [
-            _client_histogram(
+            client_histogram(
                 scores[rows],
                 (y[rows] == classes[1]).astype(np.intp),
                 groups.codes[rows],
@@ -691,7 +691,7 @@ default="demographic_parity"
         p_first = rules["p_first"][index]
         # Scores are binned as the counts were: a score in bin j passes every
         # threshold <= j / n_bins.
-        binned = _score_bins(scores, self.n_bins)
+        binned = score_bins(scores, self.n_bins)
         above_first = binned >= np.round(thresholds[:, 0] * self.n_bins)
         above_second = binned >= np.round(thresholds[:, 1] * self.n_bins)
         rule = p_first * above_first + (1.0 - p_first) * above_second
@@ -789,9 +789,9 @@ def fit_from_client_counts(post, fitted, counts, *, groups, sensitive_names, his
     return post._fit_counts(counts)
 
 
-def _client_histogram(scores, labels, groups, n_groups, n_bins):
+def client_histogram(scores, labels, groups, n_groups, n_bins):
     """One client's counts per (group, label, bin): all it sends."""
-    cells = (groups * 2 + labels) * n_bins + _score_bins(scores, n_bins)
+    cells = (groups * 2 + labels) * n_bins + score_bins(scores, n_bins)
     counts = np.bincount(cells, minlength=n_groups * 2 * n_bins)
     return counts.reshape(n_groups, 2, n_bins).astype(np.float64)
 

@@ -27,7 +27,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils import get_tags
 
-from .._compat import _num_samples, _safe_indexing
+from .._compat import num_samples, safe_indexing
 from .._groups import client_ids
 from .._replies import ReplyGate
 from .._statistics_replies import statistics_problems
@@ -57,7 +57,7 @@ class FederatedTransformerMixin:
         self._validate_params()
         X = self._validate_rows(X)
         parts = client_parts(X, clients)
-        ids, _ = client_ids(clients, _num_samples(X))
+        ids, _ = client_ids(clients, num_samples(X))
         name = type(self).__name__
         self._fit_rounds(
             gated_ask(
@@ -65,7 +65,7 @@ class FederatedTransformerMixin:
                 name,
                 lambda query: [(name, self._answer(part, query)) for part in parts],
                 ReplyGate(name=lambda k: f"Client {ids[k].tolist()!r}"),
-                [_num_samples(part) for part in parts],
+                [num_samples(part) for part in parts],
             )
         )
         return self
@@ -116,10 +116,10 @@ def client_parts(X, clients):
     """Each client's rows of X, in the order of its sorted ids."""
     if isinstance(X, list):  # as sklearn's encoders take them
         X = np.asarray(X, dtype=object)
-    ids, codes = client_ids(clients, _num_samples(X))
+    ids, codes = client_ids(clients, num_samples(X))
     if clients is None:
         return [X]
-    return [_safe_indexing(X, np.flatnonzero(codes == k)) for k in range(len(ids))]
+    return [safe_indexing(X, np.flatnonzero(codes == k)) for k in range(len(ids))]
 
 
 # -- transformer trees ------------------------------------------------------
@@ -413,6 +413,6 @@ def fit_in_process(tree, client_rows, gate=None):
             client_answer(tree, rows, known, query) for rows in client_rows
         ],
         gate,
-        [_num_samples(rows) for rows in client_rows],
+        [num_samples(rows) for rows in client_rows],
     )
     return fitted_tree(tree, client_rows[0], states), states

@@ -12,11 +12,11 @@ from sklearn.utils.validation import FLOAT_DTYPES, validate_data
 
 from .._compat import (
     Interval,
-    _get_mask,
-    _handle_zeros_in_scale,
-    _is_constant_feature,
-    _map_to_integer,
-    _unique,
+    get_mask,
+    handle_zeros_in_scale,
+    is_constant_feature,
+    map_to_integer,
+    unique_values,
 )
 from .._ordinal import from_ordinal as _from_ordinal
 from .._ordinal import ordinal as _ordinal
@@ -209,8 +209,8 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
         if not self.with_mean and not self.with_std:
             self.mean_ = None
         if self.with_std:
-            constant = _is_constant_feature(self.var_, self.mean_, self.n_samples_seen_)
-            self.scale_ = _handle_zeros_in_scale(
+            constant = is_constant_feature(self.var_, self.mean_, self.n_samples_seen_)
+            self.scale_ = handle_zeros_in_scale(
                 np.sqrt(self.var_), copy=False, constant_mask=constant
             )
         else:
@@ -355,7 +355,7 @@ class FederatedMinMaxScaler(FederatedTransformerMixin, MinMaxScaler):
             data_max = np.nanmax(np.stack([a["max"] for a in answers]), axis=0)
         self.n_samples_seen_ = int(sum(int(a["n"]) for a in answers))
         data_range = data_max - data_min
-        self.scale_ = (feature_range[1] - feature_range[0]) / _handle_zeros_in_scale(
+        self.scale_ = (feature_range[1] - feature_range[0]) / handle_zeros_in_scale(
             data_range, copy=True
         )
         self.min_ = feature_range[0] - data_min * self.scale_
@@ -510,12 +510,14 @@ default="error"
         self.categories_, counts = [], []
         for j in range(n_features):
             if self.categories == "auto":
-                union = _unique(np.concatenate([a["categories"][j] for a in answers]))
+                union = unique_values(
+                    np.concatenate([a["categories"][j] for a in answers])
+                )
             else:
                 union = answers[0]["categories"][j]
             total = np.zeros(len(union), dtype=np.int64)
             for answer in answers:
-                positions = _map_to_integer(answer["categories"][j], union)
+                positions = map_to_integer(answer["categories"][j], union)
                 np.add.at(total, positions, answer["counts"][j])
             self.categories_.append(union)
             counts.append(total)
@@ -676,7 +678,7 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
                     "The server's interval query does not fit a median search: "
                     "at most two intervals per feature, each (feature, low, high)."
                 )
-        missing = _get_mask(X, self.missing_values)
+        missing = get_mask(X, self.missing_values)
         present = ~missing
         answer = {
             "n": present.sum(axis=0).astype(np.int64),
@@ -696,7 +698,7 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
             answer["values"] = []
             answer["counts"] = []
             for j in range(X.shape[1]):
-                values, counts = _unique(X[present[:, j], j], return_counts=True)
+                values, counts = unique_values(X[present[:, j], j], return_counts=True)
                 answer["values"].append(values)
                 answer["counts"].append(counts.astype(np.int64))
         elif step == "interval counts":
@@ -760,11 +762,11 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
             if not values:
                 statistics.append(np.nan)
                 continue
-            union = _unique(np.concatenate(values))
+            union = unique_values(np.concatenate(values))
             total = np.zeros(len(union), dtype=np.int64)
             for answer in answers:
                 if len(answer["values"][j]):
-                    positions = _map_to_integer(answer["values"][j], union)
+                    positions = map_to_integer(answer["values"][j], union)
                     np.add.at(total, positions, answer["counts"][j])
             # The first (smallest) of the most frequent, as SimpleImputer.
             statistics.append(union[np.argmax(total)])
