@@ -5,7 +5,7 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=cythonize(
-        [Extension("skfedida._sgd_fast", ["skfedida/_sgd_fast.pyx"])],
+        [Extension("skfedida._models._sgd_fast", ["skfedida/_models/_sgd_fast.pyx"])],
         compiler_directives={"language_level": "3"},
     )
 )

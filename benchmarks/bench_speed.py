@@ -35,7 +35,8 @@ import numpy as np
 import pandas as pd
 from _timing import header, timed
 
-from skfedida import linear_model, neural_network
+from skfedida._models import _logistic as linear_model
+from skfedida._models import _mlp as neural_network
 from skfedida.datasets import load_adult
 from skfedida.federated import FederatedEstimator
 from skfedida.federated._client import _ResampledEpochs

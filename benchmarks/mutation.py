@@ -44,23 +44,14 @@ from mutants import BLIND, BLIND_SETS, BY_MODULE, SUITE, public_features
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Core modules at the top of the package, reported as one area.
-_ESTIMATOR_MODULES = {
-    "penalty.py",
-    "_fair_base.py",
-    "_sgd_fast.pyx",
-    "linear_model.py",
-    "neural_network.py",
-}
-
 
 def area(path):
     """The package a mutated file belongs to, for the per-package rates."""
     inside = path.removeprefix("skfedida/")
+    if inside.startswith("_models/"):
+        return "estimators"
     if "/" in inside:
         return inside.split("/")[0]
-    if inside in _ESTIMATOR_MODULES:
-        return "estimators"
     return inside.removesuffix(".py").lstrip("_")
 
 
@@ -70,7 +61,7 @@ def _tracked_files():
     ).stdout.decode()
     files = [name for name in listed.split("\0") if name]
     # The compiled loops are built, not tracked.
-    files += [str(path.relative_to(ROOT)) for path in (ROOT / "skfedida").glob("*.so")]
+    files += [str(path.relative_to(ROOT)) for path in (ROOT / "skfedida").rglob("*.so")]
     return files
 
 

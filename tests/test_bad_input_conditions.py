@@ -245,7 +245,7 @@ def test_a_node_config_outside_its_partitions_is_refused(config):
 
 
 def _batch(n=4, **parts):
-    from skfedida._fair_base import Batch
+    from skfedida._models._fair_base import Batch
 
     rows = {
         "X": np.zeros((n, 2)),
@@ -290,14 +290,14 @@ def test_the_compiled_loops_refuse_inputs_that_would_index_past_a_buffer(
 ):
     # Internal invariants (the estimators encode labels and groups first);
     # the loops index without bounds checks, so each part is checked here.
-    from skfedida._fair_base import compiled_loop_inputs
+    from skfedida._models._fair_base import compiled_loop_inputs
 
     with pytest.raises(ValueError, match=message):
         compiled_loop_inputs(_batch(**parts), np.array(bounds))
 
 
 def test_the_compiled_loops_take_codes_and_bounds_at_their_limits():
-    from skfedida._fair_base import compiled_loop_inputs
+    from skfedida._models._fair_base import compiled_loop_inputs
 
     batch = _batch(y=np.array([0.0, 1.0, 1.0, 0.0]), groups=np.array([0, 1, 1, 0]))
     out = compiled_loop_inputs(batch, np.array([0, 2, 2, 4]))

@@ -14,7 +14,7 @@ import pytest
 from imblearn.pipeline import make_pipeline
 from sklearn.metrics import roc_auc_score
 
-from skfedida import linear_model
+from skfedida._models import _logistic as linear_model
 from skfedida.exceptions import (
     DataScaleWarning,
     DegenerateModelWarning,
@@ -120,7 +120,7 @@ def test_huge_scale_steps_of_the_compiled_loops_equal_the_reference(
 
 @pytest.mark.filterwarnings("ignore::skfedida.exceptions.DataScaleWarning")
 def test_mlp_steps_on_a_huge_scale_equal_the_reference(monkeypatch):
-    from skfedida import neural_network
+    from skfedida._models import _mlp as neural_network
 
     X, y, S = _data(n=300)
     models = []

@@ -15,8 +15,8 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skfedida._fair_base import Batch
 from skfedida._groups import encode_groups
+from skfedida._models._fair_base import Batch
 from skfedida.exceptions import InactivePenaltyWarning
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.metrics import demographic_parity_difference, make_fairness_scorer

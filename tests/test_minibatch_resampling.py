@@ -365,7 +365,7 @@ def test_every_resampled_minibatch_is_one_step(monkeypatch, sampler, strategy):
     # batch too. A per-minibatch partial_fit used to split a minibatch grown
     # past batch_size into several steps (a 360-row minibatch in batches of 16
     # into 23), so the two paths trained different models.
-    from skfedida._fair_base import BaseFairClassifier
+    from skfedida._models._fair_base import BaseFairClassifier
 
     steps = []
     original = BaseFairClassifier._minibatch_steps

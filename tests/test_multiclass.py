@@ -9,8 +9,8 @@ from scipy.special import log_softmax
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.neural_network import MLPClassifier
 
-from skfedida._fair_base import Batch
 from skfedida._groups import encode_groups
+from skfedida._models._fair_base import Batch
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator, evaluate_clients
 from skfedida.linear_model import FairPenaltyLogisticRegression

@@ -295,7 +295,7 @@ def test_objective_is_log_loss_plus_weighted_penalty_plus_l2():
 def test_objective_gradient_matches_finite_differences():
     from scipy.optimize import approx_fprime
 
-    from skfedida._fair_base import Batch
+    from skfedida._models._fair_base import Batch
 
     X, y, _, S = make_federation(frame=False)
     groups = np.unique(S[:, 0] + "|" + S[:, 1], return_inverse=True)[1]

@@ -295,7 +295,7 @@ def _internal_imports():
         if is_package:
             parts.pop()
         modules[".".join(parts)] = (path, is_package)
-    known = set(modules) | {"skfedida._sgd_fast"}
+    known = set(modules) | {"skfedida._models._sgd_fast"}
     graph = {}
     for name, (path, is_package) in modules.items():
         here = name.split(".") if is_package else name.split(".")[:-1]

@@ -1,7 +1,7 @@
 """The compiled minibatch loop of FairPenaltyLogisticRegression against its reference.
 
 ``BaseFairClassifier._minibatch_steps`` in numpy is the reference; the
-compiled loop (``skfedida._sgd_fast``) must take the same steps, to 1e-10.
+compiled loop (``skfedida._models._sgd_fast``) must take the same steps, to 1e-10.
 """
 
 import warnings
@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from skfedida import linear_model
+from skfedida._models import _logistic as linear_model
 from skfedida.linear_model import FairPenaltyLogisticRegression
 
 
@@ -94,7 +94,7 @@ def test_compiled_steps_handle_single_group_and_empty_groups(monkeypatch):
 
 
 def _fit_mlp(monkeypatch, compiled, params, X, y, groups, weight, epochs=3):
-    from skfedida import neural_network
+    from skfedida._models import _mlp as neural_network
     from skfedida.neural_network import FairMLPClassifier
 
     if not compiled:
@@ -109,7 +109,7 @@ def _fit_mlp(monkeypatch, compiled, params, X, y, groups, weight, epochs=3):
 
 
 def test_compiled_network_loop_is_built():
-    from skfedida import neural_network
+    from skfedida._models import _mlp as neural_network
 
     assert neural_network.mlp_sgd_steps is not None
 

@@ -369,7 +369,7 @@ MUTANTS = [
     # -- estimators -----------------------------------------------------------
     Mutant(
         name="blind: standardized penalty's variance gradient lacks its factor 2",
-        path="skfedida/penalty.py",
+        path="skfedida/_models/_penalty.py",
         original="variance_gradient = 2.0 * residual / total",
         mutated="variance_gradient = residual / total",
         tests=_PENALTY,
@@ -381,7 +381,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: the log-loss gradient ignores sample_weight",
-        path="skfedida/_fair_base.py",
+        path="skfedida/_models/_fair_base.py",
         original="score_gradient = weight * (expit(scores) - y) / total",
         mutated="score_gradient = (expit(scores) - y) / total",
         tests=_ESTIMATORS,
@@ -389,7 +389,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: fit's gradient multiplies by the column units",
-        path="skfedida/linear_model.py",
+        path="skfedida/_models/_logistic.py",
         original="flat = (gradients[0] / units).ravel()",
         mutated="flat = (gradients[0] * units).ravel()",
         tests=_ESTIMATORS,
@@ -397,7 +397,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: early stopping keeps the last epoch, not the best",
-        path="skfedida/neural_network.py",
+        path="skfedida/_models/_mlp.py",
         original=(
             "        if best_params is not None:\n            params = best_params\n"
         ),
@@ -407,7 +407,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: Adam's bias correction without the square root",
-        path="skfedida/neural_network.py",
+        path="skfedida/_models/_mlp.py",
         original=(
             "correction = np.sqrt(1 - self.beta_2**self.t) / (1 - self.beta_1**self.t)"
         ),

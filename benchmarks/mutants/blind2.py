@@ -426,7 +426,7 @@ MUTANTS = [
     Mutant(
         name="blind2: individual penalty gradient forgets to leave out the row's "
         "own cell",
-        path="skfedida/penalty.py",
+        path="skfedida/_models/_penalty.py",
         original="offset = (2.0 / W) * (S_y - S)",
         mutated="offset = (2.0 / W) * S_y",
         tests=_PENALTY + _ESTIMATORS,
@@ -434,7 +434,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: standardized penalty's label means ignore sample_weight",
-        path="skfedida/penalty.py",
+        path="skfedida/_models/_penalty.py",
         original="label_sum = np.bincount(labels, weights=weight * scores, "
         "minlength=cells.n_labels)",
         mutated="label_sum = np.bincount(labels, weights=scores, "
@@ -448,7 +448,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: L2 gradient is alpha * w instead of 2 alpha * w",
-        path="skfedida/_fair_base.py",
+        path="skfedida/_models/_fair_base.py",
         original="g += 2.0 * self.alpha * w",
         mutated="g += self.alpha * w",
         tests=(*_ESTIMATORS, "tests/test_sgd_compiled.py"),
@@ -457,7 +457,7 @@ MUTANTS = [
     Mutant(
         name="blind2: the standardized penalty's start run does not count "
         "against max_iter",
-        path="skfedida/linear_model.py",
+        path="skfedida/_models/_logistic.py",
         original='options["maxiter"] = max(self.max_iter - n_start, 1)',
         mutated='options["maxiter"] = self.max_iter',
         tests=_ESTIMATORS,
@@ -466,7 +466,7 @@ MUTANTS = [
     Mutant(
         name="blind2: early stopping keeps references, not copies, of the best "
         "parameters (restores the last epoch's)",
-        path="skfedida/neural_network.py",
+        path="skfedida/_models/_mlp.py",
         original="best_params = [w.copy() for w in params]",
         mutated="best_params = list(params)",
         tests=_ESTIMATORS,

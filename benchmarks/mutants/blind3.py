@@ -120,7 +120,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: the penalty gradient ignores sample weights",
-        path="skfedida/penalty.py",
+        path="skfedida/_models/_penalty.py",
         original="        gradient = gradient * (\n",
         mutated="        gradient = gradient + 0 * (\n",
         tests=("tests/test_penalty.py", "tests/test_penalty_large_k.py"),
@@ -193,7 +193,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: the fairness penalty is skipped for a batch of just two groups",
-        path="skfedida/_fair_base.py",
+        path="skfedida/_models/_fair_base.py",
         original="if penalised and self.fairness > 0 and batch.n_groups > 1:",
         mutated="if penalised and self.fairness > 0 and batch.n_groups > 2:",
         tests=("tests/test_fair_estimators.py", "tests/test_penalty.py"),

@@ -442,7 +442,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: predict_log_proba of a binary model has its two columns swapped",
-        path="skfedida/_fair_base.py",
+        path="skfedida/_models/_fair_base.py",
         original="[-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)]",
         mutated="[-np.logaddexp(0.0, -scores), -np.logaddexp(0.0, scores)]",
         tests=(
@@ -462,7 +462,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: individual_penalty counts every cross-group pair twice",
-        path="skfedida/penalty.py",
+        path="skfedida/_models/_penalty.py",
         original="value = 0.5 * ordered.sum() / W",
         mutated="value = ordered.sum() / W",
         tests=(
@@ -478,7 +478,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: FairPenaltyLogisticRegression's alpha also shrinks the intercept",
-        path="skfedida/linear_model.py",
+        path="skfedida/_models/_logistic.py",
         original="return [params[0]]",
         mutated="return params",
         tests=(
@@ -498,7 +498,7 @@ MUTANTS = [
             "blind4: FairMLPClassifier stops one epoch after "
             "n_iter_no_change epochs without improvement"
         ),
-        path="skfedida/neural_network.py",
+        path="skfedida/_models/_mlp.py",
         original="if stalled >= self.n_iter_no_change:",
         mutated="if stalled > self.n_iter_no_change:",
         tests=(

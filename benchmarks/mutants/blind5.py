@@ -48,7 +48,7 @@ MUTANTS = [
             "blind5: FairMLPClassifier's intercept gradients are averaged "
             "over rows instead of summed"
         ),
-        path="skfedida/neural_network.py",
+        path="skfedida/_models/_mlp.py",
         original="            intercept_gradients[layer] = delta.sum(axis=0)",
         mutated="            intercept_gradients[layer] = delta.mean(axis=0)",
         tests=(

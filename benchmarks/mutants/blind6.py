@@ -439,7 +439,7 @@ MUTANTS = [
             "blind6: partial_fit overwrites n_samples_seen_ with the last "
             "call's rows instead of adding them"
         ),
-        path="skfedida/_fair_base.py",
+        path="skfedida/_models/_fair_base.py",
         original="        self.n_samples_seen_ += batch.X.shape[0]",
         mutated="        self.n_samples_seen_ = batch.X.shape[0]",
         tests=(
@@ -459,7 +459,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind6: individual_penalty's gradient is wrong: its slope term is halved",
-        path="skfedida/penalty.py",
+        path="skfedida/_models/_penalty.py",
         original="    slope = (2.0 / W) * (N_y - n)",
         mutated="    slope = (1.0 / W) * (N_y - n)",
         tests=(
@@ -478,7 +478,7 @@ MUTANTS = [
             "blind6: average=True averages the coefficients of partial_fit's "
             "steps but keeps the last intercept"
         ),
-        path="skfedida/linear_model.py",
+        path="skfedida/_models/_logistic.py",
         original=(
             "            coef_work, intercept_work = coef_sum / n_steps, "
             "intercept_sum / n_steps"
@@ -501,7 +501,7 @@ MUTANTS = [
             "blind6: FairMLPClassifier(solver='adam') keeps the Adam moments "
             "of the previous fit on a new fit"
         ),
-        path="skfedida/neural_network.py",
+        path="skfedida/_models/_mlp.py",
         original="            self._optimizer = None\n        validation = None",
         mutated="        validation = None",
         tests=(

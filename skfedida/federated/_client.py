@@ -24,9 +24,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
 from .._compat import num_samples, safe_indexing
-from .._fair_base import BaseFairClassifier
 from .._groups import column_positions, take_rows
 from .._minibatch import minibatch_bounds
+from .._models._fair_base import BaseFairClassifier
 from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary

@@ -26,16 +26,16 @@ from .._compat import (
     routing_enabled,
     safe_indexing,
 )
-from .._fair_base import (
-    largest_input,
-    warn_if_unscaled,
-)
 from .._groups import (
     check_labels_complete,
     client_ids,
     encode_groups,
     resolve_sensitive,
     take_rows,
+)
+from .._models._fair_base import (
+    largest_input,
+    warn_if_unscaled,
 )
 from .._replies import (
     ReplyGate,

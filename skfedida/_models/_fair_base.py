@@ -28,12 +28,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._compat import (
+from .._compat import (
     Interval,
     StrOptions,
     check_partial_fit_first_call,
 )
-from ._groups import (
+from .._groups import (
     SensitiveGroups,
     check_labels_complete,
     check_not_resampled_with,
@@ -41,19 +41,19 @@ from ._groups import (
     encode_groups,
     resolve_sensitive,
 )
-from ._minibatch import minibatch_bounds
-from ._validation import (
+from .._minibatch import minibatch_bounds
+from .._validation import (
     checked_float_matrix,
     sample_weight_of,
     string_column_error,
 )
-from .exceptions import (
+from ..exceptions import (
     DataScaleWarning,
     InactivePenaltyWarning,
     SensitiveFeaturesWarning,
     caller_stacklevel,
 )
-from .penalty import PENALTIES
+from ._penalty import PENALTIES
 
 # Armijo condition for the minibatch step: accept a step of size eta when the
 # batch objective falls by at least ARMIJO * eta * ||g||^2; otherwise halve.
