@@ -128,6 +128,19 @@ def run_mutant(mutant, files, timeout):
         target.write_text(
             source.replace(mutant.original, mutant.mutated), encoding="utf-8"
         )
+        if target.suffix == ".pyx":
+            # The scratch copy holds the built extension of the unmutated
+            # loops: a compiled mutant must be built, or the tests would run
+            # the original code and the mutant would "survive" unseen.
+            built = subprocess.run(
+                [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+                cwd=scratch,
+                capture_output=True,
+                text=True,
+            )
+            if built.returncode:
+                reason = (built.stderr.strip().splitlines() or ["unknown"])[-1]
+                return mutant, "stale", 0, 0.0, f"not built (needs Cython): {reason}"
         # The mutated copy no longer holds its own mutant's original text, so
         # the check that mutants still apply would fail whatever the mutant.
         whole_suite = (
