@@ -24,7 +24,7 @@ from scipy.special import expit, log_softmax, softmax
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, column_or_1d
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -222,7 +222,19 @@ def compiled_loop_inputs(batch, bounds, n_labels=2):
     weight = np.ascontiguousarray(batch.weight, dtype=np.float64)
     bounds = np.ascontiguousarray(bounds, dtype=np.intp)
     n_groups = int(batch.n_groups)
-    n = X.shape[0]
+    check_minibatch_rows(X.shape[0], y, groups, n_groups, weight, bounds, n_labels)
+    return X, y, groups, n_groups, weight, bounds
+
+
+def check_minibatch_rows(n, y, groups, n_groups, weight, bounds, n_labels):
+    """Refuse rows a minibatch loop cannot index: the one rule of every loop.
+
+    ``y``, ``groups`` and ``weight`` hold one entry per row of the ``n``;
+    label codes lie in ``0 .. n_labels - 1`` and group codes in
+    ``0 .. n_groups - 1`` (the compiled loops index their buffers by them
+    without bounds checks); ``bounds`` are non-decreasing row positions
+    within the rows.
+    """
     if y.shape[0] != n or groups.shape[0] != n or weight.shape[0] != n:
         raise ValueError("X, y, groups and weight must have one entry per row.")
     if n and not (y.min() >= 0 and y.max() < n_labels):
@@ -235,7 +247,6 @@ def compiled_loop_inputs(batch, bounds, n_labels=2):
         raise ValueError(f"group codes outside 0..{n_groups - 1}.")
     if bounds.size and (bounds[0] < 0 or bounds[-1] > n or np.any(np.diff(bounds) < 0)):
         raise ValueError("minibatch bounds must increase within the rows.")
-    return X, y, groups, n_groups, weight, bounds
 
 
 def _search_goes_on(halvings, step, squared_norm, value):
@@ -509,6 +520,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         >>> model.predict_proba_checked(X_model).shape
         (4, 2)
         """
+        check_is_fitted(self)
         X_model, S = self._model_inputs(
             X, reset=False, sensitive_features=sensitive_features
         )
@@ -517,8 +529,32 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             groups = SensitiveGroups(np.zeros(n_samples, dtype=np.intp), ((),), ())
         else:
             groups = encode_groups(S, n_samples=n_samples)
-        y_codes = None if y is None else self._label_codes(y)
+        y_codes = None
+        if y is not None:
+            y = column_or_1d(y, warn=True)
+            if y.shape[0] != n_samples:
+                raise ValueError(
+                    f"y has {y.shape[0]} labels but X has {n_samples} rows; give "
+                    "one label per row."
+                )
+            y_codes = self._label_codes(y)
         return X_model, y_codes, groups
+
+    def _check_model_inputs(self, X):
+        """Refuse what is not the model inputs ``check_rows`` returns."""
+        check_is_fitted(self)
+        if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
+            raise TypeError(
+                "X must be the model inputs check_rows returns (a 2-D ndarray or "
+                f"sparse matrix); got {type(X).__name__}"
+                f"{f' of {X.ndim} dimensions' if hasattr(X, 'ndim') else ''}."
+            )
+        n_features = len(self.model_feature_names_)
+        if X.shape[1] != n_features:
+            raise ValueError(
+                f"X has {X.shape[1]} columns; the model takes {n_features} "
+                "(the model inputs check_rows returns, without sensitive columns)."
+            )
 
     def _prepare(
         self,
@@ -764,7 +800,30 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         paper), which resample every minibatch of a client and train on
         them all in one call. See :meth:`check_rows` for an example.
         """
+        self._check_model_inputs(X)
+        if not isinstance(groups, SensitiveGroups):
+            raise TypeError(
+                "groups must be the SensitiveGroups check_rows returns; got "
+                f"{type(groups).__name__}."
+            )
+        y = np.asarray(y)
+        bounds = np.asarray(bounds)
+        if bounds.ndim != 1 or bounds.dtype.kind not in "iu":
+            raise ValueError(
+                "bounds must be a 1-D array of integer row positions; got "
+                f"{bounds.ndim} dimensions of dtype {bounds.dtype}."
+            )
         weight = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+        weight = np.asarray(weight)
+        check_minibatch_rows(
+            X.shape[0],
+            y,
+            groups.codes,
+            groups.n_groups,
+            weight,
+            bounds,
+            n_labels=len(self.classes_),
+        )
         batch = Batch(X, y, groups.codes, groups.n_groups, weight)
         params = self._trainable_params()
         values = self._minibatch_steps(
@@ -981,6 +1040,7 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
         every round and checks them once per fit. See :meth:`check_rows`
         for an example.
         """
+        self._check_model_inputs(X)
         return _probabilities(self._scores(self._get_params_list(), X)[0])
 
     def predict_log_proba(self, X):

@@ -637,6 +637,12 @@ class FairnessAwareROSE(BaseSampler):
         >>> FairnessAwareROSE().noised_columns(X)
         array([ True, False,  True])
         """
+        if not hasattr(X, "columns"):
+            X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(
+                f"X must be 2-D (rows and columns); got {X.ndim} dimensions."
+            )
         return self._noised_columns(X)[0]
 
     def _fit_resample(self, X, y, sensitive_features=None):
