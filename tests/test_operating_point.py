@@ -66,7 +66,9 @@ def test_threshold_from_summed_histograms_is_the_pooled_quantile_within_a_bin(
     # Any threshold in [k+1-th largest, k-th largest) selects k = rate * n rows.
     k = rate * pooled.size
     upper = pooled[int(np.floor(k)) - 1] if k >= 1 else 1.0
-    lower = pooled[min(int(np.ceil(k)), pooled.size - 1)] if k < pooled.size else 0.0
+    # Selecting ceil(k) rows is as right as floor(k): with k just below n
+    # (a rate of 1 - 1e-16) every row may be selected, down to threshold 0.
+    lower = pooled[int(np.ceil(k))] if np.ceil(k) < pooled.size else 0.0
     width = 1.0 / n_bins
     assert lower - width - 1e-12 <= t <= upper + width + 1e-12
 
