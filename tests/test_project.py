@@ -346,19 +346,52 @@ def test_no_import_circle_between_modules_or_packages():
     graph = _internal_imports()
     assert _cycle(graph) is None, f"import circle: {' -> '.join(_cycle(graph))}"
 
-    def package_of(module):
-        return ".".join(module.split(".")[:2])
+    circle = _cycle(_package_graph(graph))
+    assert circle is None, f"packages import each other: {' -> '.join(circle)}"
 
+
+def _package_graph(graph):
+    """Per package (the facade left out), the other packages it imports."""
     packages = {}
     for module, targets in graph.items():
         if module == "skfedida":  # the facade imports every package
             continue
-        edges = packages.setdefault(package_of(module), set())
+        edges = packages.setdefault(_package_of(module), set())
         edges.update(
-            package_of(t) for t in targets if package_of(t) != package_of(module)
+            _package_of(t) for t in targets if _package_of(t) != _package_of(module)
         )
-    circle = _cycle(packages)
-    assert circle is None, f"packages import each other: {' -> '.join(circle)}"
+    return packages
+
+
+def _package_layers(packages):
+    """Lines "N: a, b": each package one layer above the highest it imports."""
+    layer = {}
+
+    def of(package):
+        if package not in layer:
+            below = [of(t) for t in packages.get(package, ()) if t in packages]
+            layer[package] = 1 + max(below, default=-1)
+        return layer[package]
+
+    for package in packages:
+        of(package)
+    lines = []
+    for n in range(max(layer.values()) + 1):
+        names = sorted(p.removeprefix("skfedida.") for p in layer if layer[p] == n)
+        lines.append(f"{n}: {', '.join(names)}")
+    return lines
+
+
+def test_contributing_draws_the_package_layers_as_they_are():
+    # doc/contributing.rst draws the import graph as layers (issue 33: "a
+    # drawing of the import graph shows it"): a package imports only from
+    # the layers below its own. The drawing is rebuilt here from the code,
+    # so it cannot go stale: paste the lines the assertion prints.
+    lines = _package_layers(_package_graph(_internal_imports()))
+    text = (ROOT / "doc" / "contributing.rst").read_text(encoding="utf-8")
+    drawn = text.split(".. package layers (tests/test_project.py)")[1]
+    drawn = drawn.split("::", 1)[1].strip().split("\n\n")[0]
+    assert [line.strip() for line in drawn.splitlines()] == lines, "\n".join(lines)
 
 
 def _package_of(module):
