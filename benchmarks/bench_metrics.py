@@ -9,14 +9,21 @@ called separately) and with fairlearn's ``MetricFrame`` (one frame holding
 selection rate, FPR and precision, the usual way to get all four). Prints the
 median (and min) wall time of R runs of each, with the core count and load,
 and the ratio of medians; checks that both agree.
+
+Then times the same skfedida calls with the 3 attributes held as strings of
+each kind a user may have (pandas' default ``str``, ``object``, ``string``
+and ``category`` columns, a numpy ``<U`` array) and as integer codes of the
+same groups, and prints the ratio string / integer of the medians: the cost
+of encoding string groups (issue 34 asks for at most 2x).
 """
 
 import argparse
+import statistics
 import warnings
 
 import numpy as np
 import pandas as pd
-from _timing import header, timed
+from _timing import Timing, header, timed
 
 from skfedida.metrics import (
     demographic_parity_difference,
@@ -65,6 +72,26 @@ def run_skfedida_separate(y_true, y_pred, S):
             positive_predictive_value_difference,
         )
     ]
+
+
+def string_forms(S):
+    """The same sensitive features as every string form, and as integer codes."""
+    return {
+        "str (pandas default)": S.astype("str"),
+        "object": S.astype(object),
+        "string": S.astype("string"),
+        "category": S.astype("category"),
+        "numpy <U array": S.to_numpy(dtype=str),
+        "integer codes": S.apply(lambda column: column.factorize(sort=True)[0]),
+    }
+
+
+def _pooled(single_runs):
+    """One Timing (median, min) from the Timings of single runs of one call."""
+    seconds = [timing.median for timing in single_runs]
+    return Timing(
+        statistics.median(seconds), min(seconds), len(seconds), single_runs[-1].result
+    )
 
 
 def run_fairlearn(y_true, y_pred, S):
@@ -124,6 +151,40 @@ def main():
         f"| {t_fairlearn.median / t_separate.median:.1f}x |"
     )
     print(f"| fairlearn | MetricFrame(selection, FPR, PPV) | {t_fairlearn} | 1.0x |")
+
+    # Every form is timed in this one run, round-robin (one call of each per
+    # round), so a change in the machine's load weighs on all forms alike.
+    forms = string_forms(S)
+    runs = (run_skfedida_summary, run_skfedida_separate)
+    rounds = [
+        {
+            form: [
+                timed(lambda run=run, S_form=S_form: run(y_true, y_pred, S_form), 1)
+                for run in runs
+            ]
+            for form, S_form in forms.items()
+        }
+        for _ in range(args.repeat)
+    ]
+    timings = {
+        form: [_pooled([r[form][k] for r in rounds]) for k in range(len(runs))]
+        for form in forms
+    }
+    for form_timings in timings.values():
+        for timing in form_timings:
+            np.testing.assert_allclose(timing.result, theirs, rtol=1e-9)
+    base = timings["integer codes"]
+    print("\nString groups against integer codes of the same groups\n")
+    print(
+        "| groups as | fairness_summary (s) | / integer "
+        "| four functions (s) | / integer |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    for form, (summary, separate) in timings.items():
+        print(
+            f"| {form} | {summary} | {summary.median / base[0].median:.2f}x "
+            f"| {separate} | {separate.median / base[1].median:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -207,7 +207,10 @@ def check_one_kind(values, what):
     values = values.ravel()
     # Missing values (None, NaN, pd.NA) are reported as such elsewhere.
     present = ~pd.isna(values) if pd is not None else ~missing_mask(values)
-    kinds = value_kinds(values[present].tolist())
+    _check_kinds(value_kinds(values[present].tolist()), what)
+
+
+def _check_kinds(kinds, what):
     if len(kinds) > 1:
         raise ValueError(
             f"{what} mixes values of different kinds ({', '.join(kinds)}), which "
@@ -275,28 +278,140 @@ def check_labels_complete(y, name="y"):
 
 def _factorize(column, param_name, name):
     """Sorted codes and unique values of one column; -1 marks a missing value."""
-    check_one_kind(column, f"{param_name} column {name!r}")
     if pd is not None:
-        try:
-            codes, uniques = pd.factorize(column, sort=True, use_na_sentinel=True)
-        except TypeError as exc:
-            raise ValueError(
-                f"{param_name} column {name!r} mixes values that cannot be "
-                f"compared ({exc}); give each attribute values of one type."
-            ) from exc
-        return np.asarray(codes, dtype=np.intp), np.asarray(uniques).tolist()
+        return _factorize_pandas(column, param_name, name)
     array = np.asarray(column)
-    missing = missing_mask(array)
+    what = f"{param_name} column {name!r}"
+    if array.dtype.kind == "O":
+        missing = missing_mask(array)
+        present = array[~missing]
+        types = set(map(type, present.tolist()))
+        if types == {str}:
+            # Sorting a million Python strings (np.unique) costs far more than
+            # hashing them: number the few distinct values, then look them up.
+            return _factorize_strings(array, missing, present)
+        _check_kinds(sorted({_kind(t) for t in types}), what)
+    else:
+        missing = missing_mask(array)
     try:
         uniques, codes = np.unique(array[~missing], return_inverse=True)
     except TypeError as exc:
         raise ValueError(
-            f"{param_name} column {name!r} mixes values that cannot be "
+            f"{what} mixes values that cannot be "
             f"compared ({exc}); give each attribute values of one type."
         ) from exc
     full_codes = np.full(array.shape, -1, dtype=np.intp)
     full_codes[~missing] = codes.ravel()
     return full_codes, uniques.tolist()
+
+
+def _factorize_strings(array, missing, present):
+    """Codes of an object array of ``str`` values (and missing values), no pandas."""
+    uniques = sorted(set(present.tolist()))
+    position = {value: code for code, value in enumerate(uniques)}
+    full_codes = np.full(array.shape, -1, dtype=np.intp)
+    full_codes[~missing] = np.fromiter(
+        map(position.__getitem__, present.tolist()), dtype=np.intp, count=len(present)
+    )
+    return full_codes, uniques
+
+
+def _factorize_pandas(column, param_name, name):
+    what = f"{param_name} column {name!r}"
+    if _is_series(column) and isinstance(column.dtype, pd.CategoricalDtype):
+        # The categories are the only values: checking the ones in use is
+        # checking every row, without materialising a million objects.
+        codes, uniques = pd.factorize(column, sort=True, use_na_sentinel=True)
+        check_one_kind(np.asarray(uniques), what)
+        return np.asarray(codes, dtype=np.intp), np.asarray(uniques).tolist()
+    if (
+        isinstance(column, np.ndarray)
+        and column.dtype.kind in "US"
+        and column.size
+        and column.dtype.itemsize
+    ):
+        return _factorize_fixed_width(column)
+    strings = _is_series(column) and isinstance(column.dtype, pd.StringDtype)
+    objects = not strings and column.dtype == object
+    if strings or objects:
+        # pandas factorises the object array behind a string column with a C
+        # string table, several times faster than StringArray.factorize.
+        column = np.asarray(column, dtype=object)
+    else:
+        check_one_kind(column, what)
+    try:
+        codes, uniques = pd.factorize(
+            column, sort=True, use_na_sentinel=True, size_hint=_size_hint(column)
+        )
+    except TypeError as exc:
+        if objects:  # mixed kinds are the likelier cause; name them first
+            check_one_kind(column, what)
+        raise ValueError(
+            f"{what} mixes values that cannot be "
+            f"compared ({exc}); give each attribute values of one type."
+        ) from exc
+    uniques = np.asarray(uniques).tolist()
+    # A string column holds only str or missing values: one kind. In an object
+    # column, every present value equals one of the uniques, and no value of
+    # another built-in kind equals a str; so uniques all str (the usual case)
+    # mean one kind, without typing a million values. Otherwise type them all,
+    # as True and 1 (or 1 and 1.0) merge into one unique.
+    if objects and set(map(type, uniques)) != {str}:
+        check_one_kind(column, what)
+    return np.asarray(codes, dtype=np.intp), uniques
+
+
+def _size_hint(values):
+    """A hash table size for factorising ``values``: small if few values recur.
+
+    pandas sizes its table for one value per row unless told otherwise; for
+    strings, filling a million-slot table for a handful of groups costs about
+    as much as the hashing itself. A strided sample tells the two cases apart.
+    """
+    if not isinstance(values, np.ndarray) or values.dtype != object:
+        return None
+    sample = values[:: max(1, len(values) // 1024)]
+    try:
+        n_distinct = len(pd.unique(sample))
+    except (TypeError, ValueError):  # unhashable: factorize reports it
+        return None
+    return 4 * n_distinct + 16 if 4 * n_distinct <= len(sample) else None
+
+
+def _factorize_fixed_width(array):
+    """Sorted codes and uniques of a numpy str or bytes array, in C.
+
+    pandas would turn every value into a Python object first. The raw
+    characters of each row are read as a few 64-bit integers instead, and the
+    rows are factorised word by word; equal strings have equal bytes (numpy
+    pads with zeros), so the codes are exactly those of the strings.
+    """
+    n_rows = array.shape[0]
+    chars = np.ascontiguousarray(array).view(np.uint8).reshape(n_rows, -1)
+    if array.dtype.kind == "U":
+        points = chars.view(np.uint32)
+        # Latin-1 text (the usual case) fits one byte per character: 4x fewer words.
+        chars = points.astype(np.uint8) if points.max(initial=0) < 256 else chars
+    width = -(-chars.shape[1] // 8) * 8
+    if width != chars.shape[1]:
+        padded = np.zeros((n_rows, width), dtype=np.uint8)
+        padded[:, : chars.shape[1]] = chars
+        chars = padded
+    words = chars.view(np.int64)
+    codes, _ = pd.factorize(words[:, 0])
+    for j in range(1, words.shape[1]):
+        # Below n_rows**2: a code pair is one int64 for any realistic n_rows.
+        word_codes, word_uniques = pd.factorize(words[:, j])
+        codes, _ = pd.factorize(codes * len(word_uniques) + word_codes)
+    n_uniques = int(codes.max(initial=-1)) + 1
+    first = np.empty(n_uniques, dtype=np.intp)
+    # Any row of a code holds its string, so whichever write lands is right.
+    first[codes] = np.arange(n_rows, dtype=np.intp)
+    uniques = array[first].tolist()
+    order = sorted(range(n_uniques), key=uniques.__getitem__)
+    rank = np.empty(n_uniques, dtype=np.intp)
+    rank[order] = np.arange(n_uniques, dtype=np.intp)
+    return rank[codes], [uniques[k] for k in order]
 
 
 def check_sensitive_features(
