@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import pickle
+import uuid
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
@@ -22,6 +23,9 @@ from ._protocol import (
     plan_for_run,
 )
 from ._result import _write
+
+# The node's record of which run its cached rows belong to (see _NodeRows).
+_RUN_KEY = "skfedida-run"
 
 
 def _node_partition(context):
@@ -63,6 +67,36 @@ def _load(load_data, context):
     return loaded
 
 
+class _NodeRows:
+    """One node's rows for one run: loaded once, checked once per seed.
+
+    A process that serves several messages of a node (``run_in_process``,
+    a simulation) would otherwise load and re-check the same rows for every
+    message. The key ties the cache to a token kept in the node's own
+    ``context.state``: a new run starts with an empty state and so gets a new
+    token, and a message that fails leaves the old state (hence its token)
+    behind, so nothing cached outlives the run it was loaded for. The run and
+    node configs are part of the key as well, should either change.
+    """
+
+    def __init__(self, key):
+        self.key = key
+        self.loaded = None
+        self.parts = {}
+
+
+def _run_key(context):
+    """The key of this node's cache for the run ``context`` belongs to."""
+    if _RUN_KEY not in context.state:
+        context.state[_RUN_KEY] = ConfigRecord({"token": uuid.uuid4().hex})
+    return (
+        context.state[_RUN_KEY]["token"],
+        context.run_id,
+        dict(context.node_config),
+        dict(context.run_config),
+    )
+
+
 def _reply(message, *, arrays=None, metrics=None, config=None):
     content = RecordDict()
     if arrays is not None:
@@ -83,7 +117,9 @@ def make_client_app(federation, load_data, *, classes=None):
     meta-steps for ``strategy="pfedavg"``), then the parameter arrays and the
     number of training rows go back to the server. The client's estimator
     (with its optimiser state) stays on the node between rounds, in the run's
-    node-local ``context.state``.
+    node-local ``context.state``. A process that serves several of a node's
+    messages (:func:`~skfedida.flower.run_in_process`, a simulation) calls
+    ``load_data`` and checks the rows once per run, not once per message.
 
     Parameters
     ----------
@@ -148,23 +184,45 @@ def make_client_app(federation, load_data, *, classes=None):
             f"load_data must be a callable taking the context; got {load_data!r}."
         )
     app = ClientApp()
+    # Per node id, the rows of the run it serves last (one run at a time, so
+    # a long-lived process keeps one copy of each node's rows).
+    nodes = {}
 
-    def client_side(context, seed, states=None):
+    def node_rows(context):
+        key = _run_key(context)
+        rows = nodes.get(context.node_id)
+        if rows is None or rows.key != key:
+            rows = nodes[context.node_id] = _NodeRows(key)
+        return rows
+
+    def load(context):
+        rows = node_rows(context)
+        if rows.loaded is None:
+            rows.loaded = _load(load_data, context)
+        return rows.loaded
+
+    def client_side(context, seed, states_text=None):
         # The same checks and split as FederatedEstimator.fit, on this
-        # client's rows only; the rows never leave this node.
-        plan = plan_for_run(federation, context.run_config)
-        partition, n_partitions = _node_partition(context)
-        if states is None and plan.pipeline is not None:
-            states = decode(context.state[_STATE_KEY]["preprocessing-states"])
-        part = plan.client(
-            _load(load_data, context),
-            partition,
-            n_partitions,
-            seed,
-            classes,
-            states=states,
-        )
-        return plan, part, n_partitions
+        # client's rows only; the rows never leave this node. Checked once
+        # per run: every message of the run asks for the same rows.
+        rows = node_rows(context)
+        if states_text is None and _STATE_KEY in context.state:
+            states_text = context.state[_STATE_KEY].get("preprocessing-states")
+        if (seed, states_text) not in rows.parts:
+            plan = plan_for_run(federation, context.run_config)
+            partition, n_partitions = _node_partition(context)
+            states = None
+            if plan.pipeline is not None:
+                states = decode(
+                    states_text
+                    if states_text is not None
+                    else context.state[_STATE_KEY]["preprocessing-states"]
+                )
+            part = plan.client(
+                load(context), partition, n_partitions, seed, classes, states=states
+            )
+            rows.parts[(seed, states_text)] = (plan, part, n_partitions)
+        return rows.parts[(seed, states_text)]
 
     def stored(context):
         if _STATE_KEY not in context.state:
@@ -183,7 +241,7 @@ def make_client_app(federation, load_data, *, classes=None):
         plan = plan_for_run(federation, context.run_config)
         config = message.content["config"]
         answer = plan.statistics_answer(
-            _load(load_data, context),
+            load(context),
             decode(config["states"]),
             decode(config["query"]),
         )
@@ -197,7 +255,7 @@ def make_client_app(federation, load_data, *, classes=None):
         partition, n_partitions = _node_partition(context)
         # The rows this client holds, declared once: every count it sends
         # later (statistics, class counts, histograms, reports) must agree.
-        loaded = _load(load_data, context)
+        loaded = load(context)
         declared = {"num-rows": int(num_samples(loaded["X"]))}
         if "X_eval" in loaded:
             declared["num-eval-rows"] = int(num_samples(loaded["X_eval"]))
@@ -211,9 +269,7 @@ def make_client_app(federation, load_data, *, classes=None):
     def initialise(message, context):
         seed = int(message.content["config"]["client-seed"])
         states_text = message.content["config"].get("preprocessing-states")
-        plan, part, n_partitions = client_side(
-            context, seed, None if states_text is None else decode(states_text)
-        )
+        plan, part, n_partitions = client_side(context, seed, states_text)
         estimator = plan.initial_estimator(part, seed)
         record = {"estimator": pickle.dumps(estimator), "client-seed": seed}
         if states_text is not None:
@@ -236,7 +292,7 @@ def make_client_app(federation, load_data, *, classes=None):
         if plan.pipeline is not None:
             # The raw table's columns and dtypes (not its rows): the server
             # rebuilds the fitted preprocessing from them and the statistics.
-            columns, dtypes = raw_schema(_load(load_data, context)["X"])
+            columns, dtypes = raw_schema(load(context)["X"])
             if columns is not None:
                 config["raw-columns"] = columns
             config["raw-dtypes"] = dtypes
