@@ -181,12 +181,18 @@ def normalised_weight(weight):
 class Batch:
     """Model inputs, labels (0/1), group codes and weights of some rows."""
 
-    __slots__ = ("X", "groups", "n_groups", "weight", "weight_sum", "y")
+    __slots__ = ("X", "groups", "n_groups", "rows_checked", "weight", "weight_sum", "y")
 
-    def __init__(self, X, y, groups, n_groups, weight):
+    def __init__(self, X, y, groups, n_groups, weight, *, rows_checked=0):
         self.X, self.y, self.groups, self.n_groups = X, y, groups, n_groups
         self.weight = weight
         self.weight_sum = float(weight.sum())
+        # The number of labels check_minibatch_rows passed these rows and
+        # their bounds for (train_minibatches' entry), 0 if not checked: a
+        # loop for as many labels need not check them again; one whose
+        # parameters are for another number (a failed fit can leave classes_
+        # and the parameters out of step) checks them itself.
+        self.rows_checked = rows_checked
 
     def take(self, rows):
         return Batch(
@@ -222,7 +228,8 @@ def compiled_loop_inputs(batch, bounds, n_labels=2):
     weight = np.ascontiguousarray(batch.weight, dtype=np.float64)
     bounds = np.ascontiguousarray(bounds, dtype=np.intp)
     n_groups = int(batch.n_groups)
-    check_minibatch_rows(X.shape[0], y, groups, n_groups, weight, bounds, n_labels)
+    if batch.rows_checked != n_labels:
+        check_minibatch_rows(X.shape[0], y, groups, n_groups, weight, bounds, n_labels)
     return X, y, groups, n_groups, weight, bounds
 
 
@@ -815,16 +822,13 @@ class BaseFairClassifier(ClassifierMixin, BaseEstimator):
             )
         weight = np.ones(X.shape[0]) if sample_weight is None else sample_weight
         weight = np.asarray(weight)
+        n_labels = len(self.classes_)
         check_minibatch_rows(
-            X.shape[0],
-            y,
-            groups.codes,
-            groups.n_groups,
-            weight,
-            bounds,
-            n_labels=len(self.classes_),
+            X.shape[0], y, groups.codes, groups.n_groups, weight, bounds, n_labels
         )
-        batch = Batch(X, y, groups.codes, groups.n_groups, weight)
+        batch = Batch(
+            X, y, groups.codes, groups.n_groups, weight, rows_checked=n_labels
+        )
         params = self._trainable_params()
         values = self._minibatch_steps(
             params, batch, bounds, self._partial_fit_optimizer(params), average=False
