@@ -15,6 +15,8 @@ without its leading underscore), so that no underscore name crosses from
 this module into another package (``tests/test_project.py`` checks both).
 """
 
+import functools
+
 from imblearn.utils._validation import check_target_type
 from sklearn.base import _fit_context as fit_context
 from sklearn.metrics._scorer import _BaseScorer as BaseScorer
@@ -45,10 +47,32 @@ from sklearn.utils.optimize import _check_optimize_result as check_optimize_resu
 from sklearn.utils.validation import _check_sample_weight as check_sample_weight
 from sklearn.utils.validation import _num_samples as num_samples
 
+
+class CachedParamNamesMixin:
+    """Read an estimator class's parameter names once, not on every call.
+
+    scikit-learn reads them from the signature of ``__init__`` (``inspect``)
+    on every ``get_params``, ``set_params`` and ``clone``; the federated client
+    trainer clones the sampler every round of every client, so the signature
+    was read hundreds of times per fit (about 5% of a FedIDA fit on Adult).
+    A class's signature does not change, so the names are kept per class.
+    """
+
+    @classmethod
+    def _get_param_names(cls):
+        return list(_param_names(cls))
+
+
+@functools.cache
+def _param_names(cls):
+    return tuple(super(CachedParamNamesMixin, cls)._get_param_names())
+
+
 __all__ = [
     "BaseKFold",
     "BaseScorer",
     "BaseSearchCV",
+    "CachedParamNamesMixin",
     "HasMethods",
     "Hidden",
     "Interval",

@@ -29,6 +29,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._compat import (
+    CachedParamNamesMixin,
     Interval,
     StrOptions,
     check_partial_fit_first_call,
@@ -300,7 +301,7 @@ def _probabilities(scores):
     return np.column_stack([1.0 - positive, positive])
 
 
-class BaseFairClassifier(ClassifierMixin, BaseEstimator):
+class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
     """Base class of the fairness-penalised classifiers (not for direct use)."""
 
     __metadata_request__fit = {"sensitive_features": True}

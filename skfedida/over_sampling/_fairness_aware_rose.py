@@ -23,6 +23,7 @@ from sklearn.utils import check_random_state, column_or_1d
 from sklearn.utils.multiclass import type_of_target
 
 from .._compat import (
+    CachedParamNamesMixin,
     Interval,
     StrOptions,
     check_target_type,
@@ -259,7 +260,7 @@ def _diagonal_noise(random_state, n_rows, scale, std):
     return draws
 
 
-class FairnessAwareROSE(BaseSampler):
+class FairnessAwareROSE(CachedParamNamesMixin, BaseSampler):
     """Balance every (sensitive group, outcome) subgroup by smoothed bootstrap.
 
     The paper's Algorithm 1. Rows are split into subgroups, one per
