@@ -93,14 +93,7 @@ class RoundEngine:
         is a replying client's training loss, recorded in its round record
         after every skip is (the history's order on both backends).
         """
-        admitted = admit_round(
-            outcomes,
-            round_number=round_number,
-            on_client_error=self.on_client_error,
-            name=self.name,
-            record=lambda k: self.records.record(round_number, k),
-            what=what,
-        )
+        admitted = self._admit(round_number, outcomes, what)
         for k in admitted:
             self.records.record(round_number, k)["train_loss"] = losses[k]
         return admitted
@@ -111,13 +104,17 @@ class RoundEngine:
         The same policy as training's; a skipped evaluation is recorded as
         ``evaluation_skipped`` in the client's round record.
         """
+        return self._admit(round_number, outcomes, "evaluation")
+
+    def _admit(self, round_number, outcomes, what):
+        """``admit_round`` with this run's policy, names and records."""
         return admit_round(
             outcomes,
             round_number=round_number,
             on_client_error=self.on_client_error,
             name=self.name,
             record=lambda k: self.records.record(round_number, k),
-            what="evaluation",
+            what=what,
         )
 
     def aggregator_context(self, *, clients, reports, global_parameters, losses):

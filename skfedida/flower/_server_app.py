@@ -151,9 +151,7 @@ class _FederationChecks:
 
     def _outcomes(self, replies, message_type):
         """Per expected client, in order: ``(k, reason or None, None)``, replies."""
-        by_node = {}
-        for reply in replies:
-            by_node[reply.metadata.src_node_id] = reply
+        by_node = {reply.metadata.src_node_id: reply for reply in replies}
         if message_type == MessageType.TRAIN and self.engine.reporting:
             self.round_names = attributes_consensus(
                 self._named(replies),
@@ -226,17 +224,18 @@ class _FederationChecks:
 
     def aggregate_train(self, server_round, replies):
         outcomes, usable = self._outcomes(list(replies), MessageType.TRAIN)
-        admitted = self.engine.admit_training(
-            server_round,
-            outcomes,
-            losses={
-                k: float(reply.content["metrics"]["train-loss"])
-                for k, reply in usable.items()
-            },
-            what="training",
+        admitted = sorted(
+            self.engine.admit_training(
+                server_round,
+                outcomes,
+                losses={
+                    k: float(reply.content["metrics"]["train-loss"])
+                    for k, reply in usable.items()
+                },
+                what="training",
+            )
         )
-        replies = [usable[k] for k in sorted(admitted)]
-        admitted = sorted(admitted)
+        replies = [usable[k] for k in admitted]
         federation = self.plan.federation
         engine = self.engine
 
