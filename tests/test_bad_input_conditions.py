@@ -296,12 +296,36 @@ def test_the_compiled_loops_refuse_inputs_that_would_index_past_a_buffer(
         compiled_loop_inputs(_batch(**parts), np.array(bounds))
 
 
+@pytest.mark.parametrize(
+    "order, bounds, message",
+    [
+        ([0, 4, 1], [0, 3], r"rows holds positions outside 0\.\.3"),
+        ([0, -1], [0, 2], r"rows holds positions outside 0\.\.3"),
+        ([0, 1], [0, 3], "minibatch bounds must increase within rows"),
+    ],
+    ids=["beyond", "negative", "bounds-beyond-order"],
+)
+@pytest.mark.parametrize("checked", [False, True])
+def test_the_compiled_loops_refuse_an_order_past_the_rows(
+    order, bounds, message, checked
+):
+    # The loops gather rows by their order without bounds checks: an order
+    # is checked too, also for rows whose codes were checked already.
+    from skfedida._models._fair_base import compiled_loop_inputs
+
+    batch = _batch()
+    batch.rows_checked = 2 if checked else 0
+    with pytest.raises(ValueError, match=message):
+        compiled_loop_inputs(batch, np.array(bounds), order=np.array(order))
+
+
 def test_the_compiled_loops_take_codes_and_bounds_at_their_limits():
     from skfedida._models._fair_base import compiled_loop_inputs
 
     batch = _batch(y=np.array([0.0, 1.0, 1.0, 0.0]), groups=np.array([0, 1, 1, 0]))
     out = compiled_loop_inputs(batch, np.array([0, 2, 2, 4]))
-    assert out[-1].tolist() == [0, 2, 2, 4]
+    assert out[5].tolist() == [0, 2, 2, 4]
+    assert out[6] is None
     assert compiled_loop_inputs(_batch(n=0), np.array([0, 0]))[0].shape == (0, 2)
 
 

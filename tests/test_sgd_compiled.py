@@ -229,3 +229,88 @@ def test_label_codes_beyond_the_parameters_are_an_error_not_a_write_past_a_buffe
             model.set_params(max_iter=2).fit(X, y, sensitive_features=groups)
     with pytest.raises(ValueError, match=r"label codes outside 0\.\.2"):
         model.partial_fit(X, y, sensitive_features=groups)
+
+
+@pytest.mark.parametrize("penalty", [0, 1, 2, 3])
+@pytest.mark.parametrize("loop", ["linear", "multinomial", "mlp"])
+def test_a_loop_given_an_order_steps_as_on_the_rows_in_that_order(loop, penalty):
+    # The order is gathered a minibatch at a time inside the loop (instead of
+    # numpy's X[order] copy every epoch): the same steps, to the bit. Repeats
+    # are allowed, as resampled minibatches have them.
+    from skfedida._minibatch import minibatch_bounds
+    from skfedida._models import _sgd_fast
+
+    rng = np.random.RandomState(penalty)
+    n, d, n_groups = 500, 5, 4
+    X = rng.randn(n, d)
+    groups = rng.randint(0, n_groups, n).astype(np.intp)
+    weight = rng.uniform(0.5, 2.0, n)
+    order = np.r_[rng.permutation(n), rng.randint(0, n, 80)].astype(np.intp)
+    bounds = np.ascontiguousarray(minibatch_bounds(order.size, 64), dtype=np.intp)
+    fairness = 0.0 if penalty == 0 else 1.0
+    if loop == "mlp":
+        y = (X[:, 0] > 0).astype(float)
+        sizes = np.array([d, 7, 1], dtype=np.intp)
+        start = rng.randn(d * 7 + 7 + 7 + 1) * 0.3
+
+        def run(*rows):
+            params = start.copy()
+            X_, y_, groups_, weight_, order_ = rows
+            out = _sgd_fast.mlp_sgd_steps(
+                X_,
+                y_,
+                groups_,
+                n_groups,
+                weight_,
+                bounds,
+                order_,
+                params,
+                sizes,
+                0,
+                fairness,
+                1e-3,
+                penalty,
+                0.05,
+                0.5,
+                30,
+                True,
+                np.zeros_like(params),
+            )
+            return out, [params]
+    else:
+        C = 1 if loop == "linear" else 3
+        y = (rng.randint(0, 2, n) if C == 1 else rng.randint(0, C, n)).astype(float)
+        steps = getattr(_sgd_fast, f"{loop}_sgd_steps")
+
+        def run(*rows):
+            coef = np.zeros(d) if C == 1 else np.zeros((C, d))
+            intercept = np.zeros(C)
+            X_, y_, groups_, weight_, order_ = rows
+            out = steps(
+                X_,
+                y_,
+                groups_,
+                n_groups,
+                weight_,
+                bounds,
+                order_,
+                coef,
+                intercept,
+                True,
+                fairness,
+                1e-3,
+                penalty,
+                0.1,
+                0.5,
+                30,
+                True,
+                np.zeros_like(coef),
+                np.zeros(C),
+            )
+            return out, [coef, intercept]
+
+    laid_out = run(X[order], y[order], groups[order], weight[order], None)
+    gathered = run(X, y, groups, weight, order)
+    assert gathered[0] == laid_out[0]
+    for got, expected in zip(gathered[1], laid_out[1], strict=True):
+        np.testing.assert_array_equal(got, expected)

@@ -215,33 +215,59 @@ class Batch:
         )
 
 
-def compiled_loop_inputs(batch, bounds, n_labels=2):
+def compiled_loop_inputs(batch, bounds, n_labels=2, order=None):
     """A ``Batch``'s rows and minibatch bounds as the compiled loops take them.
 
-    X, y, groups, n_groups, weight and bounds: contiguous float64 / intp. The
-    loops index their buffers by label and group code without bounds checks,
-    so the codes are checked here (O(n), once per call): an out-of-range code
-    is an error, not a write past a buffer.
+    X, y, groups, n_groups, weight, bounds and order: contiguous float64 /
+    intp (order None: the rows as they lie). The loops index their buffers
+    by label and group code, and the rows by ``order``, without bounds
+    checks, so these are checked here (O(n), once per call): an
+    out-of-range code or row is an error, not a read or write past a buffer.
     """
     X = np.ascontiguousarray(batch.X, dtype=np.float64)
     y = np.ascontiguousarray(batch.y, dtype=np.float64)
     groups = np.ascontiguousarray(batch.groups, dtype=np.intp)
     weight = np.ascontiguousarray(batch.weight, dtype=np.float64)
     bounds = np.ascontiguousarray(bounds, dtype=np.intp)
+    if order is not None:
+        order = np.ascontiguousarray(order, dtype=np.intp)
     n_groups = int(batch.n_groups)
     if batch.rows_checked != n_labels:
-        check_minibatch_rows(X.shape[0], y, groups, n_groups, weight, bounds, n_labels)
-    return X, y, groups, n_groups, weight, bounds
+        check_minibatch_rows(
+            X.shape[0], y, groups, n_groups, weight, bounds, n_labels, order=order
+        )
+    elif order is not None:
+        check_order(order, X.shape[0], bounds)
+    return X, y, groups, n_groups, weight, bounds, order
 
 
-def check_minibatch_rows(n, y, groups, n_groups, weight, bounds, n_labels):
+def check_order(order, n, bounds):
+    """Refuse an order of rows outside ``0 .. n - 1`` or shorter than ``bounds``.
+
+    ``order`` is ``train_minibatches``' ``rows``, as its messages say.
+    """
+    if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
+        raise ValueError(
+            "rows must be a 1-D array of integer row positions; got "
+            f"{order.ndim} dimension(s) of dtype {order.dtype}."
+        )
+    if order.size and not (order.min() >= 0 and order.max() < n):
+        raise ValueError(f"rows holds positions outside 0..{n - 1} (X has {n} rows).")
+    if bounds.size and (bounds[0] < 0 or bounds[-1] > order.size):
+        raise ValueError("minibatch bounds must increase within rows.")
+
+
+def check_minibatch_rows(
+    n, y, groups, n_groups, weight, bounds, n_labels, *, order=None
+):
     """Refuse rows a minibatch loop cannot index: the one rule of every loop.
 
     ``y``, ``groups`` and ``weight`` hold one entry per row of the ``n``;
     label codes lie in ``0 .. n_labels - 1`` and group codes in
     ``0 .. n_groups - 1`` (the compiled loops index their buffers by them
-    without bounds checks); ``bounds`` are non-decreasing row positions
-    within the rows.
+    without bounds checks); ``bounds`` are non-decreasing positions within
+    the rows, or within ``order`` (row positions in ``0 .. n - 1``, the rows
+    laid out as the minibatches take them) where one is given.
     """
     if y.shape[0] != n or groups.shape[0] != n or weight.shape[0] != n:
         raise ValueError("X, y, groups and weight must have one entry per row.")
@@ -253,7 +279,11 @@ def check_minibatch_rows(n, y, groups, n_groups, weight, bounds, n_labels):
         )
     if n and not (groups.min() >= 0 and groups.max() < max(n_groups, 1)):
         raise ValueError(f"group codes outside 0..{n_groups - 1}.")
-    if bounds.size and (bounds[0] < 0 or bounds[-1] > n or np.any(np.diff(bounds) < 0)):
+    if np.any(np.diff(bounds) < 0):
+        raise ValueError("minibatch bounds must increase within the rows.")
+    if order is not None:
+        check_order(order, n, bounds)
+    elif bounds.size and (bounds[0] < 0 or bounds[-1] > n):
         raise ValueError("minibatch bounds must increase within the rows.")
 
 
@@ -733,25 +763,31 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
         """
         n_samples = batch.X.shape[0]
         order = random_state.permutation(n_samples)
-        # One gather per epoch: the minibatches are then slices of it.
         bounds = minibatch_bounds(n_samples, self.batch_size)
-        values = self._minibatch_steps(params, batch.take(order), bounds, optimizer)
+        values = self._minibatch_steps(params, batch, bounds, optimizer, order=order)
         return float(values / n_samples) if n_samples else np.nan
 
-    def _minibatch_steps(self, params, batch, bounds, optimizer=None, average=None):
+    def _minibatch_steps(
+        self, params, batch, bounds, optimizer=None, average=None, order=None
+    ):
         """One step per minibatch ``bounds[b]:bounds[b + 1]`` of ``batch``'s rows.
 
         Updates ``params`` in place (ending at the mean of the iterates with
         ``average=True``) and returns the sum over minibatches of objective
         (before the step) x rows. A subclass's compiled loop
         (``_compiled_steps``) runs when it can; this loop is its reference.
-        ``average`` overrides the estimator's ``average``.
+        ``average`` overrides the estimator's ``average``. With an ``order``
+        the minibatches are of ``batch.take(order)``, which the compiled
+        loops gather a minibatch at a time.
         """
         average = self.average if average is None else average
         if optimizer is None:
-            values = self._compiled_steps(params, batch, bounds, average)
+            values = self._compiled_steps(params, batch, bounds, average, order)
             if values is not None:
                 return values
+        if order is not None:
+            # One gather for the epoch: the minibatches are then slices of it.
+            batch = batch.take(order)
         values = 0.0
         totals = [np.zeros_like(w) for w in params] if average else None
         for start, stop in itertools.pairwise(bounds.tolist()):
@@ -770,15 +806,100 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
                 w[...] = total / (bounds.size - 1)
         return values
 
-    def _compiled_steps(self, params, batch, bounds, average):
+    def _compiled_steps(self, params, batch, bounds, average, order=None):
         """``_minibatch_steps`` in compiled code, or None where there is none."""
         return None
 
-    def train_minibatches(self, X, y, groups, bounds, *, sample_weight=None):
+    def train_epochs(self, X, y, groups, *, epochs=1, sample_weight=None):
+        """Train epochs of minibatch steps on rows from :meth:`check_rows`.
+
+        What ``epochs`` calls of ``partial_fit`` do with these rows (the same
+        shuffles, from the estimator's ``random_state``, the same steps and
+        fitted attributes, to the bit) without checking the rows on every
+        call: a caller that trains many epochs on the same rows (the
+        federated client trainer, every local epoch of every round) checks
+        them once.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n_samples, n_model_features)
+            Model inputs, as :meth:`check_rows` returns them.
+        y : ndarray of shape (n_samples,)
+            Label codes, as :meth:`check_rows` returns them.
+        groups : SensitiveGroups
+            The rows' groups, as :meth:`check_rows` returns them.
+        epochs : int, default=1
+            How many epochs, each one ``partial_fit`` call's.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights, as ``partial_fit`` takes them; None weighs every
+            row 1.
+
+        Returns
+        -------
+        self : object
+            The estimator, ``epochs`` epochs further.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+        >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+        >>> y = np.array([0, 1, 0, 1])
+        >>> S = np.array(["a", "a", "b", "b"])
+        >>> model = FairPenaltyLogisticRegression(random_state=0).partial_fit(
+        ...     X, y, classes=[0, 1], sensitive_features=S)
+        >>> checked = model.check_rows(X, y, sensitive_features=S)
+        >>> model.train_epochs(*checked, epochs=3).n_iter_
+        4
+        """
+        if (
+            not isinstance(epochs, numbers.Integral)
+            or isinstance(epochs, bool)
+            or epochs < 1
+        ):
+            raise ValueError(f"epochs must be a positive integer; got {epochs!r}.")
+        self._check_model_inputs(X)
+        groups = self._checked_groups(groups)
+        y = np.asarray(y)
+        weight = sample_weight_of(sample_weight, X, allow_all_zero_weights=True)
+        if sample_weight is not None:
+            weight = normalised_weight(weight)
+        n_labels = len(self.classes_)
+        check_minibatch_rows(
+            X.shape[0],
+            y,
+            groups.codes,
+            groups.n_groups,
+            weight,
+            np.array([0, X.shape[0]]),
+            n_labels,
+        )
+        if not hasattr(self, "_random_state"):  # first epoch after fit
+            self._random_state = check_random_state(self.random_state)
+        if not hasattr(self, "_epochs"):
+            self._epochs = 0
+        batch = Batch(
+            X, y, groups.codes, groups.n_groups, weight, rows_checked=n_labels
+        )
+        for _ in range(epochs):
+            self._train_epoch(batch)
+        return self
+
+    @staticmethod
+    def _checked_groups(groups):
+        if not isinstance(groups, SensitiveGroups):
+            raise TypeError(
+                "groups must be the SensitiveGroups check_rows returns; got "
+                f"{type(groups).__name__}."
+            )
+        return groups
+
+    def train_minibatches(self, X, y, groups, bounds, *, sample_weight=None, rows=None):
         """One step per given minibatch of rows from :meth:`check_rows`.
 
         Minibatch b is rows ``bounds[b]:bounds[b + 1]`` (e.g. resampled
-        minibatches laid end to end). Each counts as one ``partial_fit``
+        minibatches laid end to end), or with ``rows`` the rows
+        ``rows[bounds[b]:bounds[b + 1]]``. Each counts as one ``partial_fit``
         call of one step, as when the caller called ``partial_fit`` per
         minibatch: so ``average=True`` averages the iterates of one
         minibatch (one step), which leaves its last iterate. Nothing is
@@ -796,6 +917,11 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
             Increasing row positions; the minibatches lie between them.
         sample_weight : ndarray of shape (n_samples,), default=None
             Row weights; None weighs every row 1.
+        rows : ndarray of shape (n_positions,), default=None
+            Positions of X's rows (repeats allowed) laid out as the
+            minibatches, which ``bounds`` then index: the steps are those on
+            ``X[rows]``, ``y[rows]``, ... without that copy. None: X's rows
+            in order.
 
         Returns
         -------
@@ -809,11 +935,7 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
         them all in one call. See :meth:`check_rows` for an example.
         """
         self._check_model_inputs(X)
-        if not isinstance(groups, SensitiveGroups):
-            raise TypeError(
-                "groups must be the SensitiveGroups check_rows returns; got "
-                f"{type(groups).__name__}."
-            )
+        groups = self._checked_groups(groups)
         y = np.asarray(y)
         bounds = np.asarray(bounds)
         if bounds.ndim != 1 or bounds.dtype.kind not in "iu":
@@ -824,22 +946,37 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
         weight = np.ones(X.shape[0]) if sample_weight is None else sample_weight
         weight = np.asarray(weight)
         n_labels = len(self.classes_)
+        if rows is not None:
+            rows = np.asarray(rows)
         check_minibatch_rows(
-            X.shape[0], y, groups.codes, groups.n_groups, weight, bounds, n_labels
+            X.shape[0],
+            y,
+            groups.codes,
+            groups.n_groups,
+            weight,
+            bounds,
+            n_labels,
+            order=rows,
         )
         batch = Batch(
             X, y, groups.codes, groups.n_groups, weight, rows_checked=n_labels
         )
         params = self._trainable_params()
         values = self._minibatch_steps(
-            params, batch, bounds, self._partial_fit_optimizer(params), average=False
+            params,
+            batch,
+            bounds,
+            self._partial_fit_optimizer(params),
+            average=False,
+            order=rows,
         )
         self._set_params_list(params)
         self._check_finite(params)
+        n_positions = X.shape[0] if rows is None else rows.shape[0]
         self._epochs = getattr(self, "_epochs", 0) + bounds.size - 1
         self.n_iter_ = self._epochs
-        self.n_samples_seen_ = getattr(self, "n_samples_seen_", 0) + X.shape[0]
-        self.loss_ = float(values / max(X.shape[0], 1))
+        self.n_samples_seen_ = getattr(self, "n_samples_seen_", 0) + n_positions
+        self.loss_ = float(values / max(n_positions, 1))
         if hasattr(self, "t_"):
             self.t_ = self.n_samples_seen_
         return self

@@ -237,7 +237,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
     def _penalised(self, params):
         return [params[0]]
 
-    def _compiled_steps(self, params, batch, bounds, average):
+    def _compiled_steps(self, params, batch, bounds, average, order=None):
         coef, intercept = params
         # One logit per row for two classes, one per class for more: the
         # multinomial model has a loop of its own, with the same arguments.
@@ -252,7 +252,9 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         coef_sum = np.zeros_like(coef_work)
         intercept_sum = np.zeros_like(intercept_work)
         values, n_steps, status = loop(
-            *compiled_loop_inputs(batch, bounds, n_labels=max(2, coef.shape[0])),
+            *compiled_loop_inputs(
+                batch, bounds, n_labels=max(2, coef.shape[0]), order=order
+            ),
             coef_work,
             intercept_work,
             bool(self.fit_intercept),

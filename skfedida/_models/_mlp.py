@@ -354,7 +354,7 @@ class FairMLPClassifier(BaseFairClassifier):
     def _penalised(self, params):
         return params[: len(params) // 2]
 
-    def _compiled_steps(self, params, batch, bounds, average):
+    def _compiled_steps(self, params, batch, bounds, average, order=None):
         output_units = params[len(params) // 2 - 1].shape[1]
         if mlp_sgd_steps is None or sp.issparse(batch.X) or output_units > 1:
             # The compiled loop is the one-logit network's; a softmax output
@@ -364,7 +364,7 @@ class FairMLPClassifier(BaseFairClassifier):
         flat_sum = np.zeros_like(flat)
         sizes = [w.shape[0] for w in params[: len(params) // 2]] + [1]
         values, n_steps, status = mlp_sgd_steps(
-            *compiled_loop_inputs(batch, bounds),
+            *compiled_loop_inputs(batch, bounds, order=order),
             flat,
             np.asarray(sizes, dtype=np.intp),
             _ACTIVATION_CODES[self.activation],

@@ -684,6 +684,23 @@ cdef class _Steps:
     cdef Py_ssize_t n_groups
     cdef double fairness, alpha, squared_norm
     cdef int penalty
+    # With an ``order``, minibatch b is the source rows order[indptr[b] :
+    # indptr[b + 1]], copied into the buffers the model reads (X_rows, and
+    # y, groups and weight above) before its steps: a 128-row copy stays in
+    # cache for the three passes over it, where a copy of all the rows in
+    # that order (numpy's X[order], once per epoch) costs as much as the
+    # steps of a linear model. NULL: the rows in place.
+    cdef const Py_ssize_t* order
+    cdef const double* X_source
+    cdef const double* y_source
+    cdef const Py_ssize_t* groups_source
+    cdef const double* weight_source
+    cdef Py_ssize_t ld_source, n_columns
+    cdef double* X_rows
+    cdef double* y_rows
+    cdef Py_ssize_t* groups_rows
+    cdef double* weight_rows
+    cdef object row_buffers
 
     cdef void set_rows(
         self, _Workspace ws, const double[::1] y, const Py_ssize_t[::1] groups,
@@ -707,6 +724,19 @@ cdef class _Steps:
             self.ws, s, self.y, self.groups, self.n_groups, self.weight, start,
             stop, fairness, self.penalty, regularisation, gradient,
         )
+
+    cdef void gather(self, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+        """Copy the source rows order[start:stop] into the row buffers."""
+        cdef Py_ssize_t i, r, d = self.n_columns
+        for i in range(stop - start):
+            r = self.order[start + i]
+            memcpy(
+                self.X_rows + i * d, self.X_source + r * self.ld_source,
+                d * sizeof(double),
+            )
+            self.y_rows[i] = self.y_source[r]
+            self.groups_rows[i] = self.groups_source[r]
+            self.weight_rows[i] = self.weight_source[r]
 
     cdef double evaluate(self, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
         return 0.0
@@ -762,6 +792,10 @@ cdef int _sgd_steps(
     for b in range(indptr.shape[0] - 1):
         start = indptr[b]
         stop = indptr[b + 1]
+        if model.order != NULL:
+            model.gather(start, stop)
+            stop -= start
+            start = 0
         value = model.evaluate(start, stop)
         values[0] += value * (stop - start)
         if not isfinite(model.squared_norm):
@@ -789,6 +823,62 @@ cdef Py_ssize_t _max_rows(const Py_ssize_t[::1] indptr) noexcept nogil:
         if indptr[b + 1] - indptr[b] > rows:
             rows = indptr[b + 1] - indptr[b]
     return rows
+
+
+cdef bint _gathers(object order):
+    """Whether a loop is given an order of rows to gather (and rows in it)."""
+    return order is not None and len(order) > 0
+
+
+cdef object _set_rows(
+    _Steps model, _Workspace ws, const double[:, ::1] X, const double[::1] y,
+    const Py_ssize_t[::1] groups, Py_ssize_t n_groups, const double[::1] weight,
+    object order, Py_ssize_t max_rows, double fairness, double alpha,
+    int penalty,
+):
+    """``model.set_rows`` on the rows, or on buffers its minibatches are gathered into.
+
+    Returns the array the model's X is: X itself, or (with an ``order``) the
+    buffer of one minibatch's gathered rows, C-contiguous.
+    """
+    cdef const Py_ssize_t[::1] order_view
+    cdef double[:, ::1] X_rows
+    cdef double[::1] y_rows, weight_rows
+    cdef Py_ssize_t[::1] groups_rows
+    if not _gathers(order):
+        model.order = NULL
+        model.set_rows(ws, y, groups, n_groups, weight, fairness, alpha, penalty)
+        return X
+    rows = max(max_rows, 1)
+    buffers = (
+        order,
+        np.zeros((rows, X.shape[1])),
+        np.zeros(rows),
+        np.zeros(rows, dtype=np.intp),
+        np.zeros(rows),
+    )
+    # The model holds the buffers (and the order) for as long as it points at them.
+    model.row_buffers = buffers
+    order_view = buffers[0]
+    X_rows = buffers[1]
+    y_rows = buffers[2]
+    groups_rows = buffers[3]
+    weight_rows = buffers[4]
+    model.order = &order_view[0]
+    model.X_source = &X[0, 0] if X.shape[0] else NULL
+    model.ld_source = X.strides[0] // sizeof(double)
+    model.n_columns = X.shape[1]
+    model.y_source = &y[0] if y.shape[0] else NULL
+    model.groups_source = &groups[0] if groups.shape[0] else NULL
+    model.weight_source = &weight[0] if weight.shape[0] else NULL
+    model.X_rows = &X_rows[0, 0]
+    model.y_rows = &y_rows[0]
+    model.groups_rows = &groups_rows[0]
+    model.weight_rows = &weight_rows[0]
+    model.set_rows(
+        ws, y_rows, groups_rows, n_groups, weight_rows, fairness, alpha, penalty
+    )
+    return buffers[1]
 
 
 # -- the linear model: one logit (two classes) or one per class ---------------
@@ -935,7 +1025,7 @@ cdef object _affine_steps(
     double* intercept, bint fit_intercept, double fairness, double alpha,
     int penalty, double learning_rate, double armijo, int max_halvings,
     bint average, double* coef_sum, Py_ssize_t lds, double* intercept_sum,
-    Py_ssize_t n_labels,
+    Py_ssize_t n_labels, object order,
 ):
     """``_sgd_steps`` of ``model``, set up on the arguments of the two defs."""
     cdef Py_ssize_t d = X.shape[1]
@@ -944,9 +1034,12 @@ cdef object _affine_steps(
     cdef _Workspace ws = _Workspace(
         _max_rows(indptr), C, n_labels, n_groups, C * (d + 1) + 1
     )
-    model.set_rows(ws, y, groups, n_groups, weight, fairness, alpha, penalty)
-    model.X = &X[0, 0]
-    model.ldx = X.strides[0] // sizeof(double)
+    cdef const double[:, ::1] X_model = _set_rows(
+        model, ws, X, y, groups, n_groups, weight, order, _max_rows(indptr),
+        fairness, alpha, penalty,
+    )
+    model.X = &X_model[0, 0]
+    model.ldx = X_model.strides[0] // sizeof(double)
     model.d = d
     model.C = C
     model.coef = coef
@@ -975,6 +1068,7 @@ def linear_sgd_steps(
     Py_ssize_t n_groups,
     const double[::1] weight,
     const Py_ssize_t[::1] indptr,
+    const Py_ssize_t[::1] order,
     double[::1] coef,
     double[::1] intercept,
     bint fit_intercept,
@@ -994,13 +1088,18 @@ def linear_sgd_steps(
     ``coef_sum`` and ``intercept_sum`` when ``average``). Returns the sum over
     minibatches of (objective before the step) x (rows), the number of
     minibatches, and a status: 0, or 1 when a gradient was not finite.
+
+    With an ``order`` (None: X's rows as they lie), minibatch b is the rows
+    ``order[indptr[b]:indptr[b + 1]]`` of X, y, groups and weight (the caller
+    checks that they exist): the steps on ``X[order]``, ``y[order]``, ...,
+    to the bit, without that copy.
     """
     # The linear model's one-logit case: C = 1 score column, 2 labels.
     return _affine_steps(
         _Affine(), X, y, groups, n_groups, weight, indptr, &coef[0],
         coef.shape[0], 1, &intercept[0], fit_intercept, fairness, alpha, penalty,
         learning_rate, armijo, max_halvings, average, &coef_sum[0],
-        coef_sum.shape[0], &intercept_sum[0], 2,
+        coef_sum.shape[0], &intercept_sum[0], 2, order,
     )
 
 
@@ -1011,6 +1110,7 @@ def multinomial_sgd_steps(
     Py_ssize_t n_groups,
     const double[::1] weight,
     const Py_ssize_t[::1] indptr,
+    const Py_ssize_t[::1] order,
     double[:, ::1] coef,
     double[::1] intercept,
     bint fit_intercept,
@@ -1036,7 +1136,7 @@ def multinomial_sgd_steps(
         coef.strides[0] // sizeof(double), C, &intercept[0], fit_intercept,
         fairness, alpha, penalty, learning_rate, armijo, max_halvings, average,
         &coef_sum[0, 0], coef_sum.strides[0] // sizeof(double),
-        &intercept_sum[0], C,
+        &intercept_sum[0], C, order,
     )
 
 
@@ -1235,6 +1335,7 @@ def mlp_sgd_steps(
     Py_ssize_t n_groups,
     const double[::1] weight,
     const Py_ssize_t[::1] indptr,
+    const Py_ssize_t[::1] order,
     double[::1] params,
     const Py_ssize_t[::1] sizes,
     int activation,
@@ -1271,11 +1372,10 @@ def mlp_sgd_steps(
     if offset != n_params:
         raise ValueError("params do not match the layer sizes")
     cdef _Network model = _Network()
-    model.set_rows(
-        _Workspace(max_rows, 1, 2, n_groups, n_params), y, groups, n_groups, weight,
-        fairness, alpha, penalty,
+    model.X = _set_rows(
+        model, _Workspace(max_rows, 1, 2, n_groups, n_params), X, y, groups,
+        n_groups, weight, order, max_rows, fairness, alpha, penalty,
     )
-    model.X = X
     model.params = params
     model.params_sum = params_sum
     model.sizes = sizes

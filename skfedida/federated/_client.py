@@ -344,6 +344,12 @@ class _Trainer:
             return estimator
         if sampler is None or self.resample == "client":
             local = self._resample(sampler, data)
+            checked = _checked_rows(self, estimator, local)
+            if checked is not None and epochs:
+                # partial_fit's epochs, on rows checked once per fit.
+                return estimator.train_epochs(
+                    *checked, epochs=epochs, sample_weight=local.weight
+                )
             for _ in range(epochs):
                 self._partial_fit(estimator, local)
             return estimator
@@ -447,7 +453,7 @@ class _ResampledEpochs:
     @staticmethod
     def _applies(trainer, estimator, sampler, data):
         return (
-            isinstance(estimator, BaseFairClassifier)
+            _own_training(estimator)
             and vectorises(sampler)
             and not sp.issparse(data.X)
             and np.array_equal(getattr(estimator, "classes_", ()), trainer.classes)
@@ -457,17 +463,13 @@ class _ResampledEpochs:
     @staticmethod
     def _arrays(trainer, estimator, sampler, data):
         """The client's rows as the epochs use them: validated once per fit."""
-        routing = trainer.sensitive_routing
-        S_estimator = S_sampler = None
-        if data.groups is not None:
-            if _takes_sensitive(estimator.partial_fit, routing[1]):
-                S_estimator = data.sensitive_for(estimator)
-            if _takes_sensitive(sampler.fit_resample, routing[0]):
-                S_sampler = data.sensitive_for(sampler)
+        S_sampler = None
+        if data.groups is not None and _takes_sensitive(
+            sampler.fit_resample, trainer.sensitive_routing[0]
+        ):
+            S_sampler = data.sensitive_for(sampler)
         # The checks partial_fit and fit_resample would run, once per fit.
-        X, labels, groups = estimator.check_rows(
-            data.X, data.y, sensitive_features=S_estimator
-        )
+        X, labels, groups = _checked_rows(trainer, estimator, data)
         sampler_groups = sampler.sensitive_groups(data.X, sensitive_features=S_sampler)
         noised = sampler.noised_columns(data.X)
         if estimator.sensitive is not None:
@@ -475,7 +477,6 @@ class _ResampledEpochs:
             noised = np.delete(
                 noised, column_positions(data.X, estimator.sensitive, "sensitive")
             )
-        data.derived(_model_inputs_key(estimator), lambda: X)
         X = np.asarray(X, dtype=np.float64)
         noised = np.flatnonzero(noised)
         return (
@@ -561,6 +562,48 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
 
 def _model_inputs_key(estimator):
     return ("model-inputs", type(estimator), repr(estimator.sensitive))
+
+
+def _own_training(estimator):
+    """Whether an estimator trains as skfedida's own ``partial_fit`` does.
+
+    Its entries for checked rows then take ``partial_fit``'s steps; a
+    subclass that overrides ``partial_fit`` is trained through it.
+    """
+    return isinstance(estimator, BaseFairClassifier) and type(
+        estimator
+    ).partial_fit.__module__.startswith("skfedida.")
+
+
+def _checked_rows(trainer, estimator, data):
+    """``estimator.check_rows`` of the rows, once per fit; None where it does not apply.
+
+    (X, label codes, groups): what ``partial_fit`` checks on every call,
+    for the entries that take checked rows (``train_epochs``,
+    ``train_minibatches``). Only skfedida's estimators, fitted for the
+    federation's classes, have them.
+    """
+    if not _own_training(estimator) or not np.array_equal(
+        getattr(estimator, "classes_", ()), trainer.classes
+    ):
+        return None
+    routed = trainer.sensitive_routing[1]
+
+    def check():
+        S = None
+        if data.groups is not None and _takes_sensitive(estimator.partial_fit, routed):
+            S = data.sensitive_for(estimator)
+        X, labels, groups = estimator.check_rows(data.X, data.y, sensitive_features=S)
+        if isinstance(X, np.ndarray):
+            # As the compiled loops take X: made so once, not every epoch (a
+            # DataFrame's values are column-major).
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        # The model inputs _training_proba predicts.
+        data.derived(_model_inputs_key(estimator), lambda: X)
+        return X, labels, groups
+
+    key = ("checked-rows", *_model_inputs_key(estimator), routed)
+    return data.derived(key, check)
 
 
 def _training_proba(estimator, data):

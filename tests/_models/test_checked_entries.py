@@ -121,3 +121,102 @@ def test_sampler_noised_columns_takes_array_likes_and_refuses_1d():
     assert sampler.noised_columns([[0.5, 1.0], [1.5, 0.0]]).tolist() == [True, False]
     with pytest.raises(ValueError, match="X must be 2-D"):
         sampler.noised_columns(np.array([1.0, 2.0]))
+
+
+def _fitted_attributes(model):
+    params = [np.array(w) for w in model._get_params_list()]
+    return params, model.n_iter_, model.n_samples_seen_, model.loss_
+
+
+def _assert_same_fit(model, reference):
+    got, expected = _fitted_attributes(model), _fitted_attributes(reference)
+    for w, v in zip(got[0], expected[0], strict=True):
+        np.testing.assert_array_equal(w, v)
+    assert got[1:] == expected[1:]
+
+
+def _rows(n=300, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 3)
+    y = (X[:, 0] + rng.randn(n) > 0).astype(int)
+    S = rng.choice(list("abc"), n)
+    return X, y, S
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_train_epochs_are_partial_fit_calls_to_the_bit(make, weighted):
+    # The client trainer's epochs on rows checked once per fit: the same
+    # shuffle, steps and fitted attributes as partial_fit's, epoch after epoch.
+    X, y, S = _rows()
+    weight = np.random.RandomState(1).uniform(0.5, 2.0, y.size) if weighted else None
+
+    def primed():
+        model = make().set_params(random_state=0, batch_size=32)
+        return model.partial_fit(X, y, classes=[0, 1], sensitive_features=S)
+
+    model, reference = primed(), primed()
+    checked = model.check_rows(X, y, sensitive_features=S)
+    for epochs in (1, 3):
+        model.train_epochs(*checked, epochs=epochs, sample_weight=weight)
+        for _ in range(epochs):
+            reference.partial_fit(X, y, sensitive_features=S, sample_weight=weight)
+        _assert_same_fit(model, reference)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_train_epochs_refuses_what_train_minibatches_refuses(make):
+    model, X_model, y_codes, groups = _primed(make)
+    with pytest.raises(NotFittedError):
+        make().train_epochs(X_model, y_codes, groups)
+    with pytest.raises(TypeError, match="SensitiveGroups"):
+        model.train_epochs(X_model, y_codes, groups.codes)
+    with pytest.raises(ValueError, match="one entry per row"):
+        model.train_epochs(X_model, y_codes[:3], groups)
+    with pytest.raises(ValueError, match=r"label codes outside 0\.\.1"):
+        model.train_epochs(X_model, y_codes + 2, groups)
+    with pytest.raises(ValueError, match="X has 3 columns"):
+        model.train_epochs(np.c_[X_model, X_model[:, 0]], y_codes, groups)
+    with pytest.raises(ValueError, match="sample_weight"):
+        model.train_epochs(X_model, y_codes, groups, sample_weight=np.ones(3))
+    for epochs in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="epochs must be a positive integer"):
+            model.train_epochs(X_model, y_codes, groups, epochs=epochs)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_train_minibatches_rows_are_the_rows_laid_out(make):
+    # rows (repeats allowed) lay X's rows out as the minibatches: the steps
+    # are those on X[rows], y[rows], ... without the copy, to the bit.
+    X, y, S = _rows()
+    rows = np.random.RandomState(2).randint(0, y.size, 450)
+    bounds = np.array([0, 100, 100, 230, 450])
+
+    def primed():
+        model = make().set_params(random_state=0)
+        return model.partial_fit(X, y, classes=[0, 1], sensitive_features=S)
+
+    model, reference = primed(), primed()
+    X_model, y_codes, groups = model.check_rows(X, y, sensitive_features=S)
+    model.train_minibatches(X_model, y_codes, groups, bounds, rows=rows)
+    reference.train_minibatches(X_model[rows], y_codes[rows], groups.take(rows), bounds)
+    _assert_same_fit(model, reference)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize(
+    "rows, bounds, message",
+    [
+        (np.array([0, 8, 1]), [0, 3], r"rows holds positions outside 0\.\.7"),
+        (np.array([0, -1, 1]), [0, 3], r"rows holds positions outside 0\.\.7"),
+        (np.array([0, 1, 2]), [0, 4], "minibatch bounds must increase within rows"),
+        (np.array([0.0, 1.0]), [0, 2], "rows must be a 1-D array of integer"),
+        (np.array([[0, 1]]), [0, 2], "rows must be a 1-D array of integer"),
+        (np.array([0, 1, 2]), [0, 2, 1], "minibatch bounds must increase"),
+    ],
+    ids=["beyond", "negative", "bounds-beyond", "float", "2-d", "decreasing"],
+)
+def test_train_minibatches_refuses_rows_outside_x(make, rows, bounds, message):
+    model, X_model, y_codes, groups = _primed(make)
+    with pytest.raises(ValueError, match=message):
+        model.train_minibatches(X_model, y_codes, groups, np.array(bounds), rows=rows)
