@@ -282,22 +282,52 @@ def warn_if_degenerate(positive_share, owner, rows="training rows", label=None):
 OUTLYING_UPDATE_RATIO = 10.0
 
 
+def _median_of_others(values):
+    """``np.median`` of the values without each one in turn, in O(n log n).
+
+    Equal to the per-client median it replaces (the same middle values and
+    the same mean of two), without its O(n^2) lists: 1,000 clients cost
+    0.5 s a fit that way. NaN norms take the direct path, where np.median's
+    NaN rule applies.
+    """
+    n = values.shape[0]
+    if not np.isfinite(values).all():
+        return np.array([np.median(np.delete(values, i)) for i in range(n)])
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    rank = np.empty(n, dtype=np.intp)
+    rank[order] = np.arange(n)
+
+    def kth_of_others(k):
+        # The k-th smallest once each value's own rank is taken out.
+        return np.where(k < rank, ranked[k], ranked[min(k + 1, n - 1)])
+
+    m = n - 1
+    if m % 2:
+        return kth_of_others((m - 1) // 2)
+    return (kth_of_others(m // 2 - 1) + kth_of_others(m // 2)) / 2
+
+
 def warn_if_outlying_updates(history, *, bounded):
     """Warn once about clients whose unbounded update norms stood far out."""
     if bounded:
         return
     outlying = {}
-    for round_ in sorted({r["round"] for r in history if "update_norm" in r}):
-        norms = {
-            r["client"]: r["update_norm"]
-            for r in history
-            if r["round"] == round_ and "update_norm" in r
-        }
+    # One pass over the history (it holds a record per client and round).
+    by_round = {}
+    for record in history:
+        if "update_norm" in record:
+            norms = by_round.setdefault(record["round"], {})
+            norms[record["client"]] = record["update_norm"]
+    for round_ in sorted(by_round):
+        norms = by_round[round_]
         if len(norms) < 2:
             continue
-        for client, norm in norms.items():
-            others = np.median([v for k, v in norms.items() if k != client])
-            ratio = norm / others if others > 0 else np.inf
+        values = np.array(list(norms.values()), dtype=np.float64)
+        others = _median_of_others(values)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(others > 0, values / others, np.inf)
+        for client, ratio in zip(norms, ratios.tolist(), strict=True):
             if ratio > OUTLYING_UPDATE_RATIO:
                 rounds, worst = outlying.get(client, ([], 0.0))
                 outlying[client] = ([*rounds, round_], max(worst, ratio))

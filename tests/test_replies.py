@@ -153,7 +153,7 @@ def test_in_process_the_same_check_names_the_client(data, monkeypatch):
         .fit(data.data, data.target, clients=data.clients)
         .client_seeds_
     )
-    real = _client.get_parameters
+    real = _client.parameter_arrays
 
     def extra_array_for_client_1(estimator):
         arrays = real(estimator)
@@ -161,7 +161,7 @@ def test_in_process_the_same_check_names_the_client(data, monkeypatch):
             arrays.append(np.zeros(1))
         return arrays
 
-    monkeypatch.setattr(_client, "get_parameters", extra_array_for_client_1)
+    monkeypatch.setattr(_client, "parameter_arrays", extra_array_for_client_1)
     federation = FederatedEstimator(
         FairPenaltyLogisticRegression(fairness=0.0),
         n_rounds=2,

@@ -379,7 +379,7 @@ def _scaling_client_2(monkeypatch, data):
     from skfedida.federated import _client
 
     seeds = _fit(_federation(n_rounds=1), data).client_seeds_
-    real = _client.get_parameters
+    real = _client.parameter_arrays
 
     def scaled_for_client_2(estimator):
         arrays = real(estimator)
@@ -387,7 +387,7 @@ def _scaling_client_2(monkeypatch, data):
             arrays = [a * 1e6 for a in arrays]
         return arrays
 
-    monkeypatch.setattr(_client, "get_parameters", scaled_for_client_2)
+    monkeypatch.setattr(_client, "parameter_arrays", scaled_for_client_2)
 
 
 def test_an_unbounded_outlying_update_warns_naming_its_client(data, monkeypatch):

@@ -291,7 +291,7 @@ def test_a_two_client_federation_warns_about_an_outlying_update(monkeypatch):
         FairPenaltyLogisticRegression(), n_rounds=2, local_epochs=1, random_state=0
     )
     seeds = federation.fit(X, y, clients=clients, sensitive_features=S).client_seeds_
-    real = _client.get_parameters
+    real = _client.parameter_arrays
 
     def scaled_for_client_1(estimator):
         arrays = real(estimator)
@@ -299,6 +299,48 @@ def test_a_two_client_federation_warns_about_an_outlying_update(monkeypatch):
             arrays = [a * 1e6 for a in arrays]
         return arrays
 
-    monkeypatch.setattr(_client, "get_parameters", scaled_for_client_1)
+    monkeypatch.setattr(_client, "parameter_arrays", scaled_for_client_1)
     with pytest.warns(OutlyingUpdateWarning, match=r"client 1 in round\(s\) \[1"):
         federation.fit(X, y, clients=clients, sensitive_features=S)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 31])
+@pytest.mark.parametrize("kind", ["spread", "ties", "with-nan", "zeros"])
+def test_the_median_of_the_other_clients_is_np_median_without_each(n, kind):
+    # The one-pass median of the others (1,000 clients used to cost O(n^2)
+    # lists per round) is np.median without each value, to the bit: ties
+    # (equal norms), an odd and even number of others, NaN and zero norms.
+    from skfedida.exceptions import _median_of_others
+
+    rng = np.random.RandomState(n)
+    values = {
+        "spread": rng.lognormal(size=n) * 1e3,
+        "ties": rng.randint(0, 3, n).astype(float),
+        "with-nan": np.where(rng.rand(n) < 0.3, np.nan, rng.rand(n)),
+        "zeros": np.where(rng.rand(n) < 0.6, 0.0, rng.rand(n)),
+    }[kind]
+    expected = [np.median(np.delete(values, i)) for i in range(n)]
+    assert _median_of_others(values).tobytes() == np.array(expected).tobytes()
+
+
+def test_outlying_updates_are_found_per_round_among_many_clients():
+    # The same clients, rounds and ratios as the per-client lists found.
+    from skfedida.exceptions import OutlyingUpdateWarning, warn_if_outlying_updates
+
+    rng = np.random.RandomState(0)
+    rounds = [
+        {f"c{k}": float(v) for k, v in enumerate(rng.uniform(1, 2, 300))}
+        for _ in range(3)
+    ]
+    rounds[1]["c7"] = 40.0
+    rounds[2]["c7"] = 60.0
+    rounds[2]["c250"] = 25.0
+    with pytest.warns(OutlyingUpdateWarning) as record:
+        warn_if_outlying_updates(_norm_history(*rounds), bounded=False)
+    (message,) = [str(w.message) for w in record]
+    others = np.median([v for k, v in rounds[2].items() if k != "c7"])
+    assert f"client 'c7' in round(s) [2, 3] (up to {60.0 / others:.3g} times)" in (
+        message
+    )
+    assert "client 'c250' in round(s) [3]" in message
+    assert message.index("'c7'") < message.index("'c250'")

@@ -484,8 +484,8 @@ MUTANTS = [
     Mutant(
         name="blind: an outlying update is compared with a median that holds it",
         path="skfedida/exceptions.py",
-        original="others = np.median([v for k, v in norms.items() if k != client])",
-        mutated="others = np.median(list(norms.values()))",
+        original="others = _median_of_others(values)",
+        mutated="others = np.full(values.shape, np.median(values))",
         tests=("tests/test_warnings.py", *_FEDERATED),
         features=("OutlyingUpdateWarning", "FederatedEstimator"),
     ),

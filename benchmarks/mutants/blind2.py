@@ -278,7 +278,7 @@ MUTANTS = [
         name="blind2: set_parameters accepts arrays of the wrong shapes",
         path="skfedida/federated/_parameters.py",
         original="    if len(parameters) != len(current) or any(\n"
-        "        np.shape(new) != old.shape\n"
+        "        np.shape(new) != np.shape(old)\n"
         "        for new, old in zip(parameters, current, strict=False)\n"
         "    ):\n",
         mutated="    if len(parameters) != len(current):\n",

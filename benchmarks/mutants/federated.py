@@ -282,8 +282,8 @@ MUTANTS = [
     Mutant(
         "strategy='local' averages the clients' models with equal weights",
         "skfedida/federated/_server.py",
-        "[get_parameters(m) for m in models], [d.n for d in data]",
-        "[get_parameters(m) for m in models], [1 for d in data]",
+        "[parameter_arrays(m) for m in models], [d.n for d in data]",
+        "[parameter_arrays(m) for m in models], [1 for d in data]",
         SERVER_TESTS,
         features=("FederatedEstimator", "WeightedMean"),
     ),
@@ -471,16 +471,16 @@ MUTANTS = [
     Mutant(
         "get_parameters returns the estimator's own arrays, not copies",
         "skfedida/federated/_parameters.py",
-        "return [np.array(array, dtype=np.float64, copy=True) for array in arrays]",
-        "return [np.asarray(array, dtype=np.float64) for array in arrays]",
+        "np.array(array, dtype=np.float64, copy=True)",
+        "np.asarray(array, dtype=np.float64)",
         PARAMETER_TESTS,
         features=("get_parameters",),
     ),
     Mutant(
         "get_parameters interleaves a network's weights and biases",
         "skfedida/federated/_parameters.py",
-        "arrays = [*estimator.coefs_, *estimator.intercepts_]",
-        "arrays = [a for pair in zip(estimator.coefs_, estimator.intercepts_)"
+        "return [*estimator.coefs_, *estimator.intercepts_]",
+        "return [a for pair in zip(estimator.coefs_, estimator.intercepts_)"
         " for a in pair]",
         PARAMETER_TESTS,
         features=("get_parameters", "set_parameters"),
@@ -496,8 +496,8 @@ MUTANTS = [
     Mutant(
         "set_parameters accepts arrays of the same size in another shape",
         "skfedida/federated/_parameters.py",
-        "np.shape(new) != old.shape",
-        "np.size(new) != old.size",
+        "np.shape(new) != np.shape(old)",
+        "np.size(new) != np.size(old)",
         PARAMETER_TESTS,
         features=("set_parameters",),
     ),

@@ -65,7 +65,7 @@ from ._client import (
     class_counts,
     clone_fitted,
 )
-from ._parameters import set_parameters
+from ._parameters import assign_parameters
 from ._pipeline import (
     PipelineFederation,
     final_step,
@@ -1111,7 +1111,7 @@ default="mean"
         if not self._validation:
             return
         scratch = clone_fitted(models[0])
-        set_parameters(scratch, global_parameters)
+        assign_parameters(scratch, global_parameters)
         reports, weights = [], []
         for k, (X_val, y_val, S_val) in enumerate(self._validation):
             model = models[k] if self.strategy == "local" else scratch

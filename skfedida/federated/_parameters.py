@@ -68,12 +68,54 @@ def get_parameters(estimator):
     >>> [p.shape for p in get_parameters(clf)]
     [(1, 4), (1,)]
     """
+    return parameter_arrays(estimator)
+
+
+def _held_arrays(estimator):
+    """The estimator's trainable arrays themselves (no copy), in protocol order."""
     weights, _ = _layout(estimator)
     if weights == "coefs_":
-        arrays = [*estimator.coefs_, *estimator.intercepts_]
+        return [*estimator.coefs_, *estimator.intercepts_]
+    return [estimator.coef_, np.atleast_1d(estimator.intercept_)]
+
+
+def parameter_arrays(estimator):
+    """``get_parameters`` without its argument validation.
+
+    For the federation's own calls, several per client and round, on
+    estimators it made: the decorator's validation cost more than the copy.
+    """
+    return [
+        np.array(array, dtype=np.float64, copy=True)
+        for array in _held_arrays(estimator)
+    ]
+
+
+def assign_parameters(estimator, parameters):
+    """``set_parameters`` without its argument validation and fitted check.
+
+    The shapes are still checked: a server's arrays of other shapes are an
+    error, not a model of another architecture.
+    """
+    current = _held_arrays(estimator)
+    parameters = list(parameters)
+    if len(parameters) != len(current) or any(
+        np.shape(new) != np.shape(old)
+        for new, old in zip(parameters, current, strict=False)
+    ):
+        raise ValueError(
+            f"{type(estimator).__name__} has parameters of shapes "
+            f"{[np.shape(p) for p in current]}; got "
+            f"{[np.shape(p) for p in parameters]}."
+        )
+    copies = [np.array(p, dtype=np.float64, copy=True) for p in parameters]
+    weights, _ = _layout(estimator)
+    if weights == "coefs_":
+        half = len(copies) // 2
+        estimator.coefs_, estimator.intercepts_ = copies[:half], copies[half:]
     else:
-        arrays = [estimator.coef_, np.atleast_1d(estimator.intercept_)]
-    return [np.array(array, dtype=np.float64, copy=True) for array in arrays]
+        estimator.coef_, estimator.intercept_ = copies
+    return estimator
 
 
 @validate_params(
@@ -115,24 +157,7 @@ def set_parameters(estimator, parameters):
     array([0.])
     """
     check_is_fitted(estimator)
-    current = get_parameters(estimator)
-    parameters = list(parameters)
-    if len(parameters) != len(current) or any(
-        np.shape(new) != old.shape
-        for new, old in zip(parameters, current, strict=False)
-    ):
-        raise ValueError(
-            f"{type(estimator).__name__} has parameters of shapes "
-            f"{[p.shape for p in current]}; got {[np.shape(p) for p in parameters]}."
-        )
-    copies = [np.array(p, dtype=np.float64, copy=True) for p in parameters]
-    weights, _ = _layout(estimator)
-    if weights == "coefs_":
-        half = len(copies) // 2
-        estimator.coefs_, estimator.intercepts_ = copies[:half], copies[half:]
-    else:
-        estimator.coef_, estimator.intercept_ = copies
-    return estimator
+    return assign_parameters(estimator, parameters)
 
 
 @validate_params({"estimator": _ESTIMATOR}, prefer_skip_nested_validation=True)

@@ -38,7 +38,7 @@ from ._client import (
 )
 from ._client import selection_stream as _selection_stream
 from ._engine import RoundEngine
-from ._parameters import set_parameters
+from ._parameters import assign_parameters
 from ._pipeline import drop_columns, placeholder_rows
 from ._privacy import privacy_report, updates_bounded
 
@@ -242,7 +242,7 @@ class FederationPlan:
         Returns the ``val_*`` metrics and the model the client would use
         after ``round_`` (1-based) rounds.
         """
-        model = set_parameters(clone_fitted(estimator), parameters)
+        model = assign_parameters(clone_fitted(estimator), parameters)
         X_eval, y_eval, S_eval = part.evaluation
         metrics = {
             VALIDATION_PREFIX + name: value
@@ -330,7 +330,7 @@ class FederationPlan:
         if feature_names is not None:
             fitted.feature_names_in_ = np.asarray(feature_names, dtype=object)
         template = self.template(seeds[0], n_features, feature_names, classes)
-        fitted.estimator_ = set_parameters(template, global_parameters)
+        fitted.estimator_ = assign_parameters(template, global_parameters)
         # Personalised (Per-FedAvg) models stay on their clients.
         fitted.client_estimators_ = {}
         fitted.history_ = sorted(history, key=lambda r: (r["round"], r["client"]))

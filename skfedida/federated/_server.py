@@ -30,7 +30,7 @@ from ._client import (
     selection_stream,
 )
 from ._engine import RoundEngine
-from ._parameters import get_parameters, set_parameters
+from ._parameters import assign_parameters, parameter_arrays
 
 
 def _progress(n_rounds, verbose):
@@ -106,7 +106,7 @@ class _Server:
         return {
             "models": models,
             "selection_rng": selection_stream(seeds),
-            "global_parameters": get_parameters(models[0]),
+            "global_parameters": parameter_arrays(models[0]),
             "rounds": 0,
             "strategy": self.strategy,
         }
@@ -283,9 +283,9 @@ class _Server:
         models, global_parameters = state["models"], state["global_parameters"]
         if self.strategy == "local":
             global_parameters = WeightedMean().aggregate(
-                [get_parameters(m) for m in models], [d.n for d in data]
+                [parameter_arrays(m) for m in models], [d.n for d in data]
             )
-        return set_parameters(clone_fitted(models[0]), global_parameters)
+        return assign_parameters(clone_fitted(models[0]), global_parameters)
 
     def client_models(self, state, trainer, data, seeds, personalization_steps):
         """Client k's own model (Local) or personalised one (Per-FedAvg), by k."""
@@ -298,7 +298,7 @@ class _Server:
         for k in range(len(data)):
             # Client k adapts a copy of its own estimator, set to the global
             # model (the original carries on if training resumes).
-            personal = set_parameters(clone_fitted(models[k]), global_parameters)
+            personal = assign_parameters(clone_fitted(models[k]), global_parameters)
             rng = np.random.RandomState(_round_seed(seeds[k], state["rounds"]))
             trainer.personalise(personal, data[k], personalization_steps, rng)
             personal_models[k] = personal

@@ -11,8 +11,8 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDic
 from flwr.clientapp import ClientApp
 
 from .._compat import num_samples
-from ..federated import get_parameters, set_parameters
 from ..federated._client import class_counts, clone_fitted
+from ..federated._parameters import assign_parameters, parameter_arrays
 from ..federated._pipeline import raw_schema
 from ._codec import decode, encode
 from ._protocol import (
@@ -298,7 +298,7 @@ def make_client_app(federation, load_data, *, classes=None):
             config["raw-dtypes"] = dtypes
         return _reply(
             message,
-            arrays=get_parameters(estimator),
+            arrays=parameter_arrays(estimator),
             metrics={"num-examples": int(part.train.n)},
             config=config,
         )
@@ -311,7 +311,7 @@ def make_client_app(federation, load_data, *, classes=None):
 
         estimator, seed = stored(context)
         _, part, _ = client_side(context, seed)
-        model = set_parameters(
+        model = assign_parameters(
             clone_fitted(estimator), message.content["arrays"].to_numpy_ndarrays()
         )
         X_eval, y_eval, groups = part.evaluation

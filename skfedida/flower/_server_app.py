@@ -36,7 +36,7 @@ from .._replies import (
 )
 from .._statistics_replies import Unreadable
 from ..federated._aggregation import class_prior
-from ..federated._parameters import get_parameters
+from ..federated._parameters import parameter_arrays
 from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import check_target_delta
 from ..metrics._registry import VALIDATION_PREFIX, share_key
@@ -511,7 +511,7 @@ def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
     n_features, classes, feature_names = agreed[:3]
 
     def check():
-        reference = get_parameters(
+        reference = parameter_arrays(
             plan.template(seed, n_features, feature_names, classes)
         )
         return initialisation_claim_problem(

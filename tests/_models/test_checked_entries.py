@@ -145,14 +145,16 @@ def _rows(n=300, seed=0):
 
 @pytest.mark.parametrize("make", ESTIMATORS)
 @pytest.mark.parametrize("weighted", [False, True])
-def test_train_epochs_are_partial_fit_calls_to_the_bit(make, weighted):
+@pytest.mark.parametrize("average", [False, True])
+def test_train_epochs_are_partial_fit_calls_to_the_bit(make, weighted, average):
     # The client trainer's epochs on rows checked once per fit: the same
-    # shuffle, steps and fitted attributes as partial_fit's, epoch after epoch.
+    # shuffles, steps and fitted attributes as partial_fit's, epoch after
+    # epoch (several epochs run as two loop calls; averaged ones one by one).
     X, y, S = _rows()
     weight = np.random.RandomState(1).uniform(0.5, 2.0, y.size) if weighted else None
 
     def primed():
-        model = make().set_params(random_state=0, batch_size=32)
+        model = make().set_params(random_state=0, batch_size=32, average=average)
         return model.partial_fit(X, y, classes=[0, 1], sensitive_features=S)
 
     model, reference = primed(), primed()
