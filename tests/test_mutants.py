@@ -138,12 +138,13 @@ class _OrderRecorder(FairPenaltyLogisticRegression):
             type(self).orders.append(np.asarray(batch.X)[:, 0].copy())
         return super()._train_epoch(batch)
 
-    def train_minibatches(self, X, y, groups, bounds, *, sample_weight=None):
+    def train_minibatches(self, X, y, groups, bounds, *, sample_weight=None, rows=None):
         # The vectorised epochs: many resampled minibatches per call.
+        laid_out = np.asarray(X) if rows is None else np.asarray(X)[rows]
         for start, stop in itertools.pairwise(bounds.tolist()):
-            type(self).orders.append(np.asarray(X)[start:stop, 0].copy())
+            type(self).orders.append(laid_out[start:stop, 0].copy())
         return super().train_minibatches(
-            X, y, groups, bounds, sample_weight=sample_weight
+            X, y, groups, bounds, sample_weight=sample_weight, rows=rows
         )
 
 

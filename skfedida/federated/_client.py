@@ -25,7 +25,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
 from .._compat import num_samples, safe_indexing
-from .._groups import column_positions, take_rows
+from .._groups import SensitiveGroups, column_positions, take_rows
 from .._minibatch import minibatch_bounds
 from .._models._fair_base import BaseFairClassifier
 from .._validation import is_plain_array
@@ -456,6 +456,32 @@ class _ResampledEpochs:
         self.labels = self.y.astype(np.intp)  # the labels as codes, once
         self.n_labels = len(trainer.classes)
         self.sampler_random_state = check_random_state(sampler.random_state)
+        # This round's rows with room after them for an epoch's synthetic
+        # rows (X, labels, group codes, weights): see _extended.
+        self._rows_and_room = None
+
+    def _extended(self, n_synthetic):
+        """The rows, and room for ``n_synthetic`` rows after them.
+
+        Made once per round (a copy of the client's rows), and again only
+        when an epoch makes more synthetic rows than the last: the epochs
+        then write just their synthetic rows, and the loop gathers every
+        minibatch's rows from here, where ``X[rows]`` copied every
+        resampled row every epoch. Dropped with the round, so a federation
+        holds no second copy of its clients' rows.
+        """
+        n_samples = self.y.shape[0]
+        size = n_samples + n_synthetic
+        if self._rows_and_room is None or self._rows_and_room[1].shape[0] < size:
+            size += n_synthetic // 2  # epochs' synthetic counts vary a little
+            X = np.empty((size, self.X.shape[1]))
+            X[:n_samples] = self.X
+            y = np.empty(size)
+            y[:n_samples] = self.y
+            codes = np.empty(size, dtype=np.intp)
+            codes[:n_samples] = self.groups.codes
+            self._rows_and_room = (X, y, codes, np.empty(size))
+        return self._rows_and_room
 
     @classmethod
     def of(cls, trainer, estimator, sampler, data):
@@ -530,16 +556,51 @@ class _ResampledEpochs:
             noised_columns=self.noised,
             n_labels=self.n_labels,
         )
-        X = self.X[rows]
-        if noise is not None:
-            X[synthetic[:, None], self.noised] += noise
         weight = None
         if self.trainer.prior_correction == "weights":
             weight = _minibatch_prior_weights(
                 labels, order, batch_size, rows, bounds, self.n_labels
             )
+        if noise is None:
+            # Synthetic rows without noise are their seed rows: the loop
+            # gathers them where they are. A seed row lies in its own
+            # minibatch with the same label, so the weight of each
+            # minibatch's (label) is the weight of every row it takes.
+            if weight is not None:
+                row_weight = np.empty(n_samples)
+                row_weight[rows] = weight
+                weight = row_weight
+            self.estimator.train_minibatches(
+                self.X, self.y, self.groups, bounds, sample_weight=weight, rows=rows
+            )
+            return
+        # Every row appears once among an epoch's kept rows (they come from
+        # a permutation), so the rows with the synthetic ones appended are
+        # positions of one array, each taken once: a row's weight can sit
+        # at its position.
+        n_synthetic = synthetic.size
+        X, y, codes, room_weight = self._extended(n_synthetic)
+        end = n_samples + n_synthetic
+        seeds = rows[synthetic]
+        synthetic_rows = X[n_samples:end]
+        np.take(self.X, seeds, axis=0, out=synthetic_rows)
+        if noise is not None:
+            synthetic_rows[:, self.noised] += noise
+        y[n_samples:end] = self.y[seeds]
+        codes[n_samples:end] = self.groups.codes[seeds]
+        positions = rows.copy()
+        positions[synthetic] = np.arange(n_samples, end)
+        if weight is not None:
+            position_weight = weight
+            weight = room_weight[:end]
+            weight[positions] = position_weight
         self.estimator.train_minibatches(
-            X, self.y[rows], self.groups.take(rows), bounds, sample_weight=weight
+            X[:end],
+            y[:end],
+            SensitiveGroups(codes[:end], self.groups.labels, self.groups.names),
+            bounds,
+            sample_weight=weight,
+            rows=positions,
         )
 
 
