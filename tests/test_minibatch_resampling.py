@@ -391,3 +391,66 @@ def test_every_resampled_minibatch_is_one_step(monkeypatch, sampler, strategy):
         assert sum(steps) == n_minibatches
     else:
         assert steps and set(steps) == {1}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_several_epochs_in_one_call_resample_as_one_call_per_epoch(seed):
+    # epochs=E draws epoch by epoch (its seed rows, then its noise) as E calls
+    # do: the same rows, minibatches, synthetic positions and noise, to the
+    # bit, and the stream left in the same state. Epochs whose rows do not
+    # fill their last minibatch, noised columns or none, undersampling, and
+    # three labels are among the cases.
+    rng = np.random.RandomState(seed)
+    n, batch_size = rng.randint(1, 400), int(rng.choice([16, 64]))
+    n_groups, n_labels = rng.randint(1, 4), int(rng.choice([2, 3]))
+    groups, y = rng.randint(0, n_groups, n), rng.randint(0, n_labels, n)
+    X = rng.randn(n, 4)
+    noised = np.flatnonzero(rng.rand(4) < 0.5)
+    sampler = FairnessAwareROSE(
+        n_target=["max", "mean", 30][seed % 3], undersample=bool(seed % 2)
+    )
+    epochs = rng.randint(2, 5)
+    orders = [rng.permutation(n) for _ in range(epochs)]
+    apart, together = np.random.RandomState(seed), np.random.RandomState(seed)
+
+    def call(order, stream, n_epochs=1):
+        return resample_minibatches(
+            sampler,
+            order,
+            batch_size,
+            groups,
+            n_groups,
+            y,
+            X,
+            stream,
+            noised_columns=noised,
+            n_labels=n_labels,
+            epochs=n_epochs,
+        )
+
+    one_by_one = [call(order, apart) for order in orders]
+    rows, bounds, synthetic, noise = call(np.concatenate(orders), together, epochs)
+    offsets = np.cumsum([0] + [b[-1] for _, b, _, _ in one_by_one])
+    np.testing.assert_array_equal(rows, np.concatenate([r for r, *_ in one_by_one]))
+    np.testing.assert_array_equal(
+        bounds,
+        np.concatenate(
+            [[0]]
+            + [
+                b[1:] + o
+                for (_, b, _, _), o in zip(one_by_one, offsets[:-1], strict=True)
+            ]
+        ),
+    )
+    np.testing.assert_array_equal(
+        synthetic,
+        np.concatenate(
+            [s + o for (_, _, s, _), o in zip(one_by_one, offsets[:-1], strict=True)]
+        ),
+    )
+    noises = [e for *_, e in one_by_one if e is not None]
+    if noises:
+        assert noise.tobytes() == np.concatenate(noises).tobytes()
+    else:
+        assert noise is None or noise.size == 0
+    assert apart.randint(2**31) == together.randint(2**31)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import itertools
 import numbers
 import threading
 import warnings
@@ -20,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn import config_context
 from sklearn.base import clone
-from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
@@ -34,7 +35,7 @@ from ..metrics import fairness_summary
 from ..metrics._fairness import class_summary
 from ..metrics._registry import DISPARITIES, share_key
 from ..metrics._registry import keys as metric_keys
-from ..metrics._scores import multiclass_brier, ovr_roc_auc
+from ..metrics._scores import binary_roc_auc, multiclass_brier, ovr_roc_auc
 from ..over_sampling import FairnessAwareROSE
 from ..over_sampling._minibatches import resample_minibatches, vectorises
 from ._parameters import assign_parameters, parameter_arrays
@@ -378,12 +379,12 @@ class _Trainer:
             for _ in range(epochs):
                 self._partial_fit(estimator, local)
             return estimator
-        resampled_epoch = _ResampledEpochs.of(self, estimator, sampler, data)
-        for _ in range(epochs):
+        resampled_epochs = _ResampledEpochs.of(self, estimator, sampler, data)
+        if resampled_epochs is not None:
             # The paper's Algorithm 2: resample every minibatch of the client.
-            if resampled_epoch is not None:
-                resampled_epoch(random_state)
-                continue
+            resampled_epochs(random_state, epochs)
+            return estimator
+        for _ in range(epochs):
             for rows in self._batches(data, random_state):
                 self._step(estimator, self._resample(sampler, data.batch(rows)))
         return estimator
@@ -456,8 +457,8 @@ class _ResampledEpochs:
         self.labels = self.y.astype(np.intp)  # the labels as codes, once
         self.n_labels = len(trainer.classes)
         self.sampler_random_state = check_random_state(sampler.random_state)
-        # This round's rows with room after them for an epoch's synthetic
-        # rows (X, labels, group codes, weights): see _extended.
+        # This round's rows with room after them for the synthetic rows of
+        # the epochs resampled at once (X, labels, group codes): _extended.
         self._rows_and_room = None
 
     def _extended(self, n_synthetic):
@@ -480,7 +481,7 @@ class _ResampledEpochs:
             y[:n_samples] = self.y
             codes = np.empty(size, dtype=np.intp)
             codes[:n_samples] = self.groups.codes
-            self._rows_and_room = (X, y, codes, np.empty(size))
+            self._rows_and_room = (X, y, codes)
         return self._rows_and_room
 
     @classmethod
@@ -493,7 +494,7 @@ class _ResampledEpochs:
             type(estimator),
             repr(estimator.sensitive),
             repr(sampler.get_params()["sensitive"]),
-            repr(sampler.categorical_features),
+            _parameter_key(sampler.categorical_features),
             trainer.sensitive_routing,
         )
         arrays = data.derived(
@@ -538,12 +539,31 @@ class _ResampledEpochs:
             noised,
         )
 
-    def __call__(self, random_state):
-        """One local epoch: shuffle, resample every minibatch, one step each."""
+    def __call__(self, random_state, epochs=1):
+        """Local epochs: shuffle, resample every minibatch, one step each.
+
+        Up to ``_FUSED_ROWS`` rows of epochs are resampled in one call and
+        trained on in one or two (the last epoch of the round apart, so
+        that ``loss_`` is its own): the same draws and steps as epoch by
+        epoch, with those calls' fixed costs paid once for a small client.
+        """
         n_samples = self.y.shape[0]
-        order = random_state.permutation(n_samples)
+        per_call = max(1, _FUSED_ROWS // max(n_samples, 1))
+        done = 0
+        while done < epochs:
+            n_epochs = min(per_call, epochs - done)
+            done += n_epochs
+            self._epochs(random_state, n_epochs, ends_round=done == epochs)
+
+    def _epochs(self, random_state, n_epochs, *, ends_round):
+        n_samples = self.y.shape[0]
         batch_size = self.trainer.batch_size
         labels = self.labels
+        # The epochs' shuffles come from the round's stream and the
+        # resampling's draws from the sampler's: drawing the shuffles first
+        # leaves both sequences as epoch-by-epoch calls leave them.
+        orders = [random_state.permutation(n_samples) for _ in range(n_epochs)]
+        order = orders[0] if n_epochs == 1 else np.concatenate(orders)
         rows, bounds, synthetic, noise = resample_minibatches(
             self.sampler,
             order,
@@ -555,60 +575,81 @@ class _ResampledEpochs:
             self.sampler_random_state,
             noised_columns=self.noised,
             n_labels=self.n_labels,
+            epochs=n_epochs,
         )
+        if noise is None:
+            # Synthetic rows without noise are their seed rows: the loop
+            # gathers them where they are.
+            X, y, groups, positions = self.X, self.y, self.groups, rows
+        else:
+            # The synthetic rows, noised, written after the client's rows.
+            n_synthetic = synthetic.size
+            X, y, codes = self._extended(n_synthetic)
+            end = n_samples + n_synthetic
+            seeds = rows[synthetic]
+            synthetic_rows = X[n_samples:end]
+            np.take(self.X, seeds, axis=0, out=synthetic_rows)
+            synthetic_rows[:, self.noised] += noise
+            y[n_samples:end] = self.y[seeds]
+            codes[n_samples:end] = self.groups.codes[seeds]
+            X, y = X[:end], y[:end]
+            groups = SensitiveGroups(codes[:end], self.groups.labels, self.groups.names)
+            positions = rows.copy()
+            positions[synthetic] = np.arange(n_samples, end)
         weight = None
         if self.trainer.prior_correction == "weights":
             weight = _minibatch_prior_weights(
-                labels, order, batch_size, rows, bounds, self.n_labels
+                labels, order, batch_size, rows, bounds, self.n_labels, n_epochs
             )
-        if noise is None:
-            # Synthetic rows without noise are their seed rows: the loop
-            # gathers them where they are. A seed row lies in its own
-            # minibatch with the same label, so the weight of each
-            # minibatch's (label) is the weight of every row it takes.
-            if weight is not None:
-                row_weight = np.empty(n_samples)
-                row_weight[rows] = weight
-                weight = row_weight
-            self.estimator.train_minibatches(
-                self.X, self.y, self.groups, bounds, sample_weight=weight, rows=rows
-            )
-            return
-        # Every row appears once among an epoch's kept rows (they come from
-        # a permutation), so the rows with the synthetic ones appended are
-        # positions of one array, each taken once: a row's weight can sit
-        # at its position.
-        n_synthetic = synthetic.size
-        X, y, codes, room_weight = self._extended(n_synthetic)
-        end = n_samples + n_synthetic
-        seeds = rows[synthetic]
-        synthetic_rows = X[n_samples:end]
-        np.take(self.X, seeds, axis=0, out=synthetic_rows)
-        if noise is not None:
-            synthetic_rows[:, self.noised] += noise
-        y[n_samples:end] = self.y[seeds]
-        codes[n_samples:end] = self.groups.codes[seeds]
-        positions = rows.copy()
-        positions[synthetic] = np.arange(n_samples, end)
+        # One training call per epoch with weights (below), else one for the
+        # epochs and one for the round's last epoch.
+        epoch_batches = -(-n_samples // batch_size)
         if weight is not None:
-            position_weight = weight
-            weight = room_weight[:end]
-            weight[positions] = position_weight
-        self.estimator.train_minibatches(
-            X[:end],
-            y[:end],
-            SensitiveGroups(codes[:end], self.groups.labels, self.groups.names),
-            bounds,
-            sample_weight=weight,
-            rows=positions,
-        )
+            cuts = range(0, n_epochs * epoch_batches + 1, epoch_batches)
+        elif ends_round and n_epochs > 1:
+            cuts = (0, (n_epochs - 1) * epoch_batches, n_epochs * epoch_batches)
+        else:
+            cuts = (0, n_epochs * epoch_batches)
+        for first, last in itertools.pairwise(cuts):
+            begin, stop = bounds[first], bounds[last]
+            call_rows = positions[begin:stop]
+            row_weight = None
+            if weight is not None:
+                # Within an epoch, a row that is taken twice (kept and as a
+                # seed) is taken in its own minibatch with its own label,
+                # hence with one weight: the weights can sit by row.
+                row_weight = np.empty(X.shape[0])
+                row_weight[call_rows] = weight[begin:stop]
+            self.estimator.train_minibatches(
+                X,
+                y,
+                groups,
+                bounds[first : last + 1] - begin,
+                sample_weight=row_weight,
+                rows=call_rows,
+            )
 
 
-def _minibatch_prior_weights(labels, order, batch_size, rows, bounds, n_labels=2):
-    """``_prior_weights`` of every resampled minibatch, at once."""
+#: Rows of epochs (local epochs x client rows) resampled in one call.
+_FUSED_ROWS = 1 << 16
+
+
+def _minibatch_prior_weights(
+    labels, order, batch_size, rows, bounds, n_labels=2, epochs=1
+):
+    """``_prior_weights`` of every resampled minibatch, at once.
+
+    ``order`` holds ``epochs`` epochs' shuffles, each cut into minibatches.
+    """
     n_batches = bounds.size - 1
-    size_before = np.diff(minibatch_bounds(order.size, batch_size))
-    batch_before = np.arange(order.size) // batch_size
+    n_samples = order.size // epochs
+    epoch_sizes = np.diff(minibatch_bounds(n_samples, batch_size))
+    size_before = np.tile(epoch_sizes, epochs)
+    batch_before = np.arange(n_samples) // batch_size
+    if epochs > 1:
+        batch_before = (
+            batch_before[None, :] + epoch_sizes.size * np.arange(epochs)[:, None]
+        ).ravel()
     cells = n_labels * n_batches
     before = (
         np.bincount(batch_before * n_labels + labels[order], minlength=cells).reshape(
@@ -648,6 +689,17 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
 
 def _model_inputs_key(estimator):
     return ("model-inputs", type(estimator), repr(estimator.sensitive))
+
+
+def _parameter_key(value):
+    """A parameter as part of a cache key: arrays by their bytes, not their repr.
+
+    The round's sampler holds the client's noised columns as a mask, and
+    printing an array costs ~80 us, every client and round.
+    """
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    return repr(value)
 
 
 def _own_training(estimator):
@@ -784,9 +836,7 @@ def _validation_metrics(model, X, y, S, classes):
         scores = proba[:, 1]
         positive = (y == classes[-1]).astype(np.float64)
         metrics = {
-            "roc_auc": float(roc_auc_score(y, scores))
-            if np.unique(y).size == 2
-            else np.nan,
+            "roc_auc": binary_roc_auc(y == classes[-1], scores),
             "selection_rate": float(np.mean(predicted == classes[-1])),
             "brier": float(np.mean((scores - positive) ** 2)),
         }

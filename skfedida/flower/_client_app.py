@@ -83,6 +83,9 @@ class _NodeRows:
         self.key = key
         self.loaded = None
         self.parts = {}
+        # (the pickled estimator in the node's state, that estimator): read
+        # back only when the state holds other bytes than this node wrote.
+        self.estimator = None
 
 
 def _run_key(context):
@@ -224,14 +227,33 @@ def make_client_app(federation, load_data, *, classes=None):
             rows.parts[(seed, states_text)] = (plan, part, n_partitions)
         return rows.parts[(seed, states_text)]
 
-    def stored(context):
+    def stored(context, *, to_train=False):
+        # The estimator in the node's state. Unpickled once per state it
+        # wrote: the same bytes object in the state means the same estimator
+        # (a failed message leaves the state, and so its bytes, as they
+        # were). One that is to be trained is taken out of the cache until
+        # its training is stored (``store``), so a training that fails part
+        # way leaves nothing half-trained behind.
         if _STATE_KEY not in context.state:
             raise RuntimeError(
                 "This node received a training or evaluation message before the "
                 "server's initialisation query; run the skfedida ServerApp."
             )
         record = context.state[_STATE_KEY]
-        return pickle.loads(record["estimator"]), int(record["client-seed"])
+        pickled = record["estimator"]
+        rows = node_rows(context)
+        cached = rows.estimator
+        if cached is not None and cached[0] is pickled:
+            estimator = cached[1]
+        else:
+            estimator = pickle.loads(pickled)
+        rows.estimator = None if to_train else (pickled, estimator)
+        return estimator, int(record["client-seed"])
+
+    def store(context, estimator):
+        pickled = pickle.dumps(estimator)
+        context.state[_STATE_KEY]["estimator"] = pickled
+        node_rows(context).estimator = (pickled, estimator)
 
     @app.query("skfedida_statistics")
     def statistics(message, context):
@@ -336,7 +358,7 @@ def make_client_app(federation, load_data, *, classes=None):
 
     @app.train()
     def train(message, context):
-        estimator, seed = stored(context)
+        estimator, seed = stored(context, to_train=True)
         plan, part, _ = client_side(context, seed)
         round_ = int(message.content["config"]["server-round"]) - 1
         estimator, parameters, n_rows, loss, *report = plan.train_round(
@@ -346,7 +368,7 @@ def make_client_app(federation, load_data, *, classes=None):
             seed,
             round_,
         )
-        context.state[_STATE_KEY]["estimator"] = pickle.dumps(estimator)
+        store(context, estimator)
         reply = _reply(
             message,
             arrays=parameters,

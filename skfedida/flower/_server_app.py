@@ -124,6 +124,9 @@ class _FederationChecks:
             for label in (classes if len(classes) > 2 else ())
         }
         self.round_arrays = None
+        # A training reply's arrays, decoded once for its check and the
+        # aggregation (ArrayRecord to numpy parses each array's .npy bytes).
+        self._decoded = {}
 
     def _messages(self, server_round, arrays, config, partitions, message_type):
         config["server-round"] = server_round
@@ -212,7 +215,7 @@ class _FederationChecks:
         def check():
             metrics = dict(content["metrics"])
             return training_round_problem(
-                content["arrays"].to_numpy_ndarrays(),
+                self._arrays_of(content),
                 metrics.get("num-examples"),
                 metrics.get("train-loss"),
                 reference=self.round_arrays,
@@ -222,7 +225,21 @@ class _FederationChecks:
 
         return unless_malformed(check)
 
+    def _arrays_of(self, content):
+        """A training reply's arrays as numpy arrays, decoded once per round."""
+        record = content["arrays"]
+        decoded = self._decoded.get(id(record))
+        if decoded is None or decoded[0] is not record:
+            decoded = self._decoded[id(record)] = (record, record.to_numpy_ndarrays())
+        return decoded[1]
+
     def aggregate_train(self, server_round, replies):
+        try:
+            return self._aggregate_train(server_round, replies)
+        finally:
+            self._decoded.clear()
+
+    def _aggregate_train(self, server_round, replies):
         outcomes, usable = self._outcomes(list(replies), MessageType.TRAIN)
         admitted = sorted(
             self.engine.admit_training(
@@ -265,7 +282,7 @@ class _FederationChecks:
 
         result = engine.aggregate(
             aggregate,
-            [reply.content["arrays"].to_numpy_ndarrays() for reply in replies],
+            [self._arrays_of(reply.content) for reply in replies],
             [int(reply.content["metrics"]["num-examples"]) for reply in replies],
             round_number=server_round,
             admitted=admitted,

@@ -70,7 +70,16 @@ def _materialised(epochs, random_state):
 @pytest.mark.parametrize(
     "make", [FairPenaltyLogisticRegression, FairMLPClassifier], ids=["lr", "mlp"]
 )
-def test_epochs_train_as_on_the_materialised_rows(noised, prior_correction, make):
+@pytest.mark.parametrize(
+    "fused_rows", [700, 1500, 1 << 16], ids=["epoch-by-epoch", "two-by-two", "all"]
+)
+def test_epochs_train_as_on_the_materialised_rows(
+    noised, prior_correction, make, fused_rows, monkeypatch
+):
+    # A round's epochs are resampled several at a time (as many as fit in
+    # _FUSED_ROWS rows of 700-row epochs: 1, 2 then 1, or all 3) and
+    # trained on in one call per epoch with weights, else one or two.
+    monkeypatch.setattr("skfedida.federated._client._FUSED_ROWS", fused_rows)
     X, y, S = _client(noised)
     trainer = _Trainer(
         sampler=FairnessAwareROSE(),
@@ -94,10 +103,10 @@ def test_epochs_train_as_on_the_materialised_rows(noised, prior_correction, make
         epochs.sampler_groups = sampler.sensitive_groups(X, sensitive_features=S)
         epochs.groups = estimator.check_rows(X, y, sensitive_features=S)[2]
         random_state = np.random.RandomState(11)
-        for _ in range(3):  # the room for synthetic rows is reused, and grows
-            if epoch is None:
-                epochs(random_state)
-            else:
+        if epoch is None:
+            epochs(random_state, 3)
+        else:
+            for _ in range(3):
                 n_synthetic, has_noise = epoch(epochs, random_state)
                 assert n_synthetic > 0 and has_noise == noised
         fitted.append(estimator)
