@@ -13,3 +13,15 @@ import numpy as np
 def minibatch_bounds(n_samples, batch_size):
     """Bounds of consecutive minibatches of ``batch_size`` rows (last shorter)."""
     return np.append(np.arange(0, n_samples, batch_size), n_samples).astype(np.intp)
+
+
+#: Rows of epochs (epochs x rows) one call trains on, or resamples, at once.
+#: A call has a fixed cost (its inputs, buffers and checks: ~15-100 us), which
+#: a small client pays per epoch unless its epochs share calls; the bound
+#: keeps the arrays of such a call (shuffles, resampled rows) a few MB.
+FUSED_ROWS = 1 << 16
+
+
+def epochs_per_call(n_samples):
+    """How many epochs of ``n_samples`` rows one call takes (at least one)."""
+    return max(1, FUSED_ROWS // max(n_samples, 1))

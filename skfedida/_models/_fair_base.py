@@ -42,7 +42,7 @@ from .._groups import (
     encode_groups,
     resolve_sensitive,
 )
-from .._minibatch import minibatch_bounds
+from .._minibatch import epochs_per_call, minibatch_bounds
 from .._validation import (
     checked_float_matrix,
     sample_weight_of,
@@ -218,13 +218,21 @@ class Batch:
 def compiled_loop_inputs(batch, bounds, n_labels=2, order=None):
     """A ``Batch``'s rows and minibatch bounds as the compiled loops take them.
 
-    X, y, groups, n_groups, weight, bounds and order: contiguous float64 /
-    intp (order None: the rows as they lie). The loops index their buffers
+    X, y, groups, n_groups, weight, bounds and order: float64 / intp,
+    contiguous but for X when an order is given (order None: the rows as
+    they lie). The loops index their buffers
     by label and group code, and the rows by ``order``, without bounds
     checks, so these are checked here (O(n), once per call): an
     out-of-range code or row is an error, not a read or write past a buffer.
     """
-    X = np.ascontiguousarray(batch.X, dtype=np.float64)
+    if order is None:
+        X = np.ascontiguousarray(batch.X, dtype=np.float64)
+    else:
+        # Gathered a minibatch at a time: any strides (a DataFrame's values
+        # are column-major), without a copy of all the rows.
+        X = np.asarray(batch.X, dtype=np.float64)
+        if X.strides[0] % X.itemsize or X.strides[1] % X.itemsize or min(X.strides) < 0:
+            X = np.ascontiguousarray(X)
     y = np.ascontiguousarray(batch.y, dtype=np.float64)
     groups = np.ascontiguousarray(batch.groups, dtype=np.intp)
     weight = np.ascontiguousarray(batch.weight, dtype=np.float64)
@@ -271,6 +279,11 @@ def check_minibatch_rows(
     """
     if y.shape[0] != n or groups.shape[0] != n or weight.shape[0] != n:
         raise ValueError("X, y, groups and weight must have one entry per row.")
+    if n and y.dtype.kind not in "biu" and np.any(y != np.floor(y)):
+        raise ValueError(
+            "y must hold whole label codes (check_rows returns them); got "
+            "fractional values."
+        )
     if n and not (y.min() >= 0 and y.max() < n_labels):
         raise ValueError(
             f"label codes outside 0..{n_labels - 1}: the model's parameters are "
@@ -279,7 +292,7 @@ def check_minibatch_rows(
         )
     if n and not (groups.min() >= 0 and groups.max() < max(n_groups, 1)):
         raise ValueError(f"group codes outside 0..{n_groups - 1}.")
-    if np.any(np.diff(bounds) < 0):
+    if np.any(np.diff(bounds.astype(np.intp)) < 0):
         raise ValueError("minibatch bounds must increase within the rows.")
     if order is not None:
         check_order(order, n, bounds)
@@ -863,7 +876,7 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"epochs must be a positive integer; got {epochs!r}.")
         self._check_model_inputs(X)
         groups = self._checked_groups(groups)
-        y = np.asarray(y)
+        y = self._checked_codes(y)
         weight = sample_weight_of(sample_weight, X, allow_all_zero_weights=True)
         if sample_weight is not None:
             weight = normalised_weight(weight)
@@ -884,39 +897,57 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
         batch = Batch(
             X, y, groups.codes, groups.n_groups, weight, rows_checked=n_labels
         )
-        if epochs == 1 or batch.weight_sum == 0 or self.average:
+        per_call = epochs_per_call(X.shape[0])
+        if (
+            per_call == 1
+            or epochs == 1
+            or batch.weight_sum == 0
+            or self.average
+            # A subclass's own epoch is run as it is, epoch by epoch.
+            or type(self)._train_epoch is not BaseFairClassifier._train_epoch
+        ):
             for _ in range(epochs):
                 self._train_epoch(batch)
             return self
-        return self._fused_epochs(batch, epochs)
+        return self._fused_epochs(batch, epochs, per_call)
 
-    def _fused_epochs(self, batch, epochs):
-        """``epochs`` calls of ``_train_epoch``, in two calls of the minibatch loop.
+    def _fused_epochs(self, batch, epochs, per_call):
+        """``epochs`` calls of ``_train_epoch``, ``per_call`` epochs per loop call.
 
         The epochs' shuffles are drawn in turn from the estimator's stream, as
-        the calls draw them, and the minibatches of all the epochs but the last
-        run back to back in one loop call (the last in another, whose mean
-        objective is ``loss_``): the same steps, with one loop call's fixed
-        cost (~15 us: its inputs, buffers and checks) instead of ``epochs``.
-        Without averaging only, whose means are per epoch. A parameter that
-        turns non-finite part way stops the next call's first step, with the
-        same error.
+        the calls draw them, and the minibatches of several epochs run back
+        to back in one loop call; the last epoch runs in a call of its own,
+        whose mean objective is ``loss_``. The same steps, with one loop
+        call's fixed cost (~15 us: its inputs, buffers and checks) for
+        several epochs. Without averaging only, whose means are per epoch.
+        Parameters that turn non-finite stop the fit at the end of their
+        call (``_check_finite``), not of their epoch; with the compiled loop
+        the next step's gradient stops it first.
         """
         n_samples = batch.X.shape[0]
         epoch_bounds = minibatch_bounds(n_samples, self.batch_size)
-        orders = [self._random_state.permutation(n_samples) for _ in range(epochs)]
-        leading_bounds = np.concatenate(
-            [epoch_bounds[:-1] + k * n_samples for k in range(epochs - 1)]
-            + [[(epochs - 1) * n_samples]]
-        )
         params = self._trainable_params()
         optimizer = self._partial_fit_optimizer(params)
-        self._minibatch_steps(
-            params, batch, leading_bounds, optimizer, order=np.concatenate(orders[:-1])
-        )
-        self._check_finite(params)
+        done = 0
+        while done < epochs:
+            n_epochs = min(per_call, epochs - done)
+            done += n_epochs
+            orders = [
+                self._random_state.permutation(n_samples) for _ in range(n_epochs)
+            ]
+            if done == epochs:  # the round's last epoch alone: loss_ is its own
+                last = orders.pop()
+            if orders:
+                bounds = np.concatenate(
+                    [epoch_bounds[:-1] + k * n_samples for k in range(len(orders))]
+                    + [[len(orders) * n_samples]]
+                )
+                self._minibatch_steps(
+                    params, batch, bounds, optimizer, order=np.concatenate(orders)
+                )
+                self._check_finite(params)
         values = self._minibatch_steps(
-            params, batch, epoch_bounds, optimizer, order=orders[-1]
+            params, batch, epoch_bounds, optimizer, order=last
         )
         self._set_params_list(params)
         self._check_finite(params)
@@ -927,6 +958,18 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
         if hasattr(self, "t_"):
             self.t_ = self.n_samples_seen_
         return self
+
+    @staticmethod
+    def _checked_codes(y):
+        if y is None:
+            raise ValueError(
+                "y must be the label codes check_rows returns; got None (pass "
+                "y to check_rows)."
+            )
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D label codes; got {y.ndim} dimensions.")
+        return y
 
     @staticmethod
     def _checked_groups(groups):
@@ -959,12 +1002,13 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
         bounds : ndarray of shape (n_minibatches + 1,)
             Increasing row positions; the minibatches lie between them.
         sample_weight : ndarray of shape (n_samples,), default=None
-            Row weights; None weighs every row 1.
+            Weights of X's rows (with ``rows``, a row taken twice weighs the
+            same both times); None weighs every row 1.
         rows : ndarray of shape (n_positions,), default=None
             Positions of X's rows (repeats allowed) laid out as the
             minibatches, which ``bounds`` then index: the steps are those on
-            ``X[rows]``, ``y[rows]``, ... without that copy. None: X's rows
-            in order.
+            ``X[rows]``, ``y[rows]``, ``sample_weight[rows]`` without that
+            copy. None: X's rows in order.
 
         Returns
         -------
@@ -979,7 +1023,7 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
         """
         self._check_model_inputs(X)
         groups = self._checked_groups(groups)
-        y = np.asarray(y)
+        y = self._checked_codes(y)
         bounds = np.asarray(bounds)
         if bounds.ndim != 1 or bounds.dtype.kind not in "iu":
             raise ValueError(

@@ -689,13 +689,16 @@ cdef class _Steps:
     # y, groups and weight above) before its steps: a 128-row copy stays in
     # cache for the three passes over it, where a copy of all the rows in
     # that order (numpy's X[order], once per epoch) costs as much as the
-    # steps of a linear model. NULL: the rows in place.
+    # steps of a linear model. NULL: the rows in place. (The network's
+    # matrix products then start at the buffer, not part way into X[order]:
+    # the same results with a BLAS whose sums do not depend on alignment,
+    # as OpenBLAS's; MKL's can, outside its reproducible mode.)
     cdef const Py_ssize_t* order
     cdef const double* X_source
     cdef const double* y_source
     cdef const Py_ssize_t* groups_source
     cdef const double* weight_source
-    cdef Py_ssize_t ld_source, n_columns
+    cdef Py_ssize_t ld_source, column_step, n_columns
     cdef double* X_rows
     cdef double* y_rows
     cdef Py_ssize_t* groups_rows
@@ -727,13 +730,18 @@ cdef class _Steps:
 
     cdef void gather(self, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
         """Copy the source rows order[start:stop] into the row buffers."""
-        cdef Py_ssize_t i, r, d = self.n_columns
+        cdef Py_ssize_t i, j, r, d = self.n_columns, step = self.column_step
+        cdef const double* source
+        cdef double* target
         for i in range(stop - start):
             r = self.order[start + i]
-            memcpy(
-                self.X_rows + i * d, self.X_source + r * self.ld_source,
-                d * sizeof(double),
-            )
+            source = self.X_source + r * self.ld_source
+            target = self.X_rows + i * d
+            if step == 1:
+                memcpy(target, source, d * sizeof(double))
+            else:  # a column-major X (a DataFrame's values): no copy of it
+                for j in range(d):
+                    target[j] = source[j * step]
             self.y_rows[i] = self.y_source[r]
             self.groups_rows[i] = self.groups_source[r]
             self.weight_rows[i] = self.weight_source[r]
@@ -831,21 +839,27 @@ cdef bint _gathers(object order):
 
 
 cdef object _set_rows(
-    _Steps model, _Workspace ws, const double[:, ::1] X, const double[::1] y,
+    _Steps model, _Workspace ws, const double[:, :] X, const double[::1] y,
     const Py_ssize_t[::1] groups, Py_ssize_t n_groups, const double[::1] weight,
     object order, Py_ssize_t max_rows, double fairness, double alpha,
     int penalty,
 ):
     """``model.set_rows`` on the rows, or on buffers its minibatches are gathered into.
 
-    Returns the array the model's X is: X itself, or (with an ``order``) the
-    buffer of one minibatch's gathered rows, C-contiguous.
+    Returns the array the model's X is: X itself (which must then be
+    C-contiguous), or (with an ``order``) the buffer of one minibatch's
+    gathered rows, C-contiguous; an X gathered from may have any strides.
     """
     cdef const Py_ssize_t[::1] order_view
     cdef double[:, ::1] X_rows
     cdef double[::1] y_rows, weight_rows
     cdef Py_ssize_t[::1] groups_rows
     if not _gathers(order):
+        if X.shape[0] and X.shape[1] and (
+            X.strides[1] != sizeof(double)
+            or (X.shape[0] > 1 and X.strides[0] != X.shape[1] * sizeof(double))
+        ):
+            raise ValueError("X must be C-contiguous unless an order is given.")
         model.order = NULL
         model.set_rows(ws, y, groups, n_groups, weight, fairness, alpha, penalty)
         return X
@@ -867,6 +881,7 @@ cdef object _set_rows(
     model.order = &order_view[0]
     model.X_source = &X[0, 0] if X.shape[0] else NULL
     model.ld_source = X.strides[0] // sizeof(double)
+    model.column_step = X.strides[1] // sizeof(double)
     model.n_columns = X.shape[1]
     model.y_source = &y[0] if y.shape[0] else NULL
     model.groups_source = &groups[0] if groups.shape[0] else NULL
@@ -1019,7 +1034,7 @@ cdef class _Multinomial(_Affine):
 
 
 cdef object _affine_steps(
-    _Affine model, const double[:, ::1] X, const double[::1] y,
+    _Affine model, const double[:, :] X, const double[::1] y,
     const Py_ssize_t[::1] groups, Py_ssize_t n_groups, const double[::1] weight,
     const Py_ssize_t[::1] indptr, double* coef, Py_ssize_t ldc, Py_ssize_t C,
     double* intercept, bint fit_intercept, double fairness, double alpha,
@@ -1062,7 +1077,7 @@ cdef object _affine_steps(
 
 
 def linear_sgd_steps(
-    const double[:, ::1] X,
+    const double[:, :] X,
     const double[::1] y,
     const Py_ssize_t[::1] groups,
     Py_ssize_t n_groups,
@@ -1104,7 +1119,7 @@ def linear_sgd_steps(
 
 
 def multinomial_sgd_steps(
-    const double[:, ::1] X,
+    const double[:, :] X,
     const double[::1] y,
     const Py_ssize_t[::1] groups,
     Py_ssize_t n_groups,
@@ -1329,7 +1344,7 @@ cdef class _Network(_Steps):
 
 
 def mlp_sgd_steps(
-    const double[:, ::1] X,
+    const double[:, :] X,
     const double[::1] y,
     const Py_ssize_t[::1] groups,
     Py_ssize_t n_groups,

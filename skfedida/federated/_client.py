@@ -27,7 +27,7 @@ from sklearn.utils import check_random_state
 
 from .._compat import num_samples, safe_indexing
 from .._groups import SensitiveGroups, column_positions, take_rows
-from .._minibatch import minibatch_bounds
+from .._minibatch import epochs_per_call, minibatch_bounds
 from .._models._fair_base import BaseFairClassifier
 from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
@@ -165,8 +165,9 @@ def _reseeded(stream, seed):
     A new RandomState draws OS entropy for its MT19937 before the legacy
     seeding replaces it (~60 us); reseeding one is ~1 us, and gives the same
     stream. A client round draws two (its own and its sampler's): 0.12 ms
-    of a round's fixed cost. Safe for streams used only within one client
-    round of one thread, and dropped with it.
+    of a round's fixed cost. For streams used only within one client round
+    of one thread (nothing keeps them past it); each thread keeps one
+    object per stream name for its lifetime.
     """
     states = getattr(_STREAMS, "states", None)
     if states is None:
@@ -465,11 +466,11 @@ class _ResampledEpochs:
         """The rows, and room for ``n_synthetic`` rows after them.
 
         Made once per round (a copy of the client's rows), and again only
-        when an epoch makes more synthetic rows than the last: the epochs
-        then write just their synthetic rows, and the loop gathers every
-        minibatch's rows from here, where ``X[rows]`` copied every
-        resampled row every epoch. Dropped with the round, so a federation
-        holds no second copy of its clients' rows.
+        when epochs make more synthetic rows than the last: the epochs then
+        write just their synthetic rows, and the loop gathers every
+        minibatch's rows from here, where ``X[rows]`` copied every resampled
+        row every epoch. Dropped with the round: one client's copy at a time
+        per job, as ``X[rows]`` was.
         """
         n_samples = self.y.shape[0]
         size = n_samples + n_synthetic
@@ -542,13 +543,13 @@ class _ResampledEpochs:
     def __call__(self, random_state, epochs=1):
         """Local epochs: shuffle, resample every minibatch, one step each.
 
-        Up to ``_FUSED_ROWS`` rows of epochs are resampled in one call and
+        Up to ``FUSED_ROWS`` rows of epochs are resampled in one call and
         trained on in one or two (the last epoch of the round apart, so
         that ``loss_`` is its own): the same draws and steps as epoch by
         epoch, with those calls' fixed costs paid once for a small client.
         """
         n_samples = self.y.shape[0]
-        per_call = max(1, _FUSED_ROWS // max(n_samples, 1))
+        per_call = epochs_per_call(n_samples)
         done = 0
         while done < epochs:
             n_epochs = min(per_call, epochs - done)
@@ -579,7 +580,7 @@ class _ResampledEpochs:
         )
         if noise is None:
             # Synthetic rows without noise are their seed rows: the loop
-            # gathers them where they are.
+            # gathers them where they are, in whatever layout.
             X, y, groups, positions = self.X, self.y, self.groups, rows
         else:
             # The synthetic rows, noised, written after the client's rows.
@@ -610,28 +611,30 @@ class _ResampledEpochs:
             cuts = (0, (n_epochs - 1) * epoch_batches, n_epochs * epoch_batches)
         else:
             cuts = (0, n_epochs * epoch_batches)
+        takes_rows = _accepts(self.estimator.train_minibatches, "rows")
         for first, last in itertools.pairwise(cuts):
             begin, stop = bounds[first], bounds[last]
             call_rows = positions[begin:stop]
+            call_bounds = bounds[first : last + 1] - begin
+            if not takes_rows:  # a subclass's train_minibatches of before
+                self.estimator.train_minibatches(
+                    X[call_rows],
+                    y[call_rows],
+                    groups.take(call_rows),
+                    call_bounds,
+                    sample_weight=None if weight is None else weight[begin:stop],
+                )
+                continue
             row_weight = None
             if weight is not None:
                 # Within an epoch, a row that is taken twice (kept and as a
                 # seed) is taken in its own minibatch with its own label,
                 # hence with one weight: the weights can sit by row.
-                row_weight = np.empty(X.shape[0])
+                row_weight = np.zeros(X.shape[0])
                 row_weight[call_rows] = weight[begin:stop]
             self.estimator.train_minibatches(
-                X,
-                y,
-                groups,
-                bounds[first : last + 1] - begin,
-                sample_weight=row_weight,
-                rows=call_rows,
+                X, y, groups, call_bounds, sample_weight=row_weight, rows=call_rows
             )
-
-
-#: Rows of epochs (local epochs x client rows) resampled in one call.
-_FUSED_ROWS = 1 << 16
 
 
 def _minibatch_prior_weights(
@@ -697,7 +700,7 @@ def _parameter_key(value):
     The round's sampler holds the client's noised columns as a mask, and
     printing an array costs ~80 us, every client and round.
     """
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) and not value.dtype.hasobject:
         return ("ndarray", value.dtype.str, value.shape, value.tobytes())
     return repr(value)
 
@@ -732,11 +735,10 @@ def _checked_rows(trainer, estimator, data):
         if data.groups is not None and _takes_sensitive(estimator.partial_fit, routed):
             S = data.sensitive_for(estimator)
         X, labels, groups = estimator.check_rows(data.X, data.y, sensitive_features=S)
-        if isinstance(X, np.ndarray):
-            # As the compiled loops take X: made so once, not every epoch (a
-            # DataFrame's values are column-major).
-            X = np.ascontiguousarray(X, dtype=np.float64)
-        # The model inputs _training_proba predicts.
+        # The model inputs _training_proba predicts, as check_rows gives
+        # them (a DataFrame's values are column-major, and a matrix product
+        # rounds by layout: a copy would move the reported losses' last
+        # bits). The loops gather their rows from any layout.
         data.derived(_model_inputs_key(estimator), lambda: X)
         return X, labels, groups
 

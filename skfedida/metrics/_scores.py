@@ -23,11 +23,11 @@ def binary_roc_auc(positive, scores):
     """
     positive = np.asarray(positive, dtype=bool)
     scores = np.asarray(scores, dtype=np.float64)
-    if not np.isfinite(scores).all():
-        return float(roc_auc_score(positive, scores))  # its error names them
     n_positive = int(np.count_nonzero(positive))
     if n_positive in (0, positive.shape[0]):
         return np.nan
+    if not np.isfinite(scores).all():
+        return float(roc_auc_score(positive, scores))  # its error names them
     # Descending scores; the order within ties does not matter (the counts
     # are read at the end of each block of equal scores, and are exact).
     order = np.argsort(scores, kind="stable")[::-1]

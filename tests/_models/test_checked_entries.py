@@ -146,10 +146,16 @@ def _rows(n=300, seed=0):
 @pytest.mark.parametrize("make", ESTIMATORS)
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("average", [False, True])
-def test_train_epochs_are_partial_fit_calls_to_the_bit(make, weighted, average):
+@pytest.mark.parametrize("fused_rows", [300, 600, 1 << 16])
+def test_train_epochs_are_partial_fit_calls_to_the_bit(
+    make, weighted, average, fused_rows, monkeypatch
+):
     # The client trainer's epochs on rows checked once per fit: the same
     # shuffles, steps and fitted attributes as partial_fit's, epoch after
-    # epoch (several epochs run as two loop calls; averaged ones one by one).
+    # epoch. Several epochs share a loop call (as many as fit in FUSED_ROWS
+    # rows of 300-row epochs: 1, 2, or all; the last epoch alone); averaged
+    # ones run one by one.
+    monkeypatch.setattr("skfedida._minibatch.FUSED_ROWS", fused_rows)
     X, y, S = _rows()
     weight = np.random.RandomState(1).uniform(0.5, 2.0, y.size) if weighted else None
 
@@ -159,7 +165,7 @@ def test_train_epochs_are_partial_fit_calls_to_the_bit(make, weighted, average):
 
     model, reference = primed(), primed()
     checked = model.check_rows(X, y, sensitive_features=S)
-    for epochs in (1, 3):
+    for epochs in (1, 3, 4):
         model.train_epochs(*checked, epochs=epochs, sample_weight=weight)
         for _ in range(epochs):
             reference.partial_fit(X, y, sensitive_features=S, sample_weight=weight)
@@ -181,6 +187,14 @@ def test_train_epochs_refuses_what_train_minibatches_refuses(make):
         model.train_epochs(np.c_[X_model, X_model[:, 0]], y_codes, groups)
     with pytest.raises(ValueError, match="sample_weight"):
         model.train_epochs(X_model, y_codes, groups, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="got None"):
+        model.train_epochs(X_model, None, groups)
+    with pytest.raises(ValueError, match="whole label codes"):
+        model.train_epochs(X_model, y_codes * 0.5, groups)
+    with pytest.raises(ValueError, match="must increase"):
+        model.train_minibatches(
+            X_model, y_codes, groups, np.array([0, 5, 3], np.uint64)
+        )
     for epochs in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="epochs must be a positive integer"):
             model.train_epochs(X_model, y_codes, groups, epochs=epochs)

@@ -77,9 +77,9 @@ def test_epochs_train_as_on_the_materialised_rows(
     noised, prior_correction, make, fused_rows, monkeypatch
 ):
     # A round's epochs are resampled several at a time (as many as fit in
-    # _FUSED_ROWS rows of 700-row epochs: 1, 2 then 1, or all 3) and
+    # FUSED_ROWS rows of 700-row epochs: 1, 2 then 1, or all 3) and
     # trained on in one call per epoch with weights, else one or two.
-    monkeypatch.setattr("skfedida.federated._client._FUSED_ROWS", fused_rows)
+    monkeypatch.setattr("skfedida._minibatch.FUSED_ROWS", fused_rows)
     X, y, S = _client(noised)
     trainer = _Trainer(
         sampler=FairnessAwareROSE(),
@@ -117,4 +117,43 @@ def test_epochs_train_as_on_the_materialised_rows(
         expected.n_iter_,
         expected.n_samples_seen_,
         expected.loss_,
+    )
+
+
+class _EntryOfBefore(FairPenaltyLogisticRegression):
+    """A subclass whose train_minibatches predates its ``rows`` parameter."""
+
+    def train_minibatches(self, X, y, groups, bounds, *, sample_weight=None):
+        return super().train_minibatches(
+            X, y, groups, bounds, sample_weight=sample_weight
+        )
+
+
+@pytest.mark.parametrize("prior_correction", [None, "weights"])
+def test_a_train_minibatches_without_rows_gets_the_rows_laid_out(prior_correction):
+    # The vectorised epochs pass rows= only to an entry that takes it; one
+    # written before gets X[rows] (and the weights of its positions), and
+    # trains the same model.
+    from skfedida.datasets import make_federated_classification
+    from skfedida.federated import FederatedEstimator
+
+    data = make_federated_classification(1200, n_clients=3, random_state=0)
+    fitted = [
+        FederatedEstimator(
+            make(fairness=1.0),
+            sampler=FairnessAwareROSE(),
+            prior_correction=prior_correction,
+            n_rounds=2,
+            local_epochs=2,
+            random_state=0,
+        ).fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+        for make in (FairPenaltyLogisticRegression, _EntryOfBefore)
+    ]
+    np.testing.assert_array_equal(
+        fitted[0].estimator_.coef_, fitted[1].estimator_.coef_
     )
