@@ -93,6 +93,13 @@ def main():
                 verdicts.append((name, previous, k, 1e3 * per_round))
             print(f"| {name} | {k} | {times[k]} | {cost} |")
             previous = k
+    if any(cost < 0 for *_, cost in verdicts):
+        print(
+            "\nA negative difference is no fixed cost: there the larger "
+            "clients cost more per row (FedIDA: its noise's statistics per "
+            "minibatch and subgroup, and the buffers of its synthetic rows, "
+            "over more rows at once)."
+        )
     print("\n| target | measured | met |")
     print("|---|---:|:---:|")
     for name, low, high, cost in verdicts:

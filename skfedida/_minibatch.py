@@ -19,7 +19,7 @@ def minibatch_bounds(n_samples, batch_size):
 #: A call has a fixed cost (its inputs, buffers and checks: ~15-100 us), which
 #: a small client pays per epoch unless its epochs share calls; the bound
 #: keeps the arrays of such a call (shuffles, resampled rows) a few MB.
-FUSED_ROWS = 1 << 16
+FUSED_ROWS = 1 << 13
 
 
 def epochs_per_call(n_samples):
