@@ -363,8 +363,8 @@ MUTANTS = [
             "equalized_odds and ignores it"
         ),
         path="skfedida/postprocessing/_threshold_optimizer.py",
-        original='        if self.tolerance and self.constraints == "equalized_odds":',
-        mutated='        if self.tolerance and self.constraints == "equalized odds":',
+        original='        if self.tolerance and self._constraint == "equalized_odds":',
+        mutated='        if self.tolerance and self._constraint == "equalized odds":',
         tests=(
             "tests/test_bad_input_federation.py",
             "tests/test_postprocessing.py",

@@ -24,7 +24,7 @@ MUTANTS = [
     Mutant(
         "balanced accuracy of a one-label group is not refused",
         "skfedida/postprocessing/_threshold_optimizer.py",
-        '                or self.objective == "balanced_accuracy"\n',
+        '                or self._objective == "balanced_accuracy"\n',
         "",
         POSTPROCESSING_TESTS,
         features=("FederatedThresholdOptimizer",),

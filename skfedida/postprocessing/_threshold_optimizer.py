@@ -15,12 +15,14 @@ import inspect
 import numbers
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
     MetaEstimatorMixin,
     clone,
 )
+from sklearn.metrics import accuracy_score
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -42,6 +44,19 @@ _CONSTRAINED_RATE = {
     metric.constraint: metric.rates[-1]
     for metric in DISPARITIES.values()
     if metric.constraint
+}
+
+
+#: fairlearn's names for the same rules: a group's TNR is 1 - its FPR and its
+#: FNR 1 - its TPR, so equal TNRs (FNRs) are equal FPRs (TPRs), within the
+#: same tolerance; its objectives are named after their metric functions.
+_CONSTRAINT_ALIASES = {
+    "true_negative_rate_parity": "false_positive_rate_parity",
+    "false_negative_rate_parity": "true_positive_rate_parity",
+}
+_OBJECTIVE_ALIASES = {
+    "accuracy_score": "accuracy",
+    "balanced_accuracy_score": "balanced_accuracy",
 }
 
 
@@ -165,17 +180,20 @@ class FederatedThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstim
     Parameters
     ----------
     estimator : estimator object
-        A binary classifier with ``predict_proba``, fitted on the clients
+        A binary classifier (scored by ``predict_method``), fitted on the clients
         (``prefit=True``, e.g. a fitted
         :class:`~skfedida.federated.FederatedEstimator`) or to be fitted with
         ``fit(X, y, clients=..., sensitive_features=...)``.
     constraints : {"demographic_parity", "equalized_odds", \
-"true_positive_rate_parity", "false_positive_rate_parity"}, \
+"true_positive_rate_parity", "false_positive_rate_parity", \
+"true_negative_rate_parity", "false_negative_rate_parity"}, \
 default="demographic_parity"
         The rates made equal across groups: selection rate, both TPR and FPR,
-        TPR, or FPR.
-    objective : {"accuracy", "balanced_accuracy"}, default="accuracy"
-        What the thresholds maximise under the constraint.
+        TPR, or FPR; fairlearn's TNR (FNR) parity is FPR (TPR) parity.
+    objective : {"accuracy", "balanced_accuracy", "accuracy_score", \
+"balanced_accuracy_score"}, default="accuracy"
+        What the thresholds maximise under the constraint (fairlearn's names,
+        with ``_score``, are the same objectives).
     tolerance : float in [0, 1], default=0.0
         Largest allowed difference of the constrained rate between groups
         (as fairlearn's ``tol``; not for ``"equalized_odds"``).
@@ -195,6 +213,14 @@ default="demographic_parity"
         Number of steps of the grid of constrained rates (memory grows as
         groups times ``grid_size``; rates finer than 1e-6 are finer than a
         federation below a million rows per group can realise).
+    predict_method : {"auto", "predict_proba", "decision_function", \
+"predict"}, default="auto"
+        The model's score whose thresholds are chosen, as fairlearn's
+        parameter: the positive class's probability, the decision function
+        (through the logistic function, which keeps its order, onto the
+        [0, 1] bins), or the decision itself (0 or 1). ``"auto"`` takes the
+        first of these the model has. A Flower federation's model is scored
+        with ``predict_proba``.
     random_state : int, RandomState instance or None, default=None
         Draws of the randomised decisions in ``predict``.
 
@@ -270,11 +296,22 @@ default="demographic_parity"
 
     __metadata_request__fit = {"clients": True, "sensitive_features": True}
     __metadata_request__predict = {"clients": True, "sensitive_features": True}
+    __metadata_request__score = {"clients": True, "sensitive_features": True}
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["fit", "predict_proba"])],
-        "constraints": [StrOptions(set(_CONSTRAINED_RATE))],
-        "objective": [StrOptions({"accuracy", "balanced_accuracy"})],
+        # A score to threshold (see predict_method).
+        "estimator": [
+            HasMethods(["fit", "predict_proba"]),
+            HasMethods(["fit", "decision_function"]),
+            HasMethods(["fit", "predict"]),
+        ],
+        "constraints": [StrOptions(set(_CONSTRAINED_RATE) | set(_CONSTRAINT_ALIASES))],
+        "objective": [
+            StrOptions({"accuracy", "balanced_accuracy"} | set(_OBJECTIVE_ALIASES))
+        ],
+        "predict_method": [
+            StrOptions({"auto", "predict_proba", "decision_function", "predict"})
+        ],
         "tolerance": [Interval(numbers.Real, 0, 1, closed="both")],
         "selection_rate": [Interval(numbers.Real, 0, 1, closed="both"), None],
         "prefit": ["boolean"],
@@ -301,6 +338,7 @@ default="demographic_parity"
         per_client=False,
         n_bins=1000,
         grid_size=1000,
+        predict_method="auto",
         random_state=None,
     ):
         self.estimator = estimator
@@ -312,7 +350,36 @@ default="demographic_parity"
         self.per_client = per_client
         self.n_bins = n_bins
         self.grid_size = grid_size
+        self.predict_method = predict_method
         self.random_state = random_state
+
+    @property
+    def _constraint(self):
+        return _CONSTRAINT_ALIASES.get(self.constraints, self.constraints)
+
+    @property
+    def _objective(self):
+        return _OBJECTIVE_ALIASES.get(self.objective, self.objective)
+
+    def _scores(self, X):
+        """The fitted model's scores of X on [0, 1], by ``predict_method``."""
+        method = self.predict_method
+        if method == "auto":
+            method = next(
+                (
+                    name
+                    for name in ("predict_proba", "decision_function")
+                    if hasattr(self.estimator_, name)
+                ),
+                "predict",
+            )
+        if method == "predict_proba":
+            return self.estimator_.predict_proba(X)[:, 1]
+        if method == "decision_function":
+            return expit(np.asarray(self.estimator_.decision_function(X), float))
+        return (np.asarray(self.estimator_.predict(X)) == self.classes_[1]).astype(
+            np.float64
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -353,11 +420,8 @@ default="demographic_parity"
             check_is_fitted(self.estimator)
             self.estimator_ = self.estimator
         else:
-            self._check_fits_across_clients(clients)
+            fit_params = self._fit_params(clients, sensitive_features)
             self.estimator_ = clone(self.estimator)
-            fit_params = {"sensitive_features": sensitive_features}
-            if clients is not None:
-                fit_params["clients"] = clients
             self.estimator_.fit(X, y, **fit_params)
         classes = np.asarray(self.estimator_.classes_)
         if classes.size != 2:
@@ -379,7 +443,7 @@ default="demographic_parity"
         self.sensitive_names_ = groups.names
         ids, codes = client_ids(clients, n_samples)
         self.clients_ = ids
-        scores = self.estimator_.predict_proba(X)[:, 1]
+        scores = self._scores(X)
         # What each client sends: its counts per (group, label, bin).
         client_rows = [np.flatnonzero(codes == k) for k in range(ids.size)]
         histograms = [
@@ -433,30 +497,44 @@ default="demographic_parity"
             declared_rows=n_rows,
         )
 
-    def _check_fits_across_clients(self, clients):
-        """The estimator's fit takes the clients and sensitive features, or say how.
+    def _fit_params(self, clients, sensitive_features):
+        """What the estimator's fit takes of the clients and sensitive features.
 
-        A plain classifier's fit takes neither: it failed inside with a bare
-        TypeError. Its rows cannot be fitted across clients by this class.
+        Any classifier fits: one whose fit takes no ``sensitive_features``
+        (scikit-learn's) is fitted on the rows alone, as fairlearn's
+        ``ThresholdOptimizer`` fits it. Rows of several clients are fitted
+        across them only by an estimator that takes ``clients`` (a
+        :class:`~skfedida.federated.FederatedEstimator`); another would pool
+        them, which this class does not do silently.
         """
-        wanted = ["sensitive_features"] + ([] if clients is None else ["clients"])
         try:
             parameters = inspect.signature(self.estimator.fit).parameters
-        except (TypeError, ValueError):  # no signature to read: let fit decide
-            return
-        if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
-            return
-        missing = [name for name in wanted if name not in parameters]
-        if missing:
-            name = type(self.estimator).__name__
-            raise TypeError(
-                f"FederatedThresholdOptimizer fits its estimator with "
-                f"fit(X, y, {', '.join(f'{m}=...' for m in wanted)}), and "
-                f"{name}.fit takes no {' or '.join(missing)}. Wrap the model in "
-                f"skfedida.federated.FederatedEstimator (for an estimator with "
-                f"partial_fit) to fit it across the clients, or fit {name} "
-                "yourself and pass it with prefit=True."
-            )
+        except (TypeError, ValueError):  # no signature to read: pass both
+            parameters = None
+        takes_any = parameters is None or any(
+            p.kind is p.VAR_KEYWORD for p in parameters.values()
+        )
+
+        def takes(name):
+            return takes_any or name in parameters
+
+        fit_params = {}
+        if takes("sensitive_features"):
+            fit_params["sensitive_features"] = sensitive_features
+        if clients is not None:
+            if not takes("clients"):
+                name = type(self.estimator).__name__
+                raise TypeError(
+                    f"{name}.fit takes no clients, so it would be fitted on the "
+                    "pooled rows of every client. Wrap the model in "
+                    "skfedida.federated.FederatedEstimator (for an estimator "
+                    "with partial_fit) to fit it across the clients, fit "
+                    f"{name} yourself and pass it with prefit=True, or leave "
+                    "clients out to fit it on pooled rows (as fairlearn's "
+                    "ThresholdOptimizer does)."
+                )
+            fit_params["clients"] = clients
+        return fit_params
 
     def _check_options(self):
         if self.tolerance and self.selection_rate is not None:
@@ -464,7 +542,7 @@ default="demographic_parity"
                 "selection_rate fixes the common rate of every group; it cannot "
                 "be combined with tolerance > 0."
             )
-        if self.tolerance and self.constraints == "equalized_odds":
+        if self.tolerance and self._constraint == "equalized_odds":
             raise ValueError(
                 "tolerance applies to one constrained rate; "
                 "constraints='equalized_odds' equalises two. Use tolerance=0."
@@ -512,7 +590,7 @@ default="demographic_parity"
         grid = np.linspace(0.0, 1.0, self.grid_size + 1)
         sizes = histogram.sum(axis=(1, 2))
         present = sizes > 0
-        rate = _CONSTRAINED_RATE[self.constraints]
+        rate = _CONSTRAINED_RATE[self._constraint]
         curves = np.full((n_groups, grid.size), np.nan)
         first = np.zeros((n_groups, grid.size), dtype=np.intp)
         second = np.zeros((n_groups, grid.size), dtype=np.intp)
@@ -525,8 +603,8 @@ default="demographic_parity"
             one_label = bool(np.isnan(tpr[0]) or np.isnan(fpr[0]))
             undefined = one_label and (
                 rate != "selection_rate"
-                or self.objective == "balanced_accuracy"
-                or self.constraints == "equalized_odds"
+                or self._objective == "balanced_accuracy"
+                or self._constraint == "equalized_odds"
             )
             if undefined and fallback is not None:
                 # This client's rows of the group have one label: its rates
@@ -541,7 +619,7 @@ default="demographic_parity"
                     f"objective={self.objective!r} are undefined; merge it with "
                     "another group or use demographic parity with accuracy."
                 )
-            if self.constraints == "equalized_odds":
+            if self._constraint == "equalized_odds":
                 # Points (0, 0) and (1, 1) are rules k = n_bins and k = 0.
                 roc[g] = _curve_on_grid(fpr, tpr, grid)
                 continue
@@ -550,7 +628,7 @@ default="demographic_parity"
                 "true_positive_rate": tpr,
                 "false_positive_rate": fpr,
             }[rate]
-            if self.objective == "accuracy":
+            if self._objective == "accuracy":
                 y_obj = _group_accuracy(positives, negatives)
             else:
                 y_obj = 0.5 * (tpr + 1.0 - fpr)
@@ -558,7 +636,7 @@ default="demographic_parity"
             a, b, p = first[g], second[g], p_first[g]
             selection_curves[g] = p * selection[a] + (1 - p) * selection[b]
         weights = sizes / sizes.sum()
-        if self.constraints == "equalized_odds":
+        if self._constraint == "equalized_odds":
             rules, rates, value = self._solve_equalized_odds(
                 histogram, roc, grid, present
             )
@@ -610,7 +688,7 @@ default="demographic_parity"
         n_negative = histogram[:, 0].sum()
         n_positive = histogram[:, 1].sum()
         n = n_negative + n_positive
-        if self.objective == "accuracy":
+        if self._objective == "accuracy":
             score = (n_positive * lowest + n_negative * (1.0 - grid)) / n
         else:
             score = 0.5 * (lowest + 1.0 - grid)
@@ -645,9 +723,14 @@ default="demographic_parity"
         if sensitive_features is None:
             raise ValueError(
                 "FederatedThresholdOptimizer's decisions depend on the sensitive "
-                "group: pass sensitive_features to predict."
+                "group: pass sensitive_features to predict. (A scorer named by a "
+                "string, scoring='accuracy', calls predict(X) alone: in "
+                "GridSearchCV or cross_validate leave scoring=None, which calls "
+                "score(X, y, sensitive_features=...) with metadata routing on, "
+                "and set error_score='raise' so that a failed score stops the "
+                "search.)"
             )
-        scores = self.estimator_.predict_proba(X)[:, 1]
+        scores = self._scores(X)
         n_samples = scores.shape[0]
         groups = encode_groups(sensitive_features, n_samples=n_samples)
         fitted_names = list(self.sensitive_names_)
@@ -725,6 +808,37 @@ default="demographic_parity"
         positive = rng.random_sample(probability.shape[0]) < probability
         return self.classes_[positive.astype(np.intp)]
 
+    def score(self, X, y, sample_weight=None, *, sensitive_features=None, clients=None):
+        """Accuracy of the decisions on the given rows.
+
+        The score ``GridSearchCV`` and ``cross_validate`` use with
+        ``scoring=None``: with metadata routing on, they pass the rows'
+        ``sensitive_features`` (and ``clients``) here, which this method
+        requests, as ``fit`` and ``predict`` do.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to decide on.
+        y : array-like of shape (n_samples,)
+            True labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights.
+        sensitive_features : array-like, DataFrame or dict
+            Sensitive attributes of every row (required).
+        clients : array-like of shape (n_samples,), default=None
+            The client of every row; required with ``per_client=True``.
+
+        Returns
+        -------
+        score : float
+            Share of the rows (weighted) whose decision is their label.
+        """
+        decisions = self.predict(
+            X, sensitive_features=sensitive_features, clients=clients
+        )
+        return float(accuracy_score(y, decisions, sample_weight=sample_weight))
+
 
 def server_postprocessor(postprocessor):
     """A checked clone of a FederatedThresholdOptimizer, for a server to fit.
@@ -751,6 +865,12 @@ def server_postprocessor(postprocessor):
     post = clone(postprocessor)
     post._validate_params()
     post._check_options()
+    if post.predict_method not in ("auto", "predict_proba"):
+        raise ValueError(
+            "On Flower the clients count the federated model's probabilities: "
+            f"predict_method={post.predict_method!r} is for a model fitted in "
+            "one place; use 'auto' or 'predict_proba'."
+        )
     return post
 
 
