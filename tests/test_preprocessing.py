@@ -18,6 +18,7 @@ from sklearn.preprocessing import (
     OneHotEncoder,
     StandardScaler,
 )
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skfedida.datasets import make_federated_classification
 from skfedida.exceptions import ClientDataWarning
@@ -537,7 +538,9 @@ def test_pooled_preprocessing_outside_the_federation_warns(raw):
 
 def test_bad_input_is_a_clear_error():
     X = _numeric(0)
-    with pytest.raises(ValueError, match="sample_weight"):
+    # Declared, not refused inside: fit has no sample_weight (check_estimator
+    # then leaves the weight checks out, as for any estimator without it).
+    with pytest.raises(TypeError, match="sample_weight"):
         FederatedStandardScaler().fit(X, sample_weight=np.ones(len(X)))
     with pytest.raises(ValueError, match="callable strategy"):
         FederatedSimpleImputer(strategy=np.nanmean).fit(X)
@@ -549,7 +552,7 @@ def test_bad_input_is_a_clear_error():
 
     with pytest.raises(ValueError, match="Cannot center sparse"):
         FederatedStandardScaler().fit(sparse.csr_matrix(np.nan_to_num(X)))
-    with pytest.raises(ValueError, match="dense input"):
+    with pytest.raises(ValueError, match="does not support sparse input"):
         FederatedSimpleImputer().fit(sparse.csc_matrix(np.nan_to_num(X)))
 
 
@@ -795,3 +798,69 @@ def test_variance_of_a_column_a_few_ulps_wide_is_sklearns_two_pass_variance(
     fitted = FederatedStandardScaler().fit(X, clients=np.arange(12) % n_clients)
     np.testing.assert_allclose(fitted.var_, expected.var_, rtol=1e-9)
     np.testing.assert_allclose(fitted.scale_, expected.scale_, rtol=1e-9)
+
+
+@parametrize_with_checks(
+    [
+        FederatedStandardScaler(),
+        FederatedMinMaxScaler(),
+        FederatedSimpleImputer(),
+        FederatedOneHotEncoder(),
+    ]
+)
+def test_the_federated_transformers_pass_check_estimator(estimator, check):
+    # Issue 35: the scaler said it took sample_weight and refused it, the
+    # imputer said it took sparse X and refused it, the encoder read a list
+    # of numbers as objects. No expected failures now.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
+
+
+@pytest.mark.parametrize("routing", [True, False])
+def test_a_pipeline_of_federated_transformers_before_the_federation(routing):
+    # Issue 35: with metadata routing the transformers request the rows'
+    # clients as FederatedEstimator does (they raised UnsetMetadataPassedError),
+    # and the same fit without routing takes step__clients. Fitted from the
+    # clients' statistics, they are not "pooled" preprocessing: no warning,
+    # and the scaler equals the one fitted inside the federation.
+    from sklearn import config_context
+    from sklearn.pipeline import Pipeline
+
+    X = _numeric(0)
+    rng = np.random.default_rng(1)
+    y = (rng.random(len(X)) < 0.4).astype(int)
+    clients = rng.integers(0, 3, len(X))
+    pipe = Pipeline(
+        [
+            ("impute", FederatedSimpleImputer()),
+            ("scale", FederatedStandardScaler()),
+            ("fed", _federation(FairPenaltyLogisticRegression(fairness=0.0))),
+        ]
+    )
+    with config_context(enable_metadata_routing=routing), warnings.catch_warnings():
+        warnings.simplefilter("error", ClientDataWarning)
+        if routing:
+            pipe.fit(X, y, clients=clients)
+        else:
+            pipe.fit(
+                X,
+                y,
+                impute__clients=clients,
+                scale__clients=clients,
+                fed__clients=clients,
+            )
+    imputed = FederatedSimpleImputer().fit(X, clients=clients).transform(X)
+    expected = FederatedStandardScaler().fit(imputed, clients=clients)
+    np.testing.assert_allclose(pipe.named_steps["scale"].mean_, expected.mean_)
+    # A step fitted without the clients is pooled preprocessing, and said so.
+    with (
+        config_context(enable_metadata_routing=routing),
+        pytest.warns(ClientDataWarning, match=r"\['scale'\]"),
+    ):
+        if routing:
+            pipe.set_params(
+                scale=FederatedStandardScaler().set_fit_request(clients=False)
+            ).fit(X, y, clients=clients)
+        else:
+            pipe.fit(X, y, impute__clients=clients, fed__clients=clients)

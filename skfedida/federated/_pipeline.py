@@ -22,10 +22,16 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import get_tags
 
+from .._compat import routing_enabled
 from .._groups import resolve_sensitive
 from ..exceptions import ClientDataWarning, caller_stacklevel
 from ..over_sampling import FairnessAwareROSE
-from ..preprocessing._base import client_parts, federated_transformers, fit_in_process
+from ..preprocessing._base import (
+    FederatedTransformerMixin,
+    client_parts,
+    federated_transformers,
+    fit_in_process,
+)
 
 __all__ = ["PipelineFederation", "is_pipeline", "warn_if_pooled_preprocessing"]
 
@@ -51,11 +57,13 @@ def warn_if_pooled_preprocessing(federation):
             if not any(step is federation for step in steps):
                 continue
             position = next(i for i, step in enumerate(steps) if step is federation)
+            params = frame.f_locals.get("params") or {}
             pooled = [
                 names[i]
                 for i in range(position)
                 if steps[i] not in (None, "passthrough")
                 and get_tags(steps[i]).requires_fit
+                and not _fitted_across_clients(names[i], steps[i], params)
             ]
             if pooled:
                 warnings.warn(
@@ -70,6 +78,22 @@ def warn_if_pooled_preprocessing(federation):
             return
     finally:
         del frame
+
+
+def _fitted_across_clients(name, step, params):
+    """Whether a Pipeline step was fitted from each client's statistics.
+
+    A federated transformer given the rows' clients (``step__clients``, or
+    ``clients`` routed to it, which it requests) combines per-client
+    statistics only: no row leaves its client's share of the fit.
+    """
+    if not isinstance(step, FederatedTransformerMixin):
+        return False
+    if f"{name}__clients" in params:
+        return True
+    if "clients" not in params or not routing_enabled():
+        return False
+    return step.get_metadata_routing().fit.requests.get("clients") is True
 
 
 def is_pipeline(estimator):

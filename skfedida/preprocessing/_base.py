@@ -48,6 +48,11 @@ class FederatedTransformerMixin:
     #: names, dtypes): not part of the statistics the server sends back.
     _row_attributes = ("n_features_in_", "feature_names_in_")
 
+    # With metadata routing, a Pipeline passes the rows' clients to its
+    # federated steps as FederatedEstimator requests them (it raised
+    # UnsetMetadataPassedError, the transformers requesting nothing).
+    __metadata_request__fit = {"clients": True}
+
     def _federated_fit(self, X, clients):
         """Fit from the statistics of each client's rows (``clients`` ids).
 

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.impute import SimpleImputer
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
-from sklearn.utils.validation import FLOAT_DTYPES, validate_data
+from sklearn.utils.validation import FLOAT_DTYPES, check_array, validate_data
 
 from .._compat import (
     Interval,
@@ -106,8 +106,12 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
     def __init__(self, *, copy=True, with_mean=True, with_std=True):
         super().__init__(copy=copy, with_mean=with_mean, with_std=with_std)
 
-    def fit(self, X, y=None, sample_weight=None, *, clients=None):
+    def fit(self, X, y=None, *, clients=None):
         """Fit from each client's statistics.
+
+        Unlike ``StandardScaler.fit``, no ``sample_weight``: the clients'
+        statistics are unweighted counts, sums and squares (a weighted
+        federation would need its clients to weigh their own rows).
 
         Parameters
         ----------
@@ -115,8 +119,6 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
             Rows of every client.
         y : None
             Ignored.
-        sample_weight : None
-            Not supported (an error when given).
         clients : array-like of shape (n_samples,), default=None
             Client id of every row: each client's statistics are computed
             on its rows alone and only they are combined. None makes all
@@ -127,11 +129,6 @@ class FederatedStandardScaler(FederatedTransformerMixin, StandardScaler):
         self : object
             Fitted scaler.
         """
-        if sample_weight is not None:
-            raise ValueError(
-                "FederatedStandardScaler does not take sample_weight; weigh rows "
-                "before scaling or use StandardScaler on one client."
-            )
         return _fit(self, X, clients)
 
     def _validate_rows(self, X):
@@ -483,6 +480,14 @@ default="error"
         # The parent validates column by column (keeping DataFrame dtypes);
         # the answer does it again on the client's own rows.
         validate_data(self, X=X, reset=True, skip_check_array=True)
+        if not (hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2):
+            # A list or other array-like, as OneHotEncoder._check_X reads it:
+            # numbers as numbers, not as objects (whose categories then
+            # could not be compared with the numbers transform is given).
+            converted = check_array(X, dtype=None, ensure_all_finite="allow-nan")
+            if not hasattr(X, "dtype") and np.issubdtype(converted.dtype, np.str_):
+                converted = check_array(X, dtype=object, ensure_all_finite="allow-nan")
+            X = converted
         return X
 
     def _answer(self, X, query):
@@ -622,6 +627,12 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
         )
         self.n_bins = n_bins
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # SimpleImputer takes sparse X; its federated statistics here do not.
+        tags.input_tags.sparse = False
+        return tags
+
     def fit(self, X, y=None, *, clients=None):
         """Fit from each client's statistics.
 
@@ -654,8 +665,8 @@ class FederatedSimpleImputer(FederatedTransformerMixin, SimpleImputer):
         X = self._validate_input(X, in_fit=True)
         if sparse.issparse(X):
             raise ValueError(
-                "FederatedSimpleImputer takes dense input; densify X, or use "
-                "SimpleImputer on one client."
+                "FederatedSimpleImputer does not support sparse input; densify "
+                "X (X.toarray()), or use SimpleImputer on one client."
             )
         self._fill_dtype = X.dtype
         return X
