@@ -205,3 +205,52 @@ def test_on_flower_the_scores_are_the_federated_models_probabilities():
                 )
             )
     server_postprocessor(FederatedThresholdOptimizer(_federated().estimator))
+
+
+@pytest.mark.parametrize("keep", ["model", "prevalence"])
+@pytest.mark.parametrize("constraints", ["demographic_parity", "equalized_odds"])
+def test_selection_rate_can_keep_the_models_rate_or_the_prevalence(keep, constraints):
+    # Issue 35: accuracy under parity picks extreme rates where base rates
+    # are extreme; "model" keeps the rate of the model's own decisions at
+    # 0.5, "prevalence" the share of positives, read off the counts.
+    X, y, groups, clients = _data()
+    y = (X[:, 0] + np.random.default_rng(3).normal(size=y.size) > 2.2).astype(int)
+    model = LogisticRegression().fit(X, y)
+    post = FederatedThresholdOptimizer(
+        model,
+        prefit=True,
+        selection_rate=keep,
+        constraints=constraints,
+        random_state=0,
+    ).fit(X, y, clients=clients, sensitive_features=groups)
+    target = (
+        float(np.mean(model.predict_proba(X)[:, 1] >= 0.5))
+        if keep == "model"
+        else float(np.mean(y))
+    )
+    rate = post._positive_probability(X, groups, None).mean()
+    assert abs(rate - target) < 0.01
+    # The same as the number given.
+    given = FederatedThresholdOptimizer(
+        model,
+        prefit=True,
+        selection_rate=target,
+        constraints=constraints,
+        random_state=0,
+    ).fit(X, y, clients=clients, sensitive_features=groups)
+    np.testing.assert_allclose(
+        given._positive_probability(X, groups, None).mean(), rate, atol=0.002
+    )
+
+
+def test_per_client_thresholds_keep_each_clients_own_rate():
+    X, y, groups, clients = _data()
+    model = LogisticRegression().fit(X, y)
+    post = FederatedThresholdOptimizer(
+        model, prefit=True, selection_rate="model", per_client=True, random_state=0
+    ).fit(X, y, clients=clients, sensitive_features=groups)
+    chance = post._positive_probability(X, groups, clients)
+    decided = model.predict_proba(X)[:, 1] >= 0.5
+    for k in np.unique(clients):
+        rows = clients == k
+        assert abs(chance[rows].mean() - decided[rows].mean()) < 0.015

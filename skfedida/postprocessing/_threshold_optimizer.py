@@ -197,10 +197,17 @@ default="demographic_parity"
     tolerance : float in [0, 1], default=0.0
         Largest allowed difference of the constrained rate between groups
         (as fairlearn's ``tol``; not for ``"equalized_odds"``).
-    selection_rate : float in [0, 1] or None, default=None
+    selection_rate : float in [0, 1], {"model", "prevalence"} or None, \
+default=None
         Choose the operating point whose overall selection rate is nearest to
-        this one instead of the one of best ``objective`` (e.g. the training
-        prevalence, to compare with other models at a matched rate).
+        this one instead of the one of best ``objective``. ``"model"`` keeps
+        the model's own rate, that of its decisions at 0.5 on the rows
+        ``fit`` is given (to the bin grid), and ``"prevalence"`` the share of
+        positive rows, both read off the clients' counts (each client's own
+        with ``per_client=True``). Where base rates are extreme, the best
+        accuracy under parity is often an extreme rate (97-99.9% selected,
+        or about 1%, as fairlearn's choice is too): keep the model's rate to
+        change who is selected, not how many.
     prefit : bool, default=False
         Whether ``estimator`` is already fitted; otherwise ``fit`` fits a
         clone of it first, on the same rows.
@@ -313,7 +320,11 @@ default="demographic_parity"
             StrOptions({"auto", "predict_proba", "decision_function", "predict"})
         ],
         "tolerance": [Interval(numbers.Real, 0, 1, closed="both")],
-        "selection_rate": [Interval(numbers.Real, 0, 1, closed="both"), None],
+        "selection_rate": [
+            Interval(numbers.Real, 0, 1, closed="both"),
+            StrOptions({"model", "prevalence"}),
+            None,
+        ],
         "prefit": ["boolean"],
         "per_client": ["boolean"],
         # Upper bounds: each client sends n_groups x 2 x n_bins counts and
@@ -584,9 +595,27 @@ default="demographic_parity"
         self.objective_value_ = np.array([value for _, _, value in solved])
         return self
 
+    def _target_rate(self, histogram):
+        """The overall selection rate to keep, from counts (None: none).
+
+        ``"model"``: the rows whose score bin is at or above 0.5's, i.e. the
+        model's decisions at 0.5 to the bin grid; ``"prevalence"``: the
+        positive rows.
+        """
+        if not isinstance(self.selection_rate, str):
+            return self.selection_rate
+        total = histogram.sum()
+        if not total:
+            return None
+        if self.selection_rate == "prevalence":
+            return float(histogram[:, 1].sum() / total)
+        middle = int(np.ceil(self.n_bins / 2))
+        return float(histogram[:, :, middle:].sum() / total)
+
     def _solve(self, histogram, fallback=None):
         """Rules of every group from summed counts (n_groups, 2, n_bins)."""
         n_groups = histogram.shape[0]
+        target = self._target_rate(histogram)
         grid = np.linspace(0.0, 1.0, self.grid_size + 1)
         sizes = histogram.sum(axis=(1, 2))
         present = sizes > 0
@@ -638,13 +667,13 @@ default="demographic_parity"
         weights = sizes / sizes.sum()
         if self._constraint == "equalized_odds":
             rules, rates, value = self._solve_equalized_odds(
-                histogram, roc, grid, present
+                histogram, roc, grid, present, target
             )
             return self._with_fallback(rules, present, fallback), rates, value
-        if self.selection_rate is not None:
+        if target is not None:
             overall = np.nansum(selection_curves * weights[:, None], axis=0)
             feasible = ~np.isnan(curves[present]).any(axis=0)
-            distance = np.where(feasible, np.abs(overall - self.selection_rate), np.inf)
+            distance = np.where(feasible, np.abs(overall - target), np.inf)
             index = np.full(n_groups, int(np.argmin(distance)))
             value = float(np.nansum(curves[:, index[0]] * weights))
         elif self.tolerance:
@@ -681,7 +710,7 @@ default="demographic_parity"
                 rules[key][~present] = fallback[0][key][~present]
         return rules
 
-    def _solve_equalized_odds(self, histogram, roc, grid, present):
+    def _solve_equalized_odds(self, histogram, roc, grid, present, target):
         n_groups = histogram.shape[0]
         values = np.stack([roc[g][0] for g in sorted(roc)])
         lowest = np.nanmin(values, axis=0)  # under every group's ROC hull
@@ -692,9 +721,9 @@ default="demographic_parity"
             score = (n_positive * lowest + n_negative * (1.0 - grid)) / n
         else:
             score = 0.5 * (lowest + 1.0 - grid)
-        if self.selection_rate is not None:
+        if target is not None:
             overall = (n_positive * lowest + n_negative * grid) / n
-            best = int(np.nanargmin(np.abs(overall - self.selection_rate)))
+            best = int(np.nanargmin(np.abs(overall - target)))
         else:
             best = int(np.nanargmax(score))
         fpr, tpr = grid[best], lowest[best]
