@@ -107,7 +107,7 @@ def main():
                     n_rounds=10,
                     local_epochs=5,
                     sampler=sampler,
-                    # the paper's FedIDA, as the README times it
+                    # the paper's FedIDA, as the results page times it
                     prior_correction=None,
                     batch_size=128,
                     n_jobs=n_jobs,

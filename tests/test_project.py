@@ -207,15 +207,23 @@ def test_the_readmes_first_example_runs_and_prints_what_it_says():
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    summary = dict(line.split()[:2] for line in result.stdout.splitlines()[1:])
-    # The figures the README quotes right after the example.
-    assert summary == {
-        "roc_auc": "0.850",
-        "brier": "0.127",
-        "selection_rate": "0.250",
-        "dpd": "0.362",
-        "dfpr": "0.139",
-    }
+    # Each model's name, the summary's header, then one line per metric.
+    summaries, name = {}, None
+    for line in result.stdout.splitlines():
+        words = line.split()
+        if len(words) == 1:
+            name = words[0]
+            summaries[name] = {}
+        elif words and words[0] != "mean":
+            summaries[name][words[0]] = words[1]
+    # The figures the README quotes right after the example, in its table.
+    metrics = ("roc_auc", "brier", "selection_rate", "dpd", "dfpr")
+    for name, figures in {
+        "FedAvg": ("0.858", "0.125", "0.249", "0.393", "0.192"),
+        "FedIDA": ("0.850", "0.127", "0.250", "0.362", "0.139"),
+    }.items():
+        assert summaries[name] == dict(zip(metrics, figures, strict=True))
+        assert f"| {name} | {' | '.join(figures)} |" in readme
     assert "AUROC 0.850, Brier 0.127, selection rate 0.250, DPD 0.362" in readme
 
 
