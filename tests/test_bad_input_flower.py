@@ -204,17 +204,20 @@ def test_all_nodes_connected_need_no_wait(data, tmp_path):
     assert load_result(path).clients_.tolist() == [0, 1]
 
 
-def test_a_training_message_before_the_initialisation_is_refused_by_the_node(data):
-    # A ServerApp of the user's own that skips skfedida's initialisation.
+@pytest.mark.parametrize("kind", ["train", "evaluate"])
+def test_a_message_without_the_global_model_is_refused_naming_what_it_lacks(data, kind):
+    # A ServerApp of the user's own may skip skfedida's initialisation (the
+    # node then sets itself up), but its messages must carry the global
+    # model and the round, under the keys Flower's strategies use.
     federation = _federation()
     grid = InProcessGrid(
         make_client_app(federation, partition_loader(data)), _nodes((0, 1))
     )
     with _identity(1, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID):
-        message = grid.create_message(RecordDict(), "train", 1001, "1")
+        message = grid.create_message(RecordDict(), kind, 1001, "1")
         (reply,) = grid.send_and_receive([message])
     assert reply.has_error()
-    assert "before the server's initialisation query" in reply.error.reason
+    assert "carries the global model ('arrays', an ArrayRecord)" in reply.error.reason
 
 
 @pytest.mark.parametrize("node", [1000, 1002])

@@ -312,8 +312,8 @@ MUTANTS = [
     Mutant(
         name="blind: the ClientApp trains round k with round k + 1's seed",
         path="skfedida/flower/_client_app.py",
-        original='round_ = int(message.content["config"]["server-round"]) - 1',
-        mutated='round_ = int(message.content["config"]["server-round"])',
+        original="part, estimator, arrays, seed, server_round - 1",
+        mutated="part, estimator, arrays, seed, server_round",
         tests=_FLOWER,
         features=("make_client_app", "run_in_process"),
     ),

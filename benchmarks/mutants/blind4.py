@@ -232,8 +232,8 @@ MUTANTS = [
             "number (not the in-process model)"
         ),
         path="skfedida/flower/_client_app.py",
-        original='round_ = int(message.content["config"]["server-round"]) - 1',
-        mutated='round_ = int(message.content["config"]["server-round"])',
+        original="part, estimator, arrays, seed, server_round - 1",
+        mutated="part, estimator, arrays, seed, server_round",
         tests=(
             "tests/test_bad_input_flower.py",
             "tests/test_flower.py",

@@ -111,6 +111,25 @@ def _reply(message, *, arrays=None, metrics=None, config=None):
     return Message(content, reply_to=message)
 
 
+def _global_model(message, what):
+    """The global arrays and the round of a training or evaluation message.
+
+    The keys Flower's own strategies use (``"arrays"``, an ArrayRecord, and
+    ``"config"`` with ``"server-round"``), as skfedida's server does.
+    """
+    content = message.content
+    if "arrays" not in content.array_records or "config" not in content.config_records:
+        raise ValueError(
+            f"A {what} message carries the global model ('arrays', an ArrayRecord) "
+            "and its round ('config', a ConfigRecord with 'server-round'); this "
+            f"one holds {sorted(content.keys())}."
+        )
+    config = content.config_records["config"]
+    if "server-round" not in config:
+        raise ValueError(f"The {what} message's config has no 'server-round'.")
+    return content["arrays"].to_numpy_ndarrays(), int(config["server-round"])
+
+
 def make_client_app(federation, load_data, *, classes=None):
     """Build a Flower ClientApp that runs a FederatedEstimator's client rounds.
 
@@ -158,7 +177,11 @@ def make_client_app(federation, load_data, *, classes=None):
         Handles the server's discovery and initialisation queries, ``train``
         and ``evaluate`` messages. At discovery a node declares how many
         rows ``load_data`` gives it (and how many evaluation rows): the
-        server checks every count it sends later against them.
+        server checks every count it sends later against them. It also
+        answers the train and evaluate messages of Flower's own strategies
+        (``FedAvg``, ``FedProx``...) in a ServerApp of the user's: without
+        an initialisation query, a node sets itself up at its first message
+        as skfedida's server would (see the Flower guide).
 
     See Also
     --------
@@ -235,10 +258,7 @@ def make_client_app(federation, load_data, *, classes=None):
         # its training is stored (``store``), so a training that fails part
         # way leaves nothing half-trained behind.
         if _STATE_KEY not in context.state:
-            raise RuntimeError(
-                "This node received a training or evaluation message before the "
-                "server's initialisation query; run the skfedida ServerApp."
-            )
+            start_without_skfedida_server(context)
         record = context.state[_STATE_KEY]
         pickled = record["estimator"]
         rows = node_rows(context)
@@ -249,6 +269,28 @@ def make_client_app(federation, load_data, *, classes=None):
             estimator = pickle.loads(pickled)
         rows.estimator = None if to_train else (pickled, estimator)
         return estimator, int(record["client-seed"])
+
+    def start_without_skfedida_server(context):
+        # A training or evaluation message came first: a Flower server
+        # running Flower's own strategy (FedAvg, FedProx, FedAdam...) sends no
+        # initialisation query. The node sets itself up as skfedida's server
+        # would have set it up: the seed FederatedEstimator draws for the
+        # client at its partition, its rows checked and split, its estimator
+        # primed. Preprocessing needs skfedida's statistics rounds.
+        plan = plan_for_run(federation, context.run_config)
+        if plan.pipeline is not None:
+            raise RuntimeError(
+                "This federation's estimator is a Pipeline whose preprocessing "
+                "is fitted in statistics rounds, which only skfedida's ServerApp "
+                "runs (make_server_app); a plain Flower strategy cannot."
+            )
+        partition, n_partitions = _node_partition(context)
+        seed = int(plan.client_seeds(n_partitions)[partition])
+        _, part, _ = client_side(context, seed)
+        estimator = plan.initial_estimator(part, seed)
+        context.state[_STATE_KEY] = ConfigRecord(
+            {"estimator": pickle.dumps(estimator), "client-seed": seed}
+        )
 
     def store(context, estimator):
         pickled = pickle.dumps(estimator)
@@ -358,15 +400,11 @@ def make_client_app(federation, load_data, *, classes=None):
 
     @app.train()
     def train(message, context):
+        arrays, server_round = _global_model(message, "training")
         estimator, seed = stored(context, to_train=True)
         plan, part, _ = client_side(context, seed)
-        round_ = int(message.content["config"]["server-round"]) - 1
         estimator, parameters, n_rows, loss, *report = plan.train_round(
-            part,
-            estimator,
-            message.content["arrays"].to_numpy_ndarrays(),
-            seed,
-            round_,
+            part, estimator, arrays, seed, server_round - 1
         )
         store(context, estimator)
         reply = _reply(
@@ -388,16 +426,10 @@ def make_client_app(federation, load_data, *, classes=None):
 
     @app.evaluate()
     def evaluate(message, context):
+        arrays, round_ = _global_model(message, "evaluation")
         estimator, seed = stored(context)
         plan, part, _ = client_side(context, seed)
-        round_ = int(message.content["config"]["server-round"])
-        metrics, model = plan.evaluate(
-            part,
-            estimator,
-            message.content["arrays"].to_numpy_ndarrays(),
-            seed,
-            round_,
-        )
+        metrics, model = plan.evaluate(part, estimator, arrays, seed, round_)
         path = context.node_config.get("model-path")
         if path and round_ == plan.n_rounds:
             # The model this client uses from now on stays on its node.

@@ -1,0 +1,126 @@
+"""skfedida's ClientApp under a Flower user's own ServerApp and strategy (issue 35).
+
+A ServerApp that runs Flower's FedAvg sends train and evaluate messages
+(ArrayRecord in, ArrayRecord and MetricRecord out) with no skfedida
+initialisation query first; the ClientApp sets itself up as skfedida's
+server would have, and the federation trains as FederatedEstimator trains.
+"""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+
+from flwr.app import ArrayRecord, Context, RecordDict
+from flwr.serverapp import ServerApp
+from flwr.serverapp.strategy import FedAvg
+
+from skfedida.datasets import make_federated_classification
+from skfedida.federated import FederatedEstimator
+from skfedida.flower import InProcessGrid, make_client_app
+from skfedida.flower._grid import SUPERLINK_NODE_ID, _identity
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.over_sampling import FairnessAwareROSE
+
+N_CLIENTS, N_ROUNDS = 3, 3
+
+
+def _data():
+    return make_federated_classification(1500, n_clients=N_CLIENTS, random_state=0)
+
+
+def _load(data):
+    def load(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {
+            "X": data.data[rows],
+            "y": data.target[rows],
+            "sensitive_features": {k: v[rows] for k, v in data.sensitive.items()},
+        }
+
+    return load
+
+
+def _run_flowers_fedavg(client_app, n_features):
+    """Flower's FedAvg in a user's ServerApp, on the in-process grid."""
+    results = {}
+    server_app = ServerApp()
+
+    @server_app.main()
+    def main(grid, context):
+        strategy = FedAvg(fraction_train=1.0, fraction_evaluate=1.0)
+        results["result"] = strategy.start(
+            grid=grid,
+            initial_arrays=ArrayRecord([np.zeros((1, n_features)), np.zeros(1)]),
+            num_rounds=N_ROUNDS,
+        )
+
+    node_configs = [
+        {"partition-id": k, "num-partitions": N_CLIENTS} for k in range(N_CLIENTS)
+    ]
+    grid = InProcessGrid(client_app, node_configs, {})
+    context = Context(
+        run_id=grid.run_id,
+        node_id=SUPERLINK_NODE_ID,
+        node_config={},
+        state=RecordDict(),
+        run_config={},
+    )
+    with _identity(grid.run_id, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID):
+        server_app(grid, context)
+    return results["result"], grid
+
+
+@pytest.mark.parametrize(
+    "sampler", [None, FairnessAwareROSE()], ids=["fedavg", "fedida"]
+)
+def test_flowers_fedavg_server_trains_skfedidas_clients_as_the_federation_does(
+    sampler,
+):
+    data = _data()
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=sampler,
+        n_rounds=N_ROUNDS,
+        local_epochs=2,
+        random_state=0,
+    )
+    result, grid = _run_flowers_fedavg(
+        make_client_app(federation, _load(data)), data.data.shape[1]
+    )
+    in_process = FederatedEstimator(**federation.get_params(deep=False)).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    coef, intercept = result.arrays.to_numpy_ndarrays()
+    # The same client seeds, rows and steps, and a FedAvg mean of the same
+    # arrays: the same model, up to the rounding of Flower's own mean (1 ulp).
+    np.testing.assert_allclose(coef, in_process.estimator_.coef_, rtol=1e-12)
+    np.testing.assert_allclose(intercept, in_process.estimator_.intercept_, rtol=1e-12)
+    # Every round's evaluation came back as Flower aggregates it.
+    evaluated = result.evaluate_metrics_clientapp
+    assert sorted(evaluated) == list(range(1, N_ROUNDS + 1))
+    assert 0.5 < evaluated[N_ROUNDS]["val_roc_auc"] <= 1.0
+    assert not any(reply.has_error() for reply in grid.replies)
+
+
+def test_a_pipeline_federation_under_a_plain_strategy_says_why_it_cannot():
+    from sklearn.pipeline import Pipeline
+
+    from skfedida.preprocessing import FederatedStandardScaler
+
+    data = _data()
+    federation = FederatedEstimator(
+        Pipeline(
+            [
+                ("scale", FederatedStandardScaler()),
+                ("model", FairPenaltyLogisticRegression()),
+            ]
+        ),
+        n_rounds=1,
+        random_state=0,
+    )
+    _, grid = _run_flowers_fedavg(
+        make_client_app(federation, _load(data)), data.data.shape[1]
+    )
+    errors = [reply.error.reason for reply in grid.replies if reply.has_error()]
+    assert errors and all("statistics rounds" in reason for reason in errors)
