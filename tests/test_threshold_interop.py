@@ -254,3 +254,54 @@ def test_per_client_thresholds_keep_each_clients_own_rate():
     for k in np.unique(clients):
         rows = clients == k
         assert abs(chance[rows].mean() - decided[rows].mean()) < 0.015
+
+
+def test_a_pipeline_of_sklearn_steps_is_fitted_on_the_rows_alone():
+    # Pipeline.fit(**params) would pass sensitive_features on to a step that
+    # refuses it: only parameters a fit names are given.
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, groups, _ = _data()
+    post = FederatedThresholdOptimizer(
+        make_pipeline(StandardScaler(), LogisticRegression()), random_state=0
+    ).fit(X, y, sensitive_features=groups)
+    gap = demographic_parity_difference(
+        y, post.predict(X, sensitive_features=groups), sensitive_features=groups
+    )
+    assert gap < 0.03
+
+
+def test_a_predict_method_the_model_lacks_is_named_before_fitting():
+    from sklearn.svm import LinearSVC
+
+    X, y, groups, _ = _data()
+    post = FederatedThresholdOptimizer(LinearSVC(), predict_method="predict_proba")
+    with pytest.raises(ValueError, match="predict_method='predict_proba'"):
+        post.fit(X, y, sensitive_features=groups)
+    assert not hasattr(post, "estimator_")
+
+
+@pytest.mark.parametrize("n_bins", [11, 101, 1000, 1001])
+def test_the_models_rate_reads_half_the_bin_that_half_point_splits(n_bins):
+    X, y, groups, _ = _data()
+    model = LogisticRegression().fit(X, y)
+    post = FederatedThresholdOptimizer(
+        model, prefit=True, selection_rate="model", n_bins=n_bins
+    ).fit(X, y, sensitive_features=groups)
+    exact = np.mean(model.predict_proba(X)[:, 1] >= 0.5)
+    # Within half a bin's share of the rows of the exact rate at 0.5.
+    middle = post.histograms_[:, :, n_bins // 2].sum() / y.size
+    assert abs(post._target_rate(post.histograms_) - exact) <= 0.5 * middle + 1e-12
+
+
+def test_selection_rate_parity_is_fairlearns_demographic_parity():
+    X, y, groups, _ = _data()
+    model = LogisticRegression().fit(X, y)
+    rules = [
+        FederatedThresholdOptimizer(model, prefit=True, constraints=name)
+        .fit(X, y, sensitive_features=groups)
+        .rules_["thresholds"]
+        for name in ("selection_rate_parity", "demographic_parity")
+    ]
+    np.testing.assert_array_equal(*rules)

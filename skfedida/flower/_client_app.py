@@ -284,6 +284,27 @@ def make_client_app(federation, load_data, *, classes=None):
                 "is fitted in statistics rounds, which only skfedida's ServerApp "
                 "runs (make_server_app); a plain Flower strategy cannot."
             )
+        # What only skfedida's ServerApp applies would be dropped silently
+        # (no privacy under dp=, no reports for FairFed): said instead.
+        server_side = [
+            name
+            for name, value, default in (
+                ("dp", federation.dp, None),
+                ("max_update_norm", federation.max_update_norm, None),
+                ("aggregation", plan.aggregator.flower_strategy, "FedAvg"),
+            )
+            if value != default
+        ]
+        if plan.aggregator.report_metric is not None:
+            server_side.append("aggregation (FairFed's reports)")
+        if server_side:
+            raise RuntimeError(
+                f"This federation sets {', '.join(sorted(set(server_side)))}, "
+                "which skfedida's ServerApp applies (make_server_app); under a "
+                "Flower strategy of your own it would be left out. Leave it at "
+                "its default in the federation given to make_client_app, or run "
+                "skfedida's ServerApp."
+            )
         partition, n_partitions = _node_partition(context)
         seed = int(plan.client_seeds(n_partitions)[partition])
         _, part, _ = client_side(context, seed)

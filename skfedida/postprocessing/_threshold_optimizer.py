@@ -51,6 +51,7 @@ _CONSTRAINED_RATE = {
 #: FNR 1 - its TPR, so equal TNRs (FNRs) are equal FPRs (TPRs), within the
 #: same tolerance; its objectives are named after their metric functions.
 _CONSTRAINT_ALIASES = {
+    "selection_rate_parity": "demographic_parity",
     "true_negative_rate_parity": "false_positive_rate_parity",
     "false_negative_rate_parity": "true_positive_rate_parity",
 }
@@ -150,8 +151,9 @@ class FederatedThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstim
     """Group-specific decision thresholds for a federated model, from histograms.
 
     Post-processing (Hardt et al., 2016, as fairlearn's ``ThresholdOptimizer``)
-    for a federation. Each client counts the scores of its rows (the model's
-    probability of the positive class) per (sensitive group, label) on a
+    for a federation. Each client counts the scores of its rows (by default
+    the model's probability of the positive class; see ``predict_method``)
+    per (sensitive group, label) on a
     shared grid of ``n_bins`` equal bins on [0, 1]; the server sums the
     counts (or keeps each client's, ``per_client=True``) and finds, for every
     group, a rule "positive iff score >= t", randomised between two
@@ -189,7 +191,8 @@ class FederatedThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstim
 "true_negative_rate_parity", "false_negative_rate_parity"}, \
 default="demographic_parity"
         The rates made equal across groups: selection rate, both TPR and FPR,
-        TPR, or FPR; fairlearn's TNR (FNR) parity is FPR (TPR) parity.
+        TPR, or FPR; fairlearn's TNR (FNR) parity is FPR (TPR) parity, and its
+        ``"selection_rate_parity"`` is demographic parity.
     objective : {"accuracy", "balanced_accuracy", "accuracy_score", \
 "balanced_accuracy_score"}, default="accuracy"
         What the thresholds maximise under the constraint (fairlearn's names,
@@ -225,7 +228,9 @@ default=None
         The model's score whose thresholds are chosen, as fairlearn's
         parameter: the positive class's probability, the decision function
         (through the logistic function, which keeps its order, onto the
-        [0, 1] bins), or the decision itself (0 or 1). ``"auto"`` takes the
+        [0, 1] bins: fine for a log-odds, coarse for a decision function on a
+        much smaller or larger scale, whose scores then fall into a few
+        bins), or the decision itself (0 or 1). ``"auto"`` takes the
         first of these the model has. A Flower federation's model is scored
         with ``predict_proba``.
     random_state : int, RandomState instance or None, default=None
@@ -252,7 +257,8 @@ default=None
         the first, ``p_first``, and the mix with a constant, ``p_constant``
         and ``constant``).
     constrained_rates_ : ndarray of shape (n_groups,) or (n_clients, n_groups)
-        Each group's constrained rate at the chosen rules (on the counts).
+        Each group's constrained rate at the chosen rules (on the counts):
+        its FPR for TNR parity and its TPR for FNR parity.
     objective_value_ : float or ndarray of shape (n_clients,)
         The objective at the chosen rules (on the counts).
     history_ : list of dict
@@ -372,6 +378,17 @@ default=None
     def _objective(self):
         return _OBJECTIVE_ALIASES.get(self.objective, self.objective)
 
+    def _check_predict_method(self, estimator):
+        """Refuse a predict_method the estimator does not have, before fitting."""
+        if self.predict_method != "auto" and not hasattr(
+            estimator, self.predict_method
+        ):
+            raise ValueError(
+                f"predict_method={self.predict_method!r}, but "
+                f"{type(estimator).__name__} has no {self.predict_method}; use "
+                "'auto' or a method it has."
+            )
+
     def _scores(self, X):
         """The fitted model's scores of X on [0, 1], by ``predict_method``."""
         method = self.predict_method
@@ -432,6 +449,7 @@ default=None
             self.estimator_ = self.estimator
         else:
             fit_params = self._fit_params(clients, sensitive_features)
+            self._check_predict_method(self.estimator)
             self.estimator_ = clone(self.estimator)
             self.estimator_.fit(X, y, **fit_params)
         classes = np.asarray(self.estimator_.classes_)
@@ -520,14 +538,16 @@ default=None
         """
         try:
             parameters = inspect.signature(self.estimator.fit).parameters
-        except (TypeError, ValueError):  # no signature to read: pass both
-            parameters = None
-        takes_any = parameters is None or any(
-            p.kind is p.VAR_KEYWORD for p in parameters.values()
-        )
+        except (TypeError, ValueError):  # no signature to read: pass neither
+            parameters = {}
 
         def takes(name):
-            return takes_any or name in parameters
+            # Named, not through **kwargs: Pipeline.fit(**params) and the
+            # meta-estimators pass them on to steps that refuse them.
+            return name in parameters and parameters[name].kind in (
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                inspect.Parameter.KEYWORD_ONLY,
+            )
 
         fit_params = {}
         if takes("sensitive_features"):
@@ -609,8 +629,13 @@ default=None
             return None
         if self.selection_rate == "prevalence":
             return float(histogram[:, 1].sum() / total)
-        middle = int(np.ceil(self.n_bins / 2))
-        return float(histogram[:, :, middle:].sum() / total)
+        # With an odd n_bins, 0.5 splits the middle bin: half its rows count
+        # (a rate the randomised rules can meet).
+        half = self.n_bins // 2
+        above = histogram[:, :, self.n_bins - half :].sum()
+        if self.n_bins % 2:
+            above += 0.5 * histogram[:, :, half].sum()
+        return float(above / total)
 
     def _solve(self, histogram, fallback=None):
         """Rules of every group from summed counts (n_groups, 2, n_bins)."""

@@ -124,3 +124,46 @@ def test_a_pipeline_federation_under_a_plain_strategy_says_why_it_cannot():
     )
     errors = [reply.error.reason for reply in grid.replies if reply.has_error()]
     assert errors and all("statistics rounds" in reason for reason in errors)
+
+
+@pytest.mark.parametrize(
+    "setting, named",
+    [
+        ({"aggregation": "median"}, "aggregation"),
+        ({"max_update_norm": "median"}, "max_update_norm"),
+    ],
+    ids=["median", "clipping"],
+)
+def test_server_side_settings_under_a_plain_strategy_are_refused_not_dropped(
+    setting, named
+):
+    # Under Flower's own strategy they would be left out silently (the model
+    # came out as plain FedAvg's): each node says which, and why.
+    data = _data()
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=1, random_state=0, **setting
+    )
+    _, grid = _run_flowers_fedavg(
+        make_client_app(federation, _load(data)), data.data.shape[1]
+    )
+    errors = [reply.error.reason for reply in grid.replies if reply.has_error()]
+    assert errors and all(
+        named in reason and "skfedida's ServerApp" in reason for reason in errors
+    )
+
+
+def test_fairfed_under_a_plain_strategy_is_refused_not_a_second_array_record():
+    from skfedida.federated import FairFed
+
+    data = _data()
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(),
+        aggregation=FairFed(),
+        n_rounds=1,
+        random_state=0,
+    )
+    _, grid = _run_flowers_fedavg(
+        make_client_app(federation, _load(data)), data.data.shape[1]
+    )
+    errors = [reply.error.reason for reply in grid.replies if reply.has_error()]
+    assert errors and all("FairFed" in reason for reason in errors)
