@@ -864,3 +864,38 @@ def test_a_pipeline_of_federated_transformers_before_the_federation(routing):
             ).fit(X, y, clients=clients)
         else:
             pipe.fit(X, y, impute__clients=clients, fed__clients=clients)
+
+
+def test_federated_transformers_nested_before_the_federation_are_not_pooled():
+    # A ColumnTransformer (and a nested Pipeline) of federated transformers,
+    # each given the clients by routing, fits from statistics: no warning.
+    # One plain StandardScaler inside is pooled, and named by its outer step.
+    from sklearn import config_context
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    X = np.nan_to_num(_numeric(0))
+    rng = np.random.default_rng(2)
+    y = (rng.random(len(X)) < 0.4).astype(int)
+    clients = rng.integers(0, 3, len(X))
+
+    def pipe(second):
+        columns = ColumnTransformer(
+            [
+                ("a", Pipeline([("s", FederatedStandardScaler())]), [0]),
+                ("b", second, [1]),
+            ]
+        )
+        return Pipeline(
+            [
+                ("ct", columns),
+                ("fed", _federation(FairPenaltyLogisticRegression(fairness=0.0))),
+            ]
+        )
+
+    with config_context(enable_metadata_routing=True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ClientDataWarning)
+            pipe(FederatedMinMaxScaler()).fit(X, y, clients=clients)
+        with pytest.warns(ClientDataWarning, match=r"\['ct'\]"):
+            pipe(StandardScaler()).fit(X, y, clients=clients)

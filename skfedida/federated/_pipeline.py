@@ -18,7 +18,8 @@ import joblib
 import numpy as np
 from scipy import sparse
 from sklearn.base import clone
-from sklearn.pipeline import Pipeline
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import get_tags
 
@@ -85,15 +86,30 @@ def _fitted_across_clients(name, step, params):
 
     A federated transformer given the rows' clients (``step__clients``, or
     ``clients`` routed to it, which it requests) combines per-client
-    statistics only: no row leaves its client's share of the fit.
+    statistics only: no row leaves its client's share of the fit. A nested
+    Pipeline, ColumnTransformer or FeatureUnion is, when every stateful
+    transformer inside it is.
     """
-    if not isinstance(step, FederatedTransformerMixin):
+    if isinstance(step, FederatedTransformerMixin):
+        if params.get(f"{name}__clients") is not None:
+            return True
+        if params.get("clients") is None or not routing_enabled():
+            return False
+        # Requested under its own name (an alias routes another key).
+        return step.get_metadata_routing().fit.requests.get("clients") is True
+    if isinstance(step, Pipeline):
+        parts = [(f"{name}__{sub}", part) for sub, part in step.steps]
+    elif isinstance(step, ColumnTransformer):
+        parts = [(f"{name}__{sub}", part) for sub, part, _ in step.transformers]
+    elif isinstance(step, FeatureUnion):
+        parts = [(f"{name}__{sub}", part) for sub, part in step.transformer_list]
+    else:
         return False
-    if f"{name}__clients" in params:
-        return True
-    if "clients" not in params or not routing_enabled():
-        return False
-    return step.get_metadata_routing().fit.requests.get("clients") is True
+    return all(
+        _fitted_across_clients(sub, part, params)
+        for sub, part in parts
+        if part not in (None, "passthrough", "drop") and get_tags(part).requires_fit
+    )
 
 
 def is_pipeline(estimator):
