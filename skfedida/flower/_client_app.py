@@ -310,8 +310,29 @@ def make_client_app(federation, load_data, *, classes=None):
         _, part, _ = client_side(context, seed)
         estimator = plan.initial_estimator(part, seed)
         context.state[_STATE_KEY] = ConfigRecord(
-            {"estimator": pickle.dumps(estimator), "client-seed": seed}
+            {
+                "estimator": pickle.dumps(estimator),
+                "client-seed": seed,
+                "self-initialised": True,
+            }
         )
+
+    def check_global_model(context, estimator, arrays):
+        # A node that set itself up took its classes from its own labels
+        # (no server told it the federation's): a client that lacks a class
+        # has a model of another shape than the server's.
+        if not context.state[_STATE_KEY].get("self-initialised", False):
+            return
+        own = [np.shape(a) for a in parameter_arrays(estimator)]
+        given = [np.shape(a) for a in arrays]
+        if own != given:
+            raise ValueError(
+                f"The server's arrays have shapes {given}; this node's model has "
+                f"{own}, for the classes of its own rows "
+                f"{estimator.classes_.tolist()}. Without skfedida's ServerApp no "
+                "server tells a node the federation's classes: pass them to "
+                "make_client_app(..., classes=...)."
+            )
 
     def store(context, estimator):
         pickled = pickle.dumps(estimator)
@@ -423,6 +444,7 @@ def make_client_app(federation, load_data, *, classes=None):
     def train(message, context):
         arrays, server_round = _global_model(message, "training")
         estimator, seed = stored(context, to_train=True)
+        check_global_model(context, estimator, arrays)
         plan, part, _ = client_side(context, seed)
         estimator, parameters, n_rows, loss, *report = plan.train_round(
             part, estimator, arrays, seed, server_round - 1
@@ -449,6 +471,7 @@ def make_client_app(federation, load_data, *, classes=None):
     def evaluate(message, context):
         arrays, round_ = _global_model(message, "evaluation")
         estimator, seed = stored(context)
+        check_global_model(context, estimator, arrays)
         plan, part, _ = client_side(context, seed)
         metrics, model = plan.evaluate(part, estimator, arrays, seed, round_)
         path = context.node_config.get("model-path")

@@ -167,3 +167,49 @@ def test_fairfed_under_a_plain_strategy_is_refused_not_a_second_array_record():
     )
     errors = [reply.error.reason for reply in grid.replies if reply.has_error()]
     assert errors and all("FairFed" in reason for reason in errors)
+
+
+def test_a_self_set_up_node_missing_a_class_says_to_pass_classes():
+    # Three classes; client 0's rows lack the last. Set up from its own
+    # labels, its model has two classes' arrays: the node names classes=.
+    data = make_federated_classification(
+        1500, n_clients=N_CLIENTS, n_classes=3, random_state=0
+    )
+    keep = ~((data.clients == 0) & (data.target == 2))
+    data.data, data.target, data.clients = (
+        data.data[keep],
+        data.target[keep],
+        data.clients[keep],
+    )
+    data.sensitive = {k: np.asarray(v)[keep] for k, v in data.sensitive.items()}
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=1, random_state=0
+    )
+    n_features = data.data.shape[1]
+    results = {}
+    server_app = ServerApp()
+
+    @server_app.main()
+    def main(grid, context):
+        results["result"] = FedAvg(fraction_train=1.0).start(
+            grid=grid,
+            initial_arrays=ArrayRecord([np.zeros((3, n_features)), np.zeros(3)]),
+            num_rounds=1,
+        )
+
+    grid = InProcessGrid(
+        make_client_app(federation, _load(data)),
+        [{"partition-id": k, "num-partitions": N_CLIENTS} for k in range(N_CLIENTS)],
+        {},
+    )
+    context = Context(
+        run_id=grid.run_id,
+        node_id=SUPERLINK_NODE_ID,
+        node_config={},
+        state=RecordDict(),
+        run_config={},
+    )
+    with _identity(grid.run_id, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID):
+        server_app(grid, context)
+    errors = [reply.error.reason for reply in grid.replies if reply.has_error()]
+    assert any("make_client_app(..., classes=...)" in reason for reason in errors)
