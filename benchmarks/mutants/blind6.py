@@ -440,8 +440,11 @@ MUTANTS = [
             "call's rows instead of adding them"
         ),
         path="skfedida/_models/_fair_base.py",
-        original="        self.n_samples_seen_ += batch.X.shape[0]",
-        mutated="        self.n_samples_seen_ = batch.X.shape[0]",
+        original=(
+            "        self.n_samples_seen_ = "
+            'getattr(self, "n_samples_seen_", 0) + n_rows'
+        ),
+        mutated="        self.n_samples_seen_ = n_rows",
         tests=(
             "tests/test_bad_input_estimators.py",
             "tests/test_bad_input_models.py",

@@ -105,9 +105,9 @@ MUTANTS = [
     Mutant(
         "a short last minibatch's bandwidth uses batch_size",
         MINIBATCH_FILE,
-        "rows_per_batch = np.tile(np.diff(minibatch_bounds(n_samples, batch_size)), "
-        "epochs)",
-        "rows_per_batch = np.full(n_batches, batch_size)",
+        "batch_of, rows_per_batch = epoch_minibatches(n_samples, batch_size, epochs)",
+        "batch_of, rows_per_batch = epoch_minibatches(n_samples, batch_size, epochs)"
+        "\n    rows_per_batch = np.full(n_batches, batch_size)",
         MINIBATCH_TESTS,
         features=ROSE,
     ),

@@ -42,7 +42,7 @@ from .._groups import (
     encode_groups,
     resolve_sensitive,
 )
-from .._minibatch import epochs_per_call, minibatch_bounds
+from .._minibatch import epoch_minibatches, epochs_per_call, minibatch_bounds
 from .._validation import (
     checked_float_matrix,
     sample_weight_of,
@@ -938,10 +938,8 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
             if done == epochs:  # the round's last epoch alone: loss_ is its own
                 last = orders.pop()
             if orders:
-                bounds = np.concatenate(
-                    [epoch_bounds[:-1] + k * n_samples for k in range(len(orders))]
-                    + [[len(orders) * n_samples]]
-                )
+                _, sizes = epoch_minibatches(n_samples, self.batch_size, len(orders))
+                bounds = np.concatenate(([0], np.cumsum(sizes)))
                 self._minibatch_steps(
                     params, batch, bounds, optimizer, order=np.concatenate(orders)
                 )
@@ -949,15 +947,8 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
         values = self._minibatch_steps(
             params, batch, epoch_bounds, optimizer, order=last
         )
-        self._set_params_list(params)
-        self._check_finite(params)
-        self._epochs += epochs
-        self.n_iter_ = self._epochs
-        self.n_samples_seen_ += epochs * n_samples
-        self.loss_ = float(values / n_samples) if n_samples else np.nan
-        if hasattr(self, "t_"):
-            self.t_ = self.n_samples_seen_
-        return self
+        loss = float(values / n_samples) if n_samples else np.nan
+        return self._record_training(params, epochs, epochs * n_samples, loss)
 
     @staticmethod
     def _checked_codes(y):
@@ -1057,16 +1048,9 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
             average=False,
             order=rows,
         )
-        self._set_params_list(params)
-        self._check_finite(params)
         n_positions = X.shape[0] if rows is None else rows.shape[0]
-        self._epochs = getattr(self, "_epochs", 0) + bounds.size - 1
-        self.n_iter_ = self._epochs
-        self.n_samples_seen_ = getattr(self, "n_samples_seen_", 0) + n_positions
-        self.loss_ = float(values / max(n_positions, 1))
-        if hasattr(self, "t_"):
-            self.t_ = self.n_samples_seen_
-        return self
+        loss = float(values / max(n_positions, 1))
+        return self._record_training(params, bounds.size - 1, n_positions, loss)
 
     def _armijo_step(self, params, minibatch, value, gradients):
         squared_norm = sum(float(np.vdot(g, g)) for g in gradients)
@@ -1170,11 +1154,20 @@ class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
         loss = self._sgd_epoch(
             params, batch, self._random_state, self._partial_fit_optimizer(params)
         )
+        return self._record_training(params, 1, batch.X.shape[0], loss)
+
+    def _record_training(self, params, n_steps, n_rows, loss):
+        """Take trained parameters; count their epochs (or steps) and rows.
+
+        What every training entry ends with (``partial_fit``'s epoch,
+        ``train_epochs``, ``train_minibatches``): the parameters, refused if
+        not finite, ``n_iter_``, ``n_samples_seen_``, ``loss_`` (and ``t_``).
+        """
         self._set_params_list(params)
         self._check_finite(params)
-        self._epochs += 1
+        self._epochs = getattr(self, "_epochs", 0) + n_steps
         self.n_iter_ = self._epochs
-        self.n_samples_seen_ += batch.X.shape[0]
+        self.n_samples_seen_ = getattr(self, "n_samples_seen_", 0) + n_rows
         self.loss_ = loss
         if hasattr(self, "t_"):
             self.t_ = self.n_samples_seen_

@@ -27,7 +27,7 @@ from sklearn.utils import check_random_state
 
 from .._compat import num_samples, safe_indexing
 from .._groups import SensitiveGroups, column_positions, take_rows
-from .._minibatch import epochs_per_call, minibatch_bounds
+from .._minibatch import epoch_minibatches, epochs_per_call
 from .._models._fair_base import BaseFairClassifier
 from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
@@ -645,14 +645,9 @@ def _minibatch_prior_weights(
     ``order`` holds ``epochs`` epochs' shuffles, each cut into minibatches.
     """
     n_batches = bounds.size - 1
-    n_samples = order.size // epochs
-    epoch_sizes = np.diff(minibatch_bounds(n_samples, batch_size))
-    size_before = np.tile(epoch_sizes, epochs)
-    batch_before = np.arange(n_samples) // batch_size
-    if epochs > 1:
-        batch_before = (
-            batch_before[None, :] + epoch_sizes.size * np.arange(epochs)[:, None]
-        ).ravel()
+    batch_before, size_before = epoch_minibatches(
+        order.size // epochs, batch_size, epochs
+    )
     cells = n_labels * n_batches
     before = (
         np.bincount(batch_before * n_labels + labels[order], minlength=cells).reshape(

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._minibatch import minibatch_bounds
+from .._minibatch import epoch_minibatches
 from ._fairness_aware_rose import (
     FairnessAwareROSE,
     _diagonal_noise,
@@ -124,18 +124,13 @@ def resample_minibatches(
     n_batches = epochs * epoch_batches
     n_cells = n_labels * n_groups
     positions = np.arange(n_rows)
-    batch_of = np.arange(n_samples) // batch_size
-    if epochs > 1:
-        batch_of = (
-            batch_of[None, :] + epoch_batches * np.arange(epochs)[:, None]
-        ).ravel()
+    batch_of, rows_per_batch = epoch_minibatches(n_samples, batch_size, epochs)
     cell = groups[order] * n_labels + y[order].astype(np.intp)
     key = batch_of * n_cells + cell
     counts = np.bincount(key, minlength=n_batches * n_cells).reshape(n_batches, n_cells)
     present = counts > 0
     label_counts = counts.reshape(n_batches, n_groups, n_labels).sum(axis=1)
     # A minibatch of one class has nothing to balance: it is kept as it is.
-    rows_per_batch = np.tile(np.diff(minibatch_bounds(n_samples, batch_size)), epochs)
     mixed = (label_counts > 0).sum(axis=1) > 1
     target = np.where(
         present & mixed[:, None],

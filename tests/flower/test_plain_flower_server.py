@@ -41,18 +41,20 @@ def _load(data):
     return load
 
 
-def _run_flowers_fedavg(client_app, n_features):
-    """Flower's FedAvg in a user's ServerApp, on the in-process grid."""
+def _run_flowers_fedavg(client_app, n_features, n_logits=1):
+    """Flower's FedAvg in a user's ServerApp, on the in-process grid.
+
+    It starts from zeros for a linear model of ``n_logits`` logits.
+    """
     results = {}
     server_app = ServerApp()
 
     @server_app.main()
     def main(grid, context):
         strategy = FedAvg(fraction_train=1.0, fraction_evaluate=1.0)
+        initial = [np.zeros((n_logits, n_features)), np.zeros(n_logits)]
         results["result"] = strategy.start(
-            grid=grid,
-            initial_arrays=ArrayRecord([np.zeros((1, n_features)), np.zeros(1)]),
-            num_rounds=N_ROUNDS,
+            grid=grid, initial_arrays=ArrayRecord(initial), num_rounds=N_ROUNDS
         )
 
     node_configs = [
@@ -185,31 +187,8 @@ def test_a_self_set_up_node_missing_a_class_says_to_pass_classes():
     federation = FederatedEstimator(
         FairPenaltyLogisticRegression(), n_rounds=1, random_state=0
     )
-    n_features = data.data.shape[1]
-    results = {}
-    server_app = ServerApp()
-
-    @server_app.main()
-    def main(grid, context):
-        results["result"] = FedAvg(fraction_train=1.0).start(
-            grid=grid,
-            initial_arrays=ArrayRecord([np.zeros((3, n_features)), np.zeros(3)]),
-            num_rounds=1,
-        )
-
-    grid = InProcessGrid(
-        make_client_app(federation, _load(data)),
-        [{"partition-id": k, "num-partitions": N_CLIENTS} for k in range(N_CLIENTS)],
-        {},
+    _, grid = _run_flowers_fedavg(
+        make_client_app(federation, _load(data)), data.data.shape[1], n_logits=3
     )
-    context = Context(
-        run_id=grid.run_id,
-        node_id=SUPERLINK_NODE_ID,
-        node_config={},
-        state=RecordDict(),
-        run_config={},
-    )
-    with _identity(grid.run_id, SUPERLINK_NODE_ID, SUPERLINK_NODE_ID):
-        server_app(grid, context)
     errors = [reply.error.reason for reply in grid.replies if reply.has_error()]
     assert any("make_client_app(..., classes=...)" in reason for reason in errors)
