@@ -273,3 +273,24 @@ MUTANTS = [
         features=BOTH,
     ),
 ]
+
+# -- issue 34: the entries for checked rows ------------------------------------
+CHECKED_TESTS = ("tests/_models/test_checked_entries.py",)
+MUTANTS += [
+    Mutant(
+        "train_epochs runs averaged epochs in one loop call",
+        "skfedida/_models/_fair_base.py",
+        "            or self.average\n",
+        "",
+        CHECKED_TESTS,
+        features=BOTH,
+    ),
+    Mutant(
+        "train_minibatches trains on X's rows in order, not on rows",
+        "skfedida/_models/_fair_base.py",
+        "            average=False,\n            order=rows,",
+        "            average=False,\n            order=None,",
+        CHECKED_TESTS,
+        features=BOTH,
+    ),
+]

@@ -81,3 +81,16 @@ MUTANTS = [
         features=("FederatedEstimator",),
     ),
 ]
+
+# -- issue 34: FedIDA's epochs on the resampled positions ---------------------
+EPOCH_TESTS = ("tests/federated/test_resampled_epochs.py",)
+MUTANTS += [
+    Mutant(
+        "the resampled epochs weigh every row 1 under prior correction",
+        "skfedida/federated/_client.py",
+        "row_weight[call_rows] = weight[begin:stop]",
+        "row_weight[call_rows] = 1.0",
+        EPOCH_TESTS,
+        features=("FederatedEstimator", "FairnessAwareROSE"),
+    ),
+]

@@ -201,3 +201,24 @@ MUTANTS = [
         features=("load_result",),
     ),
 ]
+
+# -- issue 35: Flower's own strategies with skfedida's ClientApp --------------
+PLAIN_TESTS = ("tests/flower/test_plain_flower_server.py",)
+MUTANTS += [
+    Mutant(
+        "a node that sets itself up takes client 0's seed",
+        "skfedida/flower/_client_app.py",
+        "seed = int(plan.client_seeds(n_partitions)[partition])",
+        "seed = int(plan.client_seeds(n_partitions)[0])",
+        PLAIN_TESTS,
+        features=("make_client_app",),
+    ),
+    Mutant(
+        "settings only skfedida's server applies are dropped silently",
+        "skfedida/flower/_client_app.py",
+        "        if server_side:\n",
+        "        if False:\n",
+        PLAIN_TESTS,
+        features=("make_client_app",),
+    ),
+]

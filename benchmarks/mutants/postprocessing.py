@@ -71,3 +71,48 @@ MUTANTS = [
         features=("FederatedThresholdOptimizer", "reply:histogram"),
     ),
 ]
+
+# -- issue 35: the drop-in for fairlearn --------------------------------------
+INTEROP_TESTS = ("tests/test_threshold_interop.py",)
+MUTANTS += [
+    Mutant(
+        "a plain classifier's fit is sent sensitive_features it does not name",
+        "skfedida/postprocessing/_threshold_optimizer.py",
+        'if takes("sensitive_features"):',
+        "if True:",
+        INTEROP_TESTS,
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
+        "score ignores sample_weight",
+        "skfedida/postprocessing/_threshold_optimizer.py",
+        "accuracy_score(y, decisions, sample_weight=sample_weight)",
+        "accuracy_score(y, decisions)",
+        INTEROP_TESTS,
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
+        "fairlearn's TNR parity takes TPR parity's rule",
+        "skfedida/postprocessing/_threshold_optimizer.py",
+        '"true_negative_rate_parity": "false_positive_rate_parity",',
+        '"true_negative_rate_parity": "true_positive_rate_parity",',
+        INTEROP_TESTS,
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
+        "selection_rate='model' keeps the prevalence",
+        "skfedida/postprocessing/_threshold_optimizer.py",
+        'if self.selection_rate == "prevalence":',
+        'if self.selection_rate in ("prevalence", "model"):',
+        INTEROP_TESTS,
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
+        "predict_method='decision_function' bins the raw margin",
+        "skfedida/postprocessing/_threshold_optimizer.py",
+        "return expit(np.asarray(self.estimator_.decision_function(X), float))",
+        "return np.asarray(self.estimator_.decision_function(X), float)",
+        INTEROP_TESTS,
+        features=("FederatedThresholdOptimizer",),
+    ),
+]

@@ -222,3 +222,15 @@ MUTANTS = [
         features=("reply:simple_imputer", "FederatedSimpleImputer"),
     ),
 ]
+
+# -- issue 35: the transformers in an outer Pipeline --------------------------
+MUTANTS += [
+    Mutant(
+        "the federated transformers request no clients",
+        "skfedida/preprocessing/_base.py",
+        '    __metadata_request__fit = {"clients": True}',
+        "    __metadata_request__fit = {}",
+        ("tests/test_preprocessing.py",),
+        features=("FederatedStandardScaler", "FederatedSimpleImputer"),
+    ),
+]
