@@ -35,6 +35,7 @@ from ._compat import (
     safe_indexing,
     validate_params,
 )
+from ._doc_links import DocLinkMixin
 from ._groups import SensitiveGroups, resolve_sensitive, take_rows
 from .exceptions import (
     DegenerateModelWarning,
@@ -640,7 +641,7 @@ def _rounded(values):
     return np.unique(np.rint(values).astype(np.int64))
 
 
-class CoarseToFineSearchCV(BaseSearchCV):
+class CoarseToFineSearchCV(DocLinkMixin, BaseSearchCV):
     """Two-stage search of one parameter: a coarse grid, then a finer one.
 
     The paper's OptimizeGamma (Algorithm 2): evaluate ``n_coarse`` values

@@ -56,6 +56,73 @@ def test_every_public_name_is_in_the_api_reference():
             assert f"{name}\n" in api, f"{module_name}.{name} missing from doc/api.rst"
 
 
+def test_the_html_repr_links_every_estimator_to_its_api_page():
+    # issue 35: the "?" of a notebook's estimator diagram went nowhere.
+    import tomllib
+    from importlib import metadata
+
+    from sklearn.base import BaseEstimator
+    from sklearn.utils import estimator_html_repr
+
+    import skfedida
+    from skfedida._doc_links import DOCUMENTATION_URL, documentation_url
+
+    api = (ROOT / "doc" / "api.rst").read_text(encoding="utf-8")
+    # The pages autosummary generates: <currentmodule>.<entry> each.
+    pages = set()
+    for section in api.split(".. currentmodule::")[1:]:
+        module, body = section.split("\n", 1)
+        pages |= {
+            f"{module.strip()}.{line.strip()}"
+            for line in body.splitlines()
+            if line.startswith("   ") and not line.strip().startswith(":")
+        }
+    base = documentation_url(metadata.version("skfedida"))
+    linked = []
+    for module_name in MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            cls = getattr(module, name)
+            if not (isinstance(cls, type) and issubclass(cls, BaseEstimator)):
+                continue
+            link = cls.__new__(cls)._get_doc_link()
+            # The page doc/api.rst generates for the class, under its module.
+            page_module = link.removeprefix(base + "generated/").rsplit(".", 2)[0]
+            assert link == f"{base}generated/{page_module}.{name}.html", link
+            assert f"{page_module}.{name}" in pages, (page_module, name)
+            linked.append(name)
+    assert set(linked) == {
+        "CoarseToFineSearchCV",
+        "DifferentialPrivacy",
+        "FairMLPClassifier",
+        "FairPenaltyLogisticRegression",
+        "FairnessAwareROSE",
+        "FederatedEstimator",
+        "FederatedMinMaxScaler",
+        "FederatedOneHotEncoder",
+        "FederatedSimpleImputer",
+        "FederatedStandardScaler",
+        "FederatedThresholdOptimizer",
+    }
+    html = estimator_html_repr(
+        skfedida.FederatedEstimator(skfedida.FairMLPClassifier())
+    )
+    assert f'href="{base}generated/skfedida.federated.FederatedEstimator.html"' in html
+    assert f"{base}generated/skfedida.neural_network.FairMLPClassifier.html" in html
+    # One address: pyproject's, which the package's metadata carries.
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    assert DOCUMENTATION_URL.startswith(declared["Documentation"])
+
+
+def test_the_version_has_one_source():
+    from importlib import metadata
+
+    import skfedida
+
+    assert skfedida.__version__ == metadata.version("skfedida")
+    assert isinstance(skfedida.__version__, str) and skfedida.__version__
+
+
 def test_top_level_reexports_every_public_name():
     import skfedida
 

@@ -294,3 +294,15 @@ MUTANTS += [
         features=BOTH,
     ),
 ]
+
+# -- issue 35: the HTML repr's documentation links -----------------------------
+MUTANTS += [
+    Mutant(
+        "the HTML repr links a class to its private module's page",
+        "skfedida/_doc_links.py",
+        "            return module.__name__\n",
+        "            return None\n",
+        ("tests/test_project.py",),
+        features=("FairPenaltyLogisticRegression",),
+    ),
+]

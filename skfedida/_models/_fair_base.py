@@ -34,6 +34,7 @@ from .._compat import (
     StrOptions,
     check_partial_fit_first_call,
 )
+from .._doc_links import DocLinkMixin
 from .._groups import (
     SensitiveGroups,
     check_labels_complete,
@@ -344,7 +345,9 @@ def _probabilities(scores):
     return np.column_stack([1.0 - positive, positive])
 
 
-class BaseFairClassifier(CachedParamNamesMixin, ClassifierMixin, BaseEstimator):
+class BaseFairClassifier(
+    DocLinkMixin, CachedParamNamesMixin, ClassifierMixin, BaseEstimator
+):
     """Base class of the fairness-penalised classifiers (not for direct use)."""
 
     __metadata_request__fit = {"sensitive_features": True}

@@ -26,6 +26,7 @@ from .._compat import (
     routing_enabled,
     safe_indexing,
 )
+from .._doc_links import DocLinkMixin
 from .._groups import (
     check_labels_complete,
     client_ids,
@@ -95,7 +96,9 @@ def _declares_constraints(component):
     return component is not None and hasattr(component, "_parameter_constraints")
 
 
-class FederatedEstimator(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
+class FederatedEstimator(
+    DocLinkMixin, CallbackSupportMixin, ClassifierMixin, BaseEstimator
+):
     """Train a classifier across clients that never share rows.
 
     Rows belong to clients (``clients=`` in ``fit``). Every round, the

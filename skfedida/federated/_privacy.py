@@ -28,6 +28,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import Bunch
 
+from .._doc_links import DocLinkMixin
 from ._aggregation import Median, TrimmedMean, WeightedMean
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 
-class DifferentialPrivacy(BaseEstimator):
+class DifferentialPrivacy(DocLinkMixin, BaseEstimator):
     """Client-level differential privacy for the federation's global model.
 
     Every round, each selected client's update (its parameters minus the

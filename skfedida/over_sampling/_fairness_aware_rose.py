@@ -29,6 +29,7 @@ from .._compat import (
     check_target_type,
     fit_context,
 )
+from .._doc_links import DocLinkMixin
 from .._groups import (
     SensitiveGroups,
     column_positions,
@@ -260,7 +261,7 @@ def _diagonal_noise(random_state, n_rows, scale, std):
     return draws
 
 
-class FairnessAwareROSE(CachedParamNamesMixin, BaseSampler):
+class FairnessAwareROSE(DocLinkMixin, CachedParamNamesMixin, BaseSampler):
     """Balance every (sensitive group, outcome) subgroup by smoothed bootstrap.
 
     The paper's Algorithm 1. Rows are split into subgroups, one per

@@ -27,6 +27,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._compat import HasMethods, Interval, StrOptions, fit_context
+from .._doc_links import DocLinkMixin
 from .._groups import client_ids, encode_groups
 from .._replies import ReplyGate, histogram_claim_problem
 from ..metrics._operating_point import score_bins
@@ -147,7 +148,9 @@ def _best_with_tolerance(values, weights, tolerance, grid):
     return chosen[:, best], totals[best]
 
 
-class FederatedThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+class FederatedThresholdOptimizer(
+    DocLinkMixin, MetaEstimatorMixin, ClassifierMixin, BaseEstimator
+):
     """Group-specific decision thresholds for a federated model, from histograms.
 
     Post-processing (Hardt et al., 2016, as fairlearn's ``ThresholdOptimizer``)

@@ -28,6 +28,7 @@ from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils import get_tags
 
 from .._compat import num_samples, safe_indexing
+from .._doc_links import DocLinkMixin
 from .._groups import client_ids
 from .._replies import ReplyGate
 from .._statistics_replies import statistics_problems
@@ -35,7 +36,7 @@ from .._statistics_replies import statistics_problems
 __all__ = ["FederatedTransformerMixin", "federated_transformers", "fit_tree"]
 
 
-class FederatedTransformerMixin:
+class FederatedTransformerMixin(DocLinkMixin):
     """Mixin of transformers fitted from the clients' statistics (not for direct use).
 
     Subclasses define ``_validate_rows(X)`` (the parent's validation, with
