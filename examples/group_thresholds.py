@@ -21,6 +21,7 @@ import pandas as pd
 from skfedida.datasets import load_adult
 from skfedida.federated import FederatedEstimator, evaluate_clients
 from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.plotting import plot_threshold_optimizer
 from skfedida.postprocessing import FederatedThresholdOptimizer
 
 pd.set_option("display.width", 120)
@@ -54,6 +55,13 @@ thresholds = pd.DataFrame(
 )
 thresholds["P(first)"] = post.rules_["p_first"]
 print(thresholds.round(3))
+
+# %%
+# The same rules drawn on each group's curve, from the same counts (as
+# fairlearn's ``plot_threshold_optimizer`` draws its own): selection rate
+# against accuracy within the group, every group's chosen point at the shared
+# rate (dashed).
+plot_threshold_optimizer(post, show_plot=False)
 
 # %%
 # On the test rows, at the same selection rate: mean over the 5 clients

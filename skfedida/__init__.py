@@ -76,7 +76,12 @@ from .model_selection import (
 from .neural_network import FairMLPClassifier
 from .over_sampling import FairnessAwareROSE
 from .penalty import group_penalty, individual_penalty, standardized_group_penalty
-from .plotting import ClientMetricsDisplay, TradeoffDisplay
+from .plotting import (
+    ClientMetricsDisplay,
+    ThresholdOptimizerDisplay,
+    TradeoffDisplay,
+    plot_threshold_optimizer,
+)
 from .postprocessing import FederatedThresholdOptimizer
 from .preprocessing import (
     FederatedMinMaxScaler,
@@ -115,6 +120,7 @@ __all__ = [
     "QFedAvg",
     "SensitiveFeaturesWarning",
     "SkfedidaWarning",
+    "ThresholdOptimizerDisplay",
     "TradeoffDisplay",
     "TrimmedMean",
     "WeightedMean",
@@ -150,6 +156,7 @@ __all__ = [
     "n_samples_seen",
     "neural_network",
     "over_sampling",
+    "plot_threshold_optimizer",
     "plotting",
     "positive_predictive_value_difference",
     "postprocessing",

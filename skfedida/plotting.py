@@ -13,8 +13,14 @@ import numpy as np
 from .federated import evaluate_clients
 from .metrics._registry import METRICS
 from .metrics._registry import keys as metric_keys
+from .postprocessing._threshold_optimizer import operating_points
 
-__all__ = ["ClientMetricsDisplay", "TradeoffDisplay"]
+__all__ = [
+    "ClientMetricsDisplay",
+    "ThresholdOptimizerDisplay",
+    "TradeoffDisplay",
+    "plot_threshold_optimizer",
+]
 
 _LABELS = {m.key: m.label for m in METRICS.values() if m.key}
 #: ClientMetricsDisplay.from_estimators' panels.
@@ -345,3 +351,210 @@ class TradeoffDisplay:
         figure.tight_layout()
         self.figure_, self.ax_ = figure, ax
         return self
+
+
+class ThresholdOptimizerDisplay:
+    """The group thresholds a FederatedThresholdOptimizer chose, on its curves.
+
+    fairlearn's ``plot_threshold_optimizer`` for
+    :class:`~skfedida.postprocessing.FederatedThresholdOptimizer`, drawn from
+    the counts the server holds (the clients' summed histograms), never from
+    rows. One curve per sensitive group over the rules "positive iff score
+    >= t": under a rate constraint (demographic parity, TPR or FPR parity)
+    the constrained rate against the group's objective (accuracy or balanced
+    accuracy within the group), with a dashed line at the rate the groups
+    share; under equalized odds each group's ROC curve (FPR, TPR). Each
+    group's chosen (randomised) rule is the marked point on its curve.
+
+    Parameters
+    ----------
+    groups : sequence
+        The sensitive groups, in the order of ``curves``.
+    curves : list of (ndarray, ndarray) or None
+        Per group, its curve's x and y (None: not drawn).
+    points : ndarray of shape (n_groups, 2)
+        Each group's chosen point.
+    common_rate : float, default=nan
+        The constrained rate the groups share (a dashed line; NaN: none,
+        and none under equalized odds, whose shared point is marked).
+    x_label, y_label : str, default=""
+        Axis labels.
+    equalized_odds : bool, default=False
+        Whether the curves are ROC curves (the diagonal is drawn).
+
+    Attributes
+    ----------
+    figure_ : matplotlib Figure
+    ax_ : matplotlib Axes
+
+    See Also
+    --------
+    plot_threshold_optimizer : The same, with fairlearn's signature.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skfedida.datasets import make_federated_classification
+    >>> from skfedida.plotting import ThresholdOptimizerDisplay
+    >>> from skfedida.postprocessing import FederatedThresholdOptimizer
+    >>> data = make_federated_classification(2000, n_clients=2, random_state=0)
+    >>> post = FederatedThresholdOptimizer(LogisticRegression(), random_state=0)
+    >>> post = post.fit(data.data, data.target, sensitive_features=data.sensitive)
+    >>> display = ThresholdOptimizerDisplay.from_estimator(post)
+    >>> display.ax_.get_xlabel()
+    'selection rate'
+    """
+
+    def __init__(
+        self,
+        groups,
+        curves,
+        points,
+        *,
+        common_rate=float("nan"),
+        x_label="",
+        y_label="",
+        equalized_odds=False,
+    ):
+        self.groups = groups
+        self.curves = curves
+        self.points = points
+        self.common_rate = common_rate
+        self.x_label = x_label
+        self.y_label = y_label
+        self.equalized_odds = equalized_odds
+
+    @classmethod
+    def from_estimator(cls, threshold_optimizer, *, client=None, ax=None):
+        """Plot a fitted optimizer's curves and chosen rules.
+
+        Parameters
+        ----------
+        threshold_optimizer : FederatedThresholdOptimizer
+            Fitted.
+        client : client id, default=None
+            One of ``clients_``: that client's own counts (and, with
+            ``per_client=True``, its own rules, which then must be named).
+        ax : matplotlib Axes, default=None
+            Where to draw; a new figure by default.
+
+        Returns
+        -------
+        display : ThresholdOptimizerDisplay
+            The display, drawn, with ``figure_`` and ``ax_``.
+        """
+        from .postprocessing import FederatedThresholdOptimizer
+
+        if not isinstance(threshold_optimizer, FederatedThresholdOptimizer):
+            raise TypeError(
+                "threshold_optimizer must be a FederatedThresholdOptimizer; got "
+                f"{type(threshold_optimizer).__name__}. For fairlearn's "
+                "ThresholdOptimizer use fairlearn.postprocessing."
+                "plot_threshold_optimizer."
+            )
+        points = operating_points(threshold_optimizer, client=client)
+        return cls(
+            points["groups"],
+            points["curves"],
+            points["points"],
+            common_rate=points["common_rate"],
+            x_label=points["x_label"],
+            y_label=points["y_label"],
+            equalized_odds=points["equalized_odds"],
+        ).plot(ax=ax)
+
+    def plot(self, ax=None):
+        """Draw the curves and the chosen points.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; a new figure by default.
+
+        Returns
+        -------
+        display : ThresholdOptimizerDisplay
+            With ``figure_`` and ``ax_``.
+        """
+        plt = _pyplot()
+        if ax is None:
+            figure, ax = plt.subplots(figsize=(7.5, 4))
+        else:
+            figure = ax.figure
+        points = np.asarray(self.points, dtype=float)
+        if len(self.curves) != len(self.groups) or points.shape != (
+            len(self.groups),
+            2,
+        ):
+            raise ValueError(
+                f"{len(self.groups)} groups need as many curves and a "
+                f"({len(self.groups)}, 2) array of points; got {len(self.curves)} "
+                f"curves and points of shape {points.shape}."
+            )
+        for group, curve, point in zip(self.groups, self.curves, points, strict=True):
+            if curve is None:
+                continue
+            name = ", ".join(map(str, group)) if isinstance(group, tuple) else group
+            (line,) = ax.plot(curve[0], curve[1], "-", lw=1.5, label=str(name))
+            ax.plot(*point, "o", color=line.get_color(), ms=7, mec="black")
+        if self.equalized_odds:
+            ax.plot([0, 1], [0, 1], ":", color="grey", lw=1)
+        elif np.isfinite(self.common_rate):
+            ax.axvline(
+                self.common_rate,
+                ls="--",
+                color="grey",
+                label=f"chosen rate {self.common_rate:.3f}",
+            )
+        ax.set_xlabel(self.x_label)
+        ax.set_ylabel(self.y_label)
+        # Beside the axes: with many groups a legend inside hides the curves.
+        ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.02, 0.5))
+        figure.tight_layout()
+        self.figure_, self.ax_ = figure, ax
+        return self
+
+
+def plot_threshold_optimizer(threshold_optimizer, ax=None, show_plot=True):
+    """Plot the rules a FederatedThresholdOptimizer chose, as fairlearn does.
+
+    fairlearn's ``plot_threshold_optimizer`` signature, for this library's
+    optimizer: per group, its trade-off curve (or ROC curve under equalized
+    odds) from the clients' summed counts, and its chosen rule.
+
+    Parameters
+    ----------
+    threshold_optimizer : FederatedThresholdOptimizer
+        Fitted (with ``per_client=False``; for one client's rules use
+        :meth:`ThresholdOptimizerDisplay.from_estimator` with ``client``).
+    ax : matplotlib Axes, default=None
+        Where to draw; a new figure by default.
+    show_plot : bool, default=True
+        Whether to call ``matplotlib.pyplot.show()``.
+
+    Returns
+    -------
+    display : ThresholdOptimizerDisplay
+        The display, with ``figure_`` and ``ax_``.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skfedida.datasets import make_federated_classification
+    >>> from skfedida.plotting import plot_threshold_optimizer
+    >>> from skfedida.postprocessing import FederatedThresholdOptimizer
+    >>> data = make_federated_classification(2000, n_clients=2, random_state=0)
+    >>> post = FederatedThresholdOptimizer(
+    ...     LogisticRegression(), constraints="equalized_odds", random_state=0)
+    >>> post = post.fit(data.data, data.target, sensitive_features=data.sensitive)
+    >>> plot_threshold_optimizer(post, show_plot=False).ax_.get_ylabel()
+    'true positive rate'
+    """
+    display = ThresholdOptimizerDisplay.from_estimator(threshold_optimizer, ax=ax)
+    if show_plot:
+        _pyplot().show()
+    return display

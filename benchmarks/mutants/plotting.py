@@ -38,3 +38,33 @@ MUTANTS = [
         features=("TradeoffDisplay",),
     ),
 ]
+
+# -- issue 35: the plot of a FederatedThresholdOptimizer's rules --------------
+THRESHOLD_PLOT_TESTS = ("tests/test_threshold_plot.py",)
+OPERATING_POINTS = "skfedida/postprocessing/_threshold_optimizer.py"
+MUTANTS += [
+    Mutant(
+        "a group's point is its first threshold, not its randomised rule",
+        OPERATING_POINTS,
+        "(1 - p_constant) * (p * r[first] + (1 - p) * r[second])",
+        "(1 - p_constant) * r[first]",
+        THRESHOLD_PLOT_TESTS,
+        features=("ThresholdOptimizerDisplay", "plot_threshold_optimizer"),
+    ),
+    Mutant(
+        "a group's objective is read at its first threshold only",
+        OPERATING_POINTS,
+        "chosen_y = p * accuracy[first] + (1 - p) * accuracy[second]",
+        "chosen_y = accuracy[first]",
+        THRESHOLD_PLOT_TESTS,
+        features=("ThresholdOptimizerDisplay", "plot_threshold_optimizer"),
+    ),
+    Mutant(
+        "a named client's curves are the federation's counts",
+        OPERATING_POINTS,
+        "        histograms = post.client_histograms_[k]\n",
+        "        histograms = post.histograms_\n",
+        THRESHOLD_PLOT_TESTS,
+        features=("ThresholdOptimizerDisplay",),
+    ),
+]

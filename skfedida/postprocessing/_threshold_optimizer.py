@@ -973,6 +973,135 @@ def client_histogram(scores, labels, groups, n_groups, n_bins):
     return counts.reshape(n_groups, 2, n_bins).astype(np.float64)
 
 
+def operating_points(post, client=None):
+    """Each group's trade-off curve from the counts, and its point at its rule.
+
+    What :class:`~skfedida.plotting.ThresholdOptimizerDisplay` draws, from the
+    summed counts (``histograms_``) or, with ``client``, that client's counts
+    and rules (``per_client=True``).
+
+    Parameters
+    ----------
+    post : FederatedThresholdOptimizer
+        A fitted optimizer.
+    client : client id, default=None
+        One of ``post.clients_``: its own counts (and, with ``per_client``,
+        its own rules); None: the federation's.
+
+    Returns
+    -------
+    points : dict
+        ``groups`` (``post.groups_``); ``x_label`` and ``y_label``; per group,
+        ``curves[g]`` = ``(x, y)``, the rules "positive iff score bin >= k",
+        k = 0 .. n_bins (None for a group without rows or whose rates are
+        undefined): the constrained rate and the group's objective, or FPR
+        and TPR under equalized odds; ``points`` of shape (n_groups, 2),
+        each group's point at its chosen (randomised) rule; ``common_rate``,
+        the constrained rate the groups share (NaN where they share none:
+        within a ``tolerance``, or one client's rows under the federation's
+        rules);
+        ``equalized_odds``, whether the curves are ROC curves.
+    """
+    check_is_fitted(post)
+    histograms, rules = post.histograms_, post.rules_
+    rates = np.asarray(post.constrained_rates_, dtype=float)
+    if client is not None:
+        matches = np.flatnonzero(np.asarray(post.clients_) == client)
+        if matches.size == 0:
+            raise ValueError(
+                f"client={client!r} is not one of the fitted clients "
+                f"{np.asarray(post.clients_).tolist()}."
+            )
+        k = int(matches[0])
+        histograms = post.client_histograms_[k]
+        if post.per_client:
+            rules = {key: value[k] for key, value in rules.items()}
+            rates = rates[k]
+    elif post.per_client:
+        raise ValueError(
+            "With per_client=True every client has its own rules: name one with "
+            f"client= (one of {np.asarray(post.clients_).tolist()})."
+        )
+    constraint, objective = post._constraint, post._objective
+    rate = _CONSTRAINED_RATE[constraint]
+    n_groups, _, n_bins = histograms.shape
+    curves, points = [], np.full((n_groups, 2), np.nan)
+    for g in range(n_groups):
+        negatives, positives = histograms[g, 0], histograms[g, 1]
+        if not histograms[g].any():
+            curves.append(None)
+            continue
+        selection, tpr, fpr = _rates(positives, negatives)
+        if constraint == "equalized_odds":
+            x, y = fpr, tpr
+        else:
+            x = {
+                "selection_rate": selection,
+                "true_positive_rate": tpr,
+                "false_positive_rate": fpr,
+            }[rate]
+            y = (
+                _group_accuracy(positives, negatives)
+                if objective == "accuracy"
+                else 0.5 * (tpr + 1.0 - fpr)
+            )
+        if np.isnan(x).all() or np.isnan(y).all():
+            curves.append(None)
+            continue
+        curves.append((x, y))
+        first, second = np.rint(rules["thresholds"][g] * n_bins).astype(int)
+        p, p_constant = rules["p_first"][g], rules["p_constant"][g]
+        constant = rules["constant"][g]
+        # The randomised rule: the mix of two threshold rules, then (under
+        # equalized odds) of a constant rule selecting `constant` of the rows,
+        # whose every rate is `constant`.
+        mixed = [
+            (1 - p_constant) * (p * r[first] + (1 - p) * r[second])
+            + (p_constant * constant)
+            for r in (selection, tpr, fpr)
+        ]
+        chosen_selection, chosen_tpr, chosen_fpr = mixed
+        if constraint == "equalized_odds":
+            points[g] = chosen_fpr, chosen_tpr
+            continue
+        chosen_x = {
+            "selection_rate": chosen_selection,
+            "true_positive_rate": chosen_tpr,
+            "false_positive_rate": chosen_fpr,
+        }[rate]
+        if objective == "accuracy":
+            accuracy = _group_accuracy(positives, negatives)
+            chosen_y = p * accuracy[first] + (1 - p) * accuracy[second]
+        else:
+            chosen_y = 0.5 * (chosen_tpr + 1.0 - chosen_fpr)
+        points[g] = chosen_x, chosen_y
+    labels = {
+        "selection_rate": "selection rate",
+        "true_positive_rate": "true positive rate",
+        "false_positive_rate": "false positive rate",
+    }
+    objective_label = "accuracy" if objective == "accuracy" else "balanced accuracy"
+    finite = rates[np.isfinite(rates)]
+    # A shared rate only where the groups share one: not within a tolerance,
+    # nor on one client's rows under the federation's rules.
+    shared = (
+        finite.size and np.ptp(finite) <= 1e-12 and (client is None or post.per_client)
+    )
+    return {
+        "groups": post.groups_,
+        "x_label": "false positive rate"
+        if constraint == "equalized_odds"
+        else labels[rate],
+        "y_label": "true positive rate"
+        if constraint == "equalized_odds"
+        else f"{objective_label} within the group",
+        "curves": curves,
+        "points": points,
+        "common_rate": float(finite[0]) if shared else float("nan"),
+        "equalized_odds": constraint == "equalized_odds",
+    }
+
+
 def _group_accuracy(positives, negatives):
     """Accuracy of every rule "positive iff bin >= k" within one group."""
     tp, fp = _cumulative(positives, negatives)
