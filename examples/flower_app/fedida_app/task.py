@@ -7,17 +7,16 @@ SuperNode, and its rows never leave it.
 import functools
 
 from skfedida.datasets import load_adult
-from skfedida.federated import FederatedEstimator
-from skfedida.linear_model import FairPenaltyLogisticRegression
-from skfedida.over_sampling import FairnessAwareROSE
+from skfedida.model_selection import make_fedida
 
-# FedIDA with the paper's settings (rounds, epochs and seed come from the run
-# config in pyproject.toml).
-federation = FederatedEstimator(
-    FairPenaltyLogisticRegression(fairness=1.0),
-    sampler=FairnessAwareROSE(),
-    random_state=0,
-)
+# FedIDA as the quickstart trains it (FairnessAwareROSE on every minibatch
+# with the prior correction, the standardized group penalty at 0.25): a model
+# that ranks well and selects about the training prevalence. Rounds, epochs
+# and seed come from the run config in pyproject.toml.
+federation = make_fedida(random_state=0)
+
+#: The Adult clients, one per SuperNode.
+N_ADULT_CLIENTS = 5
 
 
 # A deployed ClientApp is a fresh process per message; run in one process
@@ -32,6 +31,12 @@ def load_partition(context):
     its test rows for the per-round evaluation.
     """
     k = context.node_config["partition-id"]
+    if not 0 <= k < N_ADULT_CLIENTS:
+        raise ValueError(
+            f"partition-id {k}: Adult has {N_ADULT_CLIENTS} clients (0 to "
+            f"{N_ADULT_CLIENTS - 1}); under the simulation runtime, run with "
+            f'--federation-config "num-supernodes={N_ADULT_CLIENTS}".'
+        )
     train, test = _adult("train"), _adult("test")
     client = sorted(train.clients.unique())[k]
     fit_rows = (train.clients == client).to_numpy()
