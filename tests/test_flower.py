@@ -11,6 +11,7 @@ pytest.importorskip("flwr")
 from _helpers import FailingLogistic, assert_same_parameters
 from flwr.app import Context, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.serverapp.strategy import FedAdam, FedAvgM, FedProx
 
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import (
@@ -170,6 +171,31 @@ FEDERATIONS = {
         n_rounds=2,
         local_epochs=1,
         random_state=10,
+    ),
+    "flowers-fedadam-with-client-fraction": lambda: FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        aggregation=FedAdam(eta=0.05, beta_1=0.9, beta_2=0.99),
+        client_fraction=0.67,
+        n_rounds=3,
+        local_epochs=1,
+        random_state=12,
+    ),
+    "flowers-fedavgm-clipped": lambda: FederatedEstimator(
+        FairMLPClassifier(hidden_layer_sizes=(5,), fairness=0.5),
+        aggregation=FedAvgM(server_learning_rate=0.8, server_momentum=0.9),
+        max_update_norm="median",
+        n_rounds=3,
+        local_epochs=1,
+        random_state=13,
+    ),
+    "flowers-fedprox-mlp": lambda: FederatedEstimator(
+        FairMLPClassifier(hidden_layer_sizes=(5,), fairness=0.5),
+        sampler=FairnessAwareROSE(),
+        aggregation=FedProx(proximal_mu=0.5),
+        n_rounds=2,
+        local_epochs=2,
+        random_state=14,
     ),
     "differential-privacy": lambda: FederatedEstimator(
         FairMLPClassifier(hidden_layer_sizes=(4,), fairness=0.5),

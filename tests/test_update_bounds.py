@@ -407,6 +407,10 @@ def test_an_unbounded_outlying_update_warns_naming_its_client(data, monkeypatch)
             {"max_update_norm": 1.0},
         ):
             _fit(_federation(**options), data)
+        # Flower's robust strategies as the aggregation bound it too.
+        flwr_strategies = pytest.importorskip("flwr.serverapp.strategy")
+        for strategy in (flwr_strategies.FedMedian(), flwr_strategies.Krum()):
+            _fit(_federation(aggregation=strategy), data)
 
 
 def test_honest_federations_do_not_warn_about_their_updates(data):

@@ -699,3 +699,116 @@ MUTANTS = [
         features=("reply:group_declaration",),
     ),
 ]
+
+# -- issue 35: Flower's own strategies as the aggregation ----------------------
+FLOWER_STRATEGY_TESTS = (
+    "tests/test_flower_strategies.py",
+    "tests/flower/test_plain_flower_server.py",
+    "tests/test_flower.py",
+)
+AGGREGATION = "skfedida/federated/_aggregation.py"
+MUTANTS += [
+    Mutant(
+        "a Flower strategy's moments start afresh every round",
+        AGGREGATION,
+        "        if stored is None or stored[0] != fingerprint:\n",
+        "        if True:\n",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a fit trains the user's own strategy object",
+        AGGREGATION,
+        "stored = (fingerprint, copy.deepcopy(self.strategy))",
+        "stored = (fingerprint, self.strategy)",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a fit moves Python's global random stream",
+        AGGREGATION,
+        "        random.setstate(state)\n",
+        "        pass\n",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the Flower ServerApp runs FedAvg for a user's Flower strategy",
+        "skfedida/flower/_server_app.py",
+        "            if self.plan.aggregator.runs_as_flower_strategy:\n",
+        "            if not engine.reporting:\n",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator", "make_server_app"),
+    ),
+]
+
+# -- issue 35: FedProx's proximal term in the clients' training ----------------
+FAIR_BASE = "skfedida/_models/_fair_base.py"
+MUTANTS += [
+    Mutant(
+        "FedProx's term is left out of the gradient",
+        FAIR_BASE,
+        "                g += mu * (w - a)\n",
+        "                pass\n",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "FedProx's term counts the full square, not half",
+        FAIR_BASE,
+        "            value += 0.5 * mu * distance\n",
+        "            value += mu * distance\n",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the compiled loops run without FedProx's term",
+        FAIR_BASE,
+        '    proximal = estimator.__dict__.get("_proximal")\n    if proximal is None:',
+        "    proximal = None\n    if proximal is None:",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the compiled network's gradient leaves FedProx's term out",
+        "skfedida/_models/_sgd_fast.pyx",
+        "                gradient[i] += self.mu * (params[i] - self.anchor[i])\n",
+        "                pass\n",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the compiled linear trial judges the intercepts before the step",
+        "skfedida/_models/_sgd_fast.pyx",
+        "                self.trial_coef, d, self.gradient, step\n",
+        "                self.trial_coef, d, NULL, step\n",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a node ignores the proximal term Flower's FedProx sends",
+        "skfedida/flower/_client_app.py",
+        'proximal_mu = message.content.config_records["config"].get("proximal-mu")',
+        "proximal_mu = None",
+        ("tests/flower/test_plain_flower_server.py",),
+        features=("make_client_app",),
+    ),
+]
+MUTANTS += [
+    Mutant(
+        "a warm start keeps the old strategy after set_params(aggregation=...)",
+        AGGREGATION,
+        "        if stored is None or stored[0] != fingerprint:\n",
+        "        if stored is None:\n",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a client's reply comes from a node of its place in the round",
+        AGGREGATION,
+        "range(1, n_clients + 1) if clients is None else [k + 1 for k in clients]",
+        "range(1, n_clients + 1)",
+        FLOWER_STRATEGY_TESTS,
+        features=("FederatedEstimator",),
+    ),
+]

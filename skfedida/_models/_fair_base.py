@@ -14,6 +14,7 @@ objective and its gradient, and minibatch training with a step-size safeguard.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import numbers
 import warnings
@@ -400,6 +401,10 @@ class BaseFairClassifier(
         """Arrays under the L2 term (weights, not intercepts)."""
         raise NotImplementedError
 
+    def _fixed(self, params):
+        """Arrays training leaves as they are (an intercept not fitted)."""
+        return []
+
     # -- sklearn plumbing ---------------------------------------------------
 
     def __sklearn_tags__(self):
@@ -700,6 +705,16 @@ class BaseFairClassifier(
             penalty_gradient = None
         penalised = self._penalised(params)
         value += self.alpha * sum(float(np.vdot(w, w)) for w in penalised)
+        # FedProx's proximal term (mu / 2) ||w - w_round||^2 over every
+        # array, while a federation's client trains (``proximal_term``).
+        proximal = self.__dict__.get("_proximal")
+        if proximal is not None:
+            mu, anchor = proximal
+            distance = sum(
+                float(np.vdot(w - a, w - a))
+                for w, a in zip(params, anchor, strict=True)
+            )
+            value += 0.5 * mu * distance
         if not with_gradient:
             return value, None
         if scores.ndim == 2:
@@ -715,6 +730,11 @@ class BaseFairClassifier(
         for w, g in zip(params, gradients, strict=True):
             if id(w) in penalised_ids:
                 g += 2.0 * self.alpha * w
+        if proximal is not None:
+            fixed = {id(w) for w in self._fixed(params)}
+            for w, a, g in zip(params, anchor, gradients, strict=True):
+                if id(w) not in fixed:
+                    g += mu * (w - a)
         return value, gradients
 
     def objective(self, X, y, *, sensitive_features=None, sample_weight=None):
@@ -1305,3 +1325,65 @@ class BaseFairClassifier(
         if scores.ndim == 2:
             return self.classes_[np.argmax(scores, axis=1)]
         return self.classes_[(scores > 0).astype(np.intp)]
+
+
+def proximal_loop_inputs(estimator):
+    """Give FedProx's term as a compiled loop takes it: ``(mu, anchor)``.
+
+    Parameters
+    ----------
+    estimator : BaseFairClassifier
+        The estimator being trained.
+
+    Returns
+    -------
+    mu : float
+        The term's weight; 0.0 outside :func:`proximal_term`.
+    anchor : ndarray or None
+        The anchor's arrays in the order of the estimator's parameters, each
+        raveled, as the loops lay the parameters out; None without a term.
+    """
+    proximal = estimator.__dict__.get("_proximal")
+    if proximal is None:
+        return 0.0, None
+    mu, anchor = proximal
+    return mu, np.concatenate([np.ravel(a) for a in anchor])
+
+
+@contextlib.contextmanager
+def proximal_term(estimator, mu):
+    """Add FedProx's proximal term to the estimator's training in the block.
+
+    FedProx (Li et al., MLSys 2020) adds ``(mu / 2) ||w - w_t||^2`` to every
+    client's local objective, ``w_t`` being the round's global parameters:
+    every parameter array (weights and intercepts alike) is pulled toward
+    where the round started, which bounds how far heterogeneous clients
+    drift. Inside the block the estimator's objective and gradients have the
+    term, anchored at its parameters on entry (the round's start), in the
+    compiled loops as in the numpy reference. On exit the estimator is as
+    before but for what it learnt.
+
+    Parameters
+    ----------
+    estimator : BaseFairClassifier
+        A fitted (or primed) skfedida estimator.
+    mu : float
+        The term's weight (Flower's ``FedProx(proximal_mu=...)``); 0 adds
+        nothing.
+
+    Yields
+    ------
+    estimator : BaseFairClassifier
+        The estimator, with the term while the block runs.
+    """
+    if not mu:
+        yield estimator
+        return
+    anchor = [
+        np.array(w, dtype=np.float64, copy=True) for w in estimator._get_params_list()
+    ]
+    estimator._proximal = (float(mu), anchor)
+    try:
+        yield estimator
+    finally:
+        del estimator._proximal

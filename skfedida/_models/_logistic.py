@@ -16,6 +16,7 @@ from ._fair_base import (
     coefficient_units,
     compiled_loop_inputs,
     non_finite_gradient,
+    proximal_loop_inputs,
 )
 from ._penalty import PENALTY_CODES
 
@@ -237,6 +238,9 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
     def _penalised(self, params):
         return [params[0]]
 
+    def _fixed(self, params):
+        return [] if self.fit_intercept else [params[1]]
+
     def _compiled_steps(self, params, batch, bounds, average, order=None):
         coef, intercept = params
         # One logit per row for two classes, one per class for more: the
@@ -267,6 +271,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             bool(average),
             coef_sum,
             intercept_sum,
+            *proximal_loop_inputs(self),
         )
         if status:
             raise non_finite_gradient()

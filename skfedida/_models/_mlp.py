@@ -23,6 +23,7 @@ from ._fair_base import (
     Batch,
     compiled_loop_inputs,
     non_finite_gradient,
+    proximal_loop_inputs,
     warn_if_unscaled,
 )
 from ._penalty import PENALTY_CODES
@@ -376,6 +377,7 @@ class FairMLPClassifier(BaseFairClassifier):
             MAX_HALVINGS,
             bool(average),
             flat_sum,
+            *proximal_loop_inputs(self),
         )
         if status:
             raise non_finite_gradient()

@@ -97,6 +97,18 @@ cdef double _squared_sum(
     return total
 
 
+cdef double _squared_distance(
+    const double* a, const double* b, Py_ssize_t n
+) noexcept nogil:
+    """||a - b||^2 of two vectors of n values, in order."""
+    cdef Py_ssize_t i
+    cdef double total = 0.0, diff
+    for i in range(n):
+        diff = a[i] - b[i]
+        total += diff * diff
+    return total
+
+
 cdef inline bint _variance_resolved(double variance, double scale) noexcept nogil:
     """``penalty._variance_floor``: a variance above that of constant scores.
 
@@ -684,6 +696,11 @@ cdef class _Steps:
     cdef Py_ssize_t n_groups
     cdef double fairness, alpha, squared_norm
     cdef int penalty
+    # FedProx's proximal term (mu / 2) ||params - anchor||^2 over every
+    # parameter (the model's own layout of them, flat); NULL: none.
+    cdef double mu
+    cdef const double* anchor
+    cdef object anchor_array
     # With an ``order``, minibatch b is the source rows order[indptr[b] :
     # indptr[b + 1]], copied into the buffers the model reads (X_rows, and
     # y, groups and weight above) before its steps: a 128-row copy stays in
@@ -896,6 +913,20 @@ cdef object _set_rows(
     return buffers[1]
 
 
+cdef void _set_anchor(_Steps model, double mu, object anchor, Py_ssize_t n) except *:
+    """FedProx's term for ``model``: ``mu`` and its anchor (None or mu 0: none)."""
+    cdef const double[::1] view
+    if anchor is None or mu == 0.0:
+        model.anchor = NULL
+        return
+    model.anchor_array = np.ascontiguousarray(anchor, dtype=np.float64).ravel()
+    if model.anchor_array.shape[0] != n:
+        raise ValueError(f"anchor has {model.anchor_array.shape[0]} values for {n}")
+    view = model.anchor_array
+    model.anchor = &view[0]
+    model.mu = mu
+
+
 # -- the linear model: one logit (two classes) or one per class ---------------
 
 
@@ -945,25 +976,56 @@ cdef class _Affine(_Steps):
     cdef double* gradient
     cdef double* trial_coef
 
+    cdef double distance(
+        self, const double* coef, Py_ssize_t ldc, const double* gradient,
+        double step,
+    ) noexcept nogil:
+        """||(coef, intercept - step * g_intercept) - anchor||^2, coef first.
+
+        ``gradient`` (C rows of 1 + d, the intercept first) moves the
+        intercepts as ``take`` will; NULL: the intercepts as they are.
+        """
+        cdef Py_ssize_t j, c, C = self.C, d = self.d
+        cdef double total = 0.0, diff, intercept
+        for c in range(C):
+            for j in range(d):
+                diff = coef[c * ldc + j] - self.anchor[c * d + j]
+                total += diff * diff
+        for c in range(C):
+            intercept = self.intercept[c]
+            if gradient != NULL:
+                intercept = intercept - step * gradient[c * (d + 1)]
+            diff = intercept - self.anchor[C * d + c]
+            total += diff * diff
+        return total
+
     cdef double evaluate(self, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
         cdef Py_ssize_t i, j, c, m = stop - start, C = self.C, d = self.d
         cdef const double* x
-        cdef double value, dd, alpha = self.alpha
+        cdef double value, dd, regularisation, alpha = self.alpha
         cdef double* g
         cdef const double* coef = self.coef
         _affine_scores(
             self.X, self.ldx, d, start, m, coef, self.intercept, self.ldc, 1, C,
             self.ws.scores,
         )
+        regularisation = alpha * _squared_sum(coef, C, d, self.ldc)
+        if self.anchor != NULL:
+            regularisation += 0.5 * self.mu * self.distance(coef, self.ldc, NULL, 0.0)
         value = self.objective(
-            self.ws.scores, start, stop, self.fairness,
-            alpha * _squared_sum(coef, C, d, self.ldc), True,
+            self.ws.scores, start, stop, self.fairness, regularisation, True,
         )
         for c in range(C):
             g = self.gradient + c * (d + 1)
             g[0] = 0.0
             for j in range(d):
                 g[1 + j] = 2.0 * alpha * coef[c * self.ldc + j]
+            if self.anchor != NULL:
+                g[0] = self.mu * (self.intercept[c] - self.anchor[C * d + c])
+                for j in range(d):
+                    g[1 + j] += self.mu * (
+                        coef[c * self.ldc + j] - self.anchor[c * d + j]
+                    )
             # Each gradient entry sums the rows in order.
             for i in range(m):
                 x = self.X + (start + i) * self.ldx
@@ -987,6 +1049,7 @@ cdef class _Affine(_Steps):
         self, Py_ssize_t start, Py_ssize_t stop, double step, double fairness
     ) noexcept nogil:
         cdef Py_ssize_t i, j, c, C = self.C, d = self.d
+        cdef double regularisation
         cdef double* trial = self.ws.trial
         cdef const double* scores = self.ws.scores
         cdef const double* direction = self.ws.direction
@@ -998,10 +1061,12 @@ cdef class _Affine(_Steps):
                     self.coef[c * self.ldc + j]
                     - step * self.gradient[c * (d + 1) + 1 + j]
                 )
-        return self.objective(
-            trial, start, stop, fairness,
-            self.alpha * _squared_sum(self.trial_coef, C, d, d), False,
-        )
+        regularisation = self.alpha * _squared_sum(self.trial_coef, C, d, d)
+        if self.anchor != NULL:
+            regularisation += 0.5 * self.mu * self.distance(
+                self.trial_coef, d, self.gradient, step
+            )
+        return self.objective(trial, start, stop, fairness, regularisation, False)
 
     cdef void take(self, double step) noexcept nogil:
         cdef Py_ssize_t j, c, d = self.d
@@ -1040,7 +1105,7 @@ cdef object _affine_steps(
     double* intercept, bint fit_intercept, double fairness, double alpha,
     int penalty, double learning_rate, double armijo, int max_halvings,
     bint average, double* coef_sum, Py_ssize_t lds, double* intercept_sum,
-    Py_ssize_t n_labels, object order,
+    Py_ssize_t n_labels, object order, double mu, object anchor,
 ):
     """``_sgd_steps`` of ``model``, set up on the arguments of the two defs."""
     cdef Py_ssize_t d = X.shape[1]
@@ -1069,6 +1134,7 @@ cdef object _affine_steps(
     # 1-2% of a step.
     model.gradient = ws.gradient + (1 if (<size_t> ws.gradient) % 16 == 0 else 0)
     model.trial_coef = ws.trial_params
+    _set_anchor(model, mu, anchor, C * (d + 1))
     with nogil:
         status = _sgd_steps(
             model, indptr, learning_rate, armijo, max_halvings, average, &values
@@ -1096,6 +1162,8 @@ def linear_sgd_steps(
     bint average,
     double[::1] coef_sum,
     double[::1] intercept_sum,
+    double mu=0.0,
+    object anchor=None,
 ):
     """One Armijo-safeguarded SGD step per minibatch ``indptr[b]:indptr[b + 1]``.
 
@@ -1108,13 +1176,17 @@ def linear_sgd_steps(
     ``order[indptr[b]:indptr[b + 1]]`` of X, y, groups and weight (the caller
     checks that they exist): the steps on ``X[order]``, ``y[order]``, ...,
     to the bit, without that copy.
+
+    With ``mu`` and an ``anchor`` (the coefficients then the intercepts,
+    flat), FedProx's term ``(mu / 2) ||(coef, intercept) - anchor||^2`` is in
+    the objective and its gradient.
     """
     # The linear model's one-logit case: C = 1 score column, 2 labels.
     return _affine_steps(
         _Affine(), X, y, groups, n_groups, weight, indptr, &coef[0],
         coef.shape[0], 1, &intercept[0], fit_intercept, fairness, alpha, penalty,
         learning_rate, armijo, max_halvings, average, &coef_sum[0],
-        coef_sum.shape[0], &intercept_sum[0], 2, order,
+        coef_sum.shape[0], &intercept_sum[0], 2, order, mu, anchor,
     )
 
 
@@ -1138,6 +1210,8 @@ def multinomial_sgd_steps(
     bint average,
     double[:, ::1] coef_sum,
     double[::1] intercept_sum,
+    double mu=0.0,
+    object anchor=None,
 ):
     """``linear_sgd_steps`` for the multinomial model: C logits per row.
 
@@ -1151,7 +1225,7 @@ def multinomial_sgd_steps(
         coef.strides[0] // sizeof(double), C, &intercept[0], fit_intercept,
         fairness, alpha, penalty, learning_rate, armijo, max_halvings, average,
         &coef_sum[0, 0], coef_sum.strides[0] // sizeof(double),
-        &intercept_sum[0], C, order,
+        &intercept_sum[0], C, order, mu, anchor,
     )
 
 
@@ -1265,7 +1339,7 @@ cdef class _Network(_Steps):
 
     cdef double evaluate(self, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
         cdef Py_ssize_t i, j, l, n_in, n_out, m = stop - start
-        cdef double value, alpha = self.alpha
+        cdef double value, regularisation, alpha = self.alpha
         cdef double* params = &self.params[0]
         cdef double* gradient = self.ws.gradient
         cdef double* delta = self.delta
@@ -1278,10 +1352,15 @@ cdef class _Network(_Steps):
             self.coef_offset, self.intercept_offset, self.activation, self.Z,
             self.A, self.ws.scores,
         )
+        regularisation = alpha * _squared_sum(
+            params, 1, self.n_coef_values, self.n_coef_values
+        )
+        if self.anchor != NULL:
+            regularisation += 0.5 * self.mu * _squared_distance(
+                params, self.anchor, self.n_params
+            )
         value = self.objective(
-            self.ws.scores, start, stop, self.fairness,
-            alpha * _squared_sum(params, 1, self.n_coef_values, self.n_coef_values),
-            True,
+            self.ws.scores, start, stop, self.fairness, regularisation, True,
         )
         # Back-propagation, last layer first.
         memcpy(delta, self.ws.score_gradient, m * sizeof(double))
@@ -1311,6 +1390,9 @@ cdef class _Network(_Steps):
                 delta_next = swap
         for i in range(self.n_coef_values):
             gradient[i] += 2.0 * alpha * params[i]
+        if self.anchor != NULL:
+            for i in range(self.n_params):
+                gradient[i] += self.mu * (params[i] - self.anchor[i])
         self.squared_norm = _squared_sum(gradient, 1, self.n_params, self.n_params)
         return value
 
@@ -1318,6 +1400,7 @@ cdef class _Network(_Steps):
         self, Py_ssize_t start, Py_ssize_t stop, double step, double fairness
     ) noexcept nogil:
         cdef Py_ssize_t i
+        cdef double regularisation
         cdef double* trial = self.ws.trial_params
         cdef const double* params = &self.params[0]
         cdef const double* gradient = self.ws.gradient
@@ -1328,10 +1411,15 @@ cdef class _Network(_Steps):
             self.coef_offset, self.intercept_offset, self.activation, self.Z,
             self.A, self.ws.trial,
         )
+        regularisation = self.alpha * _squared_sum(
+            trial, 1, self.n_coef_values, self.n_coef_values
+        )
+        if self.anchor != NULL:
+            regularisation += 0.5 * self.mu * _squared_distance(
+                trial, self.anchor, self.n_params
+            )
         return self.objective(
-            self.ws.trial, start, stop, fairness,
-            self.alpha * _squared_sum(trial, 1, self.n_coef_values, self.n_coef_values),
-            False,
+            self.ws.trial, start, stop, fairness, regularisation, False
         )
 
     cdef void take(self, double step) noexcept nogil:
@@ -1362,12 +1450,16 @@ def mlp_sgd_steps(
     int max_halvings,
     bint average,
     double[::1] params_sum,
+    double mu=0.0,
+    object anchor=None,
 ):
     """``linear_sgd_steps`` for a fully connected network.
 
     ``params`` holds the weight matrices (``sizes[l] x sizes[l + 1]``,
     row-major) then the intercepts, flat; only the weights are under the L2
     term. The gradient is back-propagated as ``FairMLPClassifier._backprop``.
+    With ``mu`` and an ``anchor`` (laid out as ``params``), FedProx's term
+    ``(mu / 2) ||params - anchor||^2`` is in the objective and its gradient.
     """
     cdef Py_ssize_t n_layers = sizes.shape[0], n_params = params.shape[0]
     cdef Py_ssize_t l, max_rows = _max_rows(indptr), widest = 1
@@ -1419,6 +1511,7 @@ def mlp_sgd_steps(
     model.delta = &view[0]
     view = deltas[1]
     model.delta_next = &view[0]
+    _set_anchor(model, mu, anchor, n_params)
     with nogil:
         status = _sgd_steps(
             model, indptr, learning_rate, armijo, max_halvings, average, &values

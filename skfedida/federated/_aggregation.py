@@ -5,11 +5,28 @@ round (in client order) and their row counts, and returns the global
 parameters. The same aggregator runs in-process and, on the Flower path, as
 the Flower strategy it names, with the same arithmetic, so both give the same
 model to the last bit.
+
+A Flower server strategy given as the aggregation itself
+(``FederatedEstimator(aggregation=FedAdam())``, any strategy of
+``flwr.serverapp.strategy`` or a user's subclass) runs its own
+``configure_train`` and ``aggregate_train`` every round, on messages built
+from the round's global parameters and the admitted clients' replies
+(``FlowerStrategyAggregator``): Flower's arithmetic, operation for operation,
+with the server-side state of FedAvgM's momentum and FedAdam's, FedYogi's and
+FedAdagrad's moments. Both backends call that same object with the same
+arrays in partition order. The user's strategy is never modified: every fit
+works on a deep copy, kept in the round engine's memory, so a warm start
+carries its moments on and a new fit starts them afresh.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import logging
 import numbers
+import random
+import threading
 import warnings
 
 import numpy as np
@@ -37,6 +54,19 @@ class _Aggregator:
     #: Whether ``aggregate`` also needs the round's global parameters and the
     #: clients' training losses (as keyword arguments).
     needs_round_context = False
+
+    #: Whether ``aggregate`` also needs, besides the round context, the run's
+    #: memory and the round number (a Flower strategy's state across rounds).
+    needs_strategy_state = False
+
+    #: FedProx's proximal weight the clients add to their training loss (a
+    #: Flower ``FedProx`` given as the aggregation); 0: none.
+    proximal_mu = 0.0
+
+    #: Whether the Flower ServerApp runs ``flower_strategy``'s own
+    #: ``aggregate_train`` (the same arithmetic as ``aggregate``); False: the
+    #: ServerApp calls ``aggregate`` itself, as in-process.
+    runs_as_flower_strategy = True
 
     #: The fairness metric every client reports for the global model before
     #: training (``aggregate`` then gets ``reports``, ``clients`` and
@@ -402,6 +432,7 @@ class FairFed(_Aggregator):
     """
 
     flower_strategy = "FedAvg"
+    runs_as_flower_strategy = False
 
     def __init__(self, metric="dpd", beta=1.0, min_group_size=30):
         self.metric = metric
@@ -494,6 +525,312 @@ class FairFed(_Aggregator):
         return _weighted_sum(parameter_lists, omega)
 
 
+# -- Flower's own server strategies as the aggregation --------------------
+
+# Strategies whose arithmetic cannot run as a federation's aggregation, and
+# what to use instead. Flower's DP wrappers draw their noise from numpy's
+# global, unseeded generator (no fit would be reproducible) and would add it
+# after skfedida's own checks; the XGBoost ones aggregate serialised trees.
+_REFUSED = {
+    "DifferentialPrivacyServerSideFixedClipping": "dp=DifferentialPrivacy(...)",
+    "DifferentialPrivacyServerSideAdaptiveClipping": "dp=DifferentialPrivacy(...)",
+    "DifferentialPrivacyClientSideFixedClipping": "dp=DifferentialPrivacy(...)",
+    "DifferentialPrivacyClientSideAdaptiveClipping": "dp=DifferentialPrivacy(...)",
+    "FedXgbBagging": None,
+    "FedXgbCyclic": None,
+}
+
+
+def is_flower_strategy(aggregation):
+    """Whether ``aggregation`` is a Flower server strategy (without importing it).
+
+    Parameters
+    ----------
+    aggregation : object
+        ``FederatedEstimator``'s ``aggregation`` parameter.
+
+    Returns
+    -------
+    is_strategy : bool
+        Whether it has a strategy's ``configure_train`` and
+        ``aggregate_train``.
+    """
+    return callable(getattr(aggregation, "aggregate_train", None)) and callable(
+        getattr(aggregation, "configure_train", None)
+    )
+
+
+class _AnyNodes:
+    """The Grid a strategy's ``configure_train`` samples from, outside a run.
+
+    It only answers ``get_node_ids``, with as many nodes as the strategy waits
+    for: the federation selects the round's clients itself (its seeded
+    stream), so the nodes the strategy samples are ignored; what counts is
+    the state ``configure_train`` sets (the round's arrays) and the config it
+    would send.
+    """
+
+    def __init__(self, n_nodes):
+        self._nodes = list(range(1, n_nodes + 1))
+
+    def get_node_ids(self):
+        return self._nodes
+
+
+#: Held while a strategy runs: the block below saves and restores global
+#: state (Flower's logger level, Python's ``random`` stream, Flower's task
+#: identity), which fits running in threads at once would interleave.
+_GLOBAL_STATE = threading.Lock()
+
+
+@contextlib.contextmanager
+def _quiet_and_unseeded_state_kept():
+    """Flower's INFO logs muted; Python's global ``random`` state restored.
+
+    ``configure_train`` samples nodes with ``random.sample`` (the module's
+    global generator): without the restore, every fit would move a user's
+    own ``random`` stream.
+    """
+    logger = logging.getLogger("flwr")
+    with _GLOBAL_STATE:
+        level = logger.level
+        state = random.getstate()
+        logger.setLevel(logging.WARNING)
+        try:
+            yield
+        finally:
+            logger.setLevel(level)
+            random.setstate(state)
+
+
+def _fingerprint(strategy):
+    """The strategy's class and settings (its non-callable attributes).
+
+    A warm start keeps the copy it trained with while this is unchanged;
+    callables (metric functions) are left out, their reprs holding addresses
+    that differ between processes.
+    """
+    settings = sorted(
+        (name, repr(value))
+        for name, value in vars(strategy).items()
+        if not callable(value)
+    )
+    return type(strategy).__module__, type(strategy).__qualname__, tuple(settings)
+
+
+class FlowerStrategyAggregator(_Aggregator):
+    """A Flower server strategy as the federation's aggregator (not public).
+
+    Parameters
+    ----------
+    strategy : flwr.serverapp.strategy.Strategy
+        The user's strategy; copied at a fit's first round, never modified.
+    """
+
+    # The Flower ServerApp's message machinery is FedAvg's; the arithmetic is
+    # this object's (the strategy's own), on both backends.
+    flower_strategy = "FedAvg"
+    runs_as_flower_strategy = False
+    needs_strategy_state = True
+
+    def __init__(self, strategy):
+        self.strategy = strategy
+
+    def __repr__(self):
+        return f"{type(self.strategy).__name__}()"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.strategy is other.strategy
+
+    def __hash__(self):
+        return id(self.strategy)
+
+    def check(self):
+        """Refuse a strategy that cannot run as the aggregation, naming why.
+
+        Returns
+        -------
+        self : FlowerStrategyAggregator
+            This aggregator, when its strategy can run.
+        """
+        if isinstance(self.strategy, type):
+            raise ValueError(
+                f"aggregation={self.strategy.__name__} is the strategy's class; "
+                f"pass a strategy object, e.g. {self.strategy.__name__}()."
+            )
+        name = type(self.strategy).__name__
+        fraction = getattr(self.strategy, "fraction_train", 1.0)
+        if fraction != 1.0:
+            raise ValueError(
+                f"aggregation={name}(fraction_train={fraction!r}): the "
+                "federation selects each round's clients itself, seeded by "
+                "random_state; leave fraction_train=1.0 and set the "
+                "FederatedEstimator's client_fraction instead."
+            )
+        for klass in type(self.strategy).__mro__:
+            if klass.__name__ in _REFUSED and klass.__module__.startswith("flwr."):
+                instead = _REFUSED[klass.__name__]
+                raise ValueError(
+                    f"aggregation={name}() cannot be a federation's aggregation: "
+                    + (
+                        "Flower's DP wrappers draw their noise from numpy's "
+                        "global, unseeded generator, so no fit would be "
+                        f"reproducible. Use {instead} instead (the same "
+                        "clipping and noise, seeded by random_state)."
+                        if instead
+                        else "it aggregates serialised XGBoost trees, not a "
+                        "model's parameter arrays."
+                    )
+                )
+        mu = self.proximal_mu
+        if not (
+            isinstance(mu, numbers.Real)
+            and not isinstance(mu, bool)
+            and np.isfinite(mu)
+            and mu >= 0
+        ):
+            raise ValueError(
+                f"aggregation={name}(proximal_mu={mu!r}): FedProx's proximal "
+                "weight must be a finite number >= 0."
+            )
+        return self
+
+    @property
+    def bounds_updates(self):
+        """Tell whether the strategy bounds what one client's update can do.
+
+        Returns
+        -------
+        bounded : bool
+            True for Flower's robust aggregations (FedMedian, FedTrimmedAvg,
+            Krum, MultiKrum, Bulyan), as for :class:`Median`.
+        """
+        robust = {"FedMedian", "FedTrimmedAvg", "Krum", "MultiKrum", "Bulyan"}
+        return any(
+            klass.__name__ in robust and klass.__module__.startswith("flwr.")
+            for klass in type(self.strategy).__mro__
+        )
+
+    @property
+    def proximal_mu(self):
+        """Give FedProx's proximal weight, which the clients add to their loss.
+
+        Returns
+        -------
+        mu : float
+            The strategy's ``proximal_mu``; 0 for a strategy without one.
+        """
+        return getattr(self.strategy, "proximal_mu", 0.0)
+
+    def aggregate(
+        self,
+        parameter_lists,
+        weights,
+        *,
+        global_parameters,
+        losses,
+        memory,
+        round_number,
+        clients=None,
+    ):
+        """The strategy's new global parameters for one round.
+
+        Parameters
+        ----------
+        parameter_lists : list of list of ndarray
+            The admitted clients' parameters, in partition order.
+        weights : list of int
+            Their training rows (the replies' ``num-examples``).
+        global_parameters : list of ndarray
+            The parameters the round's clients started from.
+        losses : list of float or None
+            The clients' training losses (the replies' ``train_loss``).
+        memory : dict
+            The run's aggregator memory: holds this fit's copy of the
+            strategy, with its state across rounds.
+        round_number : int
+            The round, counted from 1 as Flower's ``server_round``.
+        clients : list of int, default=None
+            The admitted clients' partitions: client k's reply comes from
+            node ``k + 1``, the same node every round (None: ``1..n``).
+
+        Returns
+        -------
+        parameters : list of ndarray
+            The new global parameters.
+        """
+        from flwr.app import (
+            ArrayRecord,
+            ConfigRecord,
+            Message,
+            MessageType,
+            MetricRecord,
+            RecordDict,
+        )
+
+        from .._flwr import task_identity
+
+        # This fit's copy, with its state across rounds (and warm starts); a
+        # strategy changed with set_params since starts afresh.
+        fingerprint = _fingerprint(self.strategy)
+        stored = memory.get("flower_strategy")
+        if stored is None or stored[0] != fingerprint:
+            stored = (fingerprint, copy.deepcopy(self.strategy))
+            memory["flower_strategy"] = stored
+        strategy = stored[1]
+        n_clients = len(parameter_lists)
+        nodes = range(1, n_clients + 1) if clients is None else [k + 1 for k in clients]
+        if losses is None:
+            losses = [0.0] * n_clients
+        weight_key = getattr(strategy, "weighted_by_key", "num-examples")
+        loss_key = getattr(strategy, "train_loss_key", "train_loss")
+        array_key = getattr(strategy, "arrayrecord_key", "arrays")
+        # As many nodes as the strategy waits for (its min_*_nodes): it
+        # samples among them, and the sample is not used.
+        n_nodes = max(
+            max(nodes, default=0),
+            int(getattr(strategy, "min_available_nodes", 0)),
+            int(getattr(strategy, "min_train_nodes", 0)),
+        )
+        with task_identity(0, 0, 0), _quiet_and_unseeded_state_kept():
+            strategy.configure_train(
+                round_number,
+                ArrayRecord([np.asarray(a) for a in global_parameters]),
+                ConfigRecord(),
+                _AnyNodes(n_nodes),
+            )
+            replies = []
+            for node, arrays, n_rows, loss in zip(
+                nodes, parameter_lists, weights, losses, strict=True
+            ):
+                instruction = Message(
+                    RecordDict(), dst_node_id=node, message_type=MessageType.TRAIN
+                )
+                content = RecordDict(
+                    {
+                        array_key: ArrayRecord([np.asarray(a) for a in arrays]),
+                        "metrics": MetricRecord(
+                            {weight_key: int(n_rows), loss_key: float(loss)}
+                        ),
+                    }
+                )
+                replies.append(Message(content, reply_to=instruction))
+            result, _metrics = strategy.aggregate_train(round_number, replies)
+        if result is None:
+            raise ValueError(
+                f"{type(strategy).__name__}.aggregate_train returned no arrays "
+                f"in round {round_number} from {n_clients} replies."
+            )
+        parameters = result.to_numpy_ndarrays()
+        for new, old in zip(parameters, global_parameters, strict=True):
+            if np.shape(new) != np.shape(old):
+                raise ValueError(
+                    f"{type(strategy).__name__}.aggregate_train returned arrays "
+                    "of other shapes than the model's parameters."
+                )
+        return [np.asarray(a, dtype=np.float64) for a in parameters]
+
+
 def _one_of(names):
     """'a', 'b' or 'c'."""
     quoted = [repr(name) for name in names]
@@ -505,6 +842,8 @@ _BY_NAME = {"mean": WeightedMean, "median": Median, "trimmed_mean": TrimmedMean}
 
 def check_aggregation(aggregation):
     """An aggregator from ``FederatedEstimator``'s ``aggregation`` parameter."""
+    if is_flower_strategy(aggregation):
+        return FlowerStrategyAggregator(aggregation).check()
     if isinstance(aggregation, str):
         if aggregation not in _BY_NAME:
             raise ValueError(
@@ -557,8 +896,9 @@ def check_aggregation(aggregation):
         )
     if not isinstance(aggregation, _Aggregator):
         raise ValueError(
-            "aggregation must be 'mean', 'median', 'trimmed_mean' or an "
-            "aggregator (WeightedMean, Median, TrimmedMean, QFedAvg, FairFed); got "
+            "aggregation must be 'mean', 'median' or 'trimmed_mean', or an "
+            "aggregator (WeightedMean, Median, TrimmedMean, QFedAvg, FairFed), or "
+            "a Flower strategy (e.g. flwr.serverapp.strategy.FedAdam()); got "
             f"{aggregation!r}."
         )
     return aggregation

@@ -28,7 +28,7 @@ from sklearn.utils import check_random_state
 from .._compat import num_samples, safe_indexing
 from .._groups import SensitiveGroups, column_positions, take_rows
 from .._minibatch import epoch_minibatches, epochs_per_call
-from .._models._fair_base import BaseFairClassifier
+from .._models._fair_base import BaseFairClassifier, proximal_term
 from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
@@ -269,8 +269,11 @@ class _Trainer:
         outer_learning_rate,
         prior_correction=None,
         sensitive_routing=(None, None),
+        proximal_mu=0.0,
     ):
         self.sampler = sampler
+        # FedProx's proximal weight: the term every round's training adds.
+        self.proximal_mu = proximal_mu
         # (sampler, estimator): whether metadata routing sends each S; None
         # for either means routing is off and signatures decide.
         self.sensitive_routing = sensitive_routing
@@ -363,7 +366,25 @@ class _Trainer:
         ]
 
     def train(self, estimator, data, epochs, random_state):
-        """Local epochs from the estimator's current parameters."""
+        """Local epochs from the estimator's current parameters.
+
+        With ``proximal_mu``, FedProx's term anchored at those parameters
+        (the round's global ones) is in every step's objective.
+        """
+        if not self.proximal_mu:
+            return self._train(estimator, data, epochs, random_state)
+        if not isinstance(estimator, BaseFairClassifier):
+            raise TypeError(
+                f"FedProx's proximal term (proximal_mu={self.proximal_mu!r}) is "
+                "added to the training objective of skfedida's estimators "
+                "(FairPenaltyLogisticRegression, FairMLPClassifier); "
+                f"{type(estimator).__name__} trains with its own. Use "
+                "FedProx(proximal_mu=0) or FedAvg() with it."
+            )
+        with proximal_term(estimator, self.proximal_mu):
+            return self._train(estimator, data, epochs, random_state)
+
+    def _train(self, estimator, data, epochs, random_state):
         sampler = self._client_sampler(data, random_state)
         if self.strategy == "pfedavg":
             for _ in range(epochs):

@@ -117,15 +117,27 @@ class RoundEngine:
             what=what,
         )
 
-    def aggregator_context(self, *, clients, reports, global_parameters, losses):
+    def aggregator_context(
+        self, *, clients, reports, global_parameters, losses, round_number=None
+    ):
         """What the aggregator is given besides the parameters and weights.
 
         FairFed: the admitted clients' fairness reports (``reports``), who
         they are and its memory across rounds; QFedAvg: the round's global
-        parameters and the clients' training losses; others nothing.
+        parameters and the clients' training losses; a Flower strategy:
+        those, its memory across rounds and the round (from 1); others
+        nothing.
         """
         if self.reporting:
             return {"reports": reports, "clients": clients, "memory": self.memory}
+        if self.aggregator.needs_strategy_state:
+            return {
+                "global_parameters": global_parameters,
+                "losses": losses,
+                "memory": self.memory,
+                "round_number": round_number,
+                "clients": clients,
+            }
         if self.aggregator.needs_round_context:
             return {"global_parameters": global_parameters, "losses": losses}
         return {}

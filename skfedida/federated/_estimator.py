@@ -35,6 +35,7 @@ from .._groups import (
     take_rows,
 )
 from .._models._fair_base import (
+    BaseFairClassifier,
     largest_input,
     warn_if_unscaled,
 )
@@ -163,8 +164,8 @@ class FederatedEstimator(
         ``batch_size``).
     resample : {"batch", "client"}, default="batch"
         Where the sampler is applied.
-    aggregation : {"mean", "median", "trimmed_mean"} or aggregator, \
-default="mean"
+    aggregation : {"mean", "median", "trimmed_mean"}, aggregator or Flower \
+strategy, default="mean"
         How the server combines the clients' parameters each round:
         ``"mean"`` (:class:`WeightedMean`, FedAvg's n_k-weighted mean),
         ``"median"`` (:class:`Median`, coordinate-wise, Flower's FedMedian)
@@ -179,6 +180,21 @@ default="mean"
         to the power q, for performance parity across clients;
         :class:`FairFed` moves the clients' weights by how far their
         fairness gaps are from the federation's.
+        A Flower server strategy (``flwr.serverapp.strategy.FedAdam()``,
+        ``FedYogi``, ``FedAdagrad``, ``FedAvgM``, ``Krum``, ``Bulyan``...,
+        or a subclass of the user's) runs its own ``configure_train`` and
+        ``aggregate_train`` every round, on the round's global parameters and
+        the admitted clients' replies in partition order: Flower's server
+        optimisers with their moments across rounds (carried on by
+        ``warm_start``), the same model on both backends to the last bit.
+        Each fit works on a copy; the strategy passed is never changed.
+        ``FedProx(proximal_mu=mu)`` also adds its proximal term
+        ``(mu / 2) ||w - w_t||^2`` (every parameter array, from the round's
+        global ``w_t``) to each client's training objective: skfedida's
+        estimators only (in their compiled loops), under
+        ``strategy="fedavg"``.
+        Flower's DP wrappers are refused (their noise is unseeded: use
+        ``dp``).
     max_update_norm : float, "median" or None, default=None
         Clip each client's update (its parameters minus the round's global
         parameters, all arrays as one vector) to this L2 norm before
@@ -368,7 +384,11 @@ default="mean"
         ],
         "sampler": [HasMethods(["fit_resample"]), None],
         "resample": [StrOptions({"batch", "client"})],
-        "aggregation": [StrOptions({"mean", "median", "trimmed_mean"}), _Aggregator],
+        "aggregation": [
+            StrOptions({"mean", "median", "trimmed_mean"}),
+            _Aggregator,
+            HasMethods(["configure_train", "aggregate_train"]),
+        ],
         "max_update_norm": [
             Interval(numbers.Real, 0, None, closed="neither"),
             StrOptions({"median"}),
@@ -502,6 +522,7 @@ default="mean"
         """
         self._check_components()
         self._check_update_bound()  # bad options fail before training
+        self._check_proximal_term()
         if is_pipeline(self.estimator):
             return self._fit_pipeline(X, y, clients, sensitive_features)
         warn_if_pooled_preprocessing(self)
@@ -976,6 +997,7 @@ default="mean"
             outer_learning_rate=self.outer_learning_rate,
             prior_correction=self.prior_correction,
             sensitive_routing=sensitive_routing,
+            proximal_mu=float(self._aggregator.proximal_mu),
         )
 
     def _as_array(self, X):
@@ -1138,6 +1160,27 @@ default="mean"
     @property
     def _aggregator(self):
         return check_aggregation(self.aggregation)
+
+    def _check_proximal_term(self):
+        """A FedProx aggregation: its client term only where clients add it."""
+        mu = self._aggregator.proximal_mu
+        if not mu:
+            return
+        name = f"aggregation={self._aggregator!r} with proximal_mu={mu!r}"
+        if self.strategy != "fedavg":
+            raise ValueError(
+                f"{name} adds FedProx's proximal term to the clients' FedAvg "
+                f"rounds; strategy={self.strategy!r} has none. Use "
+                "strategy='fedavg', or proximal_mu=0."
+            )
+        model = self.estimator[-1] if is_pipeline(self.estimator) else self.estimator
+        if not isinstance(model, BaseFairClassifier):
+            raise TypeError(
+                f"{name}: the proximal term is added to the training objective "
+                "of skfedida's estimators (FairPenaltyLogisticRegression, "
+                f"FairMLPClassifier); {type(model).__name__} trains with its "
+                "own. Use FedProx(proximal_mu=0) or FedAvg() with it."
+            )
 
     def _check_update_bound(self):
         check_update_bound(

@@ -219,16 +219,21 @@ class FederationPlan:
             self.federation._client_estimator(seed), part.train
         )
 
-    def train_round(self, part, estimator, parameters, seed, round_):
+    def train_round(self, part, estimator, parameters, seed, round_, proximal_mu=None):
         """One client round (0-based ``round_``): ``(estimator, arrays, n, loss)``.
 
         With an aggregator that needs fairness reports (FairFed), a fifth
         element: the client's counts per group for the global model it got.
+        ``proximal_mu``: FedProx's weight the server's message asks for
+        (Flower's ``FedProx`` sends it), instead of the federation's own.
         """
         reporting = self.aggregator.report_metric is not None
         client_round = _reporting_client_round if reporting else _client_round
+        trainer = self._trainer(part.classes, part)
+        if proximal_mu is not None:
+            trainer.proximal_mu = float(proximal_mu)
         return client_round(
-            self._trainer(part.classes, part),
+            trainer,
             estimator,
             parameters,
             part.train,

@@ -417,6 +417,7 @@ def updates_bounded(federation):
         federation.max_update_norm is not None
         or federation.dp is not None
         or isinstance(federation._aggregator, Median | TrimmedMean)
+        or getattr(federation._aggregator, "bounds_updates", False)
     )
 
 

@@ -198,6 +198,7 @@ class _Server:
                     reports=[r[4] for r in results] if engine.reporting else None,
                     global_parameters=global_parameters,
                     losses=[r[3] for r in results],
+                    round_number=round_ + 1,
                 )
                 global_parameters = engine.aggregate(
                     functools.partial(self.aggregator.aggregate, **context),

@@ -11,6 +11,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDic
 from flwr.clientapp import ClientApp
 
 from .._compat import num_samples
+from ..federated._aggregation import WeightedMean
 from ..federated._client import class_counts, clone_fitted
 from ..federated._parameters import assign_parameters, parameter_arrays
 from ..federated._pipeline import raw_schema
@@ -291,12 +292,13 @@ def make_client_app(federation, load_data, *, classes=None):
             for name, value, default in (
                 ("dp", federation.dp, None),
                 ("max_update_norm", federation.max_update_norm, None),
-                ("aggregation", plan.aggregator.flower_strategy, "FedAvg"),
             )
             if value != default
         ]
         if plan.aggregator.report_metric is not None:
             server_side.append("aggregation (FairFed's reports)")
+        elif plan.aggregator != WeightedMean():
+            server_side.append("aggregation")
         if server_side:
             raise RuntimeError(
                 f"This federation sets {', '.join(sorted(set(server_side)))}, "
@@ -446,8 +448,10 @@ def make_client_app(federation, load_data, *, classes=None):
         estimator, seed = stored(context, to_train=True)
         check_global_model(context, estimator, arrays)
         plan, part, _ = client_side(context, seed)
+        # Flower's FedProx asks for its proximal term in the message's config.
+        proximal_mu = message.content.config_records["config"].get("proximal-mu")
         estimator, parameters, n_rows, loss, *report = plan.train_round(
-            part, estimator, arrays, seed, server_round - 1
+            part, estimator, arrays, seed, server_round - 1, proximal_mu
         )
         store(context, estimator)
         reply = _reply(

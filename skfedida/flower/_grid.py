@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import os
 import tempfile
@@ -12,26 +11,11 @@ from flwr.app import Context, Error, Message, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
 from flwr.serverapp import Grid
 from flwr.supercore.run import Run
-from flwr.supercore.task_identity import TaskIdentity
 
+from .._flwr import task_identity as _identity
 from ._result import load_result
 
 __all__ = ["InProcessGrid", "run_in_process"]
-
-
-@contextlib.contextmanager
-def _identity(run_id, node_id, task_id):
-    """Flower's per-process task identity, which ``Message()`` reads."""
-    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = (
-        run_id,
-        node_id,
-        task_id,
-    )
-    try:
-        yield
-    finally:
-        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
 
 
 class InProcessGrid(Grid):

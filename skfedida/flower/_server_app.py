@@ -257,7 +257,7 @@ class _FederationChecks:
         engine = self.engine
 
         def aggregate(parameter_lists, weights):
-            if not engine.reporting:
+            if self.plan.aggregator.runs_as_flower_strategy:
                 # Flower's own strategy, on the (possibly clipped) arrays.
                 for reply, arrays in zip(replies, parameter_lists, strict=True):
                     reply.content["arrays"] = ArrayRecord(
@@ -266,16 +266,21 @@ class _FederationChecks:
                 return super(_FederationChecks, self).aggregate_train(
                     server_round, replies
                 )
-            # FairFed: its own arithmetic, on the clients' reports, in
+            # FairFed (on the clients' reports) or a user's Flower strategy
+            # (with its state across rounds): the aggregator's own call, in
             # partition order, as in-process.
             parameters = self.plan.aggregator.aggregate(
                 parameter_lists,
                 weights,
                 **engine.aggregator_context(
                     clients=admitted,
-                    reports=_aligned_reports(replies),
+                    reports=_aligned_reports(replies) if engine.reporting else None,
                     global_parameters=self.round_arrays,
-                    losses=None,
+                    losses=[
+                        float(reply.content["metrics"]["train-loss"])
+                        for reply in replies
+                    ],
+                    round_number=server_round,
                 ),
             )
             return self._with_metrics(parameters, replies)

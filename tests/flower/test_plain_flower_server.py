@@ -13,7 +13,7 @@ pytest.importorskip("flwr")
 
 from flwr.app import ArrayRecord, Context, RecordDict
 from flwr.serverapp import ServerApp
-from flwr.serverapp.strategy import FedAvg
+from flwr.serverapp.strategy import FedAdam, FedAvg, FedAvgM, FedProx, FedYogi
 
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator
@@ -41,8 +41,8 @@ def _load(data):
     return load
 
 
-def _run_flowers_fedavg(client_app, n_features, n_logits=1):
-    """Flower's FedAvg in a user's ServerApp, on the in-process grid.
+def _run_flowers_fedavg(client_app, n_features, n_logits=1, strategy=None):
+    """Flower's FedAvg (or ``strategy``) in a user's ServerApp, in-process.
 
     It starts from zeros for a linear model of ``n_logits`` logits.
     """
@@ -51,7 +51,9 @@ def _run_flowers_fedavg(client_app, n_features, n_logits=1):
 
     @server_app.main()
     def main(grid, context):
-        strategy = FedAvg(fraction_train=1.0, fraction_evaluate=1.0)
+        nonlocal strategy
+        if strategy is None:
+            strategy = FedAvg(fraction_train=1.0, fraction_evaluate=1.0)
         initial = [np.zeros((n_logits, n_features)), np.zeros(n_logits)]
         results["result"] = strategy.start(
             grid=grid, initial_arrays=ArrayRecord(initial), num_rounds=N_ROUNDS
@@ -105,6 +107,52 @@ def test_flowers_fedavg_server_trains_skfedidas_clients_as_the_federation_does(
     assert not any(reply.has_error() for reply in grid.replies)
 
 
+STATEFUL_STRATEGIES = {
+    "fedadam": lambda: FedAdam(eta=0.05, beta_1=0.9, beta_2=0.99),
+    "fedyogi": lambda: FedYogi(eta=0.05, beta_1=0.9, beta_2=0.99),
+    "fedavgm": lambda: FedAvgM(server_learning_rate=0.8, server_momentum=0.9),
+    # The clients add the proximal term Flower's FedProx sends in its config.
+    "fedprox": lambda: FedProx(proximal_mu=2.0),
+}
+
+
+@pytest.mark.parametrize("name", list(STATEFUL_STRATEGIES))
+def test_flowers_strategy_as_aggregation_is_what_flower_itself_computes(name):
+    # The oracle: Flower's own strategy, run by Flower's own start() in a
+    # user's ServerApp over skfedida's ClientApp. The federation with the
+    # same strategy as aggregation= gives the same model (the same clients'
+    # arrays, Flower's server step with its moments across rounds).
+    data = _data()
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        sampler=FairnessAwareROSE(),
+        n_rounds=N_ROUNDS,
+        local_epochs=1,
+        random_state=0,
+    )
+    strategy = STATEFUL_STRATEGIES[name]()
+    result, _grid = _run_flowers_fedavg(
+        make_client_app(federation, _load(data)),
+        data.data.shape[1],
+        strategy=STATEFUL_STRATEGIES[name](),
+    )
+    in_process = FederatedEstimator(
+        **{**federation.get_params(deep=False), "aggregation": strategy}
+    ).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    plain_fedavg = FederatedEstimator(**federation.get_params(deep=False)).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    coef, intercept = result.arrays.to_numpy_ndarrays()
+    np.testing.assert_allclose(coef, in_process.estimator_.coef_, rtol=1e-12)
+    np.testing.assert_allclose(intercept, in_process.estimator_.intercept_, rtol=1e-12)
+    # Not FedAvg under another name, and the user's strategy is untouched.
+    assert np.abs(coef - plain_fedavg.estimator_.coef_).max() > 1e-3
+    for state in ("current_arrays", "m_t", "v_t", "momentum_vector"):
+        assert getattr(strategy, state, None) is None, state
+
+
 def test_a_pipeline_federation_under_a_plain_strategy_says_why_it_cannot():
     from sklearn.pipeline import Pipeline
 
@@ -133,8 +181,9 @@ def test_a_pipeline_federation_under_a_plain_strategy_says_why_it_cannot():
     [
         ({"aggregation": "median"}, "aggregation"),
         ({"max_update_norm": "median"}, "max_update_norm"),
+        ({"aggregation": FedAdam()}, "aggregation"),
     ],
-    ids=["median", "clipping"],
+    ids=["median", "clipping", "flowers-fedadam"],
 )
 def test_server_side_settings_under_a_plain_strategy_are_refused_not_dropped(
     setting, named
