@@ -354,8 +354,11 @@ def test_fedprox_is_refused_where_its_term_cannot_be_added(data):
     ],
     ids=["logistic", "logistic-no-intercept", "multinomial", "mlp"],
 )
+# mu = 60 makes the step (0.1) overshoot the term's curvature: the search
+# halves it, judged on trial values of the term, intercepts included.
+@pytest.mark.parametrize("mu", [3.0, 60.0])
 def test_the_compiled_loops_take_the_proximal_steps_of_the_reference(
-    monkeypatch, estimator, module, loop, n_classes
+    monkeypatch, estimator, module, loop, n_classes, mu
 ):
     import importlib
 
@@ -379,11 +382,15 @@ def test_the_compiled_loops_take_the_proximal_steps_of_the_reference(
             if compiled
             else None,
         )
-        # A pull strong enough to move the steps (mu = 3), from a start the
+        # A pull strong enough to move the steps, from a start the
         # parameters are moved away from.
-        with proximal_term(model, 3.0):
-            for w in model._get_params_list():
-                w += 0.2
+        with proximal_term(model, mu):
+            coef, *rest = model._get_params_list()
+            # Far from the anchor in the intercepts (whose term then leads
+            # the step search), near it in the weights.
+            coef += 0.02
+            for w in rest:
+                w += 1.0
             for _ in range(2):
                 model.partial_fit(
                     data.data, data.target, sensitive_features=data.sensitive
