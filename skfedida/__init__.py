@@ -8,6 +8,7 @@ components.
 
 from . import (
     datasets,
+    ensemble,
     exceptions,
     federated,
     linear_model,
@@ -20,6 +21,7 @@ from . import (
     preprocessing,
 )
 from .datasets import load_adult, make_federated_classification, make_roc_like
+from .ensemble import FairHistGradientBoostingClassifier
 from .exceptions import (
     ClientDataWarning,
     DataScaleWarning,
@@ -102,6 +104,7 @@ __all__ = [
     "DifferentialPrivacy",
     "EmptyRangeWarning",
     "FairFed",
+    "FairHistGradientBoostingClassifier",
     "FairMLPClassifier",
     "FairPenaltyLogisticRegression",
     "FairnessAwareROSE",
@@ -128,6 +131,7 @@ __all__ = [
     "datasets",
     "demographic_parity_difference",
     "demographic_parity_ratio",
+    "ensemble",
     "equal_opportunity_difference",
     "equalized_odds_difference",
     "equalized_odds_ratio",

@@ -18,7 +18,17 @@ this module into another package (``tests/test_project.py`` checks both).
 import functools
 
 from imblearn.utils._validation import check_target_type
+from sklearn._loss.loss import HalfBinomialLoss
 from sklearn.base import _fit_context as fit_context
+from sklearn.ensemble._hist_gradient_boosting.binning import _BinMapper as BinMapper
+from sklearn.ensemble._hist_gradient_boosting.common import (
+    G_H_DTYPE,
+    HISTOGRAM_DTYPE,
+    X_BINNED_DTYPE,
+)
+from sklearn.ensemble._hist_gradient_boosting.grower import TreeGrower
+from sklearn.ensemble._hist_gradient_boosting.histogram import HistogramBuilder
+from sklearn.ensemble._hist_gradient_boosting.splitting import Splitter
 from sklearn.metrics._scorer import _BaseScorer as BaseScorer
 from sklearn.metrics._scorer import _cached_call as cached_call
 from sklearn.metrics._scorer import _Scorer as Scorer
@@ -31,6 +41,9 @@ from sklearn.utils._encode import _map_to_integer as map_to_integer
 from sklearn.utils._encode import _unique as unique_values
 from sklearn.utils._mask import _get_mask as get_mask
 from sklearn.utils._metadata_requests import MetadataRequest, MethodMetadataRequest
+from sklearn.utils._openmp_helpers import (
+    _openmp_effective_n_threads as openmp_effective_n_threads,
+)
 from sklearn.utils._param_validation import (
     HasMethods,
     Hidden,
@@ -69,17 +82,25 @@ def _param_names(cls):
 
 
 __all__ = [
+    "G_H_DTYPE",
+    "HISTOGRAM_DTYPE",
+    "X_BINNED_DTYPE",
     "BaseKFold",
     "BaseScorer",
     "BaseSearchCV",
+    "BinMapper",
     "CachedParamNamesMixin",
+    "HalfBinomialLoss",
     "HasMethods",
     "Hidden",
+    "HistogramBuilder",
     "Interval",
     "MetadataRequest",
     "MethodMetadataRequest",
     "Scorer",
+    "Splitter",
     "StrOptions",
+    "TreeGrower",
     "cached_call",
     "check_optimize_result",
     "check_partial_fit_first_call",
@@ -91,6 +112,7 @@ __all__ = [
     "is_constant_feature",
     "map_to_integer",
     "num_samples",
+    "openmp_effective_n_threads",
     "raise_for_params",
     "routing_enabled",
     "safe_indexing",

@@ -21,6 +21,7 @@ DOCUMENTATION_URL = "https://skfedida.readthedocs.io/en/{version}/"
 PUBLIC_MODULES = (
     "linear_model",
     "neural_network",
+    "ensemble",
     "over_sampling",
     "preprocessing",
     "federated",

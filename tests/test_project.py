@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = [
     "skfedida.metrics",
     "skfedida.datasets",
+    "skfedida.ensemble",
     "skfedida.over_sampling",
     "skfedida.penalty",
     "skfedida.linear_model",
@@ -94,6 +95,7 @@ def test_the_html_repr_links_every_estimator_to_its_api_page():
     assert set(linked) == {
         "CoarseToFineSearchCV",
         "DifferentialPrivacy",
+        "FairHistGradientBoostingClassifier",
         "FairMLPClassifier",
         "FairPenaltyLogisticRegression",
         "FairnessAwareROSE",

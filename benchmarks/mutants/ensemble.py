@@ -1,0 +1,72 @@
+"""Mutants of ``skfedida/ensemble`` (issue 36: boosted trees with the penalty)."""
+
+from ._base import Mutant
+
+ENSEMBLE_TESTS = (
+    "tests/ensemble/test_boosting.py",
+    "tests/ensemble/test_fair_hist_gradient_boosting.py",
+)
+BOOSTING = "skfedida/ensemble/_boosting.py"
+GROWING = "skfedida/ensemble/_growing.py"
+FEATURES = ("FairHistGradientBoostingClassifier",)
+
+MUTANTS = [
+    Mutant(
+        "a client's histogram counts are not added to the others'",
+        GROWING,
+        '    for field in ("sum_gradients", "sum_hessians", "count"):',
+        '    for field in ("sum_gradients", "sum_hessians"):',
+        ENSEMBLE_TESTS,
+        features=FEATURES,
+    ),
+    Mutant(
+        "the trees are fitted without the penalty's gradient",
+        BOOSTING,
+        "            self.gradients += extra.astype(G_H_DTYPE)\n",
+        "            pass\n",
+        ENSEMBLE_TESTS,
+        features=FEATURES,
+    ),
+    Mutant(
+        "a cell's penalty gradient is not per unit of weight",
+        BOOSTING,
+        "    out[present] = gradient / rep_weight\n",
+        "    out[present] = gradient\n",
+        ENSEMBLE_TESTS,
+        features=FEATURES,
+    ),
+    Mutant(
+        "the leaves keep the log-loss's step, ignoring the penalty's curvature",
+        BOOSTING,
+        "    system += scale * np.asarray(curvature, dtype=np.float64)\n",
+        "    system += 0.0 * np.asarray(curvature, dtype=np.float64)\n",
+        ENSEMBLE_TESTS,
+        features=FEATURES,
+    ),
+    Mutant(
+        "the penalised leaves are not shrunk by the learning rate",
+        BOOSTING,
+        "                leaf.value = learning_rate * float(value)\n",
+        "                leaf.value = float(value)\n",
+        ENSEMBLE_TESTS,
+        features=FEATURES,
+    ),
+    Mutant(
+        "the baseline ignores the clients' weights",
+        BOOSTING,
+        "        return float(np.dot(weight, self.y)), float(weight.sum())\n",
+        "        return float(self.y.sum()), float(self.n_samples)\n",
+        ENSEMBLE_TESTS,
+        features=FEATURES,
+    ),
+]
+MUTANTS += [
+    Mutant(
+        "the leaves' curvature is not per unit of the cells' weight",
+        BOOSTING,
+        "        products[leaf, present] = gradient / rep_weight\n",
+        "        products[leaf, present] = gradient\n",
+        ENSEMBLE_TESTS,
+        features=FEATURES,
+    ),
+]

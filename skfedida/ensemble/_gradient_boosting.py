@@ -1,0 +1,446 @@
+"""FedIDA's group penalty in histogram gradient boosting.
+
+:class:`FairHistGradientBoostingClassifier` is scikit-learn's
+``HistGradientBoostingClassifier`` fitted to the mean log-loss plus
+``fairness`` times the group penalty of :func:`skfedida.penalty.group_penalty`
+on the model's logits, the objective of the linear models. With
+``fairness=0`` its fit is scikit-learn's own; with a penalty the trees are
+grown by scikit-learn's grower on the penalised gradients, and each tree's
+leaf values are the exact Newton step of the penalised objective
+(:mod:`skfedida.ensemble._boosting` says why and how), on one client: the
+federated fit runs the same loop over several.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_consistent_length
+
+from .._compat import BinMapper, Interval, StrOptions, check_sample_weight
+from .._doc_links import DocLinkMixin
+from .._groups import encode_groups
+from ..exceptions import InactivePenaltyWarning, caller_stacklevel
+from ._boosting import BoostingClient, boost
+
+__all__ = ["FairHistGradientBoostingClassifier"]
+
+
+class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClassifier):
+    """Histogram gradient boosting with FedIDA's group fairness penalty.
+
+    scikit-learn's ``HistGradientBoostingClassifier`` (every parameter and
+    behaviour of it) whose trees are fitted to the gradient and hessian of
+    the mean log-loss plus ``fairness`` times the group penalty on the
+    model's logits (:func:`skfedida.penalty.group_penalty`: squared
+    differences between groups of the mean logit of rows with the same
+    label, over all pairs of intersectional groups), the objective of
+    :class:`~skfedida.linear_model.FairPenaltyLogisticRegression`. The
+    model never takes the sensitive attributes as inputs; they only shape
+    the gradients. With ``fairness=0`` it is ``HistGradientBoostingClassifier``
+    to the bit. Binary outcomes; two or more classes with ``fairness=0``.
+
+    The penalty's hessian is a per-row bound on its curvature along any leaf
+    (see the module's notes), so a large ``fairness`` slows the trees instead
+    of making them overshoot.
+
+    Parameters
+    ----------
+    loss : {"log_loss"}, default="log_loss"
+        As in ``HistGradientBoostingClassifier``.
+    learning_rate : float, default=0.1
+        The shrinkage of every tree's values.
+    max_iter : int, default=100
+        Boosting iterations.
+    max_leaf_nodes : int or None, default=31
+        Leaves per tree at most.
+    max_depth : int or None, default=None
+        Depth per tree at most.
+    min_samples_leaf : int, default=20
+        Rows per leaf at least.
+    l2_regularization : float, default=0.0
+        L2 penalty on the leaves' values.
+    max_features : float, default=1.0
+        Share of the features considered at every split.
+    max_bins : int, default=255
+        Bins per feature, missing values aside.
+    categorical_features : array-like, "from_dtype" or None, default="from_dtype"
+        Which features are categorical.
+    monotonic_cst : array-like or dict, default=None
+        Monotonic constraints per feature.
+    interaction_cst : {"pairwise", "no_interactions"} or sequence, default=None
+        Interaction constraints.
+    warm_start : bool, default=False
+        Add iterations to the fitted ensemble.
+    early_stopping : "auto" or bool, default="auto"
+        Stop when the validation score stops improving ("auto": above
+        10,000 rows). The score is the log-loss (``scoring="loss"``) or the
+        scorer's, without the penalty.
+    scoring : str, callable or None, default="loss"
+        Early stopping's score.
+    validation_fraction : float or None, default=0.1
+        Share of the rows held out for early stopping (stratified by label,
+        drawn with ``random_state``).
+    n_iter_no_change : int, default=10
+        Iterations without improvement before stopping.
+    tol : float, default=1e-7
+        Improvement that counts.
+    verbose : int, default=0
+        Progress output.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the validation split and feature subsampling.
+    class_weight : dict, "balanced" or None, default=None
+        Weights per class, multiplied into the rows' weights (the penalty's
+        group sizes included).
+    fairness : float >= 0, default=0.0
+        Weight of the group penalty (the paper's lambda); 0 is scikit-learn's
+        model.
+    penalty : {"group"}, default="group"
+        The penalty. The group penalty is quadratic in the scores, which its
+        hessian bound needs.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    n_iter_ : int
+        Boosting iterations run.
+    n_trees_per_iteration_ : int
+        1 for two classes.
+    train_score_, validation_score_ : ndarray
+        Early stopping's scores per iteration.
+    is_categorical_ : ndarray or None
+        Categorical features.
+    n_features_in_ : int
+        Features seen in fit.
+    feature_names_in_ : ndarray of str
+        Their names, for a DataFrame X.
+    do_early_stopping_ : bool
+        Whether early stopping ran.
+    n_groups_ : int
+        Intersectional groups of the training rows (1 without sensitive
+        features).
+
+    See Also
+    --------
+    sklearn.ensemble.HistGradientBoostingClassifier : The model it extends.
+    skfedida.linear_model.FairPenaltyLogisticRegression : The same
+        objective for a linear model.
+
+    Examples
+    --------
+    >>> from skfedida.datasets import make_federated_classification
+    >>> from skfedida.ensemble import FairHistGradientBoostingClassifier
+    >>> data = make_federated_classification(2000, n_clients=1, random_state=0)
+    >>> model = FairHistGradientBoostingClassifier(
+    ...     fairness=1.0, max_iter=20, random_state=0)
+    >>> model = model.fit(data.data, data.target, sensitive_features=data.sensitive)
+    >>> model.predict_proba(data.data[:2]).shape
+    (2, 2)
+    """
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        **HistGradientBoostingClassifier._parameter_constraints,
+        "fairness": [Interval(numbers.Real, 0, None, closed="left")],
+        "penalty": [StrOptions({"group"})],
+    }
+
+    def __init__(
+        self,
+        loss="log_loss",
+        *,
+        learning_rate=0.1,
+        max_iter=100,
+        max_leaf_nodes=31,
+        max_depth=None,
+        min_samples_leaf=20,
+        l2_regularization=0.0,
+        max_features=1.0,
+        max_bins=255,
+        categorical_features="from_dtype",
+        monotonic_cst=None,
+        interaction_cst=None,
+        warm_start=False,
+        early_stopping="auto",
+        scoring="loss",
+        validation_fraction=0.1,
+        n_iter_no_change=10,
+        tol=1e-7,
+        verbose=0,
+        random_state=None,
+        class_weight=None,
+        fairness=0.0,
+        penalty="group",
+    ):
+        super().__init__(
+            loss=loss,
+            learning_rate=learning_rate,
+            max_iter=max_iter,
+            max_leaf_nodes=max_leaf_nodes,
+            max_depth=max_depth,
+            min_samples_leaf=min_samples_leaf,
+            l2_regularization=l2_regularization,
+            max_features=max_features,
+            max_bins=max_bins,
+            categorical_features=categorical_features,
+            monotonic_cst=monotonic_cst,
+            interaction_cst=interaction_cst,
+            warm_start=warm_start,
+            early_stopping=early_stopping,
+            scoring=scoring,
+            validation_fraction=validation_fraction,
+            n_iter_no_change=n_iter_no_change,
+            tol=tol,
+            verbose=verbose,
+            random_state=random_state,
+            class_weight=class_weight,
+        )
+        self.fairness = fairness
+        self.penalty = penalty
+
+    def fit(
+        self,
+        X,
+        y,
+        sample_weight=None,
+        *,
+        sensitive_features=None,
+        X_val=None,
+        y_val=None,
+        sample_weight_val=None,
+    ):
+        """Fit the boosted trees to the penalised log-loss.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows (the sensitive attributes are not among them).
+        y : array-like of shape (n_samples,)
+            Labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights.
+        sensitive_features : array-like, DataFrame or dict, default=None
+            Sensitive attributes of every row; their intersections are the
+            penalty's groups. Needed with ``fairness > 0``.
+        X_val, y_val, sample_weight_val : array-like, default=None
+            Validation rows for early stopping, as scikit-learn's.
+
+        Returns
+        -------
+        self : object
+            The fitted classifier.
+        """
+        self._validate_params()
+        groups = self._penalty_groups(y, sensitive_features)
+        if groups is None:
+            self.n_groups_ = (
+                1
+                if sensitive_features is None
+                else encode_groups(sensitive_features, n_samples=len(y)).n_groups
+            )
+            return super().fit(
+                X,
+                y,
+                sample_weight,
+                X_val=X_val,
+                y_val=y_val,
+                sample_weight_val=sample_weight_val,
+            )
+        self.n_groups_ = groups.n_groups
+        return self._fit_penalised(
+            X, y, sample_weight, groups.codes, X_val, y_val, sample_weight_val
+        )
+
+    def _penalty_groups(self, y, sensitive_features):
+        """The training rows' groups when the penalty acts (None: it does not)."""
+        if self.fairness == 0:
+            return None
+        if sensitive_features is None:
+            warnings.warn(
+                f"fairness={self.fairness} has no effect: no sensitive "
+                "attributes were given (pass sensitive_features).",
+                InactivePenaltyWarning,
+                stacklevel=caller_stacklevel(),
+            )
+            return None
+        groups = encode_groups(sensitive_features, n_samples=len(y))
+        if groups.n_groups < 2:
+            warnings.warn(
+                f"The sensitive attributes take a single value {groups.labels[0]}, "
+                "so the fairness penalty is 0.",
+                InactivePenaltyWarning,
+                stacklevel=caller_stacklevel(),
+            )
+            return None
+        refused = {
+            "warm_start": (self.warm_start, False),
+            "monotonic_cst": (self.monotonic_cst, None),
+        }
+        for name, (value, default) in refused.items():
+            if value is not default and value != default:
+                raise ValueError(
+                    f"{name}={value!r} with fairness={self.fairness}: the "
+                    "penalised trees' leaf values are a joint Newton step that "
+                    f"does not keep {name}'s constraints yet. Leave {name} at "
+                    f"{default!r}, or use fairness=0."
+                )
+        return groups
+
+    def _fit_penalised(
+        self, X, y, sample_weight, groups, X_val, y_val, sample_weight_val
+    ):
+        """scikit-learn's fit, with the penalised loop of one client."""
+        X, known_categories = self._preprocess_X(X, reset=True)
+        y = self._encode_y(np.asarray(y))
+        check_consistent_length(X, y)
+        if self.n_trees_per_iteration_ != 1:
+            raise ValueError(
+                f"fairness={self.fairness} needs a binary outcome; y has "
+                f"{len(self.classes_)} classes (fairness=0 fits them)."
+            )
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64)
+        sample_weight = self._finalize_sample_weight(sample_weight, y)
+        # The seeds scikit-learn draws, in its order: the validation split's
+        # and the feature subsampling's.
+        rng = check_random_state(self.random_state)
+        self._random_seed = rng.randint(np.iinfo(np.uint32).max, dtype="u8")
+        feature_seed = rng.randint(np.iinfo(np.uint32).max, dtype="u8")
+        self._feature_subsample_rng = np.random.default_rng(feature_seed)
+        n_samples, self._n_features = X.shape
+        interaction_cst = self._check_interaction_cst(self._n_features)
+        self._loss = self._get_loss(sample_weight=sample_weight)
+        validation_given = X_val is not None or y_val is not None
+        if validation_given:
+            if X_val is None or y_val is None:
+                raise ValueError("Pass both X_val and y_val, or neither.")
+            X_val = self._preprocess_X(X_val, reset=False)
+            y_val = self._encode_y_val(np.asarray(y_val))
+            if sample_weight_val is not None:
+                sample_weight_val = check_sample_weight(
+                    sample_weight_val, X_val, dtype=np.float64
+                )
+        if self.early_stopping == "auto":
+            self.do_early_stopping_ = n_samples > 10_000
+        else:
+            self.do_early_stopping_ = self.early_stopping
+        if self.do_early_stopping_ and self.scoring not in ("loss", None):
+            raise ValueError(
+                f"scoring={self.scoring!r} with fairness={self.fairness}: early "
+                "stopping of the penalised trees scores the validation "
+                "log-loss; set scoring='loss'."
+            )
+        self._use_validation_data = (
+            self.validation_fraction is not None or validation_given
+        )
+        if (
+            self.do_early_stopping_
+            and self._use_validation_data
+            and not validation_given
+        ):
+            weights = () if sample_weight is None else (sample_weight,)
+            split = train_test_split(
+                X,
+                y,
+                groups,
+                *weights,
+                test_size=self.validation_fraction,
+                stratify=y,
+                random_state=self._random_seed,
+            )
+            X, X_val, y, y_val, groups, _ = split[:6]
+            if weights:
+                sample_weight, sample_weight_val = split[6:]
+        self._bin_mapper = BinMapper(
+            n_bins=self.max_bins + 1,
+            is_categorical=self._is_categorical_remapped,
+            known_categories=known_categories,
+            random_state=self._random_seed,
+        )
+        X_binned = self._bin_data(X, sample_weight, is_training_data=True)
+        X_binned_val = (
+            None
+            if X_val is None
+            else self._bin_data(X_val, sample_weight_val, is_training_data=False)
+        )
+        client = BoostingClient(X_binned, y, sample_weight, groups)
+        self.train_score_, self.validation_score_ = [], []
+        raw_val = None
+        # The log-odds of the (weighted) prevalence, as scikit-learn starts.
+        baseline = float(
+            np.reshape(
+                self._loss.fit_intercept_only(y_true=y, sample_weight=sample_weight),
+                -1,
+            )[0]
+        )
+        if self.do_early_stopping_:
+            raw_val = None if X_binned_val is None else np.full(len(y_val), baseline)
+            self._score(
+                client, y, sample_weight, baseline, raw_val, y_val, sample_weight_val
+            )
+
+        def on_iteration(predictors):
+            if not self.do_early_stopping_:
+                return False
+            if raw_val is not None:
+                raw_val[:] += predictors[-1][0].predict_binned(
+                    X_binned_val, self._bin_mapper.missing_values_bin_idx_, 1
+                )
+            self._score(
+                client, y, sample_weight, None, raw_val, y_val, sample_weight_val
+            )
+            scores = (
+                self.validation_score_
+                if self._use_validation_data
+                else self.train_score_
+            )
+            return self._should_stop(scores)
+
+        is_categorical = (
+            np.zeros(self._n_features, dtype=np.uint8)
+            if self._is_categorical_remapped is None
+            else np.asarray(self._is_categorical_remapped, dtype=np.uint8)
+        )
+        baseline, self._predictors = boost(
+            [client],
+            bin_mapper=self._bin_mapper,
+            is_categorical=is_categorical,
+            monotonic_cst=np.zeros(self._n_features, dtype=np.int8),
+            interaction_cst=interaction_cst,
+            max_iter=self.max_iter,
+            learning_rate=self.learning_rate,
+            max_leaf_nodes=self.max_leaf_nodes,
+            max_depth=self.max_depth,
+            min_samples_leaf=self.min_samples_leaf,
+            l2_regularization=self.l2_regularization,
+            max_features=self.max_features,
+            feature_rng=self._feature_subsample_rng,
+            fairness=float(self.fairness),
+            n_groups=self.n_groups_,
+            baseline=baseline,
+            on_iteration=on_iteration,
+        )
+        self._baseline_prediction = np.array([[baseline]])
+        self.train_score_ = np.asarray(self.train_score_)
+        self.validation_score_ = np.asarray(self.validation_score_)
+        return self
+
+    def _score(self, client, y, sample_weight, baseline, raw_val, y_val, weight_val):
+        """Early stopping's scores: the negative log-losses, as scikit-learn's."""
+        raw = client.raw if baseline is None else np.full(len(y), baseline)
+        self.train_score_.append(
+            -self._loss(y_true=y, raw_prediction=raw, sample_weight=sample_weight)
+        )
+        if raw_val is not None:
+            self.validation_score_.append(
+                -self._loss(
+                    y_true=y_val, raw_prediction=raw_val, sample_weight=weight_val
+                )
+            )

@@ -1,0 +1,167 @@
+"""FairHistGradientBoostingClassifier on one machine (issue 36)."""
+
+import io
+import warnings
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skfedida._groups import encode_groups
+from skfedida.datasets import make_federated_classification
+from skfedida.ensemble import FairHistGradientBoostingClassifier
+from skfedida.exceptions import InactivePenaltyWarning
+from skfedida.penalty import group_penalty
+
+
+@parametrize_with_checks([FairHistGradientBoostingClassifier(max_iter=10)])
+def test_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_federated_classification(
+        3000, n_clients=1, n_features=6, random_state=0, group_shift=1.0
+    )
+
+
+def _same_trees(a, b):
+    assert len(a._predictors) == len(b._predictors)
+    for ours, theirs in zip(a._predictors, b._predictors, strict=True):
+        np.testing.assert_array_equal(ours[0].nodes, theirs[0].nodes)
+
+
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_without_a_penalty_it_is_scikit_learns_model(data, early_stopping):
+    params = {"max_iter": 30, "early_stopping": early_stopping, "random_state": 0}
+    ours = FairHistGradientBoostingClassifier(**params).fit(
+        data.data, data.target, sensitive_features=data.sensitive
+    )
+    theirs = HistGradientBoostingClassifier(**params).fit(data.data, data.target)
+    _same_trees(ours, theirs)
+    assert ours.n_groups_ == 4
+
+
+def _penalty_of(model, data):
+    groups = encode_groups(data.sensitive, n_samples=len(data.target))
+    scores = model.decision_function(data.data)
+    return group_penalty(scores, data.target, groups.codes, groups.n_groups)[0]
+
+
+def test_the_penalty_falls_with_fairness_and_the_model_still_ranks(data):
+    from sklearn.metrics import roc_auc_score
+
+    penalties, aurocs = [], []
+    for fairness in (0.0, 1.0, 10.0):
+        model = FairHistGradientBoostingClassifier(
+            fairness=fairness, max_iter=50, early_stopping=False, random_state=0
+        ).fit(data.data, data.target, sensitive_features=data.sensitive)
+        penalties.append(_penalty_of(model, data))
+        aurocs.append(roc_auc_score(data.target, model.predict_proba(data.data)[:, 1]))
+    assert penalties[0] > 10 * penalties[1] > 10 * penalties[2]
+    assert min(aurocs) > 0.9
+
+
+def test_early_stopping_of_the_penalised_fit_scores_the_validation_loss(data):
+    model = FairHistGradientBoostingClassifier(
+        fairness=1.0,
+        max_iter=500,
+        early_stopping=True,
+        n_iter_no_change=5,
+        random_state=0,
+    ).fit(data.data, data.target, sensitive_features=data.sensitive)
+    assert model.n_iter_ < 500
+    assert model.validation_score_.shape == (model.n_iter_ + 1,)
+    assert model.train_score_.shape == (model.n_iter_ + 1,)
+    # Given validation rows are used as they are.
+    given = FairHistGradientBoostingClassifier(
+        fairness=1.0, max_iter=20, early_stopping=True, random_state=0
+    ).fit(
+        data.data[:2000],
+        data.target[:2000],
+        sensitive_features={k: v[:2000] for k, v in data.sensitive.items()},
+        X_val=data.data[2000:],
+        y_val=data.target[2000:],
+    )
+    assert given.validation_score_.shape[0] >= 2
+
+
+def test_a_penalised_fit_is_reproducible_and_pickles(data):
+    def fit():
+        return FairHistGradientBoostingClassifier(
+            fairness=1.0, max_iter=10, max_features=0.5, random_state=3
+        ).fit(data.data, data.target, sensitive_features=data.sensitive)
+
+    first, second = fit(), fit()
+    _same_trees(first, second)
+    buffer = io.BytesIO()
+    joblib.dump(first, buffer)
+    buffer.seek(0)
+    np.testing.assert_array_equal(
+        joblib.load(buffer).predict_proba(data.data), first.predict_proba(data.data)
+    )
+
+
+def test_weights_categories_and_class_weights_reach_the_penalised_fit(data):
+    frame = pd.DataFrame(data.data, columns=[f"x{i}" for i in range(6)])
+    frame["colour"] = pd.Categorical(
+        np.array(["red", "green", "blue"])[np.arange(len(frame)) % 3]
+    )
+    base = {"fairness": 1.0, "max_iter": 10, "random_state": 0}
+    plain = FairHistGradientBoostingClassifier(**base).fit(
+        frame, data.target, sensitive_features=data.sensitive
+    )
+    assert plain.is_categorical_.tolist() == [False] * 6 + [True]
+    weight = np.random.default_rng(0).uniform(0.5, 2.0, len(frame))
+    weighted = FairHistGradientBoostingClassifier(**base).fit(
+        frame, data.target, weight, sensitive_features=data.sensitive
+    )
+    balanced = FairHistGradientBoostingClassifier(**base, class_weight="balanced").fit(
+        frame, data.target, sensitive_features=data.sensitive
+    )
+    probabilities = [m.predict_proba(frame)[:, 1] for m in (plain, weighted, balanced)]
+    assert not np.allclose(probabilities[0], probabilities[1])
+    # Balanced classes raise the positive class's probabilities.
+    assert probabilities[2].mean() > probabilities[0].mean() + 0.05
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"warm_start": True}, "warm_start=True"),
+        ({"monotonic_cst": [1, 0, 0, 0, 0, 0]}, "monotonic_cst"),
+        ({"early_stopping": True, "scoring": "accuracy"}, "scoring='loss'"),
+    ],
+)
+def test_what_the_penalised_fit_does_not_do_yet_is_refused(data, params, match):
+    model = FairHistGradientBoostingClassifier(fairness=1.0, max_iter=5, **params)
+    with pytest.raises(ValueError, match=match):
+        model.fit(data.data, data.target, sensitive_features=data.sensitive)
+
+
+def test_a_penalty_with_more_than_two_classes_is_refused():
+    data = make_federated_classification(900, n_clients=1, n_classes=3, random_state=0)
+    with pytest.raises(ValueError, match="binary outcome"):
+        FairHistGradientBoostingClassifier(fairness=1.0, max_iter=5).fit(
+            data.data, data.target, sensitive_features=data.sensitive
+        )
+    # fairness=0 fits them, as scikit-learn does.
+    FairHistGradientBoostingClassifier(max_iter=5).fit(data.data, data.target)
+
+
+def test_a_penalty_without_groups_says_it_has_no_effect(data):
+    with pytest.warns(InactivePenaltyWarning, match="no sensitive attributes"):
+        FairHistGradientBoostingClassifier(fairness=1.0, max_iter=5).fit(
+            data.data, data.target
+        )
+    with pytest.warns(InactivePenaltyWarning, match="single value"):
+        FairHistGradientBoostingClassifier(fairness=1.0, max_iter=5).fit(
+            data.data, data.target, sensitive_features=np.zeros(len(data.target))
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InactivePenaltyWarning)
+        FairHistGradientBoostingClassifier(max_iter=5).fit(data.data, data.target)
