@@ -70,3 +70,21 @@ MUTANTS += [
         features=FEATURES,
     ),
 ]
+MUTANTS += [
+    Mutant(
+        "the penalised fit reads the categorical flags in the frame's order",
+        "skfedida/ensemble/_gradient_boosting.py",
+        "else np.asarray(self._is_categorical_remapped, dtype=np.uint8)",
+        "else np.asarray(self.is_categorical_, dtype=np.uint8)",
+        ENSEMBLE_TESTS,
+        features=FEATURES,
+    ),
+    Mutant(
+        "the clients' histograms of features outside a constraint set are added",
+        GROWING,
+        "slice(None) if features is None else np.asarray(features, dtype=np.intp)",
+        "slice(None)",
+        ENSEMBLE_TESTS,
+        features=FEATURES,
+    ),
+]

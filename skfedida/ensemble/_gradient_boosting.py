@@ -45,9 +45,12 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
     the gradients. With ``fairness=0`` it is ``HistGradientBoostingClassifier``
     to the bit. Binary outcomes; two or more classes with ``fairness=0``.
 
-    The penalty's hessian is a per-row bound on its curvature along any leaf
-    (see the module's notes), so a large ``fairness`` slows the trees instead
-    of making them overshoot.
+    With a penalty, each tree's splits are found on the penalised gradients
+    and the log-loss's hessians, and its leaf values are the exact Newton
+    step of the penalised objective for that tree (the penalty's curvature
+    couples the leaves that share a (group, label) cell): stable at any
+    ``fairness``. Its methods (``predict``, ``predict_proba``,
+    ``decision_function``, ``staged_*``) are scikit-learn's.
 
     Parameters
     ----------
@@ -101,8 +104,8 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         Weight of the group penalty (the paper's lambda); 0 is scikit-learn's
         model.
     penalty : {"group"}, default="group"
-        The penalty. The group penalty is quadratic in the scores, which its
-        hessian bound needs.
+        The penalty. The group penalty is quadratic in the scores, which the
+        leaves' exact Newton step needs.
 
     Attributes
     ----------
@@ -279,24 +282,42 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
                 stacklevel=caller_stacklevel(),
             )
             return None
-        refused = {
-            "warm_start": (self.warm_start, False),
-            "monotonic_cst": (self.monotonic_cst, None),
-        }
-        for name, (value, default) in refused.items():
-            if value is not default and value != default:
+        if self.warm_start:
+            raise ValueError(
+                f"warm_start=True with fairness={self.fairness}: the penalised "
+                "fit does not continue a fitted ensemble yet. Use "
+                "warm_start=False, or fairness=0."
+            )
+        constraints = self.monotonic_cst
+        if constraints is not None:
+            values = (
+                list(constraints.values())
+                if isinstance(constraints, dict)
+                else np.ravel(constraints).tolist()
+            )
+            if any(value != 0 for value in values):
                 raise ValueError(
-                    f"{name}={value!r} with fairness={self.fairness}: the "
-                    "penalised trees' leaf values are a joint Newton step that "
-                    f"does not keep {name}'s constraints yet. Leave {name} at "
-                    f"{default!r}, or use fairness=0."
+                    f"monotonic_cst={constraints!r} with fairness={self.fairness}: "
+                    "the penalised trees' leaf values are a joint Newton step, "
+                    "which does not keep monotonic constraints yet. Leave "
+                    "monotonic_cst=None, or use fairness=0."
                 )
+        if self.max_leaf_nodes is None:
+            raise ValueError(
+                f"max_leaf_nodes=None with fairness={self.fairness}: the leaves' "
+                "joint Newton step solves a leaves x leaves system every tree, "
+                "so the leaves must be bounded. Set max_leaf_nodes (31 by "
+                "default)."
+            )
         return groups
 
     def _fit_penalised(
         self, X, y, sample_weight, groups, X_val, y_val, sample_weight_val
     ):
         """scikit-learn's fit, with the penalised loop of one client."""
+        # A fairness=0 fit that failed midway may have left scikit-learn's
+        # flag that X is binned, which predict would then read.
+        self.__dict__.pop("_in_fit", None)
         X, known_categories = self._preprocess_X(X, reset=True)
         y = self._encode_y(np.asarray(y))
         check_consistent_length(X, y)
@@ -307,6 +328,8 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             )
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64)
+            # As scikit-learn's fit: partial dependence refuses weighted fits.
+            self._fitted_with_sw = True
         sample_weight = self._finalize_sample_weight(sample_weight, y)
         # The seeds scikit-learn draws, in its order: the validation split's
         # and the feature subsampling's.
@@ -321,8 +344,15 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         if validation_given:
             if X_val is None or y_val is None:
                 raise ValueError("Pass both X_val and y_val, or neither.")
+            if self.early_stopping is False:
+                raise ValueError(
+                    "X_val and y_val are given while early_stopping is False; "
+                    "they are early stopping's rows: set early_stopping to "
+                    "'auto' or True."
+                )
             X_val = self._preprocess_X(X_val, reset=False)
             y_val = self._encode_y_val(np.asarray(y_val))
+            check_consistent_length(X_val, y_val)
             if sample_weight_val is not None:
                 sample_weight_val = check_sample_weight(
                     sample_weight_val, X_val, dtype=np.float64
@@ -331,7 +361,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             self.do_early_stopping_ = n_samples > 10_000
         else:
             self.do_early_stopping_ = self.early_stopping
-        if self.do_early_stopping_ and self.scoring not in ("loss", None):
+        if self.do_early_stopping_ and self.scoring != "loss":
             raise ValueError(
                 f"scoring={self.scoring!r} with fairness={self.fairness}: early "
                 "stopping of the penalised trees scores the validation "

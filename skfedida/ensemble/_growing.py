@@ -151,7 +151,7 @@ class ClientRows:
         return left, right
 
 
-def add_histograms(total, histograms):
+def add_histograms(total, histograms, features=None):
     """Add one histogram array into another, field by field (in place).
 
     Parameters
@@ -160,14 +160,18 @@ def add_histograms(total, histograms):
         The running sum, updated.
     histograms : ndarray of HISTOGRAM_DTYPE
         A client's histograms of the same shape.
+    features : ndarray of int or None
+        The features computed (interaction constraints); the builder leaves
+        the others' memory as it found it, so they are not added.
 
     Returns
     -------
     total : ndarray of HISTOGRAM_DTYPE
         ``total``, with ``histograms`` added.
     """
+    rows = slice(None) if features is None else np.asarray(features, dtype=np.intp)
     for field in ("sum_gradients", "sum_hessians", "count"):
-        total[field] += histograms[field]
+        total[field][rows] += histograms[field][rows]
     return total
 
 
@@ -185,7 +189,11 @@ class _FederatedHistograms:
         for client, view in zip(self._clients, rows.views, strict=True):
             histograms = client.node_histograms(view, allowed_features)
             # Each call returns a new array: the first client's is the sum's.
-            total = histograms if total is None else add_histograms(total, histograms)
+            total = (
+                histograms
+                if total is None
+                else add_histograms(total, histograms, allowed_features)
+            )
         return total
 
     def compute_histograms_subtraction(

@@ -243,3 +243,22 @@ def test_the_penalised_leaves_are_shrunk_by_the_learning_rate(data):
     np.testing.assert_allclose(
         trees[1]["value"][leaves], 0.5 * trees[0]["value"][leaves], rtol=1e-12
     )
+
+
+def test_interaction_constraints_over_clients_are_scikit_learns(data):
+    # The builder leaves the features outside a constraint set unwritten:
+    # only the computed ones are added (no overflow from stale memory).
+    params = {"interaction_cst": [{0, 1}, {2, 3, 4}]}
+    reference = HistGradientBoostingClassifier(
+        max_iter=10, early_stopping=False, random_state=0, **params
+    ).fit(data.data, data.target)
+    with np.errstate(all="raise"):
+        _, predictors, *_ = _boost(
+            data,
+            reference._bin_mapper,
+            data.clients,
+            max_iter=10,
+            interaction_cst=[{0, 1}, {2, 3, 4}, {5}],
+        )
+    for ours, theirs in zip(predictors, reference._predictors, strict=True):
+        np.testing.assert_array_equal(ours[0].nodes, theirs[0].nodes)
