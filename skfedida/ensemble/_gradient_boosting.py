@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from time import time
 
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier
@@ -416,28 +417,40 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
                 client, y, sample_weight, baseline, raw_val, y_val, sample_weight_val
             )
 
+        fit_start = iteration_start = time()
+        if self.verbose:
+            print("Fitting gradient boosted rounds:")
+
         def on_iteration(predictors):
-            if not self.do_early_stopping_:
-                return False
-            if raw_val is not None:
-                raw_val[:] += predictors[-1][0].predict_binned(
-                    X_binned_val, self._bin_mapper.missing_values_bin_idx_, 1
+            nonlocal iteration_start
+            stop = False
+            if self.do_early_stopping_:
+                if raw_val is not None:
+                    raw_val[:] += predictors[-1][0].predict_binned(
+                        X_binned_val, self._bin_mapper.missing_values_bin_idx_, 1
+                    )
+                self._score(
+                    client, y, sample_weight, None, raw_val, y_val, sample_weight_val
                 )
-            self._score(
-                client, y, sample_weight, None, raw_val, y_val, sample_weight_val
-            )
-            scores = (
-                self.validation_score_
-                if self._use_validation_data
-                else self.train_score_
-            )
-            return self._should_stop(scores)
+                stop = self._should_stop(
+                    self.validation_score_
+                    if self._use_validation_data
+                    else self.train_score_
+                )
+            if self.verbose >= 2:
+                # scikit-learn's line per iteration, from its own printer.
+                print(f"[{len(predictors)}/{self.max_iter}] ", end="")
+                self._print_iteration_stats(iteration_start)
+            iteration_start = time()
+            return stop
 
         is_categorical = (
             np.zeros(self._n_features, dtype=np.uint8)
             if self._is_categorical_remapped is None
             else np.asarray(self._is_categorical_remapped, dtype=np.uint8)
         )
+        # Filled tree by tree (scikit-learn's printer reads the last one).
+        self._predictors = []
         baseline, self._predictors = boost(
             [client],
             bin_mapper=self._bin_mapper,
@@ -455,8 +468,15 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             fairness=float(self.fairness),
             n_groups=self.n_groups_,
             baseline=baseline,
+            predictors=self._predictors,
             on_iteration=on_iteration,
         )
+        if self.verbose:
+            n_leaves = sum(tree[0].get_n_leaf_nodes() for tree in self._predictors)
+            print(
+                f"Fit {len(self._predictors)} trees in {time() - fit_start:.3f} s, "
+                f"({n_leaves} total leaves)"
+            )
         self._baseline_prediction = np.array([[baseline]])
         self.train_score_ = np.asarray(self.train_score_)
         self.validation_score_ = np.asarray(self.validation_score_)

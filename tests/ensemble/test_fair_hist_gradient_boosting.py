@@ -264,3 +264,13 @@ def test_predict_after_a_failed_fit_reads_raw_rows(data):
         data.data, data.target, sensitive_features=data.sensitive
     )
     assert model.predict(data.data).shape == (len(data.target),)
+
+
+def test_a_verbose_penalised_fit_reports_as_scikit_learn_does(data, capsys):
+    FairHistGradientBoostingClassifier(
+        fairness=1.0, max_iter=3, early_stopping=True, verbose=2, random_state=0
+    ).fit(data.data, data.target, sensitive_features=data.sensitive)
+    out = capsys.readouterr().out
+    assert "Fitting gradient boosted rounds:" in out
+    assert "[3/3] 1 tree," in out and "val loss:" in out
+    assert "Fit 3 trees in" in out
