@@ -30,7 +30,6 @@ import pandas as pd
 from _timing import Stopwatch
 from sklearn.ensemble import HistGradientBoostingClassifier
 
-from skfedida._groups import encode_groups
 from skfedida.datasets import load_adult
 from skfedida.ensemble import FairHistGradientBoostingClassifier
 from skfedida.federated import evaluate_clients
@@ -69,7 +68,7 @@ def main():
             X_test[column], categories=X_train[column].cat.categories
         )
     y_train, y_test = train.target.to_numpy(), test.target.to_numpy()
-    groups = encode_groups(train.sensitive, n_samples=len(y_train))
+    codes, _ = pd.factorize(pd.MultiIndex.from_frame(train.sensitive))
     setups = {"scikit-learn": None, **{f"fairness={f:g}": f for f in (0, 1, 10, 100)}}
     rows = []
     watch = Stopwatch()
@@ -100,10 +99,7 @@ def main():
                 )
             row = dict(report.summary["mean"])
             row["penalty"] = group_penalty(
-                model.decision_function(X_train),
-                y_train,
-                groups.codes,
-                groups.n_groups,
+                model.decision_function(X_train), y_train, codes
             )[0]
             rows.append({"setup": name, "seed": seed, **row})
     table = pd.DataFrame(rows)

@@ -38,6 +38,11 @@ EXPECTED = {
         "server's counts",
         "FedAvg + group thresholds",
     ],
+    "boosted_trees.py": [
+        "FedIDA trees, fairness=1: training penalty",
+        "selection_rate",
+        "dpd",
+    ],
     "multiclass_federation.py": [
         "share 3 high",
         "FedIDA lambda=5.0 vs FedAvg: EOD",
