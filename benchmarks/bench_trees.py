@@ -7,9 +7,10 @@ stopping. Three fits:
 
 - scikit-learn's ``HistGradientBoostingClassifier`` on the pooled rows (its
   binning included);
-- the federated loop (``skfedida/ensemble/_boosting.py``) over the 5
-  clients' rows, with the pooled fit's bin edges (binning each client's
-  rows included), checked to give the same trees bit for bit;
+- the federated fit over the 5 clients' rows: bin edges from the clients'
+  answers (``skfedida/ensemble/_binning.py``), each client's rows binned,
+  and the boosting loop (``skfedida/ensemble/_boosting.py``), all timed,
+  checked to give the same edges and trees bit for bit;
 - the same loop with the group penalty (``fairness=1``, race x gender),
   whose every tree adds a statistics round of cell sums and a Newton solve
   over its leaves.
@@ -27,6 +28,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 
 from skfedida._groups import encode_groups
 from skfedida.datasets import load_adult
+from skfedida.ensemble._binning import ClientColumns, federated_bin_mapper
 from skfedida.ensemble._boosting import BoostingClient, boost
 
 TARGET = 3.0
@@ -54,15 +56,16 @@ def main():
 
     def federated(fairness):
         def fit():
+            edges = federated_bin_mapper([ClientColumns(X[rows]) for rows in parts])
             members = [
                 BoostingClient(
-                    bin_mapper.transform(X[rows]), y[rows], None, groups.codes[rows]
+                    edges.transform(X[rows]), y[rows], None, groups.codes[rows]
                 )
                 for rows in parts
             ]
-            return boost(
+            return edges, *boost(
                 members,
-                bin_mapper=bin_mapper,
+                bin_mapper=edges,
                 is_categorical=np.zeros(n_features, np.uint8),
                 monotonic_cst=np.zeros(n_features, np.int8),
                 interaction_cst=None,
@@ -82,11 +85,15 @@ def main():
         return timed(fit, args.repeat)
 
     plain = federated(0.0)
+    edges, _, trees = plain.result
     same = all(
-        np.array_equal(ours[0].nodes, theirs[0].nodes)
+        np.array_equal(ours, theirs)
         for ours, theirs in zip(
-            plain.result[1], reference.result._predictors, strict=True
+            edges.bin_thresholds_, bin_mapper.bin_thresholds_, strict=True
         )
+    ) and all(
+        np.array_equal(ours[0].nodes, theirs[0].nodes)
+        for ours, theirs in zip(trees, reference.result._predictors, strict=True)
     )
     penalised = federated(1.0)
     print(
@@ -98,7 +105,12 @@ def main():
     print("|---|---:|---:|")
     print(f"| scikit-learn, pooled rows | {reference} | 1.00 |")
     for name, timing in (
-        ("federated, 5 clients (same trees: " + ("yes" if same else "NO") + ")", plain),
+        (
+            "federated, 5 clients (same edges and trees: "
+            + ("yes" if same else "NO")
+            + ")",
+            plain,
+        ),
         ("federated, 5 clients, fairness=1", penalised),
     ):
         print(f"| {name} | {timing} | {timing.median / reference.median:.2f} |")

@@ -88,3 +88,33 @@ MUTANTS += [
         features=FEATURES,
     ),
 ]
+
+# -- federated bin edges --------------------------------------------------------
+BINNING = "skfedida/ensemble/_binning.py"
+BINNING_TESTS = ("tests/ensemble/test_binning.py",)
+MUTANTS += [
+    Mutant(
+        "a bisection pivot is the mean of the keys, overflowing across zero",
+        BINNING,
+        "        mid = lo // 2 + hi // 2 + (lo % 2 + hi % 2) // 2\n",
+        "        mid = (lo + hi) // 2\n",
+        BINNING_TESTS,
+        features=FEATURES,
+    ),
+    Mutant(
+        "an order statistic is the largest value below its rank",
+        BINNING,
+        "        enough = counts >= ranks + 1\n",
+        "        enough = counts > ranks + 1\n",
+        BINNING_TESTS,
+        features=FEATURES,
+    ),
+    Mutant(
+        "the midpoints path takes features with one value more than max_bins",
+        BINNING,
+        "        if distinct.size <= max_bins:\n",
+        "        if distinct.size <= max_bins + 1:\n",
+        BINNING_TESTS,
+        features=FEATURES,
+    ),
+]

@@ -1,0 +1,155 @@
+"""Bin edges from the clients' answers: scikit-learn's pooled edges, exactly.
+
+The oracle is scikit-learn's ``_BinMapper`` fitted on the pooled rows (below
+its subsample size): the same edges to the bit, NaN where it makes one, on
+columns with missing values, infinities, huge values, a constant, few and
+many distinct values, split over 1 to 7 clients. Then the whole federated
+fit without a row pooled: federated edges and boosting over clients give
+``HistGradientBoostingClassifier``'s trees bit for bit.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier
+
+from skfedida._compat import BinMapper
+from skfedida.datasets import make_federated_classification
+from skfedida.ensemble._binning import ClientColumns, federated_bin_mapper
+from skfedida.ensemble._boosting import BoostingClient, boost
+
+
+def _columns(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(300, 20000))
+    X = np.column_stack(
+        [
+            rng.normal(size=n),
+            rng.integers(0, 10, n).astype(float),  # few distinct values
+            rng.exponential(size=n) ** 3,
+            np.round(rng.normal(size=n), 1),
+            -rng.lognormal(size=n),  # all negative
+            np.full(n, 2.0),  # constant: no edge
+            rng.standard_cauchy(n) * 1e300,  # overflowing differences
+            rng.integers(0, 255, n).astype(float),  # max_bins distinct at most
+            rng.integers(0, 256, n).astype(float),  # one more: percentiles
+        ]
+    )
+    X[:: int(rng.integers(5, 20)), 0] = np.nan
+    X[:, 2][rng.random(n) < 0.3] = 0.0
+    X[::7, 6] = np.inf
+    return rng, X
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("n_clients", [1, 3, 7])
+def test_the_edges_are_scikit_learns_on_the_pooled_rows(seed, n_clients):
+    rng, X = _columns(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # its inf - inf
+        reference = BinMapper(n_bins=256).fit(X)
+    ids = rng.integers(0, n_clients, X.shape[0])
+    federated = federated_bin_mapper(
+        [ClientColumns(X[ids == k]) for k in range(n_clients)]
+    )
+    for ours, theirs in zip(
+        federated.bin_thresholds_, reference.bin_thresholds_, strict=True
+    ):
+        np.testing.assert_array_equal(ours, theirs)  # NaN where theirs is
+    np.testing.assert_array_equal(
+        federated.n_bins_non_missing_, reference.n_bins_non_missing_
+    )
+    np.testing.assert_array_equal(federated.transform(X), reference.transform(X))
+
+
+class _Counting(ClientColumns):
+    """A client that counts the bisection rounds it answers."""
+
+    def __init__(self, X):
+        super().__init__(X)
+        self.rounds = 0
+
+    def counts_at_most(self, feature, pivots):
+        self.rounds += 1
+        return super().counts_at_most(feature, pivots)
+
+
+def test_what_the_server_asks_and_learns_is_bounded():
+    _, X = _columns(0)
+    clients = [_Counting(X[:5000]), _Counting(X[5000:])]
+    summaries = [client.summary(255) for client in clients]
+    # Distinct values only for features with at most max_bins of them.
+    assert summaries[0][1][3].tolist() == list(range(10))
+    assert summaries[0][0][3] is None and summaries[0][8][3] is None
+    federated_bin_mapper(clients)
+    # At most 64 rounds (float64 keys) per feature binned by percentiles.
+    n_percentile_features = sum(1 for summary in summaries[0] if summary[3] is None)
+    assert 0 < clients[0].rounds <= 64 * n_percentile_features
+    assert clients[0].rounds == clients[1].rounds
+
+
+def test_a_client_without_values_of_a_feature_still_counts():
+    _, X = _columns(1)
+    empty = X[:50].copy()
+    empty[:, 0] = np.nan  # this client has no value of feature 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = BinMapper(n_bins=256).fit(np.vstack([empty, X[50:]]))
+    federated = federated_bin_mapper([ClientColumns(empty), ClientColumns(X[50:])])
+    for ours, theirs in zip(
+        federated.bin_thresholds_, reference.bin_thresholds_, strict=True
+    ):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("n_clients", [1, 4])
+def test_a_federated_fit_without_pooling_a_row_is_scikit_learns(n_clients):
+    data = make_federated_classification(
+        5000, n_clients=n_clients, n_features=6, random_state=2
+    )
+    X = data.data.copy()
+    X[::29, 1] = np.nan
+    reference = HistGradientBoostingClassifier(
+        max_iter=20, early_stopping=False, random_state=0
+    ).fit(X, data.target)
+    parts = [np.flatnonzero(data.clients == k) for k in np.unique(data.clients)]
+    bin_mapper = federated_bin_mapper([ClientColumns(X[rows]) for rows in parts])
+    clients = [
+        BoostingClient(bin_mapper.transform(X[rows]), data.target[rows])
+        for rows in parts
+    ]
+    baseline, predictors = boost(
+        clients,
+        bin_mapper=bin_mapper,
+        is_categorical=np.zeros(6, np.uint8),
+        monotonic_cst=np.zeros(6, np.int8),
+        interaction_cst=None,
+        max_iter=20,
+        learning_rate=0.1,
+        max_leaf_nodes=31,
+        max_depth=None,
+        min_samples_leaf=20,
+        l2_regularization=0.0,
+        max_features=1.0,
+        feature_rng=np.random.default_rng(0),
+    )
+    assert baseline == reference._baseline_prediction[0, 0]
+    for ours, theirs in zip(predictors, reference._predictors, strict=True):
+        np.testing.assert_array_equal(ours[0].nodes, theirs[0].nodes)
+
+
+def test_few_values_per_client_but_many_in_all_take_percentiles():
+    # Each client sends its ~86 distinct values; their union has 256, one
+    # more than max_bins: scikit-learn then cuts at percentiles, not
+    # midpoints, and so must the federation.
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 256, 6000).astype(float)
+    X = values[:, None]
+    reference = BinMapper(n_bins=256).fit(X)
+    clients = [ClientColumns(X[values % 3 == k]) for k in range(3)]
+    assert all(client.summary(255)[0][3] is not None for client in clients)
+    federated = federated_bin_mapper(clients)
+    np.testing.assert_array_equal(
+        federated.bin_thresholds_[0], reference.bin_thresholds_[0]
+    )
