@@ -1,4 +1,4 @@
-"""Bin edges from the clients' rows without pooling them: scikit-learn's, exactly.
+"""Bin edges from the clients' rows without pooling them: scikit-learn's edges.
 
 scikit-learn's ``_BinMapper`` cuts a numeric feature at the midpoints of its
 distinct values when it has at most ``max_bins`` of them, and otherwise at
@@ -7,24 +7,32 @@ each is one order statistic of the column, or the mean of two neighbours).
 Both are functions of a few pooled order statistics, which the clients can
 find without sending a row:
 
-1. each client sends, per feature, its minimum and maximum, and its distinct
-   values when it has at most ``max_bins`` of them (else only that it has
-   more). Their union, when every client sent its values and the union has
-   at most ``max_bins``, gives the midpoints;
-2. otherwise every needed order statistic is found by bisection over the
-   ordered float64 values: each round the server sends, per statistic, one
-   pivot, and each client answers how many of its values are at most that
-   pivot. After at most 64 rounds the smallest pivot with enough values
-   below it is the order statistic itself.
+1. each client sends, per feature, the count of its non-missing values,
+   their minimum and maximum, and its distinct values when it has at most
+   ``max_bins`` of them (else only that it has more). Their union, when
+   every client sent its values and the union has at most ``max_bins``,
+   gives the midpoints;
+2. otherwise every needed order statistic (one or two per edge) is found by
+   bisection over the ordered float64 values: each round the server sends,
+   per statistic, one pivot, and each client answers how many of its values
+   are at most that pivot. After at most 64 rounds per feature (features
+   one after another) the smallest pivot with enough values at or below it
+   is the order statistic itself.
 
-So the edges are scikit-learn's on the pooled rows, bit for bit (on at most
+So the edges are scikit-learn's on the pooled rows (on at most
 ``subsample`` rows: above scikit-learn's 200,000 it draws a random subsample
-to bin from, where these edges stay those of all rows). What the server
-learns: each client's range per feature, the distinct values of features
-with few of them, and counts of each client's values at or below ~64 pivots
-per edge, which home in on the pooled edges (data values, as scikit-learn's
-edges are). Row-weighted edges (``sample_weight``) are not computed this way
-yet.
+to bin from, where these edges stay those of all rows), bin for bin; as
+values they are equal too, but for the sign of a zero edge (numpy's
+partition picks either zero at a rank; the bisection, -0.0 below a negative
+minimum), which bins the same. A feature without a value on any client gets
+no edge (scikit-learn raises). What the server learns, per client and
+feature: the count of non-missing values and their range; all its distinct
+values when the client has at most ``max_bins`` of them, whether or not the
+pooled feature then takes percentiles (a client of few rows sends every
+value it has); and its counts of values at or below each pivot, one
+bisection per needed order statistic (per client: the server adds them up,
+no secure aggregation). Row-weighted edges (``sample_weight``) are not
+computed this way yet.
 """
 
 from __future__ import annotations
@@ -147,6 +155,14 @@ def _lerp(a, b, t):
     return np.where(t >= 0.5, b - difference * (1 - t), a + difference * t)
 
 
+def _finished(thresholds):
+    """scikit-learn's last steps for both paths: duplicates out, no +inf edge."""
+    unique = np.unique(thresholds)
+    if unique.shape[0] != thresholds.shape[0]:
+        thresholds = unique
+    return np.clip(thresholds, None, _ALMOST_INF)
+
+
 def _feature_thresholds(clients, feature, summaries, max_bins):
     """Bin edges of one numeric feature, as scikit-learn finds them pooled."""
     count = sum(s[feature][0] for s in summaries)
@@ -159,18 +175,26 @@ def _feature_thresholds(clients, feature, summaries, max_bins):
             return np.asarray([])
         if distinct.size <= max_bins:
             # scikit-learn's sliding_window_view(distinct, 2).mean(axis=1).
-            return np.lib.stride_tricks.sliding_window_view(distinct, 2).mean(axis=1)
+            # Overflowing means (values near 1e308) are clipped, as there.
+            with np.errstate(over="ignore", invalid="ignore"):
+                return _finished(
+                    np.lib.stride_tricks.sliding_window_view(distinct, 2).mean(axis=1)
+                )
     low = min(s[feature][1] for s in summaries if s[feature][0] > 0)
     high = max(s[feature][2] for s in summaries if s[feature][0] > 0)
     percentiles = np.linspace(0, 100, num=max_bins + 1)[1:-1]
     # Where numpy's percentile reads a column of `count` values: on the
-    # positions themselves, it returns the position (or the mean of two).
+    # positions themselves, it returns the position it interpolates at.
     positions = np.percentile(
         np.arange(count, dtype=np.float64), percentiles, method="averaged_inverted_cdf"
     )
-    below = np.floor(positions).astype(np.int64)
-    above = np.minimum(below + 1, count - 1)
-    gamma = positions - below
+    # numpy's "averaged_inverted_cdf": a position p + 0.5 is lerp(x[p],
+    # x[p + 1], 0.5); an integer position p is lerp(x[p - 1], x[p], 1), with
+    # x[0] for x[-1] (an infinite x[p - 1] then makes NaN, as in numpy).
+    half = positions != np.floor(positions)
+    above = np.ceil(positions).astype(np.int64)
+    below = np.where(half, above - 1, np.maximum(above - 1, 0))
+    gamma = np.where(half, 0.5, 1.0)
     needed = np.unique(np.concatenate((below, above)))
     values = dict(
         zip(
@@ -181,14 +205,8 @@ def _feature_thresholds(clients, feature, summaries, max_bins):
     )
     a = np.array([values[k] for k in below.tolist()])
     b = np.array([values[k] for k in above.tolist()])
-    # numpy interpolates even at gamma 0 (an infinite neighbour makes NaN
-    # there, which scikit-learn keeps): so does this, to the bit.
-    with np.errstate(invalid="ignore"):
-        thresholds = _lerp(a, b, gamma)
-    unique = np.unique(thresholds)
-    if unique.shape[0] != thresholds.shape[0]:
-        thresholds = unique
-    return np.clip(thresholds, None, _ALMOST_INF)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _finished(_lerp(a, b, gamma))
 
 
 def federated_bin_mapper(clients, *, n_bins=256):
@@ -209,6 +227,14 @@ def federated_bin_mapper(clients, *, n_bins=256):
         pooled rows would be (below its subsample size), to transform each
         client's rows.
     """
+    if (
+        not (isinstance(n_bins, int | np.integer) and not isinstance(n_bins, bool))
+        or not 3 <= n_bins <= 256
+    ):
+        raise ValueError(
+            f"n_bins must be an integer from 3 to 256 (max_bins + 1, as "
+            f"scikit-learn's max_bins is from 2 to 255); got {n_bins!r}."
+        )
     max_bins = n_bins - 1
     summaries = [client.summary(max_bins) for client in clients]
     n_features = len(summaries[0])

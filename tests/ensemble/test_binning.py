@@ -1,7 +1,8 @@
 """Bin edges from the clients' answers: scikit-learn's pooled edges, exactly.
 
 The oracle is scikit-learn's ``_BinMapper`` fitted on the pooled rows (below
-its subsample size): the same edges to the bit, NaN where it makes one, on
+its subsample size): the same edges (as values: a zero edge's sign may
+differ, which bins the same), NaN where it makes one, and the same bins, on
 columns with missing values, infinities, huge values, a constant, few and
 many distinct values, split over 1 to 7 clients. Then the whole federated
 fit without a row pooled: federated edges and boosting over clients give
@@ -153,3 +154,61 @@ def test_few_values_per_client_but_many_in_all_take_percentiles():
     np.testing.assert_array_equal(
         federated.bin_thresholds_[0], reference.bin_thresholds_[0]
     )
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        [0.0, np.inf] * 3,  # few values, one infinite: clipped to 1e300
+        [0.0, 1e301],  # a midpoint above 1e300: clipped
+        [1 + 2.220446049250313e-16 * k for k in (1, 2, 3)] + [5.0],  # equal means
+        [-5e-324, 0.0, 5e-324],  # subnormals
+        [0.0, 1.0, 2.0, np.inf, np.inf],  # percentiles next to +inf
+        [-np.inf, -np.inf, 0.0, 1.0, 2.0],  # and -inf before
+    ],
+    ids=["inf", "above-1e300", "duplicate-midpoints", "subnormal", "+inf", "-inf"],
+)
+@pytest.mark.parametrize("n_bins", [3, 17, 256])
+def test_edge_cases_bin_as_scikit_learn_bins_them(column, n_bins):
+    X = np.asarray(column, dtype=np.float64)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = BinMapper(n_bins=n_bins).fit(X)
+    for parts in ([X], [X[::2], X[1::2]]):
+        federated = federated_bin_mapper(
+            [ClientColumns(part) for part in parts], n_bins=n_bins
+        )
+        np.testing.assert_array_equal(
+            federated.bin_thresholds_[0], reference.bin_thresholds_[0]
+        )
+        np.testing.assert_array_equal(federated.transform(X), reference.transform(X))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_small_columns_bin_as_scikit_learn_bins_them(seed):
+    # numpy's percentile index arithmetic at small n, with infinities.
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([2, 3, 4, 5, 17, 18, 40, 255, 256, 257, 600]))
+    n_bins = int(rng.choice([3, 17, 256]))
+    with np.errstate(over="ignore"):  # some draws times 1e308 are inf
+        X = rng.normal(size=(n, 2)) * np.array([1.0, 1e308])
+    X[rng.random(n) < 0.1, 0] = np.inf
+    X[rng.random(n) < 0.1, 1] = -np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = BinMapper(n_bins=n_bins).fit(X)
+    ids = rng.integers(0, 3, n)
+    federated = federated_bin_mapper(
+        [ClientColumns(X[ids == k]) for k in range(3)], n_bins=n_bins
+    )
+    for ours, theirs in zip(
+        federated.bin_thresholds_, reference.bin_thresholds_, strict=True
+    ):
+        np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(federated.transform(X), reference.transform(X))
+
+
+@pytest.mark.parametrize("n_bins", [2, 257, 3.0, True])
+def test_n_bins_outside_scikit_learn_s_range_is_refused(n_bins):
+    with pytest.raises(ValueError, match="n_bins must be an integer from 3 to 256"):
+        federated_bin_mapper([ClientColumns(np.zeros((4, 1)))], n_bins=n_bins)
