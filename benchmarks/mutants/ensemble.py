@@ -118,3 +118,21 @@ MUTANTS += [
         features=FEATURES,
     ),
 ]
+MUTANTS += [
+    Mutant(
+        "the midpoints path keeps duplicate and infinite edges",
+        BINNING,
+        "                return _finished(\n",
+        "                return np.asarray(\n",
+        BINNING_TESTS,
+        features=FEATURES,
+    ),
+    Mutant(
+        "an integer percentile position reads the next value, not the previous",
+        BINNING,
+        "    below = np.where(half, above - 1, np.maximum(above - 1, 0))\n",
+        "    below = np.where(half, above - 1, above)\n",
+        BINNING_TESTS,
+        features=FEATURES,
+    ),
+]
