@@ -274,3 +274,40 @@ def test_a_verbose_penalised_fit_reports_as_scikit_learn_does(data, capsys):
     assert "Fitting gradient boosted rounds:" in out
     assert "[3/3] 1 tree," in out and "val loss:" in out
     assert "Fit 3 trees in" in out
+
+
+def test_a_search_over_fairness_routes_each_fold_s_groups(data):
+    # With metadata routing, GridSearchCV and cross_validate slice the
+    # groups per fold (a DataFrame; a dict is refused naming why) and every
+    # candidate's fit is penalised with them; warnings are errors, so an
+    # inactive penalty would fail the search.
+    from sklearn import config_context
+    from sklearn.model_selection import GridSearchCV, cross_validate
+
+    from skfedida.metrics import make_fairness_scorer
+
+    groups = pd.DataFrame(data.sensitive)
+    with config_context(enable_metadata_routing=True), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        search = GridSearchCV(
+            FairHistGradientBoostingClassifier(max_iter=10, random_state=0),
+            {"fairness": [0.0, 1.0]},
+            scoring={"auc": "roc_auc", "dpd": make_fairness_scorer("dpd")},
+            refit="auc",
+            cv=3,
+            error_score="raise",
+        ).fit(data.data, data.target, sensitive_features=groups)
+        scores = cross_validate(
+            FairHistGradientBoostingClassifier(
+                fairness=1.0, max_iter=10, random_state=0
+            ),
+            data.data,
+            data.target,
+            params={"sensitive_features": groups},
+            cv=3,
+            scoring="roc_auc",
+        )["test_score"]
+    dpd = search.cv_results_["mean_test_dpd"]
+    assert np.isfinite(dpd).all() and dpd[0] != dpd[1]
+    assert search.best_estimator_.n_groups_ == 4
+    assert np.isfinite(scores).all() and scores.min() > 0.6
