@@ -122,8 +122,8 @@ MUTANTS += [
     Mutant(
         "the midpoints path keeps duplicate and infinite edges",
         BINNING,
-        "                return _finished(\n",
-        "                return np.asarray(\n",
+        '                return "edges", _finished(\n',
+        '                return "edges", np.asarray(\n',
         BINNING_TESTS,
         features=FEATURES,
     ),

@@ -15,9 +15,9 @@ find without sending a row:
 2. otherwise every needed order statistic (one or two per edge) is found by
    bisection over the ordered float64 values: each round the server sends,
    per statistic, one pivot, and each client answers how many of its values
-   are at most that pivot. After at most 64 rounds per feature (features
-   one after another) the smallest pivot with enough values at or below it
-   is the order statistic itself.
+   are at most that pivot. After at most 64 rounds (all features' statistics
+   at once, one message per client and round) the smallest pivot with
+   enough values at or below it is the order statistic itself.
 
 So the edges are scikit-learn's on the pooled rows (on at most
 ``subsample`` rows: above scikit-learn's 200,000 it draws a random subsample
@@ -30,9 +30,9 @@ feature: the count of non-missing values and their range; all its distinct
 values when the client has at most ``max_bins`` of them, whether or not the
 pooled feature then takes percentiles (a client of few rows sends every
 value it has); and its counts of values at or below each pivot, one
-bisection per needed order statistic (per client: the server adds them up,
-no secure aggregation). Row-weighted edges (``sample_weight``) are not
-computed this way yet.
+bisection per needed order statistic, at most 64 rounds for all features
+(per client: the server adds them up, no secure aggregation). Row-weighted
+edges (``sample_weight``) are not computed this way yet.
 """
 
 from __future__ import annotations
@@ -103,35 +103,45 @@ class ClientColumns:
             )
         return out
 
-    def counts_at_most(self, feature, pivots):
+    def counts_at_most(self, features, pivots):
         """Answer one bisection round: counts of values at or below pivots.
 
         Parameters
         ----------
-        feature : int
-            The feature.
+        features : ndarray of int
+            Per order statistic sought, its feature.
         pivots : ndarray of float64
             The server's pivots, one per order statistic sought.
 
         Returns
         -------
         counts : ndarray of int
-            How many of the client's values of ``feature`` are at most each
-            pivot.
+            How many of the client's values of each pivot's feature are at
+            most that pivot.
         """
-        return np.searchsorted(self.columns[feature], pivots, side="right")
+        features = np.asarray(features)
+        counts = np.empty(features.shape[0], dtype=np.int64)
+        for feature in np.unique(features):
+            asked = features == feature
+            counts[asked] = np.searchsorted(
+                self.columns[feature], pivots[asked], side="right"
+            )
+        return counts
 
 
-def _order_statistics(clients, feature, ranks, low, high):
-    """The pooled values of 0-based ``ranks`` of one feature, by bisection.
+def _order_statistics(clients, features, ranks, low, high):
+    """Pooled order statistics of several features at once, by bisection.
 
-    ``low`` and ``high`` are the pooled minimum and maximum. Each round every
-    client counts its values at or below one pivot per rank; the interval
-    (lo, hi] of ordered keys holding the statistic halves.
+    Entry i is the value of 0-based rank ``ranks[i]`` of feature
+    ``features[i]``, whose pooled minimum and maximum are ``low[i]`` and
+    ``high[i]``. Each round every client counts its values at or below one
+    pivot per entry (one message for all features); the interval (lo, hi]
+    of ordered keys holding each statistic halves.
     """
+    features = np.asarray(features, dtype=np.intp)
     ranks = np.asarray(ranks, dtype=np.int64)
-    lo = np.full(ranks.shape, _ordered(np.array([low]))[0] - 1, dtype=np.int64)
-    hi = np.full(ranks.shape, _ordered(np.array([high]))[0], dtype=np.int64)
+    lo = _ordered(np.asarray(low, dtype=np.float64)) - 1
+    hi = _ordered(np.asarray(high, dtype=np.float64))
     # 64 halvings close any interval of int64 keys; one more sees it closed.
     for _ in range(65):
         # Keys span all of int64: neither hi - lo nor lo + hi may be formed.
@@ -140,7 +150,7 @@ def _order_statistics(clients, feature, ranks, low, high):
             return _from_ordered(hi)
         mid = lo // 2 + hi // 2 + (lo % 2 + hi % 2) // 2
         pivots = _from_ordered(mid)
-        counts = sum(client.counts_at_most(feature, pivots) for client in clients)
+        counts = sum(client.counts_at_most(features, pivots) for client in clients)
         enough = counts >= ranks + 1
         hi = np.where(open_ & enough, mid, hi)
         lo = np.where(open_ & ~enough, mid, lo)
@@ -163,21 +173,27 @@ def _finished(thresholds):
     return np.clip(thresholds, None, _ALMOST_INF)
 
 
-def _feature_thresholds(clients, feature, summaries, max_bins):
-    """Bin edges of one numeric feature, as scikit-learn finds them pooled."""
+def _feature_plan(feature, summaries, max_bins):
+    """One feature's edges, or the order statistics they need.
+
+    Returns ``("edges", thresholds)`` when the summaries settle them
+    (midpoints of few distinct values, or none), else ``("percentiles",
+    below, above, gamma, low, high)``: numpy's neighbours and weights of
+    every percentile, and the pooled range to bisect in.
+    """
     count = sum(s[feature][0] for s in summaries)
     if count == 0:
-        return np.asarray([])
+        return "edges", np.asarray([])
     distinct_sets = [s[feature][3] for s in summaries if s[feature][0] > 0]
     if all(values is not None for values in distinct_sets):
         distinct = np.unique(np.concatenate(distinct_sets))
         if distinct.size == 1:
-            return np.asarray([])
+            return "edges", np.asarray([])
         if distinct.size <= max_bins:
-            # scikit-learn's sliding_window_view(distinct, 2).mean(axis=1).
-            # Overflowing means (values near 1e308) are clipped, as there.
+            # scikit-learn's sliding_window_view(distinct, 2).mean(axis=1);
+            # overflowing means (values near 1e308) are clipped, as there.
             with np.errstate(over="ignore", invalid="ignore"):
-                return _finished(
+                return "edges", _finished(
                     np.lib.stride_tricks.sliding_window_view(distinct, 2).mean(axis=1)
                 )
     low = min(s[feature][1] for s in summaries if s[feature][0] > 0)
@@ -195,14 +211,11 @@ def _feature_thresholds(clients, feature, summaries, max_bins):
     above = np.ceil(positions).astype(np.int64)
     below = np.where(half, above - 1, np.maximum(above - 1, 0))
     gamma = np.where(half, 0.5, 1.0)
-    needed = np.unique(np.concatenate((below, above)))
-    values = dict(
-        zip(
-            needed.tolist(),
-            _order_statistics(clients, feature, needed, low, high),
-            strict=True,
-        )
-    )
+    return "percentiles", below, above, gamma, low, high
+
+
+def _percentile_edges(below, above, gamma, values):
+    """The edges from the order statistics ``values`` (by rank)."""
     a = np.array([values[k] for k in below.tolist()])
     b = np.array([values[k] for k in above.tolist()])
     with np.errstate(over="ignore", invalid="ignore"):
@@ -241,9 +254,30 @@ def federated_bin_mapper(clients, *, n_bins=256):
     mapper = BinMapper(n_bins=n_bins)
     mapper.is_categorical_ = np.zeros(n_features, dtype=np.uint8)
     mapper.missing_values_bin_idx_ = n_bins - 1
+    plans = [
+        _feature_plan(feature, summaries, max_bins) for feature in range(n_features)
+    ]
+    # Every feature's needed order statistics in one bisection: at most 64
+    # rounds in all, each one message per client.
+    requests = [
+        (feature, np.unique(np.concatenate((plan[1], plan[2]))), plan[4], plan[5])
+        for feature, plan in enumerate(plans)
+        if plan[0] == "percentiles"
+    ]
+    found = {}
+    if requests:
+        features = np.concatenate([[f] * len(r) for f, r, _, _ in requests])
+        ranks = np.concatenate([r for _, r, _, _ in requests])
+        lows = np.concatenate([[low] * len(r) for _, r, low, _ in requests])
+        highs = np.concatenate([[high] * len(r) for _, r, _, high in requests])
+        values = _order_statistics(clients, features, ranks, lows, highs)
+        for feature, rank, value in zip(features, ranks, values, strict=True):
+            found.setdefault(int(feature), {})[int(rank)] = value
     mapper.bin_thresholds_ = [
-        _feature_thresholds(clients, feature, summaries, max_bins)
-        for feature in range(n_features)
+        plan[1]
+        if plan[0] == "edges"
+        else _percentile_edges(plan[1], plan[2], plan[3], found[feature])
+        for feature, plan in enumerate(plans)
     ]
     mapper.n_bins_non_missing_ = np.array(
         [edges.shape[0] + 1 for edges in mapper.bin_thresholds_], dtype=np.uint32
