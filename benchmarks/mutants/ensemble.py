@@ -54,8 +54,8 @@ MUTANTS = [
     Mutant(
         "the baseline ignores the clients' weights",
         BOOSTING,
-        "        return float(np.dot(weight, self.y)), float(weight.sum())\n",
-        "        return float(self.y.sum()), float(self.n_samples)\n",
+        "return float(np.dot(self.row_weight, self.y)), float(self.row_weight.sum())",
+        "return float(self.y.sum()), float(self.n_samples)",
         ENSEMBLE_TESTS,
         features=FEATURES,
     ),

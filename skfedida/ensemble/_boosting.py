@@ -69,12 +69,20 @@ class BoostingClient:
     def __init__(self, X_binned, y, sample_weight=None, groups=None):
         self.X_binned = np.asfortranarray(X_binned, dtype=X_BINNED_DTYPE)
         self.y = np.asarray(y, dtype=np.float64)
+        n = self.y.shape[0]
+        # The loss takes None for unit weights; the sums every tree needs
+        # take the ones, made once.
         self.weight = (
             None if sample_weight is None else np.asarray(sample_weight, np.float64)
         )
-        self.groups = None if groups is None else np.asarray(groups, dtype=np.intp)
+        self.row_weight = np.ones(n) if self.weight is None else self.weight
+        # Each row's (group, label) cell, 2 * group + label, fixed for the fit.
+        self.cells = (
+            None
+            if groups is None
+            else np.asarray(groups, dtype=np.intp) * 2 + self.y.astype(np.intp)
+        )
         self.raw = None
-        n = self.y.shape[0]
         self.gradients = np.empty(n, dtype=G_H_DTYPE)
         self.hessians = np.empty(n, dtype=G_H_DTYPE)
 
@@ -82,26 +90,16 @@ class BoostingClient:
     def n_samples(self):
         return self.y.shape[0]
 
-    def weights(self):
-        """The rows' weights (ones without sample weights)."""
-        return np.ones(self.n_samples) if self.weight is None else self.weight
-
     def label_sums(self):
         """``(sum of w_i y_i, sum of w_i)``: what the baseline needs."""
-        weight = self.weights()
-        return float(np.dot(weight, self.y)), float(weight.sum())
-
-    def cells(self, n_groups):
-        """Each row's (group, label) cell, ``2 * group + label``."""
-        return self.groups * 2 + self.y.astype(np.intp)
+        return float(np.dot(self.row_weight, self.y)), float(self.row_weight.sum())
 
     def cell_sums(self, n_groups):
         """Per cell, the weighted sum of the raw scores and the weight."""
-        cells, weight = self.cells(n_groups), self.weights()
         size = 2 * n_groups
         return (
-            np.bincount(cells, weights=weight * self.raw, minlength=size),
-            np.bincount(cells, weights=weight, minlength=size),
+            np.bincount(self.cells, weights=self.row_weight * self.raw, minlength=size),
+            np.bincount(self.cells, weights=self.row_weight, minlength=size),
         )
 
     def compute_gradients(self, loss, penalty=None):
@@ -119,8 +117,7 @@ class BoostingClient:
         )
         if penalty is not None:
             scale, cell_gradient = penalty
-            n_groups = cell_gradient.shape[0] // 2
-            extra = scale * self.weights() * cell_gradient[self.cells(n_groups)]
+            extra = scale * self.row_weight * cell_gradient[self.cells]
             self.gradients += extra.astype(G_H_DTYPE)
 
     def tree_rows(self, **binning):
@@ -129,11 +126,10 @@ class BoostingClient:
 
     def leaf_cell_weights(self, leaf_views, n_groups):
         """Per leaf, the weight of the client's rows in each cell."""
-        cells, weight = self.cells(n_groups), self.weights()
         out = np.zeros((len(leaf_views), 2 * n_groups))
         for position, rows in enumerate(leaf_views):
             out[position] = np.bincount(
-                cells[rows], weights=weight[rows], minlength=2 * n_groups
+                self.cells[rows], weights=self.row_weight[rows], minlength=2 * n_groups
             )
         return out
 
