@@ -683,12 +683,7 @@ class FlowerStrategyAggregator(_Aggregator):
                     )
                 )
         mu = self.proximal_mu
-        if not (
-            isinstance(mu, numbers.Real)
-            and not isinstance(mu, bool)
-            and np.isfinite(mu)
-            and mu >= 0
-        ):
+        if not (_finite_number(mu) and mu >= 0):
             raise ValueError(
                 f"aggregation={name}(proximal_mu={mu!r}): FedProx's proximal "
                 "weight must be a finite number >= 0."
@@ -831,6 +826,15 @@ class FlowerStrategyAggregator(_Aggregator):
         return [np.asarray(a, dtype=np.float64) for a in parameters]
 
 
+def _finite_number(value):
+    """Whether ``value`` is a finite real number (a bool is not one)."""
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and bool(np.isfinite(value))
+    )
+
+
 def _one_of(names):
     """'a', 'b' or 'c'."""
     quoted = [repr(name) for name in names]
@@ -862,22 +866,12 @@ def check_aggregation(aggregation):
         # past float range), and the round's step becomes NaN: checked here,
         # before any round, instead of failing later naming the data.
         q, rate = aggregation.q, aggregation.client_learning_rate
-        if not (
-            isinstance(q, numbers.Real)
-            and not isinstance(q, bool)
-            and np.isfinite(q)
-            and q >= 0
-        ):
+        if not (_finite_number(q) and q >= 0):
             raise ValueError(
                 f"QFedAvg needs a finite q >= 0; got q={q!r}. Use e.g. q=0.1 "
                 "(q=0 is FedAvg with equal client weights)."
             )
-        if not (
-            isinstance(rate, numbers.Real)
-            and not isinstance(rate, bool)
-            and np.isfinite(rate)
-            and rate > 0
-        ):
+        if not (_finite_number(rate) and rate > 0):
             raise ValueError(
                 "QFedAvg needs a finite client_learning_rate > 0; got "
                 f"client_learning_rate={rate!r}."
