@@ -43,6 +43,13 @@ def _pyplot():
     return plt
 
 
+def _figure_and_axes(ax, figsize):
+    """The Axes to draw on and its figure: ``ax``'s, or a new one of ``figsize``."""
+    if ax is None:
+        return _pyplot().subplots(figsize=figsize)
+    return ax.figure, ax
+
+
 class ClientMetricsDisplay:
     """Per-client metrics with confidence intervals, several setups side by side.
 
@@ -321,11 +328,7 @@ class TradeoffDisplay:
         display : TradeoffDisplay
             With ``figure_`` and ``ax_``.
         """
-        plt = _pyplot()
-        if ax is None:
-            figure, ax = plt.subplots(figsize=(4.5, 3.5))
-        else:
-            figure = ax.figure
+        figure, ax = _figure_and_axes(ax, (4.5, 3.5))
         for name, (values, performance, disparity) in self.curves.items():
             values, performance, disparity = (
                 np.asarray(a, dtype=float) for a in (values, performance, disparity)
@@ -478,11 +481,7 @@ class ThresholdOptimizerDisplay:
         display : ThresholdOptimizerDisplay
             With ``figure_`` and ``ax_``.
         """
-        plt = _pyplot()
-        if ax is None:
-            figure, ax = plt.subplots(figsize=(7.5, 4))
-        else:
-            figure = ax.figure
+        figure, ax = _figure_and_axes(ax, (7.5, 4))
         points = np.asarray(self.points, dtype=float)
         if len(self.curves) != len(self.groups) or points.shape != (
             len(self.groups),
