@@ -28,7 +28,8 @@ from sklearn.ensemble._hist_gradient_boosting.common import (
 )
 from sklearn.ensemble._hist_gradient_boosting.grower import TreeGrower
 from sklearn.ensemble._hist_gradient_boosting.histogram import HistogramBuilder
-from sklearn.ensemble._hist_gradient_boosting.splitting import Splitter
+from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+from sklearn.ensemble._hist_gradient_boosting.splitting import SplitInfo, Splitter
 from sklearn.metrics._scorer import _BaseScorer as BaseScorer
 from sklearn.metrics._scorer import _cached_call as cached_call
 from sklearn.metrics._scorer import _Scorer as Scorer
@@ -98,9 +99,11 @@ __all__ = [
     "MetadataRequest",
     "MethodMetadataRequest",
     "Scorer",
+    "SplitInfo",
     "Splitter",
     "StrOptions",
     "TreeGrower",
+    "TreePredictor",
     "cached_call",
     "check_optimize_result",
     "check_partial_fit_first_call",

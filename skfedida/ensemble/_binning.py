@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._compat import BinMapper
+from ._boosting import _as_channel, _Restart
 
 __all__ = ["ClientColumns", "federated_bin_mapper"]
 
@@ -72,64 +73,54 @@ class ClientColumns:
         X = np.asarray(X, dtype=np.float64)
         self.columns = [np.sort(column[~np.isnan(column)]) for column in X.T]
 
-    def summary(self, max_bins):
-        """What the client sends first, per feature.
+    def answer(self, query):
+        """The client's answer to a query of the bin edges.
 
         Parameters
         ----------
-        max_bins : int
-            Bins for non-missing values.
+        query : dict
+            ``{"kind": "bin summary", "max_bins": m}``: per feature, its
+            non-missing values' count and range, and its distinct values
+            when there are at most ``m`` of them (else None);
+            ``{"kind": "counts at most", "features": f, "pivots": v}``: how
+            many of its values of feature ``f[i]`` are at most ``v[i]``.
 
         Returns
         -------
-        summary : list of tuple
-            Per feature ``(count, min, max, distinct)``: its non-missing
-            values' count and range, and their distinct values when there are
-            at most ``max_bins`` of them (else None).
+        answer : dict
+            ``{"n", "min", "max", "distinct"}`` or ``{"counts"}``.
         """
-        out = []
-        for column in self.columns:
-            if column.size == 0:
-                out.append((0, np.nan, np.nan, np.empty(0)))
-                continue
-            distinct = np.unique(column)
-            out.append(
-                (
-                    column.size,
-                    column[0],
-                    column[-1],
-                    distinct if distinct.size <= max_bins else None,
-                )
-            )
-        return out
-
-    def counts_at_most(self, features, pivots):
-        """Answer one bisection round: counts of values at or below pivots.
-
-        Parameters
-        ----------
-        features : ndarray of int
-            Per order statistic sought, its feature.
-        pivots : ndarray of float64
-            The server's pivots, one per order statistic sought.
-
-        Returns
-        -------
-        counts : ndarray of int
-            How many of the client's values of each pivot's feature are at
-            most that pivot.
-        """
-        features = np.asarray(features)
+        if query["kind"] == "bin summary":
+            return self._summary(int(query["max_bins"]))
+        features = np.asarray(query["features"], dtype=np.intp)
+        pivots = np.asarray(query["pivots"], dtype=np.float64)
         counts = np.empty(features.shape[0], dtype=np.int64)
         for feature in np.unique(features):
             asked = features == feature
             counts[asked] = np.searchsorted(
                 self.columns[feature], pivots[asked], side="right"
             )
-        return counts
+        return {"counts": counts}
+
+    def _summary(self, max_bins):
+        n_features = len(self.columns)
+        answer = {
+            "n": np.array([column.size for column in self.columns], dtype=np.int64),
+            "min": np.full(n_features, np.nan),
+            "max": np.full(n_features, np.nan),
+            "distinct": [],
+        }
+        for j, column in enumerate(self.columns):
+            if column.size == 0:
+                answer["distinct"].append(np.empty(0))
+                continue
+            answer["min"][j], answer["max"][j] = column[0], column[-1]
+            distinct = np.unique(column)
+            answer["distinct"].append(distinct if distinct.size <= max_bins else None)
+        return answer
 
 
-def _order_statistics(clients, features, ranks, low, high):
+def _order_statistics(channel, features, ranks, low, high):
     """Pooled order statistics of several features at once, by bisection.
 
     Entry i is the value of 0-based rank ``ranks[i]`` of feature
@@ -150,7 +141,10 @@ def _order_statistics(clients, features, ranks, low, high):
             return _from_ordered(hi)
         mid = lo // 2 + hi // 2 + (lo % 2 + hi % 2) // 2
         pivots = _from_ordered(mid)
-        counts = sum(client.counts_at_most(features, pivots) for client in clients)
+        answers = channel.ask(
+            {"kind": "counts at most", "features": features, "pivots": pivots}
+        )
+        counts = sum(answer["counts"] for answer in answers.values())
         enough = counts >= ranks + 1
         hi = np.where(open_ & enough, mid, hi)
         lo = np.where(open_ & ~enough, mid, lo)
@@ -227,9 +221,10 @@ def federated_bin_mapper(clients, *, n_bins=256):
 
     Parameters
     ----------
-    clients : list of ClientColumns
-        Every client's rows (numeric features; categorical ones are not
-        binned this way yet).
+    clients : TreeChannel or list of ClientColumns
+        The clients, through the server's channel (a list: clients in this
+        process, every answer checked, a failing one an error). Numeric
+        features only: categorical ones are not binned this way yet.
     n_bins : int, default=256
         Bins, the missing values' included (``max_bins + 1``).
 
@@ -248,8 +243,21 @@ def federated_bin_mapper(clients, *, n_bins=256):
             f"n_bins must be an integer from 3 to 256 (max_bins + 1, as "
             f"scikit-learn's max_bins is from 2 to 255); got {n_bins!r}."
         )
+    channel = _as_channel(clients)
+    while True:  # again without a client left out midway
+        try:
+            return _bin_mapper(channel, n_bins)
+        except _Restart:
+            continue
+
+
+def _bin_mapper(channel, n_bins):
     max_bins = n_bins - 1
-    summaries = [client.summary(max_bins) for client in clients]
+    answers = channel.ask({"kind": "bin summary", "max_bins": max_bins})
+    summaries = [
+        list(zip(a["n"].tolist(), a["min"], a["max"], a["distinct"], strict=True))
+        for a in answers.values()
+    ]
     n_features = len(summaries[0])
     mapper = BinMapper(n_bins=n_bins)
     mapper.is_categorical_ = np.zeros(n_features, dtype=np.uint8)
@@ -270,7 +278,7 @@ def federated_bin_mapper(clients, *, n_bins=256):
         ranks = np.concatenate([r for _, r, _, _ in requests])
         lows = np.concatenate([[low] * len(r) for _, r, low, _ in requests])
         highs = np.concatenate([[high] * len(r) for _, r, _, high in requests])
-        values = _order_statistics(clients, features, ranks, lows, highs)
+        values = _order_statistics(channel, features, ranks, lows, highs)
         for feature, rank, value in zip(features, ranks, values, strict=True):
             found.setdefault(int(feature), {})[int(rank)] = value
     mapper.bin_thresholds_ = [

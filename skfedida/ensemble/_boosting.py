@@ -38,9 +38,22 @@ from __future__ import annotations
 import numpy as np
 from sklearn import config_context
 
-from .._compat import G_H_DTYPE, X_BINNED_DTYPE, HalfBinomialLoss
+from .._compat import G_H_DTYPE, X_BINNED_DTYPE, HalfBinomialLoss, TreePredictor
+from .._replies import ReplyGate
+from .._tree_replies import (
+    RECORDED,
+    TreeLedger,
+    histogram_problems,
+    split_problems,
+    tree_reply_problem,
+)
 from ..penalty import group_penalty
-from ._growing import ClientRows, FederatedTreeGrower
+from ._growing import (
+    ClientRows,
+    FederatedTreeGrower,
+    NodeRows,
+    split_message,
+)
 
 __all__ = [
     "BoostingClient",
@@ -52,7 +65,11 @@ __all__ = [
 
 
 class BoostingClient:
-    """One client's rows for boosting: binned inputs, labels, weights, scores.
+    """One client's side of boosting: its rows, and its answers to the server.
+
+    The client holds its binned rows, labels, weights and groups, its rows'
+    raw scores, and (for early stopping) its validation rows; it answers the
+    server's queries (:meth:`answer`) about them, and never sends a row.
 
     Parameters
     ----------
@@ -64,9 +81,24 @@ class BoostingClient:
         Row weights (class weights included).
     groups : ndarray of shape (n_samples,) or None
         Group codes in ``range(n_groups)``; None without a penalty.
+    X_binned_val, y_val, sample_weight_val : ndarray or None
+        The client's validation rows (early stopping), binned likewise.
+    missing_values_bin_idx : int, default=255
+        The bin of missing values (``n_bins - 1``).
     """
 
-    def __init__(self, X_binned, y, sample_weight=None, groups=None):
+    def __init__(
+        self,
+        X_binned,
+        y,
+        sample_weight=None,
+        groups=None,
+        *,
+        X_binned_val=None,
+        y_val=None,
+        sample_weight_val=None,
+        missing_values_bin_idx=255,
+    ):
         self.X_binned = np.asfortranarray(X_binned, dtype=X_BINNED_DTYPE)
         self.y = np.asarray(y, dtype=np.float64)
         n = self.y.shape[0]
@@ -82,61 +114,155 @@ class BoostingClient:
             if groups is None
             else np.asarray(groups, dtype=np.intp) * 2 + self.y.astype(np.intp)
         )
-        self.raw = None
+        self.X_binned_val = (
+            None
+            if X_binned_val is None
+            else np.ascontiguousarray(X_binned_val, dtype=X_BINNED_DTYPE)
+        )
+        self.y_val = None if y_val is None else np.asarray(y_val, dtype=np.float64)
+        self.weight_val = (
+            None
+            if sample_weight_val is None
+            else np.asarray(sample_weight_val, np.float64)
+        )
+        self.missing_values_bin_idx = missing_values_bin_idx
+        self.raw = self.raw_val = None
         self.gradients = np.empty(n, dtype=G_H_DTYPE)
         self.hessians = np.empty(n, dtype=G_H_DTYPE)
+        self.tree = None
+        self.loss = HalfBinomialLoss()
+        self.n_groups = 1
 
     @property
     def n_samples(self):
         return self.y.shape[0]
 
-    def label_sums(self):
-        """``(sum of w_i y_i, sum of w_i)``: what the baseline needs."""
-        return float(np.dot(self.row_weight, self.y)), float(self.row_weight.sum())
+    def answer(self, query):
+        """The client's answer to one of the server's queries.
 
-    def cell_sums(self, n_groups):
-        """Per cell, the weighted sum of the raw scores and the weight."""
-        size = 2 * n_groups
-        return (
-            np.bincount(self.cells, weights=self.row_weight * self.raw, minlength=size),
-            np.bincount(self.cells, weights=self.row_weight, minlength=size),
-        )
+        Parameters
+        ----------
+        query : dict
+            ``query["kind"]`` is one of ``"start"``, ``"init"``,
+            ``"gradients"``, ``"histograms"``, ``"split"``, ``"leaf
+            cells"`` and ``"apply"`` (the module's docstring says when each
+            is asked); the other keys are its arguments.
 
-    def compute_gradients(self, loss, penalty=None):
-        """The log-loss's gradients and hessians, plus the penalty's gradient.
-
-        ``penalty`` is ``(scale, cell_gradient)``: each row gets
-        ``scale * w_i * cell_gradient[cell]`` added to its gradient.
+        Returns
+        -------
+        answer : dict
+            Arrays and numbers only (what a message carries).
         """
-        loss.gradient_hessian(
+        return self._ANSWERS[query["kind"]](self, query)
+
+    def _start(self, query):
+        """Its rows, label sums, cell weights and missing values, once per fit."""
+        self.n_groups = int(query["n_groups"])
+        return {
+            "n": self.n_samples,
+            "label_sums": np.array(
+                [np.dot(self.row_weight, self.y), self.row_weight.sum()]
+            ),
+            "cell_weight": self._cell_sums(self.row_weight),
+            "has_missing": (self.X_binned == self.missing_values_bin_idx).any(axis=0),
+            "n_val": 0 if self.y_val is None else self.y_val.shape[0],
+        }
+
+    def _cell_sums(self, values):
+        if self.cells is None or self.n_groups < 2:
+            return np.zeros(0)
+        return np.bincount(self.cells, weights=values, minlength=2 * self.n_groups)
+
+    def _init(self, query):
+        """Start the raw scores at the federation's baseline; their sums."""
+        baseline = float(query["baseline"])
+        self.binning = query["binning"]
+        self.raw = np.full(self.n_samples, baseline)
+        if self.y_val is not None:
+            self.raw_val = np.full(self.y_val.shape[0], baseline)
+        return self._scores(query["score"])
+
+    def _scores(self, score):
+        """What the server needs of the scores: cell sums, and losses to score."""
+        answer = {"score_sums": self._cell_sums(self.row_weight * self.raw)}
+        if score:
+            answer["loss"] = self._loss_sums(self.y, self.raw, self.weight)
+            answer["val_loss"] = (
+                np.zeros(0)
+                if self.y_val is None
+                else self._loss_sums(self.y_val, self.raw_val, self.weight_val)
+            )
+        return answer
+
+    def _loss_sums(self, y, raw, weight):
+        """``(sum of w_i * loss_i, sum of w_i)``: its part of a mean log-loss."""
+        losses = self.loss.loss(y_true=y, raw_prediction=raw)
+        # As numpy's average: the weighted losses' sum and the weights'.
+        if weight is None:
+            return np.array([losses.sum(), float(losses.shape[0])])
+        return np.array([np.multiply(losses, weight).sum(), weight.sum()])
+
+    def _gradients(self, query):
+        """This tree's gradients and hessians; its rows become the root."""
+        self.loss.gradient_hessian(
             y_true=self.y,
             raw_prediction=self.raw,
             sample_weight=self.weight,
             gradient_out=self.gradients,
             hessian_out=self.hessians,
         )
+        penalty = query["penalty"]
         if penalty is not None:
-            scale, cell_gradient = penalty
-            extra = scale * self.row_weight * cell_gradient[self.cells]
-            self.gradients += extra.astype(G_H_DTYPE)
-
-    def tree_rows(self, **binning):
-        """This client's side of growing the iteration's tree."""
-        return ClientRows(self.X_binned, self.gradients, self.hessians, **binning)
-
-    def leaf_cell_weights(self, leaf_views, n_groups):
-        """Per leaf, the weight of the client's rows in each cell."""
-        out = np.zeros((len(leaf_views), 2 * n_groups))
-        for position, rows in enumerate(leaf_views):
-            out[position] = np.bincount(
-                self.cells[rows], weights=self.row_weight[rows], minlength=2 * n_groups
+            # The penalty's gradient: fairness * W * w_i * the cell's.
+            extra = (
+                float(penalty["scale"])
+                * self.row_weight
+                * np.asarray(penalty["cell_gradient"])[self.cells]
             )
-        return out
+            self.gradients += extra.astype(G_H_DTYPE)
+        self.tree = ClientRows(
+            self.X_binned, self.gradients, self.hessians, **self.binning
+        )
+        return {"n": self.n_samples}
 
-    def apply_leaves(self, values, leaf_views):
-        """Add each leaf's value to the raw scores of the client's rows in it."""
-        for value, rows in zip(values, leaf_views, strict=True):
-            self.raw[rows] += value
+    def _histograms(self, query):
+        return {
+            "histograms": self.tree.node_histograms(query["node"], query["features"])
+        }
+
+    def _split(self, query):
+        left, right = self.tree.split(
+            query["node"], query["split"], query["left"], query["right"]
+        )
+        return {"left": left, "right": right}
+
+    def _leaf_cells(self, query):
+        """Per leaf, the weight of the client's rows in each cell."""
+        size = 2 * self.n_groups
+        out = np.zeros((len(query["leaves"]), size))
+        for position, node in enumerate(query["leaves"]):
+            rows = self.tree.nodes[node]
+            out[position] = np.bincount(
+                self.cells[rows], weights=self.row_weight[rows], minlength=size
+            )
+        return {"cells": out}
+
+    def _apply(self, query):
+        """Add each leaf's value to its rows' scores (and the tree's to validation)."""
+        for value, node in zip(query["values"], query["leaves"], strict=True):
+            self.raw[self.tree.nodes[node]] += value
+        if self.raw_val is not None and query["tree"] is not None:
+            tree = query["tree"]
+            predictor = TreePredictor(
+                tree["nodes"],
+                tree["binned_left_cat_bitsets"],
+                tree["raw_left_cat_bitsets"],
+            )
+            self.raw_val += predictor.predict_binned(
+                self.X_binned_val, self.missing_values_bin_idx, 1
+            )
+        self.tree = None  # the node rows of a grown tree are no longer asked
+        return self._scores(query["score"])
 
 
 def _representative_rows(cell_weight):
@@ -240,6 +366,216 @@ def newton_leaf_values(sum_gradients, sum_hessians, l2, curvature, scale):
     return np.linalg.solve(system, -np.asarray(sum_gradients, dtype=np.float64))
 
 
+BoostingClient._ANSWERS = {
+    "start": BoostingClient._start,
+    "init": BoostingClient._init,
+    "gradients": BoostingClient._gradients,
+    "histograms": BoostingClient._histograms,
+    "split": BoostingClient._split,
+    "leaf cells": BoostingClient._leaf_cells,
+    "apply": BoostingClient._apply,
+}
+
+
+class _Restart(Exception):
+    """A client left out before a tree was applied: the tree starts again."""
+
+
+class Failed:
+    """A client's answer that raised (in-process): the exception it raised."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def in_process(clients):
+    """The transport of clients in this process: ``send(query, active)``.
+
+    Parameters
+    ----------
+    clients : list
+        Objects with an ``answer(query)`` method, by client index.
+
+    Returns
+    -------
+    send : callable
+        ``send(query, active)``: each active client's answer, by index (a
+        :class:`Failed` where its answer raised).
+    """
+
+    def send(query, active):
+        answers = {}
+        for k in active:
+            try:
+                answers[k] = clients[k].answer(query)
+            except Exception as error:  # the gate's policy decides
+                answers[k] = Failed(error)
+        return answers
+
+    return send
+
+
+class TreeChannel:
+    """The server's side of the trees' messages: queries out, gated answers in.
+
+    Every answer passes the reply gate's rules for its kind
+    (``skfedida._tree_replies``) and the federation's ``on_client_error``:
+    a client whose answer fails is named in an error, or left out of every
+    later query; if that happens while a tree is grown, the tree is grown
+    again without it.
+
+    Parameters
+    ----------
+    send : callable
+        ``send(query, active)``: the active clients' answers by index (the
+        transport: :func:`in_process`, or Flower's messages).
+    n_clients : int
+        Clients of the federation.
+    gate : ReplyGate, default=None
+        The federation's gate (by default, a failing answer is an error).
+    rows : list of int, default=None
+        The training rows each client declared.
+    """
+
+    def __init__(self, send, n_clients, gate=None, rows=None):
+        self.send = send
+        self.gate = ReplyGate() if gate is None else gate
+        self.active = [k for k in range(n_clients) if k not in self.gate.left_out]
+        self.ledger = {
+            k: TreeLedger(None if rows is None else int(rows[k]))
+            for k in range(n_clients)
+        }
+        self._next_node = 0
+        #: Per client, the largest sums of absolute gradients and of hessians
+        #: its rows can have in this tree (``tree_bounds``).
+        self.bounds = {}
+
+    def tree_bounds(self, started, penalty):
+        """Bound every client's gradient and hessian sums for the next tree.
+
+        A row's log-loss gradient is at most its weight in magnitude, and
+        its hessian a quarter of it; the penalty adds ``scale * w_i`` times
+        its cell's gradient. So a client's sums over any node are within
+        its weight ``W_k`` times ``1 + scale * max |cell gradient|``, and
+        ``W_k / 4``: what its histograms are held to.
+        """
+        extra = (
+            0.0
+            if penalty is None
+            else penalty["scale"] * np.abs(penalty["cell_gradient"]).max(initial=0.0)
+        )
+        self.bounds = {
+            k: (
+                float(answer["label_sums"][1]) * (1.0 + extra),
+                float(answer["label_sums"][1]) / 4.0,
+            )
+            for k, answer in started.items()
+        }
+
+    def ask(self, query, *, expected=None, restart=True, check=None):
+        """Every active client's admitted answer to ``query``, by index.
+
+        ``expected`` holds, per client index, what the server alone knows
+        its answer must agree with (its rows of the node asked about);
+        ``check(answers)``, when given, checks all the answers at once
+        (``{k: problem}``) instead of one by one.
+        """
+        answers = self.send(query, list(self.active))
+        kind = query["kind"]
+        failed = {k for k, a in answers.items() if isinstance(a, Failed)}
+        together = None
+        if check is not None:
+            together = check({k: a for k, a in answers.items() if k not in failed})
+        problems = []
+        for k in self.active:
+            answer = answers.get(k)
+            if k in failed:
+                if self.gate.on_client_error == "raise":
+                    raise RuntimeError(
+                        f"{self.gate.name(k)} failed the tree query {kind!r}: "
+                        f"{type(answer.error).__name__}: {answer.error}"
+                    ) from answer.error
+                problem = f"its answer raised {type(answer.error).__name__}: "
+                problem += str(answer.error)
+            elif together is not None:
+                problem = together.get(k, "it did not answer")
+            else:
+                problem = tree_reply_problem(
+                    query,
+                    answer,
+                    self.ledger[k],
+                    None if expected is None else expected.get(k),
+                )
+            problems.append((k, problem))
+        if any(problem is not None for _, problem in problems):
+            admitted = self.gate.admit(f"tree query {kind!r}", problems)
+            dropped = [k for k in self.active if k not in admitted]
+            self.gate.left_out.update(dropped)
+            self.active = admitted
+            if restart:
+                raise _Restart
+        if kind in RECORDED:
+            for k in self.active:
+                self.ledger[k].record(query, answers[k])
+        return {k: answers[k] for k in self.active}
+
+    def node(self):
+        """A new node id of the tree being grown."""
+        self._next_node += 1
+        return self._next_node
+
+    def root(self, answers):
+        """The root node of a tree: every client's rows (its ``gradients`` answer)."""
+        self._next_node = 0
+        return NodeRows(0, {k: int(answer["n"]) for k, answer in answers.items()})
+
+    def histograms(self, rows, features=None):
+        """The clients' histograms of a node, summed."""
+        query = {"kind": "histograms", "node": rows.node, "features": features}
+        checked = {}
+
+        def check(answers):
+            problems, checked["total"] = histogram_problems(
+                query,
+                answers,
+                {
+                    k: (rows.counts[k], *self.bounds[k])
+                    for k in answers
+                    if k in rows.counts and k in self.bounds
+                },
+            )
+            return problems
+
+        self.ask(query, check=check)
+        return checked["total"]
+
+    def split(self, rows, split_info):
+        """A node's two children, the clients' rows partitioned by the split."""
+        left, right = self.node(), self.node()
+        answers = self.ask(
+            {
+                "kind": "split",
+                "node": rows.node,
+                "left": left,
+                "right": right,
+                "split": split_message(split_info),
+            },
+            check=lambda answers: split_problems(answers, rows.counts),
+        )
+        return (
+            NodeRows(left, {k: int(a["left"]) for k, a in answers.items()}),
+            NodeRows(right, {k: int(a["right"]) for k, a in answers.items()}),
+        )
+
+
+def _as_channel(clients):
+    return (
+        clients
+        if isinstance(clients, TreeChannel)
+        else TreeChannel(in_process(clients), len(clients))
+    )
+
+
 def boost(
     clients,
     *,
@@ -258,17 +594,18 @@ def boost(
     fairness=0.0,
     n_groups=1,
     baseline=None,
-    predictors=None,
+    score=False,
     on_iteration=None,
 ):
     """Boosting iterations over the clients' rows; the trees, one per iteration.
 
     Parameters
     ----------
-    clients : list of BoostingClient
-        The clients' training rows (their ``raw`` scores are updated).
+    clients : TreeChannel or list of BoostingClient
+        The clients, through the server's channel (a list: clients in this
+        process, every answer checked, a failing one an error).
     bin_mapper : _BinMapper
-        The federation's fitted bins.
+        The federation's fitted bins (its edges and bins per feature).
     is_categorical, monotonic_cst : ndarray of shape (n_features,)
         As scikit-learn's grower takes them (in the binned features' order).
     interaction_cst : list of set or None
@@ -296,11 +633,15 @@ def boost(
     baseline : float, default=None
         The log-odds the scores start from; by default the federation's
         weighted prevalence's (scikit-learn's ``fit_intercept_only``).
-    predictors : list, default=None
-        Trees so far (the clients' scores include them); appended to.
+    score : bool, default=False
+        Whether the clients send their training and validation log-losses
+        at the start and after every tree (early stopping).
     on_iteration : callable, default=None
-        ``on_iteration(predictors)`` after each tree; a true return value
-        stops the loop (early stopping).
+        ``on_iteration(predictors, scores)`` after each tree, and once
+        before the first (``predictors`` empty) when ``score``; ``scores``
+        is ``(train, validation)``, the federation's mean log-losses (the
+        validation one None without validation rows), or None. A true
+        return value after a tree stops the loop (early stopping).
 
     Returns
     -------
@@ -309,37 +650,42 @@ def boost(
     predictors : list of list of TreePredictor
         One list of one tree per iteration, as scikit-learn keeps them.
     """
+    channel = _as_channel(clients)
     loss = HalfBinomialLoss()
-    if baseline is None:
-        sums = np.array([client.label_sums() for client in clients]).sum(axis=0)
-        baseline = float(loss.fit_intercept_only(y_true=np.array([sums[0] / sums[1]])))
-    for client in clients:
-        if client.raw is None:
-            client.raw = np.full(client.n_samples, baseline)
-    predictors = [] if predictors is None else predictors
     penalised = fairness > 0 and n_groups > 1
-    if penalised:
-        cell_weight = sum(client.cell_sums(n_groups)[1] for client in clients)
-        scale = float(fairness) * float(cell_weight.sum())
-    n_features = clients[0].X_binned.shape[1]
-    n_bins = bin_mapper.n_bins
-    has_missing = np.zeros(n_features, dtype=np.uint8)
-    for client in clients:
-        has_missing |= (
-            (client.X_binned == bin_mapper.missing_values_bin_idx_)
-            .any(axis=0)
-            .astype(np.uint8)
-        )
+    # Rows, weights and missing values, once; a client left out later is
+    # left out of every total from then on.
+    while True:
+        try:
+            started = channel.ask(
+                {"kind": "start", "n_groups": n_groups if penalised else 1}
+            )
+            break
+        except _Restart:
+            continue
+    if baseline is None:
+        sums = sum(answer["label_sums"] for answer in started.values())
+        baseline = float(loss.fit_intercept_only(y_true=np.array([sums[0] / sums[1]])))
+    has_missing = np.zeros(len(is_categorical), dtype=np.uint8)
+    for answer in started.values():
+        has_missing |= np.asarray(answer["has_missing"], dtype=np.uint8)
     binning = {
-        "n_bins": n_bins,
-        "n_bins_non_missing": bin_mapper.n_bins_non_missing_,
+        "n_bins": bin_mapper.n_bins,
+        "n_bins_non_missing": np.asarray(bin_mapper.n_bins_non_missing_, np.uint32),
         "has_missing_values": has_missing,
-        "is_categorical": is_categorical,
-        "monotonic_cst": monotonic_cst,
+        "is_categorical": np.asarray(is_categorical, dtype=np.uint8),
+        "monotonic_cst": np.asarray(monotonic_cst, dtype=np.int8),
     }
+    scored = channel.ask(
+        {"kind": "init", "baseline": baseline, "score": score, "binning": binning},
+        restart=False,
+    )
+    predictors = []
+    if score and on_iteration is not None:
+        on_iteration(predictors, _mean_losses(scored))
     grower_params = {
-        "is_categorical": is_categorical,
-        "monotonic_cst": monotonic_cst,
+        "is_categorical": binning["is_categorical"],
+        "monotonic_cst": binning["monotonic_cst"],
         "interaction_cst": interaction_cst,
         "max_leaf_nodes": max_leaf_nodes,
         "max_depth": max_depth,
@@ -351,49 +697,121 @@ def boost(
     # The penalty's own parameter checks (about 40 us a call) are for calls
     # from user code; here it is called per tree and leaf on checked arrays.
     with config_context(skip_parameter_validation=True):
-        for _ in range(max_iter):
-            penalty = None
-            if penalised:
-                sums = [client.cell_sums(n_groups) for client in clients]
-                score_sums = sum(s for s, _ in sums)
-                penalty = (
-                    scale,
-                    penalty_cell_gradient(score_sums, cell_weight, n_groups),
-                )
-            for client in clients:
-                client.compute_gradients(loss, penalty)
-            grower = FederatedTreeGrower(
-                [client.tree_rows(**binning) for client in clients],
-                n_features=n_features,
-                n_bins=n_bins,
-                n_bins_non_missing=bin_mapper.n_bins_non_missing_,
-                has_missing_values=has_missing,
-                shrinkage=learning_rate,
-                **grower_params,
-            )
-            grower.grow()
-            leaves = grower.finalized_leaves
-            views = [leaf.sample_indices.views for leaf in leaves]
-            if penalised:
-                leaf_cells = sum(
-                    client.leaf_cell_weights([v[k] for v in views], n_groups)
-                    for k, client in enumerate(clients)
-                )
-                values = newton_leaf_values(
-                    [leaf.sum_gradients for leaf in leaves],
-                    [leaf.sum_hessians for leaf in leaves],
+        while len(predictors) < max_iter:
+            # A grown tree's feature draws are kept only when it is applied:
+            # a tree grown again (a client left out) draws what it drew.
+            state = feature_rng.bit_generator.state
+            try:
+                tree, leaves, values = _grow(
+                    channel,
+                    started,
+                    scored,
+                    binning,
+                    grower_params,
+                    bin_mapper,
+                    fairness if penalised else 0.0,
+                    n_groups,
                     l2_regularization,
-                    penalty_leaf_curvature(leaf_cells, cell_weight, n_groups),
-                    scale,
+                    learning_rate,
                 )
-                for leaf, value in zip(leaves, values, strict=True):
-                    leaf.value = learning_rate * float(value)
-            predictors.append(
-                [grower.make_predictor(binning_thresholds=bin_mapper.bin_thresholds_)]
+            except _Restart:
+                feature_rng.bit_generator.state = state
+                continue
+            predictors.append([tree])
+            scored = channel.ask(
+                {
+                    "kind": "apply",
+                    "leaves": leaves,
+                    "values": values,
+                    "tree": _tree_message(tree) if score else None,
+                    "score": score,
+                },
+                restart=False,
             )
-            values = [leaf.value for leaf in leaves]
-            for k, client in enumerate(clients):
-                client.apply_leaves(values, [v[k] for v in views])
-            if on_iteration is not None and on_iteration(predictors):
+            if on_iteration is not None and on_iteration(
+                predictors, _mean_losses(scored) if score else None
+            ):
                 break
     return baseline, predictors
+
+
+def _grow(
+    channel,
+    started,
+    scored,
+    binning,
+    grower_params,
+    bin_mapper,
+    fairness,
+    n_groups,
+    l2_regularization,
+    learning_rate,
+):
+    """One tree from the active clients: its predictor, leaves and values."""
+    active = channel.active
+    penalty = None
+    if fairness > 0:
+        cell_weight = sum(started[k]["cell_weight"] for k in active)
+        scale = float(fairness) * float(cell_weight.sum())
+        score_sums = sum(scored[k]["score_sums"] for k in active)
+        penalty = {
+            "scale": scale,
+            "cell_gradient": penalty_cell_gradient(score_sums, cell_weight, n_groups),
+        }
+    channel.tree_bounds(started, penalty)
+    root = channel.root(channel.ask({"kind": "gradients", "penalty": penalty}))
+    grower = FederatedTreeGrower(
+        channel,
+        root,
+        n_features=len(binning["is_categorical"]),
+        n_bins=binning["n_bins"],
+        n_bins_non_missing=binning["n_bins_non_missing"],
+        has_missing_values=binning["has_missing_values"],
+        shrinkage=learning_rate,
+        **grower_params,
+    )
+    grower.grow()
+    leaves = grower.finalized_leaves
+    if penalty is not None:
+        answers = channel.ask(
+            {
+                "kind": "leaf cells",
+                "leaves": [leaf.sample_indices.node for leaf in leaves],
+            }
+        )
+        leaf_cells = sum(answers[k]["cells"] for k in channel.active)
+        values = newton_leaf_values(
+            [leaf.sum_gradients for leaf in leaves],
+            [leaf.sum_hessians for leaf in leaves],
+            l2_regularization,
+            penalty_leaf_curvature(leaf_cells, cell_weight, n_groups),
+            penalty["scale"],
+        )
+        for leaf, value in zip(leaves, values, strict=True):
+            leaf.value = learning_rate * float(value)
+    tree = grower.make_predictor(binning_thresholds=bin_mapper.bin_thresholds_)
+    return (
+        tree,
+        [leaf.sample_indices.node for leaf in leaves],
+        np.array([leaf.value for leaf in leaves]),
+    )
+
+
+def _tree_message(tree):
+    """A tree as the clients rebuild it (to score their validation rows)."""
+    return {
+        "nodes": tree.nodes,
+        "binned_left_cat_bitsets": tree.binned_left_cat_bitsets,
+        "raw_left_cat_bitsets": tree.raw_left_cat_bitsets,
+    }
+
+
+def _mean_losses(answers):
+    """The federation's mean training and validation log-losses."""
+    train = sum(answer["loss"] for answer in answers.values())
+    validation = [a["val_loss"] for a in answers.values() if len(a["val_loss"])]
+    validation = sum(validation) if validation else None
+    return (
+        float(train[0] / train[1]),
+        None if validation is None else float(validation[0] / validation[1]),
+    )

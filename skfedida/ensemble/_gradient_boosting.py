@@ -401,9 +401,17 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             if X_val is None
             else self._bin_data(X_val, sample_weight_val, is_training_data=False)
         )
-        client = BoostingClient(X_binned, y, sample_weight, groups)
+        client = BoostingClient(
+            X_binned,
+            y,
+            sample_weight,
+            groups,
+            X_binned_val=X_binned_val,
+            y_val=y_val,
+            sample_weight_val=sample_weight_val,
+            missing_values_bin_idx=self._bin_mapper.missing_values_bin_idx_,
+        )
         self.train_score_, self.validation_score_ = [], []
-        raw_val = None
         # The log-odds of the (weighted) prevalence, as scikit-learn starts.
         baseline = float(
             np.reshape(
@@ -411,32 +419,26 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
                 -1,
             )[0]
         )
-        if self.do_early_stopping_:
-            raw_val = None if X_binned_val is None else np.full(len(y_val), baseline)
-            self._score(
-                client, y, sample_weight, baseline, raw_val, y_val, sample_weight_val
-            )
-
         fit_start = iteration_start = time()
         if self.verbose:
             print("Fitting gradient boosted rounds:")
 
-        def on_iteration(predictors):
+        def on_iteration(predictors, scores):
             nonlocal iteration_start
-            stop = False
-            if self.do_early_stopping_:
-                if raw_val is not None:
-                    raw_val[:] += predictors[-1][0].predict_binned(
-                        X_binned_val, self._bin_mapper.missing_values_bin_idx_, 1
-                    )
-                self._score(
-                    client, y, sample_weight, None, raw_val, y_val, sample_weight_val
-                )
-                stop = self._should_stop(
-                    self.validation_score_
-                    if self._use_validation_data
-                    else self.train_score_
-                )
+            # Filled tree by tree (scikit-learn's printer reads the last one).
+            self._predictors = predictors
+            if scores is not None:
+                # scikit-learn's scores: the negative mean log-losses.
+                self.train_score_.append(-scores[0])
+                if scores[1] is not None:
+                    self.validation_score_.append(-scores[1])
+            if not predictors:  # the scores before the first tree
+                return False
+            stop = self.do_early_stopping_ and self._should_stop(
+                self.validation_score_
+                if self._use_validation_data
+                else self.train_score_
+            )
             if self.verbose >= 2:
                 # scikit-learn's line per iteration, from its own printer.
                 print(f"[{len(predictors)}/{self.max_iter}] ", end="")
@@ -449,7 +451,6 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             if self._is_categorical_remapped is None
             else np.asarray(self._is_categorical_remapped, dtype=np.uint8)
         )
-        # Filled tree by tree (scikit-learn's printer reads the last one).
         self._predictors = []
         baseline, self._predictors = boost(
             [client],
@@ -468,7 +469,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             fairness=float(self.fairness),
             n_groups=self.n_groups_,
             baseline=baseline,
-            predictors=self._predictors,
+            score=bool(self.do_early_stopping_),
             on_iteration=on_iteration,
         )
         if self.verbose:
@@ -481,16 +482,3 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         self.train_score_ = np.asarray(self.train_score_)
         self.validation_score_ = np.asarray(self.validation_score_)
         return self
-
-    def _score(self, client, y, sample_weight, baseline, raw_val, y_val, weight_val):
-        """Early stopping's scores: the negative log-losses, as scikit-learn's."""
-        raw = client.raw if baseline is None else np.full(len(y), baseline)
-        self.train_score_.append(
-            -self._loss(y_true=y, raw_prediction=raw, sample_weight=sample_weight)
-        )
-        if raw_val is not None:
-            self.validation_score_.append(
-                -self._loss(
-                    y_true=y_val, raw_prediction=raw_val, sample_weight=weight_val
-                )
-            )

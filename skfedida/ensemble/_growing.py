@@ -14,8 +14,11 @@ categorical splits, shrinkage and the ``TreePredictor`` the tree becomes. So
 with one client the tree is scikit-learn's to the bit, and with several it
 differs only by the order in which each bin's sums are added (round-off).
 
-A node's rows (:class:`NodeRows`) are, per client, a view into that client's
-partition; the grower reads only their total count (``shape``).
+A node's rows (:class:`NodeRows`) are its id and each client's count of
+rows in it; the grower reads only their total (``shape``). Each client keeps
+its own rows of every node (:class:`ClientRows`), and the server reaches
+them only by messages (``split`` and ``histograms`` of a node id), so the
+same grower runs in one process or over a network.
 """
 
 from __future__ import annotations
@@ -27,33 +30,49 @@ from .._compat import (
     HISTOGRAM_DTYPE,
     X_BINNED_DTYPE,
     HistogramBuilder,
+    SplitInfo,
     Splitter,
     TreeGrower,
     openmp_effective_n_threads,
 )
 
-__all__ = ["ClientRows", "FederatedTreeGrower", "NodeRows", "add_histograms"]
+__all__ = [
+    "ClientRows",
+    "FederatedTreeGrower",
+    "NodeRows",
+    "add_histograms",
+    "split_message",
+]
 
 
 class NodeRows:
-    """The rows of one tree node: a view into each client's partition.
+    """The rows of one tree node: its id and each client's count of rows in it.
 
     ``shape`` is ``(total rows,)``, which is all the grower reads of it
-    (as of the array of sample indices it stands for).
+    (as of the array of sample indices it stands for); the rows themselves
+    stay on the clients, each of which knows its rows of node ``node``.
 
     Parameters
     ----------
-    views : list of ndarray of uint32
-        Per client, its rows of the node (a view into its partition).
+    node : int
+        The node's id in this tree's messages (the root is 0).
+    counts : dict of int to int
+        Per client index, its rows in the node.
     """
 
-    def __init__(self, views):
-        self.views = views
-        self.shape = (int(sum(view.shape[0] for view in views)),)
+    def __init__(self, node, counts):
+        self.node = node
+        self.counts = counts
+        self.shape = (int(sum(counts.values())),)
 
 
 class ClientRows:
     """One client's side of growing a tree: its binned rows and their sums.
+
+    The client keeps, per node id the server named, its rows of that node
+    (a view into its partition, as scikit-learn's splitter keeps them) and
+    answers the server's two questions about a node: its histograms, and
+    its partition by a split.
 
     Parameters
     ----------
@@ -108,14 +127,16 @@ class ClientRows:
             l2_regularization=0.0,
             n_threads=1,
         )
+        #: Per node id, the client's rows of it (the root's: all of them).
+        self.nodes = {0: self.splitter.partition}
 
-    def node_histograms(self, rows, allowed_features=None):
-        """Histograms of the client's rows ``rows`` (a view of its partition).
+    def node_histograms(self, node, allowed_features=None):
+        """Histograms of the client's rows of node ``node``.
 
         Parameters
         ----------
-        rows : ndarray of uint32
-            The client's rows of a node.
+        node : int
+            The node's id.
         allowed_features : ndarray of uint32 or None
             Features whose histograms are computed (interaction constraints).
 
@@ -124,31 +145,67 @@ class ClientRows:
         histograms : ndarray of HISTOGRAM_DTYPE of shape (n_features, n_bins)
             Sums of gradients and hessians and counts, per feature and bin.
         """
-        histograms = self.histograms.compute_histograms_brute(rows, allowed_features)
+        histograms = self.histograms.compute_histograms_brute(
+            self.nodes[node], allowed_features
+        )
         # The builder's typed memoryview as an array without reading its
         # buffer format (numpy's PEP 3118 parsing cost 20 us a call).
         return np.frombuffer(histograms, dtype=HISTOGRAM_DTYPE).reshape(
             histograms.shape
         )
 
-    def split(self, split_info, rows):
+    def split(self, node, split, left, right):
         """Partition the client's rows of a node by the server's split.
 
         Parameters
         ----------
-        split_info : SplitInfo
-            The split the server chose (feature, bin, missing values' side,
-            categories' bitset).
-        rows : ndarray of uint32
-            The client's rows of the node, a view of its partition.
+        node : int
+            The node's id.
+        split : dict
+            The split the server chose (:func:`split_message`).
+        left, right : int
+            The ids the server gave the two children.
 
         Returns
         -------
-        left, right : ndarray of uint32
-            The rows of the two children (views of the partition).
+        n_left, n_right : int
+            The client's rows in each child.
         """
-        left, right, _ = self.splitter.split_indices(split_info, rows)
-        return left, right
+        info = SplitInfo(
+            0.0,
+            split["feature"],
+            split["bin"],
+            split["missing_go_to_left"],
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0,
+            0,
+            0.0,
+            0.0,
+            split["is_categorical"],
+            split["left_cat_bitset"],
+        )
+        rows_left, rows_right, _ = self.splitter.split_indices(
+            info, self.nodes.pop(node)
+        )
+        self.nodes[left], self.nodes[right] = rows_left, rows_right
+        return rows_left.shape[0], rows_right.shape[0]
+
+
+def split_message(split_info):
+    """What a client needs of the server's split to partition its rows."""
+    bitset = split_info.left_cat_bitset
+    return {
+        "feature": int(split_info.feature_idx),
+        "bin": int(split_info.bin_idx),
+        "missing_go_to_left": bool(split_info.missing_go_to_left),
+        "is_categorical": bool(split_info.is_categorical),
+        "left_cat_bitset": (
+            None if bitset is None else np.asarray(bitset, dtype=np.uint32).copy()
+        ),
+    }
 
 
 def add_histograms(total, histograms, features=None):
@@ -180,21 +237,12 @@ class _FederatedHistograms:
 
     hessians_are_constant = False
 
-    def __init__(self, builder, clients):
+    def __init__(self, builder, channel):
         self._builder = builder  # for the subtraction (no rows in it)
-        self._clients = clients
+        self._channel = channel
 
     def compute_histograms_brute(self, rows, allowed_features=None):
-        total = None
-        for client, view in zip(self._clients, rows.views, strict=True):
-            histograms = client.node_histograms(view, allowed_features)
-            # Each call returns a new array: the first client's is the sum's.
-            total = (
-                histograms
-                if total is None
-                else add_histograms(total, histograms, allowed_features)
-            )
-        return total
+        return self._channel.histograms(rows, allowed_features)
 
     def compute_histograms_subtraction(
         self, parent_histograms, sibling_histograms, allowed_features=None
@@ -207,23 +255,18 @@ class _FederatedHistograms:
 class _FederatedSplitter:
     """``Splitter``'s part for the grower: the server finds, clients partition."""
 
-    def __init__(self, splitter, clients):
+    def __init__(self, splitter, channel, root):
         self._splitter = splitter
-        self._clients = clients
+        self._channel = channel
         self.min_hessian_to_split = splitter.min_hessian_to_split
-        self.partition = NodeRows([client.splitter.partition for client in clients])
+        self.partition = root
 
     def find_node_split(self, **kwargs):
         return self._splitter.find_node_split(**kwargs)
 
     def split_indices(self, split_info, rows):
-        lefts, rights = [], []
-        for client, view in zip(self._clients, rows.views, strict=True):
-            left, right = client.split(split_info, view)
-            lefts.append(left)
-            rights.append(right)
-        left = NodeRows(lefts)
-        return left, NodeRows(rights), left.shape[0]
+        left, right = self._channel.split(rows, split_info)
+        return left, right, left.shape[0]
 
 
 class _RowsShape:
@@ -238,8 +281,13 @@ class FederatedTreeGrower(TreeGrower):
 
     Parameters
     ----------
-    clients : list of ClientRows
-        Every client's rows, gradients and hessians of this tree.
+    channel : object
+        The server's side of the messages: ``histograms(rows, features)``
+        returns the clients' summed histograms of a node, ``split(rows,
+        split_info)`` its two children's :class:`NodeRows` (see
+        ``skfedida.ensemble._boosting.TreeChannel``).
+    root : NodeRows
+        The root node: every client's rows of this tree.
     **params : dict
         ``TreeGrower``'s parameters but its rows, gradients and hessians
         (``n_bins``, ``n_bins_non_missing``, ``has_missing_values``,
@@ -249,9 +297,10 @@ class FederatedTreeGrower(TreeGrower):
         ``shrinkage``).
     """
 
-    def __init__(self, clients, *, n_features, **params):
-        self._clients = clients
-        self._n_samples = int(sum(client.n_samples for client in clients))
+    def __init__(self, channel, root, *, n_features, **params):
+        self._channel = channel
+        self._root = root
+        self._n_samples = root.shape[0]
         # The server's builder and splitter hold no rows of the federation:
         # two placeholder rows (scikit-learn's builder needs some, and one
         # would declare the hessians constant).
@@ -269,20 +318,8 @@ class FederatedTreeGrower(TreeGrower):
         # placeholder rows; the server keeps them for what needs no rows
         # (subtraction, split finding) and the clients do the rest.
         self.histogram_builder = _FederatedHistograms(
-            self.histogram_builder, self._clients
+            self.histogram_builder, self._channel
         )
-        self.splitter = _FederatedSplitter(self.splitter, self._clients)
+        self.splitter = _FederatedSplitter(self.splitter, self._channel, self._root)
         self.X_binned = _RowsShape((self._n_samples, self.n_features))
         super()._initialize_root()
-
-    def leaf_rows(self):
-        """Per finalized leaf, its value and its rows on every client.
-
-        Returns
-        -------
-        leaves : list of (float, list of ndarray)
-            Each leaf's value (shrunk) and, per client, its rows.
-        """
-        return [
-            (leaf.value, leaf.sample_indices.views) for leaf in self.finalized_leaves
-        ]

@@ -71,18 +71,18 @@ class _Counting(ClientColumns):
         super().__init__(X)
         self.rounds = 0
 
-    def counts_at_most(self, features, pivots):
-        self.rounds += 1
-        return super().counts_at_most(features, pivots)
+    def answer(self, query):
+        self.rounds += query["kind"] == "counts at most"
+        return super().answer(query)
 
 
 def test_what_the_server_asks_and_learns_is_bounded():
     _, X = _columns(0)
     clients = [_Counting(X[:5000]), _Counting(X[5000:])]
-    summaries = [client.summary(255) for client in clients]
+    summary = clients[0].answer({"kind": "bin summary", "max_bins": 255})
     # Distinct values only for features with at most max_bins of them.
-    assert summaries[0][1][3].tolist() == list(range(10))
-    assert summaries[0][0][3] is None and summaries[0][8][3] is None
+    assert summary["distinct"][1].tolist() == list(range(10))
+    assert summary["distinct"][0] is None and summary["distinct"][8] is None
     federated_bin_mapper(clients)
     # One bisection for all the features binned by percentiles: at most 64
     # rounds (float64 keys), one message per client and round.
@@ -149,7 +149,11 @@ def test_few_values_per_client_but_many_in_all_take_percentiles():
     X = values[:, None]
     reference = BinMapper(n_bins=256).fit(X)
     clients = [ClientColumns(X[values % 3 == k]) for k in range(3)]
-    assert all(client.summary(255)[0][3] is not None for client in clients)
+    assert all(
+        client.answer({"kind": "bin summary", "max_bins": 255})["distinct"][0]
+        is not None
+        for client in clients
+    )
     federated = federated_bin_mapper(clients)
     np.testing.assert_array_equal(
         federated.bin_thresholds_[0], reference.bin_thresholds_[0]

@@ -1,0 +1,547 @@
+"""The gate's rules for what a client answers while trees are grown.
+
+Boosted trees are trained by queries (``skfedida.ensemble._boosting``):
+the bin edges' summaries and counts, then per tree the clients' rows,
+histograms of a node, a node's partition, a leaf's cell weights and the
+scores after a tree. Every answer passes here before the server uses it,
+whatever carried it. The rules are the gate's (``_replies``): exactly the
+answer's keys, arrays of the expected shapes and dtypes, finite numbers,
+whole counts within the rows the client declared, and agreement with what
+the server already knows of the client: a node's rows are the rows the
+client gave it when its parent was split, every feature's histogram of a
+node counts those rows and adds up to the same gradient and hessian sums,
+a leaf's cell weights add up over the leaves to the client's cell weights,
+and its counts of values at or below a pivot never fall as the pivot
+rises. What the rules cannot see is a client that makes up consistent
+gradients for its rows: as a model update, the server has to take them.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._compat import HISTOGRAM_DTYPE
+from ._replies import RTOL, count_array, count_scalar, real_array
+
+__all__ = [
+    "RECORDED",
+    "TreeLedger",
+    "histogram_problems",
+    "split_problems",
+    "tree_reply_problem",
+]
+
+#: The query kinds whose answers later answers must agree with (what
+#: :meth:`TreeLedger.record` keeps).
+RECORDED = frozenset({"bin summary", "counts at most", "start"})
+
+
+class TreeLedger:
+    """What the server knows of one client's earlier tree answers.
+
+    Parameters
+    ----------
+    rows : int or None
+        The training rows the client declared.
+    """
+
+    def __init__(self, rows=None):
+        self.rows = rows
+        #: Its per-feature value counts and ranges (bin edges' summary).
+        self.summary = None
+        #: Per feature, the (pivot, count) pairs it answered, sorted.
+        self.pivots = {}
+        #: Its "start" answer (rows, weights per cell, label sums).
+        self.start = None
+
+    def record(self, query, answer):
+        """Keep what later answers must agree with.
+
+        Parameters
+        ----------
+        query : dict
+            The query answered.
+        answer : dict
+            The client's admitted answer.
+        """
+        kind = query["kind"]
+        if kind == "bin summary":
+            self.summary = answer
+            self.pivots = {}
+        elif kind == "counts at most":
+            features = np.asarray(query["features"], dtype=np.intp)
+            pivots = np.asarray(query["pivots"], dtype=np.float64)
+            counts = np.asarray(answer["counts"], dtype=np.int64)
+            for feature in np.unique(features):
+                asked = features == feature
+                known = self.pivots.get(int(feature), (np.empty(0), np.empty(0, int)))
+                values = np.concatenate((known[0], pivots[asked]))
+                numbers = np.concatenate((known[1], counts[asked]))
+                order = np.argsort(values, kind="stable")
+                self.pivots[int(feature)] = (values[order], numbers[order])
+        elif kind == "start":
+            self.start = answer
+
+
+#: Keys of every answer, by query kind (the scores' keys by "score").
+_KEYS = {
+    "bin summary": {"n", "min", "max", "distinct"},
+    "counts at most": {"counts"},
+    "start": {"n", "label_sums", "cell_weight", "has_missing", "n_val"},
+    "gradients": {"n"},
+    "histograms": {"histograms"},
+    "split": {"left", "right"},
+    "leaf cells": {"cells"},
+}
+_SCORE_KEYS = {True: {"score_sums", "loss", "val_loss"}, False: {"score_sums"}}
+
+
+def tree_reply_problem(query, answer, ledger, expected=None):
+    """The problem of one client's answer to a tree query, or None.
+
+    Parameters
+    ----------
+    query : dict
+        What the server asked (``query["kind"]`` says what).
+    answer : object
+        The client's answer.
+    ledger : TreeLedger
+        What the server knows of the client's earlier answers.
+    expected : int, default=None
+        The client's rows of the node asked about (histograms, split).
+
+    Returns
+    -------
+    problem : str or None
+        What is wrong with the answer, in words; None if nothing is.
+    """
+    kind = query["kind"]
+    keys = (
+        _SCORE_KEYS[bool(query["score"])] if kind in ("init", "apply") else _KEYS[kind]
+    )
+    if not isinstance(answer, dict):
+        return f"its answer is a {type(answer).__name__}, not a {kind!r} answer"
+    if set(answer) != keys:
+        missing, extra = keys - set(answer), set(answer) - keys
+        return (
+            f"its {kind!r} answer has keys {sorted(answer)}: "
+            + (f"missing {sorted(missing)}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unexpected {sorted(extra)}" if extra else "")
+        )
+    return _RULES[kind](query, answer, ledger, expected)
+
+
+def _bin_summary(query, answer, ledger, expected):
+    max_bins = int(query["max_bins"])
+    distinct = answer["distinct"]
+    if not isinstance(distinct, list):
+        return "its distinct values are not a list of features' values"
+    p = len(distinct)
+    n, problem = count_array(
+        answer["n"], "its counts of values", shape=(p,), at_most=ledger.rows
+    )
+    if problem is not None:
+        return problem
+    empty = n == 0
+    # A range may reach +-inf (scikit-learn bins infinities): not real_array.
+    low, high = (np.asarray(answer[key]) for key in ("min", "max"))
+    if any(a.dtype.kind != "f" or a.shape != (p,) for a in (low, high)):
+        return f"its extremes are not {p} floats each"
+    if np.any(np.isnan(low) != empty) or np.any(np.isnan(high) != empty):
+        return "its extremes are missing for a feature with values, or the reverse"
+    if np.any(~empty & ~(low <= high)):
+        return "a feature's minimum is above its maximum"
+    for j, values in enumerate(distinct):
+        if values is None:
+            if n[j] <= max_bins:
+                return (
+                    f"feature {j} counts {n[j]} values but its distinct values "
+                    f"were not sent (at most {max_bins} distinct values are)"
+                )
+            continue
+        values = np.asarray(values)
+        if values.ndim != 1 or values.dtype.kind != "f":
+            return f"feature {j}'s distinct values are not a 1-D array of floats"
+        if values.size > min(max_bins, n[j]) or (n[j] > 0 and values.size == 0):
+            return (
+                f"feature {j} sends {values.size} distinct values for {n[j]} "
+                f"values (at most {max_bins} are sent)"
+            )
+        if values.size and (
+            np.any(np.isnan(values))
+            or np.any(values[1:] <= values[:-1])
+            or values[0] != low[j]
+            or values[-1] != high[j]
+        ):
+            return (
+                f"feature {j}'s distinct values are not sorted, distinct values "
+                "from its minimum to its maximum"
+            )
+    return None
+
+
+def _summary_problem(ledger):
+    return None if ledger.summary is not None else "it answered before its summary"
+
+
+def _counts_at_most(query, answer, ledger, expected):
+    problem = _summary_problem(ledger)
+    if problem is not None:
+        return problem
+    features = np.asarray(query["features"], dtype=np.intp)
+    pivots = np.asarray(query["pivots"], dtype=np.float64)
+    n = np.asarray(ledger.summary["n"], dtype=np.int64)
+    counts, problem = count_array(
+        answer["counts"], "its counts at the pivots", shape=features.shape
+    )
+    if problem is not None:
+        return problem
+    if np.any(counts > n[features]):
+        return "it counts more values at a pivot than the feature's values it has"
+    low = np.asarray(ledger.summary["min"], dtype=np.float64)[features]
+    high = np.asarray(ledger.summary["max"], dtype=np.float64)[features]
+    with np.errstate(invalid="ignore"):
+        below, above = pivots < low, pivots >= high
+    if np.any(below & (counts != 0)) or np.any(above & (counts != n[features])):
+        return (
+            "its counts at pivots outside its range disagree with its range "
+            "(none below its minimum, all at or above its maximum)"
+        )
+    for feature in np.unique(features):
+        asked = features == feature
+        known = ledger.pivots.get(int(feature), (np.empty(0), np.empty(0, int)))
+        values = np.concatenate((known[0], pivots[asked]))
+        numbers = np.concatenate((known[1], counts[asked]))
+        order = np.lexsort((numbers, values))
+        if np.any(np.diff(numbers[order]) < 0):
+            return (
+                f"its counts of feature {int(feature)}'s values fall as the pivot "
+                "rises (across this round and its earlier ones)"
+            )
+    return None
+
+
+def _start(query, answer, ledger, expected):
+    n, problem = count_scalar(answer["n"], "its row count", at_most=ledger.rows)
+    if problem is not None:
+        return problem
+    if ledger.rows is not None and n != ledger.rows:
+        return f"it counts {n} rows; it declared {ledger.rows}"
+    if n == 0:
+        return "it has no training rows"
+    sums, problem = real_array(answer["label_sums"], "its label sums", shape=(2,))
+    if problem is not None:
+        return problem
+    positive, weight = sums
+    if not (weight > 0 and 0 <= positive <= weight * (1 + RTOL)):
+        return (
+            f"its label sums ({positive!r} positive of {weight!r}) are not a "
+            "positive weight and a part of it"
+        )
+    n_groups = int(query["n_groups"])
+    size = 2 * n_groups if n_groups > 1 else 0
+    cells, problem = real_array(
+        answer["cell_weight"], "its cell weights", shape=(size,)
+    )
+    if problem is not None:
+        return problem
+    if np.any(cells < 0):
+        return "its cell weights hold a negative weight"
+    if size and abs(cells.sum() - weight) > RTOL * weight:
+        return f"its cell weights add up to {cells.sum()!r}; its rows weigh {weight!r}"
+    if size and abs(cells[1::2].sum() - positive) > RTOL * weight:
+        return "its positive cells' weights are not its positive rows' weight"
+    missing = np.asarray(answer["has_missing"])
+    if missing.dtype != bool or missing.ndim != 1:
+        return "its missing-value flags are not booleans, one per feature"
+    _, problem = count_scalar(answer["n_val"], "its validation row count")
+    return problem
+
+
+def _started(ledger):
+    return None if ledger.start is not None else "it answered before it started"
+
+
+def _scores(query, answer, ledger, expected):
+    problem = _started(ledger)
+    if problem is not None:
+        return problem
+    size = len(ledger.start["cell_weight"])
+    _, problem = real_array(answer["score_sums"], "its score sums", shape=(size,))
+    if problem is not None or not query["score"]:
+        return problem
+    loss, problem = real_array(answer["loss"], "its loss sums", shape=(2,))
+    if problem is not None:
+        return problem
+    weight = ledger.start["label_sums"][1]
+    if loss[0] < 0 or abs(loss[1] - weight) > RTOL * weight:
+        return (
+            f"its loss sums ({loss[0]!r} over {loss[1]!r}) are not a log-loss "
+            f"over its rows' weight {weight!r}"
+        )
+    n_val = int(ledger.start["n_val"])
+    val, problem = real_array(
+        answer["val_loss"], "its validation loss sums", shape=(2 if n_val else 0,)
+    )
+    if problem is not None:
+        return problem
+    if n_val and (val[0] < 0 or val[1] <= 0):
+        return "its validation loss sums are not a log-loss over a positive weight"
+    return None
+
+
+def _gradients(query, answer, ledger, expected):
+    problem = _started(ledger)
+    if problem is not None:
+        return problem
+    n, problem = count_scalar(answer["n"], "its row count")
+    if problem is None and n != int(ledger.start["n"]):
+        problem = f"it grows a tree on {n} rows; it started with {ledger.start['n']}"
+    return problem
+
+
+def _histograms(query, answer, ledger, expected):
+    problems, _ = histogram_problems(query, {0: answer}, {0: expected})
+    return problems[0]
+
+
+#: How far a feature's histogram sums may drift from another feature's, as
+#: a share of the client's largest possible sum of absolute gradients (or
+#: hessians): the round-off of adding n float32 values in float64 is about
+#: n * 1e-16 of it, below this for any n up to 10**8 rows.
+DRIFT = 1e-8
+
+
+def histogram_problems(query, answers, expected):
+    """Every client's histograms of a node checked at once, and their sum.
+
+    Asked for every node grown, so the checks are a few vectorised passes
+    over the (features x bins) sums: the counts are
+    the client's rows of the node in every feature; the sums are finite,
+    the hessian sums >= 0; no feature's gradient (hessian) sum exceeds the
+    largest the client's rows can reach (``bounds``); and all features' sums
+    agree, as they bin the same rows, to ``DRIFT`` of that largest sum.
+
+    Parameters
+    ----------
+    query : dict
+        The ``"histograms"`` query (its ``features``).
+    answers : dict
+        Client index to its answer (keys not yet checked).
+    expected : dict
+        Client index to ``(rows, gradient_bound, hessian_bound)``: its rows
+        of the node, and the largest sums of absolute gradients and of
+        hessians its rows can have (None: unknown).
+
+    Returns
+    -------
+    problems : dict of int to str or None
+        Per client index, what is wrong with its answer (None: nothing).
+    total : ndarray of HISTOGRAM_DTYPE of shape (n_features, n_bins)
+        The well-formed answers' histograms summed, in the order of
+        ``answers`` (None when none is well-formed).
+    """
+    problems, formed = {}, []
+    shape = None
+    for k, answer in answers.items():
+        histograms = answer.get("histograms") if isinstance(answer, dict) else None
+        if not isinstance(answer, dict) or set(answer) != {"histograms"}:
+            problems[k] = "its answer is not a histograms answer"
+        elif (
+            not isinstance(histograms, np.ndarray)
+            or histograms.dtype != HISTOGRAM_DTYPE
+        ):
+            problems[k] = "its histograms are not an array of histogram records"
+        elif histograms.ndim != 2 or (shape is not None and histograms.shape != shape):
+            problems[k] = (
+                f"its histograms have shape {histograms.shape}; the others' {shape}"
+            )
+        else:
+            shape = histograms.shape
+            problems[k] = None
+            formed.append(k)
+    if not formed:
+        return problems, None
+    features = query["features"]
+    rows = None if features is None else np.asarray(features, dtype=np.intp)
+    # The federation's sums, one client after the other, over the features
+    # computed only (the builder leaves the others' memory as it found it).
+    # (A copy of the first client's, as raw bytes: numpy copies records
+    # field by field, 20 times slower.)
+    total = (
+        np.ascontiguousarray(answers[formed[0]]["histograms"])
+        .view(np.uint8)
+        .copy()
+        .view(HISTOGRAM_DTYPE)
+    )
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in formed[1:]:
+            histograms = answers[k]["histograms"]
+            for field in ("sum_gradients", "sum_hessians", "count"):
+                if rows is None:
+                    total[field] += histograms[field]
+                else:
+                    total[field][rows] += histograms[field][rows]
+    limits = np.array(
+        [
+            (np.nan, np.inf, np.inf) if expected.get(k) is None else expected[k]
+            for k in formed
+        ],
+        dtype=np.float64,
+    )
+    # Every rule is a sum, a bound or a sign that holds for the federation's
+    # sum when it holds for each client's: the sum is checked first, and
+    # each client's (to name the one at fault) only when it fails. (Errors
+    # of two clients that cancel exactly pass, as they leave the sum, all
+    # the server uses, as honest clients' would be.)
+    whole = total[None] if rows is None else total[None][:, rows]
+    if _vectorised_problems(whole, limits.sum(axis=0, keepdims=True))[0] is None:
+        return problems, total
+    # Stacked as raw bytes: numpy copies records field by field (20 times
+    # slower than the bytes).
+    stack = np.stack(
+        [np.ascontiguousarray(answers[k]["histograms"]).view(np.uint8) for k in formed]
+    ).view(HISTOGRAM_DTYPE)
+    checked = stack if rows is None else stack[:, rows]
+    for i, problem in enumerate(_vectorised_problems(checked, limits)):
+        problems[formed[i]] = problem
+    if all(problems[k] is None for k in formed):  # a guard, not a case
+        raise RuntimeError(
+            "The federation's histograms fail the gate while every client's pass."
+        )
+    return problems, total
+
+
+def _vectorised_problems(checked, limits):
+    """Per stacked histogram array, its first problem (or None)."""
+    rows, bounds = limits[:, :1], limits[:, 1:]
+    # The records' counts are unsigned integers: whole and >= 0 by dtype.
+    totals = checked["count"].sum(axis=2)
+    wrong_rows = (totals != rows) & ~np.isnan(rows)
+    # Per array, feature and field (gradient, hessian): the bins' sum.
+    sums = np.stack(
+        (checked["sum_gradients"].sum(axis=2), checked["sum_hessians"].sum(axis=2)),
+        axis=2,
+    )
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(sums).all(axis=(1, 2))
+        negative = checked["sum_hessians"].min(axis=(1, 2), initial=0.0) < 0
+        # float32 gradients round up to 6e-8 of a row's own bound.
+        beyond = (np.abs(sums) > bounds[:, None, :] * (1 + 1e-6)).any(axis=1)
+        drift = (
+            sums.max(axis=1, initial=-np.inf) - sums.min(axis=1, initial=np.inf)
+        ) > DRIFT * bounds
+    return [
+        _histogram_problem(
+            i, totals, rows, wrong_rows, finite, negative, beyond, drift, sums, bounds
+        )
+        for i in range(checked.shape[0])
+    ]
+
+
+def _histogram_problem(
+    i, totals, rows, wrong_rows, finite, negative, beyond, drift, sums, bounds
+):
+    """Client i's first problem among the vectorised checks, or None."""
+    if wrong_rows[i].any():
+        j = int(np.flatnonzero(wrong_rows[i])[0])
+        return (
+            f"its histogram of feature {j} counts {int(totals[i, j])} rows of "
+            f"the node; it has {int(rows[i, 0])} there"
+        )
+    if not finite[i]:
+        return "its histograms hold NaN or infinity (or sums beyond float64)"
+    if negative[i]:
+        return "its histograms hold a negative hessian sum"
+    for field, what in enumerate(("gradient", "hessian")):
+        values = sums[i, :, field]
+        if beyond[i, field]:
+            return (
+                f"its histograms' {what} sum reaches {float(np.abs(values).max())!r}, "
+                f"beyond the {float(bounds[i, field])!r} its rows' weights allow"
+            )
+        if drift[i, field]:
+            return (
+                f"its histograms' {what} sums differ between features "
+                f"({float(values.min())!r} to {float(values.max())!r}): they bin "
+                "the same rows"
+            )
+    return None
+
+
+def _whole(value):
+    return isinstance(value, numbers.Integral) and not isinstance(
+        value, bool | np.bool_
+    )
+
+
+def _split(query, answer, ledger, expected):
+    left, right = answer["left"], answer["right"]
+    if not (_whole(left) and _whole(right) and left >= 0 and right >= 0):
+        return f"its rows of the children ({left!r}, {right!r}) are not two counts"
+    if expected is not None and left + right != expected:
+        return (
+            f"its children hold {left} + {right} rows; it has {int(expected)} "
+            "in the node split"
+        )
+    return None
+
+
+def split_problems(answers, expected):
+    """Every client's partition of a node checked: ``{k: problem}``.
+
+    Parameters
+    ----------
+    answers : dict
+        Client index to its ``"split"`` answer.
+    expected : dict
+        Client index to its rows of the node split.
+
+    Returns
+    -------
+    problems : dict of int to str or None
+        Per client index, what is wrong with its answer (None: nothing).
+    """
+    problems = {}
+    for k, answer in answers.items():
+        if type(answer) is dict and answer.keys() == _KEYS["split"]:
+            problems[k] = _split(None, answer, None, expected.get(k))
+        else:
+            problems[k] = tree_reply_problem({"kind": "split"}, answer, None)
+    return problems
+
+
+def _leaf_cells(query, answer, ledger, expected):
+    problem = _started(ledger)
+    if problem is not None:
+        return problem
+    total = np.asarray(ledger.start["cell_weight"], dtype=np.float64)
+    cells, problem = real_array(
+        answer["cells"],
+        "its leaves' cell weights",
+        shape=(len(query["leaves"]), total.size),
+    )
+    if problem is not None:
+        return problem
+    if np.any(cells < 0):
+        return "its leaves' cell weights hold a negative weight"
+    # Every row is in one leaf: the leaves' weights are the client's.
+    if np.any(np.abs(cells.sum(axis=0) - total) > RTOL * total.sum()):
+        return "its leaves' cell weights do not add up to its cell weights"
+    return None
+
+
+_RULES = {
+    "bin summary": _bin_summary,
+    "counts at most": _counts_at_most,
+    "start": _start,
+    "init": _scores,
+    "gradients": _gradients,
+    "histograms": _histograms,
+    "split": _split,
+    "leaf cells": _leaf_cells,
+    "apply": _scores,
+}

@@ -1,0 +1,339 @@
+"""The reply gate on the trees' queries: every broken answer is caught and named.
+
+One client of a federation answers one kind of query wrongly (a count off
+by one, a NaN, a gradient beyond what its weights allow, a feature's
+histogram that disagrees with the others, a partition that loses a row...).
+With ``on_client_error="raise"`` the fit stops with an error naming the
+client, the query and what was wrong; with ``"skip"`` the client is left
+out and the fit goes on. Oracle for the skip: a client failing its first
+answer leaves exactly the fit of the others, bit for bit.
+"""
+
+import numpy as np
+import pytest
+
+from skfedida._compat import HISTOGRAM_DTYPE
+from skfedida._groups import encode_groups
+from skfedida._replies import ReplyGate
+from skfedida._tree_replies import TreeLedger, histogram_problems, tree_reply_problem
+from skfedida.datasets import make_federated_classification
+from skfedida.ensemble._binning import ClientColumns, federated_bin_mapper
+from skfedida.ensemble._boosting import BoostingClient, TreeChannel, boost, in_process
+
+
+@pytest.fixture(scope="module")
+def data():
+    data = make_federated_classification(
+        2000, n_clients=3, n_features=4, random_state=3, group_shift=1.0
+    )
+    data.codes = encode_groups(data.sensitive, n_samples=len(data.target))
+    data.parts = [np.flatnonzero(data.clients == k) for k in range(3)]
+    data.mapper = federated_bin_mapper(
+        [ClientColumns(data.data[p]) for p in data.parts]
+    )
+    return data
+
+
+class _Corrupt:
+    """A client that changes its answers of one kind, from the ``after``-th on."""
+
+    def __init__(self, client, kind, change, after=0):
+        self.client, self.kind, self.change, self.after = client, kind, change, after
+        self.seen = 0
+
+    def answer(self, query):
+        answer = self.client.answer(query)
+        if query["kind"] == self.kind:
+            self.seen += 1
+            if self.seen > self.after:
+                answer = self.change(answer)
+        return answer
+
+
+def _clients(data, fairness=1.0):
+    return [
+        BoostingClient(
+            data.mapper.transform(data.data[p]),
+            data.target[p],
+            None,
+            data.codes.codes[p] if fairness else None,
+        )
+        for p in data.parts
+    ]
+
+
+def _boost(data, clients, gate=None, fairness=1.0, score=False):
+    channel = TreeChannel(
+        in_process(clients),
+        len(clients),
+        gate=gate,
+        rows=[
+            c.client.n_samples if isinstance(c, _Corrupt) else c.n_samples
+            for c in clients
+        ],
+    )
+    n_features = data.data.shape[1]
+    return boost(
+        channel,
+        bin_mapper=data.mapper,
+        is_categorical=np.zeros(n_features, np.uint8),
+        monotonic_cst=np.zeros(n_features, np.int8),
+        interaction_cst=None,
+        max_iter=4,
+        learning_rate=0.1,
+        max_leaf_nodes=15,
+        max_depth=None,
+        min_samples_leaf=20,
+        l2_regularization=0.0,
+        max_features=1.0,
+        feature_rng=np.random.default_rng(0),
+        fairness=fairness,
+        n_groups=data.codes.n_groups,
+        score=score,
+    )
+
+
+def _histograms(change):
+    def corrupt(answer):
+        histograms = answer["histograms"].copy()
+        change(histograms)
+        return {"histograms": histograms}
+
+    return corrupt
+
+
+def _set(field, value, where=(0, 0)):
+    def change(histograms):
+        histograms[field][where] = value
+
+    return change
+
+
+def _add(field, value, where=(0, 0)):
+    def change(histograms):
+        histograms[field][where] += value
+
+    return change
+
+
+BROKEN = {
+    "a histogram counts a row too many": (
+        "histograms",
+        _histograms(_add("count", 1)),
+        "counts",
+    ),
+    "a histogram holds NaN": (
+        "histograms",
+        _histograms(_set("sum_gradients", np.nan)),
+        "NaN or infinity",
+    ),
+    "a negative hessian": (
+        "histograms",
+        _histograms(_set("sum_hessians", -1.0)),
+        "negative hessian",
+    ),
+    "a gradient beyond its weights": (
+        "histograms",
+        _histograms(_add("sum_gradients", 1e6)),
+        "beyond",
+    ),
+    "one feature's gradients drift": (
+        "histograms",
+        _histograms(_add("sum_gradients", 1e-3, where=(1, 3))),
+        "differ between features",
+    ),
+    "histograms of the wrong dtype": (
+        "histograms",
+        lambda a: {"histograms": a["histograms"]["count"].astype(float)},
+        "histogram records",
+    ),
+    "a partition loses a row": (
+        "split",
+        lambda a: {"left": a["left"] - 1, "right": a["right"]},
+        "children hold",
+    ),
+    "a partition count is not whole": (
+        "split",
+        lambda a: {"left": a["left"] + 0.5, "right": a["right"]},
+        "not two counts",
+    ),
+    "its rows are not those declared": (
+        "start",
+        lambda a: {**a, "n": a["n"] - 1},
+        "it declared",
+    ),
+    "its positive weight exceeds its weight": (
+        "start",
+        lambda a: {**a, "label_sums": a["label_sums"] * [1e3, 1.0]},
+        "label sums",
+    ),
+    "its cell weights do not add up": (
+        "start",
+        lambda a: {**a, "cell_weight": a["cell_weight"] * 2},
+        "cell weights",
+    ),
+    "a leaf's cell weights do not add up": (
+        "leaf cells",
+        lambda a: {"cells": a["cells"] * 1.5},
+        "do not add up",
+    ),
+    "an extra key": (
+        "gradients",
+        lambda a: {**a, "rows": [1, 2]},
+        "unexpected ['rows']",
+    ),
+    "a tree grown on other rows": (
+        "gradients",
+        lambda a: {"n": a["n"] - 1},
+        "grows a tree on",
+    ),
+    "score sums of the wrong shape": (
+        "apply",
+        lambda a: {**a, "score_sums": a["score_sums"][:-1]},
+        "score sums",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_broken_answer_stops_the_fit_naming_the_client(data, case):
+    kind, change, words = BROKEN[case]
+    clients = _clients(data)
+    clients[1] = _Corrupt(clients[1], kind, change)
+    with pytest.raises(
+        RuntimeError, match=f"Client 1 failed the tree query {kind!r}"
+    ) as error:
+        _boost(data, clients)
+    assert words in str(error.value)
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_broken_answer_is_left_out_with_skip(data, case):
+    kind, change, _ = BROKEN[case]
+    clients = _clients(data)
+    clients[1] = _Corrupt(clients[1], kind, change, after=1 if kind != "start" else 0)
+    gate = ReplyGate("skip")
+    _, predictors = _boost(data, clients, gate=gate)
+    assert len(predictors) == 4 and gate.left_out == {1}
+    assert [r["client"] for r in gate.records] == [1]
+    assert gate.records[0]["stage"] == f"tree query {kind!r}"
+
+
+@pytest.mark.parametrize("fairness", [0.0, 1.0])
+def test_a_client_left_out_at_the_start_leaves_the_others_fit(data, fairness):
+    clients = _clients(data, fairness)
+    clients[2] = _Corrupt(clients[2], "start", lambda a: {**a, "n": -1})
+    gate = ReplyGate("skip")
+    baseline, predictors = _boost(data, clients, gate=gate, fairness=fairness)
+    others = _clients(data, fairness)[:2]
+    expected_baseline, expected = _boost(data, others, fairness=fairness)
+    assert baseline == expected_baseline
+    for ours, theirs in zip(predictors, expected, strict=True):
+        np.testing.assert_array_equal(ours[0].nodes, theirs[0].nodes)
+
+
+def test_a_client_whose_answer_raises_is_named_with_the_cause(data):
+    clients = _clients(data)
+
+    def fail(answer):
+        raise MemoryError("no room for the histograms")
+
+    clients[0] = _Corrupt(clients[0], "histograms", fail)
+    with pytest.raises(RuntimeError, match="Client 0 failed the tree query") as error:
+        _boost(data, clients)
+    assert isinstance(error.value.__cause__, MemoryError)
+
+
+def test_a_tree_grown_again_without_a_client_draws_the_same_features(data):
+    # A client left out midway: the tree is grown again from the feature
+    # stream's state before it, so the fit is reproducible.
+    results = []
+    for _ in range(2):
+        clients = _clients(data)
+        clients[1] = _Corrupt(
+            clients[1], "histograms", _histograms(_add("count", 1)), after=3
+        )
+        results.append(_boost(data, clients, gate=ReplyGate("skip")))
+    for ours, theirs in zip(results[0][1], results[1][1], strict=True):
+        np.testing.assert_array_equal(ours[0].nodes, theirs[0].nodes)
+
+
+def test_bin_summaries_and_counts_are_checked():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    ledger = TreeLedger(rows=600)
+    query = {"kind": "bin summary", "max_bins": 255}
+    good = ClientColumns(X).answer(query)
+    assert tree_reply_problem(query, good, ledger) is None
+    unsorted = {**good, "distinct": [good["distinct"][0], None]}
+    unsorted["distinct"][0] = None
+    assert tree_reply_problem(query, unsorted, ledger) is None  # 600 > 255 values
+    few = ClientColumns(X[:10]).answer(query)
+    shuffled = {**few, "distinct": [few["distinct"][0][::-1], few["distinct"][1]]}
+    assert "not sorted" in tree_reply_problem(query, shuffled, TreeLedger(10))
+    hidden = {**few, "distinct": [None, few["distinct"][1]]}
+    assert "were not sent" in tree_reply_problem(query, hidden, TreeLedger(10))
+    too_many = {**good, "n": good["n"] + 1}
+    assert "more than the 600 rows" in tree_reply_problem(query, too_many, ledger)
+    ledger.record(query, good)
+    ask = {
+        "kind": "counts at most",
+        "features": np.array([0, 0]),
+        "pivots": np.array([-0.5, 0.5]),
+    }
+    counts = ClientColumns(X).answer(ask)
+    assert tree_reply_problem(ask, counts, ledger) is None
+    ledger.record(ask, counts)
+    falling = {"counts": counts["counts"][::-1]}
+    assert "fall as the pivot rises" in tree_reply_problem(ask, falling, ledger)
+    later = {
+        "kind": "counts at most",
+        "features": np.array([0]),
+        "pivots": np.array([0.0]),
+    }
+    beyond = {"counts": np.array([counts["counts"][1] + 1])}
+    assert "fall as the pivot rises" in tree_reply_problem(later, beyond, ledger)
+    outside = {
+        "kind": "counts at most",
+        "features": np.array([1]),
+        "pivots": np.array([1e9]),
+    }
+    assert "outside its range" in tree_reply_problem(
+        outside, {"counts": np.array([3])}, ledger
+    )
+
+
+def test_a_corrupt_summary_stops_the_bin_edges():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(900, 2))
+    clients = [ClientColumns(X[:450]), ClientColumns(X[450:])]
+    clients[0] = _Corrupt(
+        clients[0], "counts at most", lambda a: {"counts": a["counts"] + 10**6}
+    )
+    channel = TreeChannel(in_process(clients), 2, rows=[450, 450])
+    with pytest.raises(
+        RuntimeError, match="Client 0 failed the tree query 'counts at most'"
+    ):
+        federated_bin_mapper(channel)
+
+
+def test_the_federation_s_sum_is_checked_and_the_client_named():
+    rng = np.random.default_rng(2)
+    answers = {}
+    for k in range(3):
+        h = np.zeros((3, 8), HISTOGRAM_DTYPE)
+        h["count"] = 2
+        h["sum_gradients"] = np.tile(rng.normal(size=8), (3, 1))
+        h["sum_hessians"] = 0.1
+        answers[k] = {"histograms": h}
+    expected = {k: (16, 100.0, 100.0) for k in range(3)}
+    problems, total = histogram_problems({"features": None}, answers, expected)
+    assert problems == {0: None, 1: None, 2: None}
+    np.testing.assert_array_equal(total["count"], 6)
+    answers[2]["histograms"]["count"][1, 0] += 1
+    problems, _ = histogram_problems({"features": None}, answers, expected)
+    assert problems[0] is None and problems[1] is None
+    assert "feature 1 counts 17 rows" in problems[2]
+    # Only the features the query asked for are read (interaction constraints).
+    problems, _ = histogram_problems({"features": np.array([0, 2])}, answers, expected)
+    assert all(problem is None for problem in problems.values())
