@@ -35,7 +35,7 @@ __all__ = [
 
 #: The query kinds whose answers later answers must agree with (what
 #: :meth:`TreeLedger.record` keeps).
-RECORDED = frozenset({"bin summary", "counts at most", "start"})
+RECORDED = frozenset({"prepare", "encode", "bin summary", "counts at most", "start"})
 
 
 class TreeLedger:
@@ -55,6 +55,8 @@ class TreeLedger:
         self.pivots = {}
         #: Its "start" answer (rows, weights per cell, label sums).
         self.start = None
+        #: Its "prepare" answer (rows after resampling, categories).
+        self.prepared = None
 
     def record(self, query, answer):
         """Keep what later answers must agree with.
@@ -67,7 +69,12 @@ class TreeLedger:
             The client's admitted answer.
         """
         kind = query["kind"]
-        if kind == "bin summary":
+        if kind == "prepare":
+            self.prepared = answer
+        elif kind == "encode":
+            # From here on, the client's rows are its training rows.
+            self.rows = int(answer["n"])
+        elif kind == "bin summary":
             self.summary = answer
             self.pivots = {}
         elif kind == "counts at most":
@@ -87,6 +94,9 @@ class TreeLedger:
 
 #: Keys of every answer, by query kind (the scores' keys by "score").
 _KEYS = {
+    "prepare": {"n", "class_counts", "is_categorical", "categories"},
+    "encode": {"n", "n_val"},
+    "bins": {"n"},
     "bin summary": {"n", "min", "max", "distinct"},
     "counts at most": {"counts"},
     "start": {"n", "label_sums", "cell_weight", "has_missing", "n_val"},
@@ -132,6 +142,84 @@ def tree_reply_problem(query, answer, ledger, expected=None):
             + (f"unexpected {sorted(extra)}" if extra else "")
         )
     return _RULES[kind](query, answer, ledger, expected)
+
+
+def _prepare(query, answer, ledger, expected):
+    n, problem = count_scalar(answer["n"], "its row count")
+    if problem is not None:
+        return problem
+    if n == 0:
+        return "it has no training rows"
+    if not query["resampled"] and ledger.rows is not None and n != ledger.rows:
+        return f"it counts {n} rows; it declared {ledger.rows} (and resamples none)"
+    counts, problem = count_array(
+        answer["class_counts"], "its class counts", shape=(2,), at_most=n
+    )
+    if problem is not None:
+        return problem
+    if counts.sum() != n:
+        return f"its class counts add up to {counts.sum()}; it counts {n} rows"
+    flags = np.asarray(answer["is_categorical"])
+    if flags.dtype != bool or flags.ndim != 1:
+        return "its categorical flags are not booleans, one per feature"
+    categories = answer["categories"]
+    if not isinstance(categories, list) or len(categories) != int(flags.sum()):
+        return (
+            f"its categories are not a list of {int(flags.sum())} categorical "
+            "features' categories"
+        )
+    for j, values in enumerate(categories):
+        problem = _categories_problem(values, n, f"categorical feature {j}")
+        if problem is not None:
+            return problem
+    return None
+
+
+def _categories_problem(values, n, what):
+    """A feature's categories: distinct scalars, no more than its rows."""
+    if not isinstance(values, np.ndarray) or values.ndim != 1:
+        return f"{what}'s categories are not a 1-D array"
+    if values.dtype.kind not in "OUSbiuf":
+        return f"{what}'s categories have dtype {values.dtype}"
+    if values.size > n:
+        return f"{what} has {values.size} categories in {n} rows"
+    listed = values.tolist()
+    if any(isinstance(v, list | dict | tuple | set) for v in listed):
+        return f"{what}'s categories hold a value that is not a category"
+    if any(v is None or (isinstance(v, float) and v != v) for v in listed):
+        return f"{what}'s categories list a missing value"
+    try:
+        distinct = len({(type(v).__name__, v) for v in listed}) == len(listed)
+    except TypeError:
+        return f"{what}'s categories hold a value that is not a category"
+    if not distinct:
+        return f"{what}'s categories list a value twice"
+    return None
+
+
+def _encode(query, answer, ledger, expected):
+    if ledger.prepared is None:
+        return "it answered before it prepared its rows"
+    n, problem = count_scalar(answer["n"], "its training row count")
+    if problem is None:
+        n_val, problem = count_scalar(answer["n_val"], "its validation row count")
+    if problem is not None:
+        return problem
+    if n + n_val != int(ledger.prepared["n"]) or n == 0:
+        return (
+            f"it splits its {int(ledger.prepared['n'])} rows into {n} training "
+            f"and {n_val} validation rows"
+        )
+    if (query["validation_fraction"] is None) != (n_val == 0):
+        return "its validation rows disagree with the federation's early stopping"
+    return None
+
+
+def _bins(query, answer, ledger, expected):
+    n, problem = count_scalar(answer["n"], "its row count")
+    if problem is None and ledger.rows is not None and n != ledger.rows:
+        problem = f"it binned {n} rows; it has {ledger.rows} training rows"
+    return problem
 
 
 def _bin_summary(query, answer, ledger, expected):
@@ -535,6 +623,9 @@ def _leaf_cells(query, answer, ledger, expected):
 
 
 _RULES = {
+    "prepare": _prepare,
+    "encode": _encode,
+    "bins": _bins,
     "bin summary": _bin_summary,
     "counts at most": _counts_at_most,
     "start": _start,

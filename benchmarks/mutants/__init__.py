@@ -90,6 +90,10 @@ REPLY_KINDS = (
     "reply:min_max_scaler",
     "reply:one_hot_encoder",
     "reply:simple_imputer",
+    "reply:tree_bin_edges",
+    "reply:tree_histograms",
+    "reply:tree_split",
+    "reply:tree_leaf_cells",
 )
 
 

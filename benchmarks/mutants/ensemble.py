@@ -7,15 +7,18 @@ ENSEMBLE_TESTS = (
     "tests/ensemble/test_fair_hist_gradient_boosting.py",
 )
 BOOSTING = "skfedida/ensemble/_boosting.py"
-GROWING = "skfedida/ensemble/_growing.py"
+TREE_REPLIES = "skfedida/_tree_replies.py"
+TREES = "skfedida/federated/_trees.py"
+GATE_TESTS = ("tests/ensemble/test_tree_replies.py", "tests/federated/test_trees.py")
+TREE_FEDERATION_TESTS = ("tests/federated/test_trees.py",)
 FEATURES = ("FairHistGradientBoostingClassifier",)
 
 MUTANTS = [
     Mutant(
         "a client's histogram counts are not added to the others'",
-        GROWING,
-        '    for field in ("sum_gradients", "sum_hessians", "count"):',
-        '    for field in ("sum_gradients", "sum_hessians"):',
+        TREE_REPLIES,
+        '            for field in ("sum_gradients", "sum_hessians", "count"):',
+        '            for field in ("sum_gradients", "sum_hessians"):',
         ENSEMBLE_TESTS,
         features=FEATURES,
     ),
@@ -81,9 +84,9 @@ MUTANTS += [
     ),
     Mutant(
         "the clients' histograms of features outside a constraint set are added",
-        GROWING,
-        "slice(None) if features is None else np.asarray(features, dtype=np.intp)",
-        "slice(None)",
+        TREE_REPLIES,
+        "                    total[field][rows] += histograms[field][rows]\n",
+        "                    total[field] += histograms[field]\n",
         ENSEMBLE_TESTS,
         features=FEATURES,
     ),
@@ -134,5 +137,119 @@ MUTANTS += [
         "    below = np.where(half, above - 1, above)\n",
         BINNING_TESTS,
         features=FEATURES,
+    ),
+]
+MUTANTS += [
+    Mutant(
+        "a node's histograms may count other rows than the client has there",
+        TREE_REPLIES,
+        "    wrong_rows = (totals != rows) & ~np.isnan(rows)\n",
+        "    wrong_rows = (totals > rows) & ~np.isnan(rows)\n",
+        GATE_TESTS,
+        features=("reply:tree_histograms",),
+    ),
+    Mutant(
+        "a histogram's gradient sums may exceed what the client's weights allow",
+        TREE_REPLIES,
+        "bounds[:, None, :] * (1 + 1e-6)",
+        "bounds[:, None, :] * 1e6",
+        GATE_TESTS,
+        features=("reply:tree_histograms",),
+    ),
+    Mutant(
+        "features' histograms of one node may disagree",
+        TREE_REPLIES,
+        ") > DRIFT * bounds\n",
+        ") > 1e3 * bounds\n",
+        GATE_TESTS,
+        features=("reply:tree_histograms",),
+    ),
+    Mutant(
+        "only the federation's sum of histograms is checked, never a client's",
+        TREE_REPLIES,
+        "limits.sum(axis=0, keepdims=True))[0] is None:",
+        "limits.sum(axis=0, keepdims=True))[0] is None or True:",
+        GATE_TESTS,
+        features=("reply:tree_histograms",),
+    ),
+    Mutant(
+        "a partition may lose rows",
+        TREE_REPLIES,
+        "    if expected is not None and left + right != expected:",
+        "    if expected is not None and left + right > expected:",
+        GATE_TESTS,
+        features=("reply:tree_split",),
+    ),
+    Mutant(
+        "a leaf's cell weights need not add up to the client's",
+        TREE_REPLIES,
+        "    if np.any(np.abs(cells.sum(axis=0) - total) > RTOL * total.sum()):",
+        "    if np.any(cells.sum(axis=0) - total > 1e6):",
+        GATE_TESTS,
+        features=("reply:tree_leaf_cells",),
+    ),
+    Mutant(
+        "counts at pivots may fall as the pivot rises",
+        TREE_REPLIES,
+        "        if np.any(np.diff(numbers[order]) < 0):",
+        "        if False:",
+        GATE_TESTS,
+        features=("reply:tree_bin_edges",),
+    ),
+    Mutant(
+        "a client skipped midway leaves its tree half grown",
+        BOOSTING,
+        "            if restart:\n                raise Restart\n",
+        "            pass\n",
+        GATE_TESTS,
+        features=("reply:tree_histograms",),
+    ),
+    Mutant(
+        "a tree grown again after a skip draws other features",
+        BOOSTING,
+        "                feature_rng.bit_generator.state = state\n",
+        "                pass\n",
+        GATE_TESTS,
+        features=("reply:tree_histograms",),
+    ),
+    Mutant(
+        "the federation's categories are one client's",
+        TREES,
+        '        values = [answer["categories"][j] for answer in prepared.values()]',
+        '        values = [next(iter(prepared.values()))["categories"][j]]',
+        TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a client's sampler is seeded by the federation, not the client",
+        TREES,
+        "        self.rng = np.random.RandomState(self.seed)\n",
+        "        self.rng = np.random.RandomState(0)\n",
+        TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "resampled rows are not weighted back to the client's label shares",
+        TREES,
+        "self.rng), data, self.prior_correction\n",
+        "self.rng), data, None\n",
+        TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "early stopping stops on the training loss though clients hold out rows",
+        TREES,
+        "    model._use_validation_data = fraction is not None\n",
+        "    model._use_validation_data = False\n",
+        TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the penalty's groups are not sent to the boosting loop",
+        TREES,
+        "        groups = data.groups.codes if self.penalised else None\n",
+        "        groups = None\n",
+        TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
     ),
 ]

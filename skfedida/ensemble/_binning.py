@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._compat import BinMapper
-from ._boosting import _as_channel, _Restart
+from ._boosting import Restart, _as_channel
 
 __all__ = ["ClientColumns", "federated_bin_mapper"]
 
@@ -247,7 +247,7 @@ def federated_bin_mapper(clients, *, n_bins=256):
     while True:  # again without a client left out midway
         try:
             return _bin_mapper(channel, n_bins)
-        except _Restart:
+        except Restart:
             continue
 
 

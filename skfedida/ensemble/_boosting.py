@@ -377,7 +377,7 @@ BoostingClient._ANSWERS = {
 }
 
 
-class _Restart(Exception):
+class Restart(Exception):
     """A client left out before a tree was applied: the tree starts again."""
 
 
@@ -513,7 +513,7 @@ class TreeChannel:
             self.gate.left_out.update(dropped)
             self.active = admitted
             if restart:
-                raise _Restart
+                raise Restart
         if kind in RECORDED:
             for k in self.active:
                 self.ledger[k].record(query, answers[k])
@@ -661,7 +661,7 @@ def boost(
                 {"kind": "start", "n_groups": n_groups if penalised else 1}
             )
             break
-        except _Restart:
+        except Restart:
             continue
     if baseline is None:
         sums = sum(answer["label_sums"] for answer in started.values())
@@ -714,7 +714,7 @@ def boost(
                     l2_regularization,
                     learning_rate,
                 )
-            except _Restart:
+            except Restart:
                 feature_rng.bit_generator.state = state
                 continue
             predictors.append([tree])

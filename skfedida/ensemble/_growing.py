@@ -40,7 +40,6 @@ __all__ = [
     "ClientRows",
     "FederatedTreeGrower",
     "NodeRows",
-    "add_histograms",
     "split_message",
 ]
 
@@ -206,30 +205,6 @@ def split_message(split_info):
             None if bitset is None else np.asarray(bitset, dtype=np.uint32).copy()
         ),
     }
-
-
-def add_histograms(total, histograms, features=None):
-    """Add one histogram array into another, field by field (in place).
-
-    Parameters
-    ----------
-    total : ndarray of HISTOGRAM_DTYPE
-        The running sum, updated.
-    histograms : ndarray of HISTOGRAM_DTYPE
-        A client's histograms of the same shape.
-    features : ndarray of int or None
-        The features computed (interaction constraints); the builder leaves
-        the others' memory as it found it, so they are not added.
-
-    Returns
-    -------
-    total : ndarray of HISTOGRAM_DTYPE
-        ``total``, with ``histograms`` added.
-    """
-    rows = slice(None) if features is None else np.asarray(features, dtype=np.intp)
-    for field in ("sum_gradients", "sum_hessians", "count"):
-        total[field][rows] += histograms[field][rows]
-    return total
 
 
 class _FederatedHistograms:

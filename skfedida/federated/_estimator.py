@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.callback import CallbackSupportMixin
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.utils import column_or_1d, get_tags
 from sklearn.utils.metadata_routing import (
@@ -82,6 +83,7 @@ from ._privacy import (
     updates_bounded,
 )
 from ._server import _Server
+from ._trees import fit_trees, is_boosted_trees
 
 __all__ = ["FederatedEstimator"]
 
@@ -128,6 +130,13 @@ class FederatedEstimator(
     ``coefs_``/``intercepts_``) and whose ``partial_fit`` continues from them
     can be federated: skfedida's estimators, and sklearn's ``SGDClassifier``
     and ``MLPClassifier``.
+
+    Boosted trees (:class:`~skfedida.ensemble.FairHistGradientBoostingClassifier`,
+    or scikit-learn's ``HistGradientBoostingClassifier``) are federated by
+    their own protocol: the server grows each tree from the clients' summed
+    histograms, scikit-learn's trees on the pooled rows (see the user
+    guide's "Federated boosted trees"); the parameters of rounds of
+    ``partial_fit`` do not apply to them.
 
     Parameters
     ----------
@@ -375,6 +384,7 @@ strategy, default="mean"
         "estimator": [
             HasMethods(["partial_fit", "predict", "predict_proba"]),
             Pipeline,
+            HistGradientBoostingClassifier,
         ],
         "strategy": [StrOptions(set(_STRATEGIES))],
         "n_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -476,7 +486,8 @@ strategy, default="mean"
             and self.sensitive is None  # sensitive columns need a DataFrame
             and not isinstance(self.sampler, FairnessAwareROSE)
         )
-        tags.input_tags.allow_nan = False
+        # Boosted trees bin missing values; averaged models cannot train on them.
+        tags.input_tags.allow_nan = is_boosted_trees(self.estimator)
         return tags
 
     # -- input handling ---------------------------------------------------------
@@ -520,6 +531,8 @@ strategy, default="mean"
         self : object
             Fitted meta-estimator.
         """
+        if is_boosted_trees(self.estimator):
+            return fit_trees(self, X, y, clients, sensitive_features)
         self._check_components()
         self._check_update_bound()  # bad options fail before training
         self._check_proximal_term()
@@ -1007,7 +1020,8 @@ strategy, default="mean"
         and an estimator primed on float32 rows (sklearn's SGDClassifier)
         could not continue from them.
         """
-        if self.sensitive is not None:
+        if self.sensitive is not None or is_boosted_trees(self.estimator):
+            # Boosted trees read their own columns (categories, NaN).
             return X
         try:
             return check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")

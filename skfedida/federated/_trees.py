@@ -1,0 +1,756 @@
+"""Boosted trees as a federation's model: FederatedEstimator's tree fit.
+
+``FederatedEstimator(FairHistGradientBoostingClassifier(...))`` trains one
+ensemble of trees across clients that never send a row. The server runs
+scikit-learn's fit of ``HistGradientBoostingClassifier`` step by step and
+asks the clients, by queries, for what each step needs of their rows
+(``skfedida.ensemble._boosting``; every answer through the reply gate of
+``skfedida._tree_replies``):
+
+1. ``"prepare"``: each client resamples its training rows once with the
+   federation's ``sampler`` (its own seed), holds out its early-stopping
+   rows when the trees stop early, and sends its rows' count and, per
+   categorical feature, the categories it has;
+2. ``"encode"``: the categories of all clients, sorted, become every
+   client's ordinal codes (scikit-learn's ``OrdinalEncoder`` on the pooled
+   rows would learn the same);
+3. the numeric features' bin edges (``skfedida.ensemble._binning``:
+   scikit-learn's on the pooled rows), and ``"bins"``: each client bins;
+4. the boosting loop (``skfedida.ensemble._boosting.boost``): per tree,
+   the clients' gradients, node histograms and partitions, and with the
+   group penalty their cell sums and leaves' cell weights.
+
+With ``fairness=0``, no sampler and numeric features, the trees are
+scikit-learn's on the pooled rows, bit for bit (``tests/federated``).
+``strategy="central"`` fits the estimator on the pooled rows (the
+reference), ``"local"`` one per client on its own rows.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import FunctionTransformer, OrdinalEncoder
+from sklearn.utils import check_array, check_random_state, column_or_1d
+from sklearn.utils.validation import validate_data
+
+from .._compat import BinMapper, num_samples, safe_indexing, unique_values
+from .._groups import check_labels_complete, client_ids, encode_groups
+from .._replies import initialisation_reply_problem
+from ..ensemble._binning import ClientColumns, federated_bin_mapper
+from ..ensemble._boosting import (
+    BoostingClient,
+    Restart,
+    TreeChannel,
+    boost,
+    in_process,
+)
+from ..exceptions import InactivePenaltyWarning
+from ._client import (
+    _client_seeds,
+    _ClientData,
+    _resample,
+    _round_sampler,
+    _split_client,
+    class_counts,
+)
+
+__all__ = ["TREE_ONLY_DEFAULTS", "fit_trees", "is_boosted_trees"]
+
+
+def is_boosted_trees(estimator):
+    """Whether a federation's estimator is scikit-learn's histogram boosting.
+
+    Parameters
+    ----------
+    estimator : object
+        The federation's estimator.
+
+    Returns
+    -------
+    trees : bool
+        True for a ``HistGradientBoostingClassifier`` (skfedida's included).
+    """
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return isinstance(estimator, HistGradientBoostingClassifier)
+
+
+#: FederatedEstimator's parameters of rounds of ``partial_fit``, at their
+#: defaults: boosted trees have no rounds of local epochs, so a value set
+#: away from these would be silently unused. What to set instead.
+TREE_ONLY_DEFAULTS = {
+    "n_rounds": (10, "the trees are the estimator's max_iter"),
+    "local_epochs": (5, "a tree is grown from all the clients' rows at once"),
+    "batch_size": (128, "each tree reads every row of every client"),
+    "resample": ("batch", "a client resamples its rows once, before the trees"),
+    "client_fraction": (1.0, "every tree is grown from every client"),
+    "aggregation": ("mean", "the clients' histograms are summed"),
+    "max_update_norm": (None, "no parameters are averaged"),
+    "dp": (None, "no differentially private trees yet"),
+    "personalization_steps": (1, "there is one global model"),
+    "inner_learning_rate": (0.01, "the trees' step is learning_rate"),
+    "outer_learning_rate": (None, "the trees' step is learning_rate"),
+}
+
+
+def check_tree_federation(federation):
+    """Refuse what a federation of boosted trees cannot do, naming it.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The federation about to fit.
+    """
+    if federation.strategy == "pfedavg":
+        raise ValueError(
+            "strategy='pfedavg' personalises averaged parameters; boosted trees "
+            "have none. Use strategy='fedavg' (one federated ensemble), "
+            "'local' or 'central'."
+        )
+    for name, (default, instead) in TREE_ONLY_DEFAULTS.items():
+        value = getattr(federation, name)
+        same = value is default or (
+            isinstance(value, str | numbers.Number)
+            and not isinstance(value, bool)
+            and value == default
+        )
+        if not same:
+            raise ValueError(
+                f"{name}={value!r} does not apply to boosted trees ({instead}); "
+                f"leave it at its default, {default!r}."
+            )
+    if federation.warm_start:
+        raise ValueError(
+            "warm_start=True with boosted trees: a federation does not continue "
+            "a fitted ensemble yet. Set warm_start=False."
+        )
+    if getattr(federation, "_skl_callbacks", None):
+        raise ValueError(
+            "Callbacks are not called by a federation of boosted trees yet; "
+            "remove them, or use the estimator's own verbose output."
+        )
+    estimator = federation.estimator
+    if estimator.warm_start:
+        raise ValueError(
+            f"{type(estimator).__name__}(warm_start=True) inside a federation: "
+            "it does not continue a fitted ensemble yet. Set warm_start=False."
+        )
+    if federation.sensitive is not None:
+        raise ValueError(
+            "sensitive= (sensitive columns of X) is not read by a federation "
+            "of boosted trees yet; pass the attributes as "
+            "fit(..., sensitive_features=...)."
+        )
+
+
+class TreeFederationClient:
+    """One client of a federation of trees: its rows, and its answers.
+
+    Parameters
+    ----------
+    estimator : HistGradientBoostingClassifier
+        The federation's (unfitted) estimator: its parameters.
+    X : array-like or DataFrame
+        The client's training rows.
+    y : ndarray
+        Their labels coded 0/1.
+    groups : SensitiveGroups or None
+        Their sensitive groups (the sampler's, and the penalty's).
+    sampler : object or None
+        The federation's sampler.
+    seed : int
+        The client's seed (its sampler's and early-stopping split's).
+    prior_correction : {"weights"} or None
+        Whether resampled rows are weighted back to the client's label shares.
+    penalised : bool, default=False
+        Whether the group penalty acts (the rows' groups are then sent to
+        the boosting loop).
+    """
+
+    def __init__(
+        self,
+        estimator,
+        X,
+        y,
+        groups,
+        *,
+        sampler,
+        seed,
+        prior_correction,
+        penalised=False,
+    ):
+        self.estimator = estimator
+        self.X, self.y, self.groups = X, y, groups
+        self.sampler, self.seed = sampler, int(seed)
+        self.prior_correction = prior_correction
+        self.penalised = penalised
+        self.columns = self.boosting = None
+
+    def answer(self, query):
+        """The client's answer to one of the server's queries.
+
+        Parameters
+        ----------
+        query : dict
+            A query of the tree fit (the module's docstring lists them).
+
+        Returns
+        -------
+        answer : dict
+            Arrays and numbers only.
+        """
+        kind = query["kind"]
+        if kind == "prepare":
+            return self._prepare(query)
+        if kind == "encode":
+            return self._encode(query)
+        if kind in ("bin summary", "counts at most"):
+            return self.columns.answer(query)
+        if kind == "bins":
+            return self._bins(query)
+        return self.boosting.answer(query)
+
+    def _prepare(self, query):
+        """Resample once; the rows' count, class counts and categories."""
+        self.rng = np.random.RandomState(self.seed)
+        data = _ClientData(self.X, self.y, self.groups)
+        data = _resample(
+            _round_sampler(self.sampler, self.rng), data, self.prior_correction
+        )
+        y = np.asarray(data.y)
+        # The penalty's group of every row (resampled rows keep theirs).
+        groups = data.groups.codes if self.penalised else None
+        self.rows = (data.X, y, groups, data.weight)
+        # Which features are categorical and the categories this client has:
+        # scikit-learn's own reading of the rows (dtypes or the parameter),
+        # before its early-stopping split, as in its fit.
+        own = clone(self.estimator)
+        own._preprocess_X(data.X, reset=True)
+        self.is_categorical = own.is_categorical_
+        categories = []
+        if own._preprocessor is not None:
+            encoder = own._preprocessor.named_transformers_["encoder"]
+            categories = [_without_missing(c) for c in encoder.categories_]
+        return {
+            "n": len(y),
+            "class_counts": np.bincount(y, minlength=2),
+            "is_categorical": (
+                np.zeros(0, dtype=bool)
+                if self.is_categorical is None
+                else np.asarray(self.is_categorical, dtype=bool)
+            ),
+            "categories": categories,
+        }
+
+    def _encode(self, query):
+        """The federation's categories and class weights; the early-stopping split."""
+        X, y, groups, weight = self.rows
+        class_weight = query["class_weight"]
+        if class_weight is not None:
+            scale = np.asarray(class_weight, dtype=np.float64)[y]
+            weight = scale if weight is None else weight * scale
+        self.val = None
+        fraction = query["validation_fraction"]
+        if fraction is not None:
+            # scikit-learn's split of its training rows, on the client's own.
+            _, counts = np.unique(y, return_counts=True)
+            stratify = y if counts.size > 1 and counts.min() > 1 else None
+            train, val = train_test_split(
+                np.arange(len(y)),
+                test_size=fraction,
+                stratify=stratify,
+                random_state=self.rng.randint(np.iinfo(np.int32).max),
+            )
+            train, val = np.sort(train), np.sort(val)
+            self.val = (
+                safe_indexing(X, val),
+                y[val],
+                None if weight is None else weight[val],
+            )
+            X, y = safe_indexing(X, train), y[train]
+            groups = None if groups is None else groups[train]
+            weight = None if weight is None else weight[train]
+        self.rows = (X, y, groups, weight)
+        self.preprocessor = tree_preprocessor(self.is_categorical, query["categories"])
+        self.encoded = self._encoded(X, fit=True)
+        self.encoded_val = None if self.val is None else self._encoded(self.val[0])
+        self.columns = ClientColumns(self.encoded[:, len(query["categories"]) :])
+        return {"n": len(y), "n_val": 0 if self.val is None else len(self.val[1])}
+
+    def _encoded(self, X, fit=False):
+        if self.preprocessor is None:
+            return check_array(X, dtype=np.float64, ensure_all_finite=False)
+        if fit:
+            return self.preprocessor.fit_transform(X)
+        return self.preprocessor.transform(X)
+
+    def _bins(self, query):
+        mapper = bin_mapper_of(query)
+        _, y, groups, weight = self.rows
+        X_binned = mapper.transform(self.encoded)
+        val = {}
+        if self.val is not None:
+            val = {
+                "X_binned_val": mapper.transform(self.encoded_val),
+                "y_val": self.val[1],
+                "sample_weight_val": self.val[2],
+            }
+        self.boosting = BoostingClient(
+            X_binned,
+            y,
+            weight,
+            groups,
+            missing_values_bin_idx=mapper.missing_values_bin_idx_,
+            **val,
+        )
+        self.encoded = self.encoded_val = self.columns = None
+        return {"n": len(y)}
+
+
+def _without_missing(categories):
+    """An encoder's categories without the missing value it lists last."""
+    categories = np.asarray(categories)
+    if categories.size and _is_missing(categories[-1]):
+        return categories[:-1]
+    return categories
+
+
+def _is_missing(value):
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def tree_preprocessor(is_categorical, categories):
+    """Build scikit-learn's preprocessing of a boosted model, with given categories.
+
+    Parameters
+    ----------
+    is_categorical : ndarray of bool or None
+        Which input features are categorical.
+    categories : list of ndarray
+        Per categorical feature, its categories (the federation's).
+
+    Returns
+    -------
+    preprocessor : ColumnTransformer or None
+        As ``HistGradientBoostingClassifier._preprocess_X`` builds it (the
+        categorical features ordinal-encoded first, the others checked),
+        with the categories fixed; None without categorical features.
+    """
+    if is_categorical is None or not np.any(is_categorical):
+        return None
+    encoder = OrdinalEncoder(
+        categories=[list(c) for c in categories],
+        handle_unknown="use_encoded_value",
+        unknown_value=np.nan,
+        encoded_missing_value=np.nan,
+        dtype=np.float64,
+    )
+    numeric = FunctionTransformer(
+        check_array, kw_args={"dtype": [np.float64], "ensure_all_finite": False}
+    )
+    is_categorical = np.asarray(is_categorical, dtype=bool)
+    preprocessor = ColumnTransformer(
+        [("encoder", encoder, is_categorical), ("numerical", numeric, ~is_categorical)]
+    )
+    return preprocessor.set_output(transform="default")
+
+
+def bin_mapper_of(query):
+    """Build the federation's fitted ``_BinMapper`` from a ``"bins"`` query.
+
+    Parameters
+    ----------
+    query : dict
+        The query: ``n_bins``, ``is_categorical`` and every feature's
+        ``edges`` (a categorical feature's: its codes).
+
+    Returns
+    -------
+    mapper : _BinMapper
+        Fitted, to transform a client's encoded rows.
+    """
+    mapper = BinMapper(n_bins=int(query["n_bins"]))
+    mapper.is_categorical_ = np.asarray(query["is_categorical"], dtype=np.uint8)
+    mapper.missing_values_bin_idx_ = int(query["n_bins"]) - 1
+    mapper.bin_thresholds_ = [np.asarray(t, dtype=np.float64) for t in query["edges"]]
+    mapper.n_bins_non_missing_ = np.array(
+        [
+            len(t) if categorical else len(t) + 1
+            for t, categorical in zip(
+                mapper.bin_thresholds_, mapper.is_categorical_, strict=True
+            )
+        ],
+        dtype=np.uint32,
+    )
+    return mapper
+
+
+def fit_trees(federation, X, y, clients, sensitive_features):
+    """Fit a federation whose estimator is histogram gradient boosting.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The federation (its parameters; fitted attributes are set on it).
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Every client's rows.
+    y : array-like of shape (n_samples,)
+        Binary labels.
+    clients : array-like of shape (n_samples,) or None
+        Each row's client.
+    sensitive_features : array-like, DataFrame or dict, or None
+        The rows' sensitive attributes (the penalty's groups, the sampler's).
+
+    Returns
+    -------
+    federation : FederatedEstimator
+        Fitted.
+    """
+    check_tree_federation(federation)
+    estimator = federation.estimator
+    estimator._validate_params()
+    validate_data(federation, X, reset=True, skip_check_array=True)
+    n_samples = num_samples(X)
+    if y is None:
+        raise ValueError(
+            "FederatedEstimator requires y to be passed, but the target y is None."
+        )
+    y = column_or_1d(np.asarray(y), warn=True)
+    if y.shape[0] != n_samples:
+        raise ValueError(
+            f"y must hold one label per row of X: {n_samples} rows, got "
+            f"{y.shape[0]} labels."
+        )
+    check_labels_complete(y, "y")
+    classes = np.unique(y)
+    if classes.size != 2:
+        raise ValueError(
+            "A federation of boosted trees trains a binary classifier; y has "
+            f"{classes.size} classes {classes.tolist()[:10]}."
+        )
+    y_codes = np.searchsorted(classes, y)
+    groups = (
+        None
+        if sensitive_features is None
+        else encode_groups(sensitive_features, n_samples=n_samples)
+    )
+    fairness = float(getattr(estimator, "fairness", 0.0))
+    if fairness > 0 and (groups is None or groups.n_groups < 2):
+        import warnings
+
+        from .._groups import caller_stacklevel
+
+        reason = (
+            "no sensitive attributes were given (pass sensitive_features)"
+            if groups is None
+            else "the sensitive attributes take a single value"
+        )
+        warnings.warn(
+            f"fairness={fairness} has no effect: {reason}; the federation trains "
+            "the unpenalised model.",
+            InactivePenaltyWarning,
+            stacklevel=caller_stacklevel(),
+        )
+    ids, codes = client_ids(clients, n_samples)
+    federation.classes_ = classes
+    federation.clients_ = ids
+    n_clients = len(ids)
+    federation.client_seeds_ = _client_seeds(federation.random_state, n_clients)
+    train_rows, held_out_rows = [], []
+    for k in range(n_clients):
+        rows = np.flatnonzero(codes == k)
+        train, held_out = _split_client(
+            y[rows],
+            federation.validation_fraction,
+            federation.client_seeds_[k],
+            ids[k].tolist(),
+        )
+        train_rows.append(rows[train])
+        if held_out is not None:
+            held_out_rows.append(rows[held_out])
+    federation.client_sizes_ = np.array([rows.size for rows in train_rows])
+    federation.history_ = []
+    federation.federated_metrics_ = {}
+    federation.privacy_ = None
+    federation.client_estimators_ = {}
+    gate = federation._gate()
+    counts = [class_counts(y[rows], classes) for rows in train_rows]
+    admitted = gate.admit(
+        "initialisation",
+        [
+            (
+                k,
+                initialisation_reply_problem(
+                    counts[k], n_classes=2, declared_rows=train_rows[k].size
+                ),
+            )
+            for k in range(n_clients)
+        ],
+    )
+    federation.class_prior_ = np.sum([counts[k] for k in admitted], axis=0) / np.sum(
+        [counts[k] for k in admitted]
+    )
+    penalised = fairness > 0 and groups is not None and groups.n_groups > 1
+    sensitive = groups if penalised or federation.sampler is not None else None
+
+    def client_data(rows):
+        return (
+            safe_indexing(X, rows),
+            y_codes[rows],
+            None if sensitive is None else sensitive.take(rows),
+        )
+
+    if federation.strategy == "central":
+        pooled = np.sort(np.concatenate(train_rows))
+        federation.estimator_ = _one_machine(
+            federation, *client_data(pooled), federation.client_seeds_[0], classes
+        )
+    elif federation.strategy == "local":
+        models = [
+            _one_machine(federation, *client_data(rows), seed, classes)
+            for rows, seed in zip(train_rows, federation.client_seeds_, strict=True)
+        ]
+        federation.client_estimators_ = {
+            ids[k].tolist(): model for k, model in enumerate(models)
+        }
+        federation.estimator_ = models[0]
+    else:
+        members = []
+        for k, rows in enumerate(train_rows):
+            X_k, y_k, g_k = client_data(rows)
+            members.append(
+                TreeFederationClient(
+                    estimator,
+                    X_k,
+                    y_k,
+                    g_k,
+                    sampler=federation.sampler,
+                    seed=federation.client_seeds_[k],
+                    prior_correction=federation.prior_correction,
+                    penalised=penalised,
+                )
+            )
+        federation.estimator_ = federated_trees(
+            estimator,
+            TreeChannel(
+                in_process(members),
+                n_clients,
+                gate=gate,
+                rows=[rows.size for rows in train_rows],
+            ),
+            classes=classes,
+            n_groups=groups.n_groups if penalised else 1,
+            placeholder=safe_indexing(X, train_rows[admitted[0]][:1]),
+            resampled=federation.sampler is not None,
+        )
+    federation._record_skips(gate)
+    return federation
+
+
+def _one_machine(federation, X, y_codes, groups, seed, classes):
+    """The estimator fitted on rows of one machine (central, or one client)."""
+    model = clone(federation.estimator)
+    model.set_params(random_state=int(seed))
+    data = _ClientData(X, y_codes, groups)
+    data = _resample(
+        _round_sampler(federation.sampler, np.random.RandomState(int(seed))),
+        data,
+        federation.prior_correction,
+    )
+    kwargs = {}
+    if data.groups is not None and "fairness" in model.get_params():
+        kwargs["sensitive_features"] = data.groups.codes
+    return model.fit(
+        data.X, classes[np.asarray(data.y)], sample_weight=data.weight, **kwargs
+    )
+
+
+def _agreed_categorical(prepared, channel):
+    """The clients' reading of which features are categorical: one for all."""
+    readings = {k: answer["is_categorical"] for k, answer in prepared.items()}
+    first_k, first = next(iter(readings.items()))
+    for k, reading in readings.items():
+        if reading.shape != first.shape or not np.array_equal(reading, first):
+            raise ValueError(
+                f"{channel.gate.name(first_k)} and {channel.gate.name(k)} read "
+                "different features as categorical (categorical_features="
+                "'from_dtype' reads the columns' dtypes): give every client the "
+                "same dtypes, or set categorical_features explicitly."
+            )
+    return first if first.size else None
+
+
+def _class_weight(model, counts, classes):
+    """Per class code, the weight ``class_weight`` gives it (None: none)."""
+    if model.class_weight is None:
+        return None
+    if model.class_weight == "balanced":
+        # scikit-learn's: n / (n_classes * n_c), on the federation's counts.
+        return counts.sum() / (len(counts) * np.maximum(counts, 1))
+    return np.array([float(model.class_weight.get(c, 1.0)) for c in classes.tolist()])
+
+
+def federated_trees(
+    estimator,
+    channel,
+    *,
+    classes,
+    n_groups,
+    placeholder,
+    resampled=False,
+):
+    """The server's tree fit: queries to the clients, the fitted estimator.
+
+    Parameters
+    ----------
+    estimator : HistGradientBoostingClassifier
+        The federation's estimator (its parameters).
+    channel : TreeChannel
+        The clients, through the reply gate.
+    classes : ndarray of shape (2,)
+        The federation's classes (labels coded 0/1 by the clients).
+    n_groups : int
+        Groups of the penalty (1: no penalty).
+    placeholder : array-like or DataFrame
+        One row of the clients' columns and dtypes, to build the fitted
+        model's input checks (its values are not used).
+    resampled : bool, default=False
+        Whether the clients resample their rows (else each keeps the rows
+        it declared).
+
+    Returns
+    -------
+    model : HistGradientBoostingClassifier
+        A clone of ``estimator`` fitted with the federation's trees.
+    """
+    model = clone(estimator)
+    if model.monotonic_cst is not None:
+        raise ValueError(
+            f"monotonic_cst={model.monotonic_cst!r} inside a federation: not "
+            "supported yet. Leave monotonic_cst=None."
+        )
+    fairness = float(getattr(model, "fairness", 0.0))
+    while True:
+        try:
+            prepared = channel.ask({"kind": "prepare", "resampled": resampled})
+            break
+        except Restart:
+            continue
+    is_categorical = _agreed_categorical(prepared, channel)
+    n_categorical = 0 if is_categorical is None else int(np.sum(is_categorical))
+    categories = []
+    for j in range(n_categorical):
+        values = [answer["categories"][j] for answer in prepared.values()]
+        union = unique_values(np.concatenate(values)) if values else np.array([])
+        if union.size > model.max_bins:
+            raise ValueError(
+                f"Categorical feature {j} (of the categorical features, in "
+                f"order) has {union.size} categories across the clients; "
+                f"max_bins={model.max_bins} allows at most that many."
+            )
+        categories.append(union)
+    counts = np.sum([answer["class_counts"] for answer in prepared.values()], axis=0)
+    n_samples = int(counts.sum())
+    early = model.early_stopping
+    do_early_stopping = n_samples > 10_000 if early == "auto" else bool(early)
+    if do_early_stopping and model.scoring != "loss":
+        raise ValueError(
+            f"scoring={model.scoring!r} with early stopping inside a federation: "
+            "the clients score their validation log-loss; set scoring='loss'."
+        )
+    fraction = model.validation_fraction if do_early_stopping else None
+    channel.ask(
+        {
+            "kind": "encode",
+            "categories": categories,
+            "validation_fraction": fraction,
+            "class_weight": _class_weight(model, counts, classes),
+        },
+        restart=False,
+    )
+    numeric = federated_bin_mapper(channel, n_bins=model.max_bins + 1)
+    bins = {
+        "kind": "bins",
+        "n_bins": model.max_bins + 1,
+        "is_categorical": np.array(
+            [1] * n_categorical + [0] * len(numeric.bin_thresholds_), dtype=np.uint8
+        ),
+        "edges": [np.arange(c.size, dtype=np.float64) for c in categories]
+        + list(numeric.bin_thresholds_),
+    }
+    channel.ask(bins, restart=False)
+    mapper = bin_mapper_of(bins)
+    n_features = len(bins["edges"])
+    # The model's fitted input checks: scikit-learn's preprocessing with the
+    # federation's categories, fitted on a placeholder row (no client's
+    # categories are learnt from it).
+    model._preprocessor = tree_preprocessor(is_categorical, categories)
+    if model._preprocessor is None:
+        validate_data(model, placeholder, dtype=[np.float64], ensure_all_finite=False)
+        model.is_categorical_ = None
+        model._is_categorical_remapped = None
+    else:
+        model._preprocessor.fit(placeholder)
+        model.is_categorical_ = np.asarray(is_categorical, dtype=bool)
+        model.n_features_in_ = model._preprocessor.n_features_in_
+        if hasattr(model._preprocessor, "feature_names_in_"):
+            model.feature_names_in_ = model._preprocessor.feature_names_in_
+        model._is_categorical_remapped = bins["is_categorical"].astype(bool)
+    # What scikit-learn's _encode_y sets for two classes.
+    model.classes_ = np.asarray(classes)
+    model.n_trees_per_iteration_ = 1
+    model._loss = model._get_loss(sample_weight=None)
+    # The seeds scikit-learn's fit draws, in its order: the validation
+    # split's (here each client's own) and the feature subsampling's.
+    rng = check_random_state(model.random_state)
+    model._random_seed = rng.randint(np.iinfo(np.uint32).max, dtype="u8")
+    feature_seed = rng.randint(np.iinfo(np.uint32).max, dtype="u8")
+    model._feature_subsample_rng = np.random.default_rng(feature_seed)
+    model._n_features = n_features
+    model._bin_mapper = mapper
+    model.do_early_stopping_ = do_early_stopping
+    model._use_validation_data = fraction is not None
+    model.train_score_, model.validation_score_ = [], []
+
+    def on_iteration(predictors, scores):
+        model.train_score_.append(-scores[0])
+        if scores[1] is not None:
+            model.validation_score_.append(-scores[1])
+        if not predictors or not do_early_stopping:
+            return False
+        return model._should_stop(
+            model.validation_score_
+            if model._use_validation_data
+            else model.train_score_
+        )
+
+    baseline, model._predictors = boost(
+        channel,
+        bin_mapper=mapper,
+        is_categorical=bins["is_categorical"],
+        monotonic_cst=np.zeros(n_features, dtype=np.int8),
+        interaction_cst=model._check_interaction_cst(n_features),
+        max_iter=model.max_iter,
+        learning_rate=model.learning_rate,
+        max_leaf_nodes=model.max_leaf_nodes,
+        max_depth=model.max_depth,
+        min_samples_leaf=model.min_samples_leaf,
+        l2_regularization=model.l2_regularization,
+        max_features=model.max_features,
+        feature_rng=model._feature_subsample_rng,
+        fairness=fairness,
+        n_groups=n_groups,
+        score=True,
+        on_iteration=on_iteration,
+    )
+    model._baseline_prediction = np.array([[baseline]])
+    model.train_score_ = np.asarray(model.train_score_)
+    model.validation_score_ = np.asarray(model.validation_score_)
+    if hasattr(model, "n_groups_"):
+        model.n_groups_ = n_groups
+    return model

@@ -1,0 +1,311 @@
+"""Boosted trees as a federation's model (issue 36): FederatedEstimator's tree fit.
+
+Oracles: scikit-learn's ``HistGradientBoostingClassifier`` on the pooled
+rows (without a penalty or a sampler, the federated trees are its trees bit
+for bit: numeric features with missing values, and pandas categories that
+each client has only some of); the one-machine penalised fit
+(``FairHistGradientBoostingClassifier.fit``) for the penalised federation of
+one client; and the estimator's own fit for ``strategy="central"`` and
+``"local"``.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier
+
+from skfedida.datasets import make_federated_classification
+from skfedida.ensemble import FairHistGradientBoostingClassifier
+from skfedida.federated import DifferentialPrivacy, FederatedEstimator, evaluate_clients
+from skfedida.federated._trees import TreeFederationClient
+from skfedida.over_sampling import FairnessAwareROSE
+
+
+@pytest.fixture(scope="module")
+def data():
+    data = make_federated_classification(
+        2400, n_clients=4, n_features=5, random_state=7, group_shift=1.0
+    )
+    X = data.data.copy()
+    X[::31, 1] = np.nan
+    data.data = X
+    return data
+
+
+def _frame(data):
+    """The rows as a DataFrame with a categorical column each client has part of."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(data.data, columns=[f"x{j}" for j in range(5)])
+    # Client k draws from categories k..k+3 of 9: no client has them all.
+    labels = np.array([f"c{j}" for j in range(9)], dtype=object)
+    picks = data.clients + rng.integers(0, 4, len(data.clients))
+    values = labels[picks].copy()
+    values[::23] = None
+    # The signal depends on the category, so the trees split on it.
+    frame["kind"] = pd.Categorical(values)
+    frame["x0"] += (picks % 3 == 0) * 1.5
+    return frame
+
+
+def _trees(**params):
+    return FairHistGradientBoostingClassifier(
+        max_iter=12, early_stopping=False, random_state=0, **params
+    )
+
+
+def _same_trees(ours, theirs):
+    assert ours.n_iter_ == theirs.n_iter_
+    assert ours._baseline_prediction[0, 0] == theirs._baseline_prediction[0, 0]
+    for a, b in zip(ours._predictors, theirs._predictors, strict=True):
+        np.testing.assert_array_equal(a[0].nodes, b[0].nodes)
+
+
+@pytest.mark.parametrize("n_clients", [1, 4])
+def test_without_a_penalty_the_federation_grows_scikit_learns_trees(data, n_clients):
+    clients = None if n_clients == 1 else data.clients
+    federation = FederatedEstimator(_trees()).fit(
+        data.data, data.target, clients=clients
+    )
+    pooled = HistGradientBoostingClassifier(
+        max_iter=12, early_stopping=False, random_state=0
+    ).fit(data.data, data.target)
+    _same_trees(federation.estimator_, pooled)
+    np.testing.assert_array_equal(
+        federation.predict_proba(data.data), pooled.predict_proba(data.data)
+    )
+
+
+def test_categories_of_every_client_make_scikit_learns_categories(data):
+    X = _frame(data)
+    federation = FederatedEstimator(_trees()).fit(X, data.target, clients=data.clients)
+    pooled = HistGradientBoostingClassifier(
+        max_iter=12, early_stopping=False, random_state=0
+    ).fit(X, data.target)
+    _same_trees(federation.estimator_, pooled)
+    assert federation.estimator_.is_categorical_.tolist() == [False] * 5 + [True]
+    assert any(
+        node["is_categorical"] for tree in pooled._predictors for node in tree[0].nodes
+    )
+    np.testing.assert_array_equal(federation.predict(X), pooled.predict(X))
+    assert list(federation.feature_names_in_) == list(X.columns)
+
+
+def test_clients_reading_different_categorical_features_are_named(data):
+    # A client whose column holds numeric codes where the others' holds
+    # pandas categories: categorical_features="from_dtype" reads them
+    # differently.
+    from skfedida.ensemble._boosting import TreeChannel, in_process
+    from skfedida.federated._trees import federated_trees
+
+    X = _frame(data)
+    members = []
+    for k in range(2):
+        rows = data.clients == k
+        part = X[rows].copy()
+        if k == 1:
+            part["kind"] = part["kind"].cat.codes.astype(float)
+        members.append(
+            TreeFederationClient(
+                _trees(),
+                part,
+                data.target[rows],
+                None,
+                sampler=None,
+                seed=k,
+                prior_correction=None,
+            )
+        )
+    with pytest.raises(ValueError, match="read different features as categorical"):
+        federated_trees(
+            _trees(),
+            TreeChannel(in_process(members), 2),
+            classes=np.array([0, 1]),
+            n_groups=1,
+            placeholder=X.iloc[:1],
+        )
+
+
+def test_the_penalised_federation_of_one_client_is_the_one_machine_fit(data):
+    penalised = _trees(fairness=1.0)
+    federation = FederatedEstimator(penalised).fit(
+        data.data, data.target, sensitive_features=data.sensitive
+    )
+    alone = clone(penalised).fit(
+        data.data, data.target, sensitive_features=data.sensitive
+    )
+    np.testing.assert_allclose(
+        federation.decision_function(data.data),
+        alone.decision_function(data.data),
+        rtol=1e-9,
+        atol=1e-9,
+    )
+    plain = FederatedEstimator(_trees()).fit(data.data, data.target)
+    assert not np.allclose(
+        federation.decision_function(data.data), plain.decision_function(data.data)
+    )
+
+
+def test_the_penalised_federation_equals_its_pooled_single_client(data):
+    penalised = _trees(fairness=3.0)
+    federated = FederatedEstimator(penalised).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    single = FederatedEstimator(penalised).fit(
+        data.data, data.target, sensitive_features=data.sensitive
+    )
+    np.testing.assert_allclose(
+        federated.decision_function(data.data),
+        single.decision_function(data.data),
+        rtol=1e-6,
+        atol=1e-6,
+    )
+
+
+def test_early_stopping_scores_the_clients_held_out_rows(data):
+    estimator = FairHistGradientBoostingClassifier(
+        max_iter=300,
+        early_stopping=True,
+        n_iter_no_change=3,
+        learning_rate=0.5,
+        random_state=0,
+    )
+    federation = FederatedEstimator(estimator, random_state=1).fit(
+        data.data, data.target, clients=data.clients
+    )
+    model = federation.estimator_
+    assert model.do_early_stopping_
+    assert model.n_iter_ < 300
+    assert model.validation_score_.shape == (model.n_iter_ + 1,)
+    assert model.train_score_.shape == (model.n_iter_ + 1,)
+    # Stopped as scikit-learn stops: no gain of tol over the last scores.
+    assert model._should_stop(list(model.validation_score_))
+    again = FederatedEstimator(estimator, random_state=1).fit(
+        data.data, data.target, clients=data.clients
+    )
+    _same_trees(again.estimator_, model)
+
+
+def test_a_sampler_resamples_each_client_once_reproducibly(data):
+    sampler = FairnessAwareROSE(random_state=0)
+    X = np.nan_to_num(data.data)  # the smoothed bootstrap needs values
+    fits = [
+        FederatedEstimator(_trees(fairness=1.0), sampler=sampler, random_state=3).fit(
+            X,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+        for _ in range(2)
+    ]
+    _same_trees(fits[0].estimator_, fits[1].estimator_)
+    plain = FederatedEstimator(_trees(fairness=1.0), random_state=3).fit(
+        X, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    assert not np.allclose(fits[0].decision_function(X), plain.decision_function(X))
+    # Resampled rows are weighted back to each client's label shares, so the
+    # federation's baseline stays its prevalence's log-odds.
+    prevalence = data.target.mean()
+    baseline = fits[0].estimator_._baseline_prediction[0, 0]
+    assert abs(1 / (1 + np.exp(-baseline)) - prevalence) < 0.02
+
+
+def test_central_and_local_are_the_estimator_s_own_fits(data):
+    central = FederatedEstimator(_trees(), strategy="central", random_state=0).fit(
+        data.data, data.target, clients=data.clients
+    )
+    seed = central.client_seeds_[0]
+    own = clone(_trees()).set_params(random_state=int(seed)).fit(data.data, data.target)
+    _same_trees(central.estimator_, own)
+    local = FederatedEstimator(_trees(), strategy="local", random_state=0).fit(
+        data.data, data.target, clients=data.clients
+    )
+    assert sorted(local.client_estimators_) == [0, 1, 2, 3]
+    rows = data.clients == 2
+    client_model = (
+        clone(_trees())
+        .set_params(random_state=int(local.client_seeds_[2]))
+        .fit(data.data[rows], data.target[rows])
+    )
+    np.testing.assert_array_equal(
+        local.predict_proba(data.data[rows], clients=data.clients[rows]),
+        client_model.predict_proba(data.data[rows]),
+    )
+
+
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ({"strategy": "pfedavg"}, "strategy='pfedavg'"),
+        ({"n_rounds": 3}, "n_rounds=3 does not apply to boosted trees"),
+        ({"local_epochs": 1}, "local_epochs=1 does not apply"),
+        ({"dp": DifferentialPrivacy(noise_multiplier=1.0)}, "dp=DifferentialPrivacy"),
+        ({"client_fraction": 0.5}, "client_fraction=0.5"),
+        ({"aggregation": "median"}, "aggregation='median'"),
+        ({"warm_start": True}, "warm_start=True"),
+        ({"sensitive": "group"}, "sensitive="),
+    ],
+)
+def test_what_trees_cannot_do_is_refused_by_name(data, params, words):
+    with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        FederatedEstimator(_trees(), **params).fit(
+            data.data, data.target, clients=data.clients
+        )
+
+
+def test_multi_class_and_monotonic_constraints_are_refused(data):
+    y = data.target + (data.data[:, 0] > 1)
+    with pytest.raises(ValueError, match="binary classifier; y has 3 classes"):
+        FederatedEstimator(_trees()).fit(data.data, y, clients=data.clients)
+    with pytest.raises(ValueError, match="monotonic_cst"):
+        FederatedEstimator(_trees(monotonic_cst=[1, 0, 0, 0, 0])).fit(
+            data.data, data.target, clients=data.clients
+        )
+
+
+def test_a_client_answering_wrongly_is_named_or_skipped(data, monkeypatch):
+    original = TreeFederationClient.answer
+
+    def answer(self, query):
+        out = original(self, query)
+        if query["kind"] == "split" and self.seed == broken_seed:
+            out = {"left": out["left"] + 1, "right": out["right"]}
+        return out
+
+    federation = FederatedEstimator(_trees(), random_state=0)
+    seeds = FederatedEstimator(_trees(), random_state=0).fit(
+        data.data, data.target, clients=data.clients
+    )
+    broken_seed = int(seeds.client_seeds_[1])
+    monkeypatch.setattr(TreeFederationClient, "answer", answer)
+    with pytest.raises(RuntimeError, match="Client 1 failed the tree query 'split'"):
+        federation.fit(data.data, data.target, clients=data.clients)
+    federation.set_params(on_client_error="skip").fit(
+        data.data, data.target, clients=data.clients
+    )
+    skipped = [r for r in federation.history_ if r.get("stage")]
+    assert skipped == [
+        {
+            "round": 0,
+            "stage": "tree query 'split'",
+            "client": 1,
+            "skipped": skipped[0]["skipped"],
+        }
+    ]
+    assert "children hold" in skipped[0]["skipped"]
+
+
+def test_the_per_client_table_reads_the_federated_trees(data):
+    federation = FederatedEstimator(_trees(fairness=1.0)).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    table = evaluate_clients(
+        federation,
+        data.data,
+        data.target,
+        clients=data.clients,
+        sensitive_features=data.sensitive,
+        n_bootstrap=20,
+        random_state=0,
+    )
+    assert table is not None
