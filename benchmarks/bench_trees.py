@@ -13,7 +13,16 @@ stopping. Three fits:
   checked to give the same edges and trees bit for bit;
 - the same loop with the group penalty (``fairness=1``, race x gender),
   whose every tree adds a statistics round of cell sums and a Newton solve
-  over its leaves.
+  over its leaves;
+- the user's fit, ``FederatedEstimator(FairHistGradientBoostingClassifier())``
+  (its clients' description, resampling and categories queries included);
+- the same federation on Flower's message layer
+  (``skfedida.flower.run_in_process``: the real ServerApp and ClientApps,
+  no network), on ``--flower-trees`` trees: seconds per tree, query rounds
+  per tree and milliseconds per query round (each round one message to and
+  from every client; a tree of ``max_leaf_nodes`` leaves takes two rounds
+  per split, best-first, and four more), checked to give the in-process
+  federation's trees.
 
 The issue's target: the federated fit within 3x scikit-learn's pooled fit.
 Times are the median (min) of ``--repeat`` fits after one warm-up, in one
@@ -28,8 +37,10 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 
 from skfedida._groups import encode_groups
 from skfedida.datasets import load_adult
+from skfedida.ensemble import FairHistGradientBoostingClassifier
 from skfedida.ensemble._binning import ClientColumns, federated_bin_mapper
 from skfedida.ensemble._boosting import BoostingClient, boost
+from skfedida.federated import FederatedEstimator
 
 TARGET = 3.0
 
@@ -38,6 +49,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-iter", type=int, default=100)
+    parser.add_argument("--flower-trees", type=int, default=10)
     args = parser.parse_args()
     train = load_adult("train")
     X, y = train.data.to_numpy(dtype=float), train.target.to_numpy()
@@ -96,6 +108,17 @@ def main():
         for ours, theirs in zip(trees, reference.result._predictors, strict=True)
     )
     penalised = federated(1.0)
+
+    def user_fit():
+        return FederatedEstimator(
+            FairHistGradientBoostingClassifier(
+                max_iter=args.max_iter, early_stopping=False, random_state=0
+            )
+        ).fit(X, y, clients=clients)
+
+    user_fit()
+    user = timed(user_fit, args.repeat)
+    flower = _flower(X, y, clients, args.flower_trees)
     print(
         f"Adult, {len(y):,} rows, {len(parts)} clients, {args.max_iter} trees; "
         + header(args.repeat)
@@ -112,6 +135,7 @@ def main():
             plain,
         ),
         ("federated, 5 clients, fairness=1", penalised),
+        ("FederatedEstimator(FairHistGradientBoostingClassifier())", user),
     ):
         print(f"| {name} | {timing} | {timing.median / reference.median:.2f} |")
     ratio = plain.median / reference.median
@@ -121,6 +145,70 @@ def main():
         f"| federated fit within {TARGET}x the pooled fit | {ratio:.2f}x | "
         f"{'yes' if ratio <= TARGET else 'NO'} |"
     )
+
+    seconds, rounds, same_as_in_process = flower
+    print(
+        "\nOn Flower's message layer (run_in_process, 1 run, "
+        f"{args.flower_trees} trees, "
+        f"same trees as in-process: {'yes' if same_as_in_process else 'NO'}): "
+        f"{seconds / args.flower_trees:.3f} s per tree, "
+        f"{rounds / args.flower_trees:.1f} query rounds per tree, "
+        f"{1000 * seconds / rounds:.2f} ms per round."
+    )
+
+
+def _flower(X, y, clients, n_trees):
+    """A Flower fit's seconds (1 run) and query rounds; is it in-process's?"""
+    from skfedida.flower import (
+        _server_app,
+        make_client_app,
+        make_server_app,
+        run_in_process,
+    )
+
+    federation = FederatedEstimator(
+        FairHistGradientBoostingClassifier(
+            max_iter=n_trees, early_stopping=False, random_state=0
+        )
+    )
+
+    ids = np.unique(clients)  # partition K plays the K-th client id
+
+    def load(context):
+        rows = clients == ids[context.node_config["partition-id"]]
+        return {"X": X[rows], "y": y[rows]}
+
+    rounds = 0
+    query = _server_app._query
+
+    def counted(grid, nodes, contents, message_type, *args, **kwargs):
+        nonlocal rounds
+        rounds += message_type == _server_app._TREES
+        return query(grid, nodes, contents, message_type, *args, **kwargs)
+
+    _server_app._query = counted
+    try:
+        timing = timed(
+            lambda: run_in_process(
+                make_server_app(federation),
+                make_client_app(federation, load),
+                num_partitions=len(np.unique(clients)),
+            ),
+            repeat=1,
+        )
+    finally:
+        _server_app._query = query
+    fitted, seconds = timing.result, timing.median
+    reference = federation.fit(X, y, clients=clients)
+    same = all(
+        np.array_equal(a[0].nodes, b[0].nodes)
+        for a, b in zip(
+            fitted.estimator_._predictors,
+            reference.estimator_._predictors,
+            strict=True,
+        )
+    )
+    return seconds, rounds, same
 
 
 if __name__ == "__main__":

@@ -94,6 +94,15 @@ class TreeLedger:
 
 #: Keys of every answer, by query kind (the scores' keys by "score").
 _KEYS = {
+    "describe": {
+        "n",
+        "classes",
+        "class_counts",
+        "group_labels",
+        "sensitive_names",
+        "columns",
+        "dtypes",
+    },
     "prepare": {"n", "class_counts", "is_categorical", "categories"},
     "encode": {"n", "n_val"},
     "bins": {"n"},
@@ -142,6 +151,55 @@ def tree_reply_problem(query, answer, ledger, expected=None):
             + (f"unexpected {sorted(extra)}" if extra else "")
         )
     return _RULES[kind](query, answer, ledger, expected)
+
+
+def _describe(query, answer, ledger, expected):
+    n, problem = count_scalar(answer["n"], "its row count", at_most=ledger.rows)
+    if problem is not None:
+        return problem
+    if ledger.rows is not None and n != ledger.rows:
+        return f"it counts {n} rows; it declared {ledger.rows}"
+    if n == 0:
+        return "it has no training rows"
+    classes = answer["classes"]
+    problem = _categories_problem(classes, n, "its labels")
+    if problem is not None:
+        return problem
+    counts, problem = count_array(
+        answer["class_counts"], "its rows per label", shape=classes.shape, at_most=n
+    )
+    if problem is not None:
+        return problem
+    if counts.sum() != n or np.any(counts == 0):
+        return f"its rows per label {counts.tolist()} are not its {n} rows"
+    names, labels = answer["sensitive_names"], answer["group_labels"]
+    if (names is None) != (labels is None):
+        return "it sends group labels without attribute names, or the reverse"
+    if names is not None:
+        if not (isinstance(names, list) and all(isinstance(x, str) for x in names)):
+            return "its sensitive attributes' names are not a list of strings"
+        if not isinstance(labels, list) or not labels or len(labels) > n:
+            return f"its group labels are not a list of at most {n} groups"
+        if any(
+            not isinstance(label, list) or len(label) != len(names) for label in labels
+        ):
+            return f"a group label is not one value per attribute ({len(names)})"
+        try:
+            distinct = len({tuple(label) for label in labels}) == len(labels)
+        except TypeError:
+            return "a group label holds a value that is not a category"
+        if not distinct:
+            return "its group labels list a group twice"
+    columns, dtypes = answer["columns"], answer["dtypes"]
+    if not (isinstance(dtypes, list) and all(isinstance(d, str) for d in dtypes)):
+        return "its column dtypes are not a list of strings"
+    if columns is not None and not (
+        isinstance(columns, list)
+        and len(columns) == len(dtypes)
+        and all(isinstance(c, str) for c in columns)
+    ):
+        return "its column names are not one string per dtype"
+    return None
 
 
 def _prepare(query, answer, ledger, expected):
@@ -623,6 +681,7 @@ def _leaf_cells(query, answer, ledger, expected):
 
 
 _RULES = {
+    "describe": _describe,
     "prepare": _prepare,
     "encode": _encode,
     "bins": _bins,

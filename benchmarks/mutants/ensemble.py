@@ -245,10 +245,10 @@ MUTANTS += [
         features=("FederatedEstimator",),
     ),
     Mutant(
-        "the penalty's groups are not sent to the boosting loop",
+        "a client's penalty groups are its own codes, not the federation's",
         TREES,
-        "        groups = data.groups.codes if self.penalised else None\n",
-        "        groups = None\n",
+        "            groups = own[data.groups.codes]\n",
+        "            groups = data.groups.codes\n",
         TREE_FEDERATION_TESTS,
         features=("FederatedEstimator",),
     ),

@@ -29,6 +29,7 @@ reference), ``"local"`` one per client on its own rows.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import clone
@@ -39,8 +40,8 @@ from sklearn.utils import check_array, check_random_state, column_or_1d
 from sklearn.utils.validation import validate_data
 
 from .._compat import BinMapper, num_samples, safe_indexing, unique_values
-from .._groups import check_labels_complete, client_ids, encode_groups
-from .._replies import initialisation_reply_problem
+from .._groups import check_labels_complete, client_ids, encode_groups, take_rows
+from .._replies import ReplyGate
 from ..ensemble._binning import ClientColumns, federated_bin_mapper
 from ..ensemble._boosting import (
     BoostingClient,
@@ -49,15 +50,15 @@ from ..ensemble._boosting import (
     boost,
     in_process,
 )
-from ..exceptions import InactivePenaltyWarning
+from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ._client import (
     _client_seeds,
     _ClientData,
     _resample,
     _round_sampler,
     _split_client,
-    class_counts,
 )
+from ._pipeline import placeholder_rows, raw_schema
 
 __all__ = ["TREE_ONLY_DEFAULTS", "fit_trees", "is_boosted_trees"]
 
@@ -151,45 +152,42 @@ def check_tree_federation(federation):
 class TreeFederationClient:
     """One client of a federation of trees: its rows, and its answers.
 
+    The same object answers in-process and behind a Flower ClientApp: it
+    holds only its own rows and what the server's queries told it.
+
     Parameters
     ----------
     estimator : HistGradientBoostingClassifier
         The federation's (unfitted) estimator: its parameters.
     X : array-like or DataFrame
         The client's training rows.
-    y : ndarray
-        Their labels coded 0/1.
-    groups : SensitiveGroups or None
-        Their sensitive groups (the sampler's, and the penalty's).
+    y : array-like
+        Their labels, as the user gave them.
+    sensitive : array-like, DataFrame or dict, or None
+        Their sensitive attributes (the sampler's and the penalty's), as the
+        user gave them.
     sampler : object or None
         The federation's sampler.
     seed : int
         The client's seed (its sampler's and early-stopping split's).
     prior_correction : {"weights"} or None
         Whether resampled rows are weighted back to the client's label shares.
-    penalised : bool, default=False
-        Whether the group penalty acts (the rows' groups are then sent to
-        the boosting loop).
     """
 
     def __init__(
-        self,
-        estimator,
-        X,
-        y,
-        groups,
-        *,
-        sampler,
-        seed,
-        prior_correction,
-        penalised=False,
+        self, estimator, X, y, sensitive=None, *, sampler, seed, prior_correction
     ):
         self.estimator = estimator
-        self.X, self.y, self.groups = X, y, groups
+        self.X, self.y = X, np.asarray(y)
+        self.sensitive = sensitive
         self.sampler, self.seed = sampler, int(seed)
         self.prior_correction = prior_correction
-        self.penalised = penalised
         self.columns = self.boosting = None
+        self.groups = (
+            None
+            if sensitive is None
+            else encode_groups(sensitive, n_samples=self.y.shape[0])
+        )
 
     def answer(self, query):
         """The client's answer to one of the server's queries.
@@ -202,39 +200,73 @@ class TreeFederationClient:
         Returns
         -------
         answer : dict
-            Arrays and numbers only.
+            Arrays, numbers, strings and lists of them only.
         """
         kind = query["kind"]
-        if kind == "prepare":
-            return self._prepare(query)
-        if kind == "encode":
-            return self._encode(query)
+        if kind in self._OWN:
+            return self._OWN[kind](self, query)
         if kind in ("bin summary", "counts at most"):
             return self.columns.answer(query)
-        if kind == "bins":
-            return self._bins(query)
         return self.boosting.answer(query)
+
+    def _describe(self, query):
+        """Its rows' count, labels and groups (categories, no row), its columns."""
+        classes, counts = np.unique(self.y, return_counts=True)
+        columns, dtypes = raw_schema(self.X)
+        return {
+            "n": int(self.y.shape[0]),
+            "classes": classes,
+            "class_counts": counts,
+            "group_labels": (
+                None
+                if self.groups is None
+                else [list(label) for label in self.groups.labels]
+            ),
+            "sensitive_names": (
+                None if self.groups is None else [str(n) for n in self.groups.names]
+            ),
+            "columns": columns,
+            "dtypes": dtypes,
+        }
 
     def _prepare(self, query):
         """Resample once; the rows' count, class counts and categories."""
+        classes = np.asarray(query["classes"])
+        unknown = np.setdiff1d(self.y, classes)
+        if unknown.size:
+            raise ValueError(
+                f"This client has labels {unknown.tolist()} that are not the "
+                f"federation's classes {classes.tolist()}."
+            )
+        y_codes = np.searchsorted(classes, self.y)
         self.rng = np.random.RandomState(self.seed)
-        data = _ClientData(self.X, self.y, self.groups)
+        data = _ClientData(
+            self.X,
+            y_codes,
+            self.groups,
+            source=self.sensitive,
+            positions=None if self.groups is None else np.arange(len(y_codes)),
+        )
         data = _resample(
             _round_sampler(self.sampler, self.rng), data, self.prior_correction
         )
         y = np.asarray(data.y)
-        # The penalty's group of every row (resampled rows keep theirs).
-        groups = data.groups.codes if self.penalised else None
+        groups = None
+        if query["penalised"]:
+            # The penalty's group of every row, by the federation's labels.
+            union = {tuple(label): k for k, label in enumerate(query["group_labels"])}
+            own = np.array([union[tuple(label)] for label in self.groups.labels])
+            groups = own[data.groups.codes]
         self.rows = (data.X, y, groups, data.weight)
         # Which features are categorical and the categories this client has:
         # scikit-learn's own reading of the rows (dtypes or the parameter),
         # before its early-stopping split, as in its fit.
-        own = clone(self.estimator)
-        own._preprocess_X(data.X, reset=True)
-        self.is_categorical = own.is_categorical_
+        reader = clone(self.estimator)
+        reader._preprocess_X(data.X, reset=True)
+        self.is_categorical = reader.is_categorical_
         categories = []
-        if own._preprocessor is not None:
-            encoder = own._preprocessor.named_transformers_["encoder"]
+        if reader._preprocessor is not None:
+            encoder = reader._preprocessor.named_transformers_["encoder"]
             categories = [_without_missing(c) for c in encoder.categories_]
         return {
             "n": len(y),
@@ -310,6 +342,14 @@ class TreeFederationClient:
         )
         self.encoded = self.encoded_val = self.columns = None
         return {"n": len(y)}
+
+
+TreeFederationClient._OWN = {
+    "describe": TreeFederationClient._describe,
+    "prepare": TreeFederationClient._prepare,
+    "encode": TreeFederationClient._encode,
+    "bins": TreeFederationClient._bins,
+}
 
 
 def _without_missing(categories):
@@ -390,6 +430,121 @@ def bin_mapper_of(query):
     return mapper
 
 
+def client_training_rows(federation, X, y, sensitive, seed, client):
+    """A client's training rows, as the federation splits them (held-out rows out).
+
+    The same split in-process and on a Flower node, from the client's own
+    rows and seed (``validation_fraction`` of the federation: its held-out
+    rows, for metrics).
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The federation (its ``validation_fraction``).
+    X : array-like or DataFrame
+        The client's rows.
+    y : array-like
+        Their labels.
+    sensitive : array-like, DataFrame or dict, or None
+        Their sensitive attributes.
+    seed : int
+        The client's seed.
+    client : object
+        The client's id, for errors.
+
+    Returns
+    -------
+    rows : tuple
+        Its training rows ``(X, y, sensitive)``, in the same containers.
+    """
+    y = np.asarray(y)
+    train, _ = _split_client(y, federation.validation_fraction, seed, client)
+    return (
+        safe_indexing(X, train),
+        y[train],
+        None if sensitive is None else take_rows(sensitive, train),
+    )
+
+
+def tree_client(federation, X, y, sensitive, seed, client):
+    """The federation's client of a node's (or a client's) rows.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The federation.
+    X : array-like or DataFrame
+        All of the client's rows.
+    y : array-like
+        Their labels.
+    sensitive : array-like, DataFrame or dict, or None
+        Their sensitive attributes.
+    seed : int
+        The client's seed.
+    client : object
+        The client's id, for errors.
+
+    Returns
+    -------
+    client : TreeFederationClient
+        Holding its training rows.
+    """
+    X, y, sensitive = client_training_rows(federation, X, y, sensitive, seed, client)
+    return TreeFederationClient(
+        federation.estimator,
+        X,
+        y,
+        sensitive,
+        sampler=federation.sampler,
+        seed=seed,
+        prior_correction=federation.prior_correction,
+    )
+
+
+def adopt_trees(federation, model, described, *, clients, seeds, history):
+    """Set a federation's fitted attributes from the server's tree fit.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The federation, fitted in place.
+    model : HistGradientBoostingClassifier
+        The fitted global model.
+    described : dict
+        What :func:`federated_trees` returns besides the model.
+    clients : ndarray
+        The clients' ids (partition ids on Flower).
+    seeds : ndarray
+        The clients' seeds.
+    history : list of dict
+        The gate's records (round 0).
+
+    Returns
+    -------
+    federation : FederatedEstimator
+        Fitted.
+    """
+    federation.estimator_ = model
+    federation.classes_ = np.asarray(described["classes"])
+    federation.clients_ = np.asarray(clients)
+    federation.client_seeds_ = np.asarray(seeds)
+    federation.client_sizes_ = np.array(
+        [described["rows"].get(k, 0) for k in range(len(clients))]
+    )
+    counts = np.asarray(described["class_counts"], dtype=np.float64)
+    federation.class_prior_ = counts / counts.sum()
+    federation.client_estimators_ = {}
+    federation.history_ = list(history)
+    federation.federated_metrics_ = {}
+    federation.privacy_ = None
+    federation.n_features_in_ = model.n_features_in_
+    if hasattr(model, "feature_names_in_"):
+        federation.feature_names_in_ = model.feature_names_in_
+    else:
+        federation.__dict__.pop("feature_names_in_", None)
+    return federation
+
+
 def fit_trees(federation, X, y, clients, sensitive_features):
     """Fit a federation whose estimator is histogram gradient boosting.
 
@@ -412,8 +567,7 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         Fitted.
     """
     check_tree_federation(federation)
-    estimator = federation.estimator
-    estimator._validate_params()
+    federation.estimator._validate_params()
     validate_data(federation, X, reset=True, skip_check_array=True)
     n_samples = num_samples(X)
     if y is None:
@@ -433,130 +587,115 @@ def fit_trees(federation, X, y, clients, sensitive_features):
             "A federation of boosted trees trains a binary classifier; y has "
             f"{classes.size} classes {classes.tolist()[:10]}."
         )
-    y_codes = np.searchsorted(classes, y)
-    groups = (
-        None
-        if sensitive_features is None
-        else encode_groups(sensitive_features, n_samples=n_samples)
-    )
-    fairness = float(getattr(estimator, "fairness", 0.0))
-    if fairness > 0 and (groups is None or groups.n_groups < 2):
-        import warnings
-
-        from .._groups import caller_stacklevel
-
-        reason = (
-            "no sensitive attributes were given (pass sensitive_features)"
-            if groups is None
-            else "the sensitive attributes take a single value"
-        )
-        warnings.warn(
-            f"fairness={fairness} has no effect: {reason}; the federation trains "
-            "the unpenalised model.",
-            InactivePenaltyWarning,
-            stacklevel=caller_stacklevel(),
-        )
+    if sensitive_features is not None:
+        encode_groups(sensitive_features, n_samples=n_samples)  # checked here
     ids, codes = client_ids(clients, n_samples)
-    federation.classes_ = classes
-    federation.clients_ = ids
     n_clients = len(ids)
-    federation.client_seeds_ = _client_seeds(federation.random_state, n_clients)
-    train_rows, held_out_rows = [], []
-    for k in range(n_clients):
-        rows = np.flatnonzero(codes == k)
-        train, held_out = _split_client(
-            y[rows],
-            federation.validation_fraction,
-            federation.client_seeds_[k],
-            ids[k].tolist(),
-        )
-        train_rows.append(rows[train])
-        if held_out is not None:
-            held_out_rows.append(rows[held_out])
-    federation.client_sizes_ = np.array([rows.size for rows in train_rows])
-    federation.history_ = []
-    federation.federated_metrics_ = {}
-    federation.privacy_ = None
-    federation.client_estimators_ = {}
-    gate = federation._gate()
-    counts = [class_counts(y[rows], classes) for rows in train_rows]
-    admitted = gate.admit(
-        "initialisation",
-        [
-            (
-                k,
-                initialisation_reply_problem(
-                    counts[k], n_classes=2, declared_rows=train_rows[k].size
-                ),
-            )
-            for k in range(n_clients)
-        ],
-    )
-    federation.class_prior_ = np.sum([counts[k] for k in admitted], axis=0) / np.sum(
-        [counts[k] for k in admitted]
-    )
-    penalised = fairness > 0 and groups is not None and groups.n_groups > 1
-    sensitive = groups if penalised or federation.sampler is not None else None
+    seeds = _client_seeds(federation.random_state, n_clients)
+    parts = [np.flatnonzero(codes == k) for k in range(n_clients)]
 
-    def client_data(rows):
+    def rows_of(k):
+        rows = parts[k]
         return (
             safe_indexing(X, rows),
-            y_codes[rows],
-            None if sensitive is None else sensitive.take(rows),
+            y[rows],
+            None if sensitive_features is None else take_rows(sensitive_features, rows),
         )
 
-    if federation.strategy == "central":
-        pooled = np.sort(np.concatenate(train_rows))
-        federation.estimator_ = _one_machine(
-            federation, *client_data(pooled), federation.client_seeds_[0], classes
-        )
-    elif federation.strategy == "local":
-        models = [
-            _one_machine(federation, *client_data(rows), seed, classes)
-            for rows, seed in zip(train_rows, federation.client_seeds_, strict=True)
+    gate = ReplyGate(
+        federation.on_client_error,
+        name=lambda k: f"Client {ids[k].tolist()!r}",
+        client_id=lambda k: ids[k].tolist(),
+    )
+    if federation.strategy in ("central", "local"):
+        trained = [
+            client_training_rows(federation, *rows_of(k), seeds[k], ids[k].tolist())
+            for k in range(n_clients)
         ]
-        federation.client_estimators_ = {
-            ids[k].tolist(): model for k, model in enumerate(models)
-        }
-        federation.estimator_ = models[0]
-    else:
-        members = []
-        for k, rows in enumerate(train_rows):
-            X_k, y_k, g_k = client_data(rows)
-            members.append(
-                TreeFederationClient(
-                    estimator,
-                    X_k,
-                    y_k,
-                    g_k,
-                    sampler=federation.sampler,
-                    seed=federation.client_seeds_[k],
-                    prior_correction=federation.prior_correction,
-                    penalised=penalised,
-                )
-            )
-        federation.estimator_ = federated_trees(
-            estimator,
-            TreeChannel(
-                in_process(members),
-                n_clients,
-                gate=gate,
-                rows=[rows.size for rows in train_rows],
+        if federation.strategy == "central":
+            models = [_one_machine(federation, *_pooled(trained), seeds[0])]
+        else:
+            models = [
+                _one_machine(federation, *rows, seed)
+                for rows, seed in zip(trained, seeds, strict=True)
+            ]
+        described = {
+            "classes": classes,
+            "class_counts": np.sum(
+                [
+                    np.bincount(np.searchsorted(classes, t[1]), minlength=2)
+                    for t in trained
+                ],
+                axis=0,
             ),
-            classes=classes,
-            n_groups=groups.n_groups if penalised else 1,
-            placeholder=safe_indexing(X, train_rows[admitted[0]][:1]),
-            resampled=federation.sampler is not None,
+            "rows": {k: len(t[1]) for k, t in enumerate(trained)},
+        }
+        adopt_trees(
+            federation, models[0], described, clients=ids, seeds=seeds, history=[]
         )
-    federation._record_skips(gate)
-    return federation
+        if federation.strategy == "local":
+            federation.client_estimators_ = {
+                ids[k].tolist(): model for k, model in enumerate(models)
+            }
+        return federation
+    members = [
+        tree_client(federation, *rows_of(k), seeds[k], ids[k].tolist())
+        for k in range(n_clients)
+    ]
+    model, described = federated_trees(
+        federation.estimator,
+        TreeChannel(
+            in_process(members),
+            n_clients,
+            gate=gate,
+            rows=[len(member.y) for member in members],
+        ),
+        resampled=federation.sampler is not None,
+    )
+    return adopt_trees(
+        federation,
+        model,
+        described,
+        clients=ids,
+        seeds=seeds,
+        history=[{"round": 0, **record} for record in gate.records],
+    )
 
 
-def _one_machine(federation, X, y_codes, groups, seed, classes):
+def _pooled(trained):
+    """The clients' training rows, pooled in client order."""
+    Xs, ys, Ss = zip(*trained, strict=True)
+    X = _concat_rows(Xs)
+    S = None if Ss[0] is None else _concat_rows(Ss)
+    return X, np.concatenate(ys), S
+
+
+def _concat_rows(parts):
+    """Per-row values of several clients, one after the other."""
+    first = parts[0]
+    if isinstance(first, dict):
+        return {
+            key: np.concatenate([np.asarray(p[key]) for p in parts]) for key in first
+        }
+    if hasattr(first, "iloc"):
+        import pandas as pd
+
+        return pd.concat(parts, ignore_index=True)
+    return np.concatenate([np.asarray(p) for p in parts])
+
+
+def _one_machine(federation, X, y, sensitive, seed):
     """The estimator fitted on rows of one machine (central, or one client)."""
     model = clone(federation.estimator)
     model.set_params(random_state=int(seed))
-    data = _ClientData(X, y_codes, groups)
+    groups = None if sensitive is None else encode_groups(sensitive, n_samples=len(y))
+    data = _ClientData(
+        X,
+        np.asarray(y),
+        groups,
+        source=sensitive,
+        positions=None if groups is None else np.arange(len(y)),
+    )
     data = _resample(
         _round_sampler(federation.sampler, np.random.RandomState(int(seed))),
         data,
@@ -565,9 +704,7 @@ def _one_machine(federation, X, y_codes, groups, seed, classes):
     kwargs = {}
     if data.groups is not None and "fairness" in model.get_params():
         kwargs["sensitive_features"] = data.groups.codes
-    return model.fit(
-        data.X, classes[np.asarray(data.y)], sample_weight=data.weight, **kwargs
-    )
+    return model.fit(data.X, data.y, sample_weight=data.weight, **kwargs)
 
 
 def _agreed_categorical(prepared, channel):
@@ -595,16 +732,11 @@ def _class_weight(model, counts, classes):
     return np.array([float(model.class_weight.get(c, 1.0)) for c in classes.tolist()])
 
 
-def federated_trees(
-    estimator,
-    channel,
-    *,
-    classes,
-    n_groups,
-    placeholder,
-    resampled=False,
-):
+def federated_trees(estimator, channel, *, resampled=False):
     """The server's tree fit: queries to the clients, the fitted estimator.
+
+    The same function runs in-process and in the Flower ServerApp; only
+    ``channel``'s transport differs.
 
     Parameters
     ----------
@@ -612,13 +744,6 @@ def federated_trees(
         The federation's estimator (its parameters).
     channel : TreeChannel
         The clients, through the reply gate.
-    classes : ndarray of shape (2,)
-        The federation's classes (labels coded 0/1 by the clients).
-    n_groups : int
-        Groups of the penalty (1: no penalty).
-    placeholder : array-like or DataFrame
-        One row of the clients' columns and dtypes, to build the fitted
-        model's input checks (its values are not used).
     resampled : bool, default=False
         Whether the clients resample their rows (else each keeps the rows
         it declared).
@@ -627,6 +752,9 @@ def federated_trees(
     -------
     model : HistGradientBoostingClassifier
         A clone of ``estimator`` fitted with the federation's trees.
+    described : dict
+        What the clients declared: ``classes``, ``class_counts`` (of their
+        training rows, before resampling) and ``rows`` (per client index).
     """
     model = clone(estimator)
     if model.monotonic_cst is not None:
@@ -637,7 +765,38 @@ def federated_trees(
     fairness = float(getattr(model, "fairness", 0.0))
     while True:
         try:
-            prepared = channel.ask({"kind": "prepare", "resampled": resampled})
+            described = channel.ask({"kind": "describe"})
+            break
+        except Restart:
+            continue
+    classes, class_counts = _agreed_classes(described)
+    columns, dtypes = _agreed_schema(described, channel)
+    group_labels = _merged_groups(described, channel)
+    n_groups = 1 if group_labels is None else len(group_labels)
+    penalised = fairness > 0 and n_groups > 1
+    if fairness > 0 and not penalised:
+        reason = (
+            "no sensitive attributes were given (pass sensitive_features)"
+            if group_labels is None
+            else "the sensitive attributes take a single value"
+        )
+        warnings.warn(
+            f"fairness={fairness} has no effect: {reason}; the federation trains "
+            "the unpenalised model.",
+            InactivePenaltyWarning,
+            stacklevel=caller_stacklevel(),
+        )
+    while True:
+        try:
+            prepared = channel.ask(
+                {
+                    "kind": "prepare",
+                    "classes": classes,
+                    "group_labels": group_labels,
+                    "penalised": penalised,
+                    "resampled": resampled,
+                }
+            )
             break
         except Restart:
             continue
@@ -687,8 +846,9 @@ def federated_trees(
     mapper = bin_mapper_of(bins)
     n_features = len(bins["edges"])
     # The model's fitted input checks: scikit-learn's preprocessing with the
-    # federation's categories, fitted on a placeholder row (no client's
-    # categories are learnt from it).
+    # federation's categories, fitted on a placeholder row of the clients'
+    # columns and dtypes (no client's value is in it).
+    placeholder = placeholder_rows(columns, dtypes)
     model._preprocessor = tree_preprocessor(is_categorical, categories)
     if model._preprocessor is None:
         validate_data(model, placeholder, dtype=[np.float64], ensure_all_finite=False)
@@ -743,14 +903,75 @@ def federated_trees(
         l2_regularization=model.l2_regularization,
         max_features=model.max_features,
         feature_rng=model._feature_subsample_rng,
-        fairness=fairness,
-        n_groups=n_groups,
+        fairness=fairness if penalised else 0.0,
+        n_groups=n_groups if penalised else 1,
         score=True,
         on_iteration=on_iteration,
     )
     model._baseline_prediction = np.array([[baseline]])
     model.train_score_ = np.asarray(model.train_score_)
     model.validation_score_ = np.asarray(model.validation_score_)
-    if hasattr(model, "n_groups_"):
+    if "fairness" in model.get_params():
         model.n_groups_ = n_groups
-    return model
+    return model, {
+        "classes": classes,
+        "class_counts": class_counts,
+        "rows": {k: int(answer["n"]) for k, answer in described.items()},
+    }
+
+
+def _agreed_classes(described):
+    """The federation's two classes, and its rows per class."""
+    labels = [answer["classes"] for answer in described.values()]
+    classes = unique_values(np.concatenate(labels))
+    if classes.size != 2:
+        raise ValueError(
+            "A federation of boosted trees trains a binary classifier; the "
+            f"clients' labels are {classes.size} classes {classes.tolist()[:10]}."
+        )
+    counts = np.zeros(2, dtype=np.int64)
+    for answer in described.values():
+        counts[np.searchsorted(classes, answer["classes"])] += answer["class_counts"]
+    return classes, counts
+
+
+def _agreed_schema(described, channel):
+    """The clients' columns and dtypes: one table's, or an error naming two."""
+    first_k, first = next(iter(described.items()))
+    for k, answer in described.items():
+        if answer["columns"] != first["columns"] or answer["dtypes"] != first["dtypes"]:
+            raise ValueError(
+                f"{channel.gate.name(first_k)} and {channel.gate.name(k)} hold "
+                "tables of different columns or dtypes "
+                f"({first['columns']} {first['dtypes']} against "
+                f"{answer['columns']} {answer['dtypes']}): give every client the "
+                "same columns, in the same order, of the same dtypes."
+            )
+    return first["columns"], first["dtypes"]
+
+
+def _merged_groups(described, channel):
+    """The union of the clients' groups, in ``encode_groups``' order (or None)."""
+    given = {k: a for k, a in described.items() if a["group_labels"] is not None}
+    if not given:
+        return None
+    if len(given) != len(described):
+        missing = sorted(set(described) - set(given))
+        raise ValueError(
+            f"{channel.gate.name(missing[0])} has no sensitive features where "
+            "other clients have them: give every client its rows' attributes."
+        )
+    names = {tuple(a["sensitive_names"]) for a in given.values()}
+    if len(names) != 1:
+        raise ValueError(
+            f"The clients name their sensitive attributes differently: {sorted(names)}."
+        )
+    (names,) = names
+    union = sorted(
+        {tuple(label) for a in given.values() for label in a["group_labels"]},
+        key=repr,
+    )
+    merged = encode_groups(
+        {name: [label[j] for label in union] for j, name in enumerate(names)}
+    )
+    return [list(label) for label in merged.labels]

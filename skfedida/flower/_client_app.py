@@ -15,6 +15,7 @@ from ..federated._aggregation import WeightedMean
 from ..federated._client import class_counts, clone_fitted
 from ..federated._parameters import assign_parameters, parameter_arrays
 from ..federated._pipeline import raw_schema
+from ..federated._trees import tree_client
 from ._codec import decode, encode
 from ._protocol import (
     _REPORT_KEYS,
@@ -87,6 +88,9 @@ class _NodeRows:
         # (the pickled estimator in the node's state, that estimator): read
         # back only when the state holds other bytes than this node wrote.
         self.estimator = None
+        # A federation of boosted trees: this node's client of the run's fit
+        # (its binned rows, scores and node partitions between queries).
+        self.trees = None
 
 
 def _run_key(context):
@@ -340,6 +344,35 @@ def make_client_app(federation, load_data, *, classes=None):
         pickled = pickle.dumps(estimator)
         context.state[_STATE_KEY]["estimator"] = pickled
         node_rows(context).estimator = (pickled, estimator)
+
+    @app.query("skfedida_trees")
+    def trees(message, context):
+        # A federation of boosted trees: this client's answer to one query of
+        # the server's fit, from its own rows; what it keeps between queries
+        # (binned rows, scores, node partitions) stays in this process.
+        plan = plan_for_run(federation, context.run_config)
+        query = decode(message.content["config"]["query"])
+        rows = node_rows(context)
+        if query["kind"] == "describe":
+            partition, n_partitions = _node_partition(context)
+            # The seed FederatedEstimator draws for the client at this place.
+            seeds = plan.client_seeds(n_partitions)
+            loaded = load(context)
+            rows.trees = tree_client(
+                plan.federation,
+                loaded["X"],
+                loaded["y"],
+                loaded.get("sensitive_features"),
+                int(seeds[partition]),
+                partition,
+            )
+        elif rows.trees is None:
+            raise RuntimeError(
+                f"A {query['kind']!r} tree query reached a node that holds no "
+                "tree fit of this run (its process restarted, or the server "
+                "skipped 'describe')."
+            )
+        return _reply(message, config={"answer": encode(rows.trees.answer(query))})
 
     @app.query("skfedida_statistics")
     def statistics(message, context):

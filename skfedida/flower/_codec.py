@@ -4,13 +4,16 @@ What a client answers (counts, sums, categories) and what the server sends
 back (a transformer's fitted state) travel as JSON text, so that neither side
 unpickles what the other sent (unpickling runs code). Numbers round-trip
 exactly (Python writes the shortest repr of a float); numpy arrays keep their
-dtype and shape, object arrays their strings, None and NaN; the only object
+dtype and shape, object arrays their strings, None and NaN; arrays of
+records of numbers (a tree's histograms and nodes) travel as their bytes,
+read back with ``frombuffer``; the only object
 a state may hold is scikit-learn's MissingIndicator (SimpleImputer's
 ``indicator_``), rebuilt from its parameters and fitted attributes.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime
 import json
 
@@ -42,6 +45,8 @@ def _plain(value):
         return {"__scalar__": value.dtype.str, "ticks": int(value.view(np.int64))}
     if isinstance(value, np.generic):
         return {"__scalar__": value.dtype.str, "value": value.item()}
+    if isinstance(value, np.ndarray) and value.dtype.names is not None:
+        return _records(value)
     if isinstance(value, np.ndarray) and value.dtype.kind in "Mm":
         return {
             "__array__": value.dtype.str,
@@ -87,11 +92,50 @@ def _plain(value):
     raise TypeError(f"Cannot send a {type(value).__name__} in a statistics round.")
 
 
+def _records(value):
+    """A structured array of numbers (a tree's histograms or nodes) as bytes.
+
+    Its fields' names, dtypes and offsets, then its raw bytes in base64:
+    read back with ``frombuffer`` only, never unpickled; fields that are not
+    fixed-size numbers are refused.
+    """
+    fields = []
+    for name in value.dtype.names:
+        dtype, offset = value.dtype.fields[name][:2]
+        if dtype.kind not in "biuf" or dtype.shape:
+            raise TypeError(
+                f"Cannot send a record field {name!r} of dtype {dtype} in a query."
+            )
+        fields.append([name, dtype.str, int(offset)])
+    return {
+        "__records__": fields,
+        "itemsize": int(value.dtype.itemsize),
+        "shape": list(value.shape),
+        "bytes": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode(),
+    }
+
+
+def _from_records(value):
+    names, formats, offsets = zip(*value["__records__"], strict=True)
+    dtype = np.dtype(
+        {
+            "names": list(names),
+            "formats": list(formats),
+            "offsets": list(offsets),
+            "itemsize": int(value["itemsize"]),
+        }
+    )
+    data = base64.b64decode(value["bytes"], validate=True)
+    return np.frombuffer(data, dtype=dtype).reshape(value["shape"]).copy()
+
+
 def _restore(value):
     if isinstance(value, list):
         return [_restore(item) for item in value]
     if not isinstance(value, dict):
         return value
+    if "__records__" in value:
+        return _from_records(value)
     if "__scalar__" in value and "ticks" in value:
         return np.array(value["ticks"], np.int64).view(np.dtype(value["__scalar__"]))[
             ()

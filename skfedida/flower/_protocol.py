@@ -26,6 +26,9 @@ RUN_CONFIG_PARAMETERS = {
     "seed": "random_state",
 }
 _INIT = f"{MessageType.QUERY}.skfedida_init"
+#: A federation of boosted trees: every query of its fit
+#: (``skfedida.federated._trees``), JSON both ways.
+_TREES = f"{MessageType.QUERY}.skfedida_trees"
 #: After the last round, with a FederatedThresholdOptimizer: each client's
 #: counts of scores per (group, label, bin) on its evaluation rows.
 _HISTOGRAMS = f"{MessageType.QUERY}.skfedida_histograms"

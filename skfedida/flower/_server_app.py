@@ -35,10 +35,17 @@ from .._replies import (
     unless_malformed,
 )
 from .._statistics_replies import Unreadable
+from ..ensemble._boosting import Failed, TreeChannel
 from ..federated._aggregation import class_prior
 from ..federated._parameters import parameter_arrays
 from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import check_target_delta
+from ..federated._trees import (
+    adopt_trees,
+    check_tree_federation,
+    federated_trees,
+    is_boosted_trees,
+)
 from ..metrics._registry import VALIDATION_PREFIX, share_key
 from ..postprocessing._threshold_optimizer import (
     fit_from_client_counts,
@@ -51,6 +58,7 @@ from ._protocol import (
     _INIT,
     _REPORT_KEYS,
     _STATISTICS,
+    _TREES,
     REPLY_METRICS,
     merged_groups,
     plan_for_run,
@@ -552,9 +560,73 @@ def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
     return unless_malformed(check)
 
 
+def _tree_sender(grid, nodes, timeout):
+    """The trees' transport over Flower: ``send(query, active)`` (``TreeChannel``)."""
+
+    def send(query, active):
+        content = RecordDict({"config": ConfigRecord({"query": encode(query)})})
+        targets = [nodes[k] for k in active]
+        replies = _query(
+            grid,
+            targets,
+            [content] * len(targets),
+            _TREES,
+            timeout,
+            f"tree query {query['kind']!r}",
+            failures=True,
+        )
+        answers = {}
+        for k in active:
+            reply = replies[nodes[k]]
+            if isinstance(reply, str):  # no reply, or its ClientApp failed
+                answers[k] = Failed(RuntimeError(reply))
+                continue
+            try:
+                answers[k] = decode(reply.content["config"]["answer"])
+            except Exception as exc:  # whatever a client wrote
+                answers[k] = Failed(exc)
+        return answers
+
+    return send
+
+
+def _federate_trees(plan, grid, nodes, rows, timeout):
+    """A federation of boosted trees over Flower: the in-process fit's queries."""
+    federation = plan.federation
+    check_tree_federation(federation)
+    gate = ReplyGate(
+        plan.on_client_error, name=lambda k: f"Client {k} (node {nodes[k]})"
+    )
+    training_rows = [
+        declared_sets(n_rows, n_eval, federation.validation_fraction)[0]["train"]
+        for n_rows, n_eval in rows
+    ]
+    channel = TreeChannel(
+        _tree_sender(grid, nodes, timeout), len(nodes), gate=gate, rows=training_rows
+    )
+    model, described = federated_trees(
+        federation.estimator, channel, resampled=federation.sampler is not None
+    )
+    return adopt_trees(
+        federation,
+        model,
+        described,
+        clients=np.arange(len(nodes)),
+        seeds=plan.client_seeds(len(nodes)),
+        history=[{"round": 0, **record} for record in gate.records],
+    )
+
+
 def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     """The server's side of ``FederatedEstimator.fit``, over a Flower grid."""
     nodes, rows = _discover(grid, timeout, connect_timeout)
+    if is_boosted_trees(plan.federation.estimator):
+        if postprocessor is not None:
+            raise ValueError(
+                "Group thresholds after a federation of boosted trees do not run "
+                "on Flower yet: fit the FederatedThresholdOptimizer in-process."
+            )
+        return _federate_trees(plan, grid, nodes, rows, timeout)
     n_clients = len(nodes)
     # As in-process: a target_delta of 1/n_clients or more guarantees
     # nothing, and epsilon would read 0.
@@ -682,6 +754,10 @@ def make_server_app(
     (query messages, one or more rounds per transformer, JSON answers), and
     returns the fitted pipeline, rebuilt from those statistics and the
     clients' column names and dtypes.
+    A federation of boosted trees (``FederatedEstimator`` of a
+    ``HistGradientBoostingClassifier``) runs the in-process tree fit's
+    queries as query messages instead (``skfedida_trees``, JSON both ways),
+    and returns the federation with its trees.
 
     The server checks every reply before it uses it, with the same rules as
     the in-process federation (``skfedida._replies``): each client

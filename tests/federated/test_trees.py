@@ -91,9 +91,9 @@ def test_categories_of_every_client_make_scikit_learns_categories(data):
     assert list(federation.feature_names_in_) == list(X.columns)
 
 
-def test_clients_reading_different_categorical_features_are_named(data):
+def test_clients_with_different_dtypes_are_named(data):
     # A client whose column holds numeric codes where the others' holds
-    # pandas categories: categorical_features="from_dtype" reads them
+    # pandas categories: categorical_features="from_dtype" would read them
     # differently.
     from skfedida.ensemble._boosting import TreeChannel, in_process
     from skfedida.federated._trees import federated_trees
@@ -116,14 +116,8 @@ def test_clients_reading_different_categorical_features_are_named(data):
                 prior_correction=None,
             )
         )
-    with pytest.raises(ValueError, match="read different features as categorical"):
-        federated_trees(
-            _trees(),
-            TreeChannel(in_process(members), 2),
-            classes=np.array([0, 1]),
-            n_groups=1,
-            placeholder=X.iloc[:1],
-        )
+    with pytest.raises(ValueError, match="tables of different columns or dtypes"):
+        federated_trees(_trees(), TreeChannel(in_process(members), 2))
 
 
 def test_the_penalised_federation_of_one_client_is_the_one_machine_fit(data):
@@ -157,6 +151,26 @@ def test_the_penalised_federation_equals_its_pooled_single_client(data):
     np.testing.assert_allclose(
         federated.decision_function(data.data),
         single.decision_function(data.data),
+        rtol=1e-6,
+        atol=1e-6,
+    )
+
+
+def test_a_client_lacking_a_group_codes_the_others_as_the_federation(data):
+    # Client 0 has no row of the first group: its own codes of the other
+    # groups differ from the federation's, which the penalty must use.
+    codes = pd.factorize(pd.MultiIndex.from_frame(pd.DataFrame(data.sensitive)))[0]
+    keep = ~((data.clients == 0) & (codes == codes[data.clients == 0][0]))
+    X, y = data.data[keep], data.target[keep]
+    S = {name: values[keep] for name, values in data.sensitive.items()}
+    penalised = _trees(fairness=3.0)
+    federated = FederatedEstimator(penalised).fit(
+        X, y, clients=data.clients[keep], sensitive_features=S
+    )
+    single = FederatedEstimator(penalised).fit(X, y, sensitive_features=S)
+    np.testing.assert_allclose(
+        federated.decision_function(X),
+        single.decision_function(X),
         rtol=1e-6,
         atol=1e-6,
     )
