@@ -42,6 +42,7 @@ from sklearn.utils._encode import _map_to_integer as map_to_integer
 from sklearn.utils._encode import _unique as unique_values
 from sklearn.utils._mask import _get_mask as get_mask
 from sklearn.utils._metadata_requests import MetadataRequest, MethodMetadataRequest
+from sklearn.utils._missing import is_scalar_nan
 from sklearn.utils._openmp_helpers import (
     _openmp_effective_n_threads as openmp_effective_n_threads,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "get_mask",
     "handle_zeros_in_scale",
     "is_constant_feature",
+    "is_scalar_nan",
     "map_to_integer",
     "num_samples",
     "openmp_effective_n_threads",

@@ -237,14 +237,16 @@ def _categories_problem(values, n, what):
     """A feature's categories: distinct scalars, no more than its rows."""
     if not isinstance(values, np.ndarray) or values.ndim != 1:
         return f"{what}'s categories are not a 1-D array"
-    if values.dtype.kind not in "OUSbiuf":
+    if values.dtype.kind not in "OUSbiufMm":
         return f"{what}'s categories have dtype {values.dtype}"
     if values.size > n:
         return f"{what} has {values.size} categories in {n} rows"
     listed = values.tolist()
     if any(isinstance(v, list | dict | tuple | set) for v in listed):
         return f"{what}'s categories hold a value that is not a category"
-    if any(v is None or (isinstance(v, float) and v != v) for v in listed):
+    # NaN is the missing value (its own bin), never a category; None, in a
+    # column of objects, is a category of its own (as scikit-learn reads it).
+    if any(isinstance(v, float) and v != v for v in listed):
         return f"{what}'s categories list a missing value"
     try:
         distinct = len({(type(v).__name__, v) for v in listed}) == len(listed)

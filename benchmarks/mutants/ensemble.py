@@ -57,7 +57,7 @@ MUTANTS = [
     Mutant(
         "the baseline ignores the clients' weights",
         BOOSTING,
-        "[np.dot(self.row_weight, self.y), self.row_weight.sum()]",
+        "[np.multiply(self.y, self.row_weight).sum(), self.row_weight.sum()]",
         "[self.y.sum(), float(self.n_samples)]",
         ENSEMBLE_TESTS,
         features=FEATURES,
@@ -89,6 +89,11 @@ MUTANTS += [
         "                    total[field] += histograms[field]\n",
         ENSEMBLE_TESTS,
         features=FEATURES,
+        equivalent=(
+            "the sum's rows of features outside the node's constraint set are "
+            "never read: the splitter and the histogram subtraction read the "
+            "allowed features only, and the gate checks only those"
+        ),
     ),
 ]
 

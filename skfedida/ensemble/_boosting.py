@@ -160,8 +160,10 @@ class BoostingClient:
         self.n_groups = int(query["n_groups"])
         return {
             "n": self.n_samples,
+            # As numpy's average (scikit-learn's baseline): the products'
+            # sum, not a dot product's (another rounding).
             "label_sums": np.array(
-                [np.dot(self.row_weight, self.y), self.row_weight.sum()]
+                [np.multiply(self.y, self.row_weight).sum(), self.row_weight.sum()]
             ),
             "cell_weight": self._cell_sums(self.row_weight),
             "has_missing": (self.X_binned == self.missing_values_bin_idx).any(axis=0),

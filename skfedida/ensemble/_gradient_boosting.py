@@ -329,6 +329,12 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             )
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64)
+            if np.any(sample_weight < 0):
+                raise ValueError(
+                    f"sample_weight holds negative weights with fairness="
+                    f"{self.fairness}: the group penalty compares weighted means "
+                    "of each group's scores, which need weights >= 0."
+                )
             # As scikit-learn's fit: partial dependence refuses weighted fits.
             self._fitted_with_sw = True
         sample_weight = self._finalize_sample_weight(sample_weight, y)

@@ -37,9 +37,16 @@ from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import FunctionTransformer, OrdinalEncoder
 from sklearn.utils import check_array, check_random_state, column_or_1d
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import validate_data
 
-from .._compat import BinMapper, num_samples, safe_indexing, unique_values
+from .._compat import (
+    BinMapper,
+    is_scalar_nan,
+    num_samples,
+    safe_indexing,
+    unique_values,
+)
 from .._groups import check_labels_complete, client_ids, encode_groups, take_rows
 from .._replies import ReplyGate
 from ..ensemble._binning import ClientColumns, federated_bin_mapper
@@ -96,6 +103,11 @@ TREE_ONLY_DEFAULTS = {
     "personalization_steps": (1, "there is one global model"),
     "inner_learning_rate": (0.01, "the trees' step is learning_rate"),
     "outer_learning_rate": (None, "the trees' step is learning_rate"),
+    "validation_fraction": (
+        None,
+        "the trees stop early on the estimator's validation_fraction of each "
+        "client's rows; score the federation with evaluate_clients",
+    ),
 }
 
 
@@ -136,6 +148,13 @@ def check_tree_federation(federation):
             "remove them, or use the estimator's own verbose output."
         )
     estimator = federation.estimator
+    fraction = estimator.validation_fraction
+    if isinstance(fraction, numbers.Integral) and not isinstance(fraction, bool):
+        raise ValueError(
+            f"{type(estimator).__name__}(validation_fraction={fraction}) inside a "
+            "federation: a count of rows cannot be held out by clients that each "
+            "hold out their own; give a share of the rows (a float in (0, 1))."
+        )
     if estimator.warm_start:
         raise ValueError(
             f"{type(estimator).__name__}(warm_start=True) inside a federation: "
@@ -353,15 +372,15 @@ TreeFederationClient._OWN = {
 
 
 def _without_missing(categories):
-    """An encoder's categories without the missing value it lists last."""
+    """An encoder's categories without the NaN it lists last.
+
+    As scikit-learn's ``_check_categories``: only NaN is the missing value
+    (its own bin); ``None`` in a column of objects is a category of its own.
+    """
     categories = np.asarray(categories)
-    if categories.size and _is_missing(categories[-1]):
+    if categories.size and is_scalar_nan(categories[-1]):
         return categories[:-1]
     return categories
-
-
-def _is_missing(value):
-    return value is None or (isinstance(value, float) and value != value)
 
 
 def tree_preprocessor(is_categorical, categories):
@@ -384,7 +403,9 @@ def tree_preprocessor(is_categorical, categories):
     if is_categorical is None or not np.any(is_categorical):
         return None
     encoder = OrdinalEncoder(
-        categories=[list(c) for c in categories],
+        # A feature without a value on any client: its one "category" is the
+        # missing value, every row in the missing values' bin.
+        categories=[list(c) if len(c) else [np.nan] for c in categories],
         handle_unknown="use_encoded_value",
         unknown_value=np.nan,
         encoded_missing_value=np.nan,
@@ -722,14 +743,17 @@ def _agreed_categorical(prepared, channel):
     return first if first.size else None
 
 
-def _class_weight(model, counts, classes):
-    """Per class code, the weight ``class_weight`` gives it (None: none)."""
+def _class_weight(model, counts):
+    """Per class code, the weight ``class_weight`` gives it (None: none).
+
+    scikit-learn's own ``compute_class_weight`` on the federation's counts,
+    with the classes coded 0 and 1 as its fit reads them (it weighs the
+    encoded labels: a dict's keys are 0 and 1, whatever the labels).
+    """
     if model.class_weight is None:
         return None
-    if model.class_weight == "balanced":
-        # scikit-learn's: n / (n_classes * n_c), on the federation's counts.
-        return counts.sum() / (len(counts) * np.maximum(counts, 1))
-    return np.array([float(model.class_weight.get(c, 1.0)) for c in classes.tolist()])
+    codes = np.repeat(np.arange(2), np.asarray(counts, dtype=np.int64))
+    return compute_class_weight(model.class_weight, classes=np.arange(2), y=codes)
 
 
 def federated_trees(estimator, channel, *, resampled=False):
@@ -774,6 +798,12 @@ def federated_trees(estimator, channel, *, resampled=False):
     group_labels = _merged_groups(described, channel)
     n_groups = 1 if group_labels is None else len(group_labels)
     penalised = fairness > 0 and n_groups > 1
+    if penalised and model.max_leaf_nodes is None:
+        raise ValueError(
+            f"max_leaf_nodes=None with fairness={fairness}: the leaves' joint "
+            "Newton step solves a leaves x leaves system every tree, so the "
+            "leaves must be bounded. Set max_leaf_nodes (31 by default)."
+        )
     if fairness > 0 and not penalised:
         reason = (
             "no sensitive attributes were given (pass sensitive_features)"
@@ -828,7 +858,7 @@ def federated_trees(estimator, channel, *, resampled=False):
             "kind": "encode",
             "categories": categories,
             "validation_fraction": fraction,
-            "class_weight": _class_weight(model, counts, classes),
+            "class_weight": _class_weight(model, counts),
         },
         restart=False,
     )
@@ -878,6 +908,8 @@ def federated_trees(estimator, channel, *, resampled=False):
     model.train_score_, model.validation_score_ = [], []
 
     def on_iteration(predictors, scores):
+        if scores is None:  # no early stopping: no scores, as scikit-learn
+            return False
         model.train_score_.append(-scores[0])
         if scores[1] is not None:
             model.validation_score_.append(-scores[1])
@@ -905,7 +937,7 @@ def federated_trees(estimator, channel, *, resampled=False):
         feature_rng=model._feature_subsample_rng,
         fairness=fairness if penalised else 0.0,
         n_groups=n_groups if penalised else 1,
-        score=True,
+        score=do_early_stopping,
         on_iteration=on_iteration,
     )
     model._baseline_prediction = np.array([[baseline]])

@@ -213,6 +213,12 @@ def test_a_sampler_resamples_each_client_once_reproducibly(data):
         for _ in range(2)
     ]
     _same_trees(fits[0].estimator_, fits[1].estimator_)
+    # Each client's sampler draws from its own seed (client_seeds_, from
+    # random_state): another random_state resamples other rows.
+    other = FederatedEstimator(
+        _trees(fairness=1.0), sampler=sampler, random_state=4
+    ).fit(X, data.target, clients=data.clients, sensitive_features=data.sensitive)
+    assert not np.array_equal(other.decision_function(X), fits[0].decision_function(X))
     plain = FederatedEstimator(_trees(fairness=1.0), random_state=3).fit(
         X, data.target, clients=data.clients, sensitive_features=data.sensitive
     )
@@ -258,6 +264,7 @@ def test_central_and_local_are_the_estimator_s_own_fits(data):
         ({"aggregation": "median"}, "aggregation='median'"),
         ({"warm_start": True}, "warm_start=True"),
         ({"sensitive": "group"}, "sensitive="),
+        ({"validation_fraction": 0.2}, "validation_fraction=0.2 does not apply"),
     ],
 )
 def test_what_trees_cannot_do_is_refused_by_name(data, params, words):
@@ -323,3 +330,83 @@ def test_the_per_client_table_reads_the_federated_trees(data):
         random_state=0,
     )
     assert table is not None
+
+
+@pytest.mark.parametrize("class_weight", ["balanced", {0: 1.0, 1: 5.0}])
+@pytest.mark.parametrize("n_clients", [1, 4])
+def test_class_weights_are_scikit_learns(data, class_weight, n_clients):
+    # Few distinct values per feature: scikit-learn's edges are midpoints,
+    # weighted or not, so the weighted trees must be its trees. Its
+    # class_weight keys are the encoded labels 0 and 1, whatever the labels.
+    X = np.round(np.nan_to_num(data.data), 1)
+    y = np.where(data.target == 1, "yes", "no")
+    clients = None if n_clients == 1 else data.clients
+    federation = FederatedEstimator(_trees(class_weight=class_weight)).fit(
+        X, y, clients=clients
+    )
+    pooled = HistGradientBoostingClassifier(
+        max_iter=12, early_stopping=False, random_state=0, class_weight=class_weight
+    ).fit(X, y)
+    _same_trees(federation.estimator_, pooled)
+
+
+def test_a_count_of_validation_rows_and_unbounded_penalised_leaves_are_refused(data):
+    with pytest.raises(ValueError, match="validation_fraction=200"):
+        FederatedEstimator(
+            _trees(validation_fraction=200).set_params(early_stopping=True)
+        ).fit(data.data, data.target, clients=data.clients)
+    with pytest.raises(ValueError, match="max_leaf_nodes=None with fairness"):
+        FederatedEstimator(_trees(fairness=1.0, max_leaf_nodes=None)).fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+
+
+def test_none_is_a_category_and_an_empty_column_a_missing_one(data):
+    X = _frame(data)
+    kind = X["kind"].astype(object)
+    kind[::7] = None  # None in a column of objects: a category of its own
+    X["kind"] = kind
+    X["empty"] = pd.Categorical([np.nan] * len(X), categories=["p", "q"])
+    estimator = _trees(categorical_features=["kind", "empty"])
+    federation = FederatedEstimator(estimator).fit(X, data.target, clients=data.clients)
+    pooled = HistGradientBoostingClassifier(
+        max_iter=12,
+        early_stopping=False,
+        random_state=0,
+        categorical_features=["kind", "empty"],
+    ).fit(X, data.target)
+    _same_trees(federation.estimator_, pooled)
+    np.testing.assert_array_equal(federation.predict_proba(X), pooled.predict_proba(X))
+
+
+def test_without_early_stopping_no_loss_is_sent(data):
+    federation = FederatedEstimator(_trees()).fit(
+        data.data, data.target, clients=data.clients
+    )
+    assert federation.estimator_.train_score_.size == 0
+    assert federation.estimator_.validation_score_.size == 0
+
+
+def test_group_thresholds_act_on_the_federated_trees(data):
+    from skfedida.metrics import demographic_parity_difference
+    from skfedida.postprocessing import FederatedThresholdOptimizer
+
+    federation = FederatedEstimator(_trees(), random_state=0)
+    post = FederatedThresholdOptimizer(federation, random_state=0).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    assert isinstance(post.estimator_.estimator_, FairHistGradientBoostingClassifier)
+    decisions = post.predict(
+        data.data, clients=data.clients, sensitive_features=data.sensitive
+    )
+    plain = post.estimator_.predict(data.data)
+
+    def gap(y_pred):
+        return demographic_parity_difference(
+            data.target, y_pred, sensitive_features=data.sensitive
+        )
+
+    assert gap(decisions) < 0.02 < gap(plain)
