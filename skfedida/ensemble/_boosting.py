@@ -182,6 +182,21 @@ class BoostingClient:
         self.raw = np.full(self.n_samples, baseline)
         if self.y_val is not None:
             self.raw_val = np.full(self.y_val.shape[0], baseline)
+        # A continued ensemble (warm start): its trees' values on the rows,
+        # tree by tree, as scikit-learn's binned prediction adds them.
+        for tree in query["trees"]:
+            predictor = TreePredictor(
+                tree["nodes"],
+                tree["binned_left_cat_bitsets"],
+                tree["raw_left_cat_bitsets"],
+            )
+            self.raw += predictor.predict_binned(
+                self.X_binned, self.missing_values_bin_idx, 1
+            )
+            if self.raw_val is not None:
+                self.raw_val += predictor.predict_binned(
+                    self.X_binned_val, self.missing_values_bin_idx, 1
+                )
         return self._scores(query["score"])
 
     def _scores(self, score):
@@ -597,6 +612,7 @@ def boost(
     n_groups=1,
     baseline=None,
     score=False,
+    predictors=None,
     on_iteration=None,
 ):
     """Boosting iterations over the clients' rows; the trees, one per iteration.
@@ -638,6 +654,10 @@ def boost(
     score : bool, default=False
         Whether the clients send their training and validation log-losses
         at the start and after every tree (early stopping).
+    predictors : list, default=None
+        Trees to continue from (a warm start): the clients' scores start at
+        ``baseline`` plus these trees', and the loop adds trees until there
+        are ``max_iter``; appended to.
     on_iteration : callable, default=None
         ``on_iteration(predictors, scores)`` after each tree, and once
         before the first (``predictors`` empty) when ``score``; ``scores``
@@ -679,11 +699,18 @@ def boost(
         "monotonic_cst": np.asarray(monotonic_cst, dtype=np.int8),
     }
     scored = channel.ask(
-        {"kind": "init", "baseline": baseline, "score": score, "binning": binning},
+        {
+            "kind": "init",
+            "baseline": baseline,
+            "score": score,
+            "binning": binning,
+            "trees": [_tree_message(tree[0]) for tree in predictors or []],
+        },
         restart=False,
     )
-    predictors = []
-    if score and on_iteration is not None:
+    continued = bool(predictors)
+    predictors = [] if predictors is None else predictors
+    if score and on_iteration is not None and not continued:
         on_iteration(predictors, _mean_losses(scored))
     grower_params = {
         "is_categorical": binning["is_categorical"],

@@ -137,11 +137,6 @@ def check_tree_federation(federation):
                 f"{name}={value!r} does not apply to boosted trees ({instead}); "
                 f"leave it at its default, {default!r}."
             )
-    if federation.warm_start:
-        raise ValueError(
-            "warm_start=True with boosted trees: a federation does not continue "
-            "a fitted ensemble yet. Set warm_start=False."
-        )
     if getattr(federation, "_skl_callbacks", None):
         raise ValueError(
             "Callbacks are not called by a federation of boosted trees yet; "
@@ -158,7 +153,9 @@ def check_tree_federation(federation):
     if estimator.warm_start:
         raise ValueError(
             f"{type(estimator).__name__}(warm_start=True) inside a federation: "
-            "it does not continue a fitted ensemble yet. Set warm_start=False."
+            "the federation continues its fitted trees, not the estimator; set "
+            "FederatedEstimator(warm_start=True) and leave the estimator's "
+            "warm_start=False."
         )
     if federation.sensitive is not None:
         raise ValueError(
@@ -629,6 +626,12 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         client_id=lambda k: ids[k].tolist(),
     )
     if federation.strategy in ("central", "local"):
+        if federation.warm_start:
+            raise ValueError(
+                f"warm_start=True with strategy={federation.strategy!r}: the "
+                "estimator's own fits do not continue yet; use "
+                "strategy='fedavg', or warm_start=False."
+            )
         trained = [
             client_training_rows(federation, *rows_of(k), seeds[k], ids[k].tolist())
             for k in range(n_clients)
@@ -659,6 +662,21 @@ def fit_trees(federation, X, y, clients, sensitive_features):
                 ids[k].tolist(): model for k, model in enumerate(models)
             }
         return federation
+    previous = None
+    if federation.warm_start and is_boosted_trees(
+        getattr(federation, "estimator_", None)
+    ):
+        # As a federation of averaged models: the same clients and classes.
+        if not (
+            np.array_equal(ids, federation.clients_)
+            and np.array_equal(classes, federation.classes_)
+        ):
+            raise ValueError(
+                "warm_start continues a federation: fit it again with the same "
+                f"clients {federation.clients_.tolist()} and classes "
+                f"{federation.classes_.tolist()}."
+            )
+        previous = federation.estimator_
     members = [
         tree_client(federation, *rows_of(k), seeds[k], ids[k].tolist())
         for k in range(n_clients)
@@ -672,6 +690,7 @@ def fit_trees(federation, X, y, clients, sensitive_features):
             rows=[len(member.y) for member in members],
         ),
         resampled=federation.sampler is not None,
+        previous=previous,
     )
     return adopt_trees(
         federation,
@@ -756,7 +775,7 @@ def _class_weight(model, counts):
     return compute_class_weight(model.class_weight, classes=np.arange(2), y=codes)
 
 
-def federated_trees(estimator, channel, *, resampled=False):
+def federated_trees(estimator, channel, *, resampled=False, previous=None):
     """The server's tree fit: queries to the clients, the fitted estimator.
 
     The same function runs in-process and in the Flower ServerApp; only
@@ -771,16 +790,32 @@ def federated_trees(estimator, channel, *, resampled=False):
     resampled : bool, default=False
         Whether the clients resample their rows (else each keeps the rows
         it declared).
+    previous : HistGradientBoostingClassifier, default=None
+        The federation's fitted model to continue (warm start): as
+        scikit-learn's ``warm_start``, trees are added to its trees until
+        there are ``estimator.max_iter``, on the same rows, categories and
+        bin edges (an error says which changed), its seeds and feature
+        stream continued, and ``estimator``'s other parameters applied.
 
     Returns
     -------
     model : HistGradientBoostingClassifier
-        A clone of ``estimator`` fitted with the federation's trees.
+        A clone of ``estimator`` (or ``previous``) fitted with the
+        federation's trees.
     described : dict
         What the clients declared: ``classes``, ``class_counts`` (of their
         training rows, before resampling) and ``rows`` (per client index).
     """
-    model = clone(estimator)
+    if previous is None:
+        model = clone(estimator)
+    else:
+        model = previous
+        model.set_params(**estimator.get_params(deep=False))
+        if model.max_iter < model.n_iter_:
+            raise ValueError(
+                f"max_iter={model.max_iter} must be larger than or equal to "
+                f"n_iter_={model.n_iter_} when warm_start==True"
+            )
     if model.monotonic_cst is not None:
         raise ValueError(
             f"monotonic_cst={model.monotonic_cst!r} inside a federation: not "
@@ -875,6 +910,20 @@ def federated_trees(estimator, channel, *, resampled=False):
     channel.ask(bins, restart=False)
     mapper = bin_mapper_of(bins)
     n_features = len(bins["edges"])
+    if previous is not None:
+        return _continued(
+            model,
+            channel,
+            mapper,
+            bins,
+            categories,
+            classes,
+            class_counts,
+            described,
+            fairness if penalised else 0.0,
+            n_groups if penalised else 1,
+            do_early_stopping,
+        )
     # The model's fitted input checks: scikit-learn's preprocessing with the
     # federation's categories, fitted on a placeholder row of the clients'
     # columns and dtypes (no client's value is in it).
@@ -906,6 +955,84 @@ def federated_trees(estimator, channel, *, resampled=False):
     model.do_early_stopping_ = do_early_stopping
     model._use_validation_data = fraction is not None
     model.train_score_, model.validation_score_ = [], []
+    _boost_model(
+        model,
+        channel,
+        mapper,
+        bins,
+        fairness if penalised else 0.0,
+        n_groups if penalised else 1,
+        do_early_stopping,
+    )
+    if "fairness" in model.get_params():
+        model.n_groups_ = n_groups
+    return model, {
+        "classes": classes,
+        "class_counts": class_counts,
+        "rows": {k: int(answer["n"]) for k, answer in described.items()},
+    }
+
+
+def _continued(
+    model,
+    channel,
+    mapper,
+    bins,
+    categories,
+    classes,
+    class_counts,
+    described,
+    fairness,
+    n_groups,
+    do_early_stopping,
+):
+    """A warm start: the same rows, categories and edges; more trees."""
+    known = model._bin_mapper
+    encoder = (
+        None
+        if model._preprocessor is None
+        else model._preprocessor.named_transformers_["encoder"]
+    )
+    same = (
+        np.array_equal(model.classes_, classes)
+        and len(known.bin_thresholds_) == len(mapper.bin_thresholds_)
+        and all(
+            np.array_equal(a, b, equal_nan=True)
+            for a, b in zip(known.bin_thresholds_, mapper.bin_thresholds_, strict=True)
+        )
+        and (
+            (encoder is None and not categories)
+            or (
+                encoder is not None
+                and encoder.categories
+                == [list(c) if len(c) else [np.nan] for c in categories]
+            )
+        )
+    )
+    if not same:
+        raise ValueError(
+            "warm_start continues the federation's trees on the rows they were "
+            "grown on: the clients' classes, categories or bin edges changed "
+            "since. Set warm_start=False to fit anew."
+        )
+    if do_early_stopping != model.do_early_stopping_:
+        raise ValueError(
+            "warm_start cannot switch early stopping on or off (the clients' "
+            "rows count differently): set warm_start=False to fit anew."
+        )
+    model.train_score_ = list(model.train_score_)
+    model.validation_score_ = list(model.validation_score_)
+    _boost_model(model, channel, mapper, bins, fairness, n_groups, do_early_stopping)
+    return model, {
+        "classes": classes,
+        "class_counts": class_counts,
+        "rows": {k: int(answer["n"]) for k, answer in described.items()},
+    }
+
+
+def _boost_model(model, channel, mapper, bins, fairness, n_groups, do_early_stopping):
+    """Grow the model's trees (more of them, on a warm start) from the clients."""
+    n_features = len(bins["edges"])
 
     def on_iteration(predictors, scores):
         if scores is None:  # no early stopping: no scores, as scikit-learn
@@ -921,6 +1048,7 @@ def federated_trees(estimator, channel, *, resampled=False):
             else model.train_score_
         )
 
+    continued = list(getattr(model, "_predictors", []))
     baseline, model._predictors = boost(
         channel,
         bin_mapper=mapper,
@@ -935,21 +1063,16 @@ def federated_trees(estimator, channel, *, resampled=False):
         l2_regularization=model.l2_regularization,
         max_features=model.max_features,
         feature_rng=model._feature_subsample_rng,
-        fairness=fairness if penalised else 0.0,
-        n_groups=n_groups if penalised else 1,
+        fairness=fairness,
+        n_groups=n_groups,
+        baseline=(float(model._baseline_prediction[0, 0]) if continued else None),
         score=do_early_stopping,
         on_iteration=on_iteration,
+        predictors=continued or None,
     )
     model._baseline_prediction = np.array([[baseline]])
     model.train_score_ = np.asarray(model.train_score_)
     model.validation_score_ = np.asarray(model.validation_score_)
-    if "fairness" in model.get_params():
-        model.n_groups_ = n_groups
-    return model, {
-        "classes": classes,
-        "class_counts": class_counts,
-        "rows": {k: int(answer["n"]) for k, answer in described.items()},
-    }
 
 
 def _agreed_classes(described):

@@ -594,6 +594,11 @@ def _federate_trees(plan, grid, nodes, rows, timeout):
     """A federation of boosted trees over Flower: the in-process fit's queries."""
     federation = plan.federation
     check_tree_federation(federation)
+    if federation.warm_start:
+        raise ValueError(
+            "warm_start=True with boosted trees on Flower: the ServerApp starts "
+            "from an unfitted federation; continue the trees in-process."
+        )
     gate = ReplyGate(
         plan.on_client_error, name=lambda k: f"Client {k} (node {nodes[k]})"
     )

@@ -262,7 +262,10 @@ def test_central_and_local_are_the_estimator_s_own_fits(data):
         ({"dp": DifferentialPrivacy(noise_multiplier=1.0)}, "dp=DifferentialPrivacy"),
         ({"client_fraction": 0.5}, "client_fraction=0.5"),
         ({"aggregation": "median"}, "aggregation='median'"),
-        ({"warm_start": True}, "warm_start=True"),
+        (
+            {"warm_start": True, "strategy": "local"},
+            "warm_start=True with strategy='local'",
+        ),
         ({"sensitive": "group"}, "sensitive="),
         ({"validation_fraction": 0.2}, "validation_fraction=0.2 does not apply"),
     ],
@@ -410,3 +413,51 @@ def test_group_thresholds_act_on_the_federated_trees(data):
         )
 
     assert gap(decisions) < 0.02 < gap(plain)
+
+
+@pytest.mark.parametrize("n_clients", [1, 4])
+def test_a_warm_start_adds_trees_as_scikit_learns_does(data, n_clients):
+    clients = None if n_clients == 1 else data.clients
+    federation = FederatedEstimator(_trees().set_params(max_iter=5), warm_start=True)
+    federation.fit(data.data, data.target, clients=clients)
+    first = [tree[0].nodes.copy() for tree in federation.estimator_._predictors]
+    federation.set_params(estimator__max_iter=12)
+    federation.fit(data.data, data.target, clients=clients)
+    pooled = HistGradientBoostingClassifier(
+        max_iter=5, early_stopping=False, random_state=0, warm_start=True
+    ).fit(data.data, data.target)
+    pooled.set_params(max_iter=12).fit(data.data, data.target)
+    _same_trees(federation.estimator_, pooled)
+    for ours, before in zip(federation.estimator_._predictors, first, strict=False):
+        np.testing.assert_array_equal(ours[0].nodes, before)
+
+
+def test_a_warm_start_with_the_penalty_continues_the_same_objective(data):
+    penalised = _trees(fairness=2.0)
+    kwargs = {"clients": data.clients, "sensitive_features": data.sensitive}
+    whole = FederatedEstimator(penalised).fit(data.data, data.target, **kwargs)
+    federation = FederatedEstimator(
+        clone(penalised).set_params(max_iter=4), warm_start=True
+    ).fit(data.data, data.target, **kwargs)
+    federation.set_params(estimator__max_iter=12).fit(data.data, data.target, **kwargs)
+    np.testing.assert_allclose(
+        federation.decision_function(data.data),
+        whole.decision_function(data.data),
+        rtol=1e-9,
+        atol=1e-9,
+    )
+
+
+def test_a_warm_start_refuses_other_rows_fewer_trees_or_other_clients(data):
+    federation = FederatedEstimator(
+        _trees().set_params(max_iter=5), warm_start=True
+    ).fit(data.data, data.target, clients=data.clients)
+    with pytest.raises(ValueError, match="max_iter=3 must be larger than or equal"):
+        federation.set_params(estimator__max_iter=3).fit(
+            data.data, data.target, clients=data.clients
+        )
+    federation.set_params(estimator__max_iter=8)
+    with pytest.raises(ValueError, match="categories or bin edges changed"):
+        federation.fit(data.data * 2, data.target, clients=data.clients)
+    with pytest.raises(ValueError, match="same clients"):
+        federation.fit(data.data, data.target, clients=data.clients % 2)
