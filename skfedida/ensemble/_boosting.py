@@ -613,6 +613,7 @@ def boost(
     baseline=None,
     score=False,
     predictors=None,
+    on_start=None,
     on_iteration=None,
 ):
     """Boosting iterations over the clients' rows; the trees, one per iteration.
@@ -658,6 +659,8 @@ def boost(
         Trees to continue from (a warm start): the clients' scores start at
         ``baseline`` plus these trees', and the loop adds trees until there
         are ``max_iter``; appended to.
+    on_start : callable, default=None
+        ``on_start(baseline)`` once the scores' starting log-odds are known.
     on_iteration : callable, default=None
         ``on_iteration(predictors, scores)`` after each tree, and once
         before the first (``predictors`` empty) when ``score``; ``scores``
@@ -688,6 +691,8 @@ def boost(
     if baseline is None:
         sums = sum(answer["label_sums"] for answer in started.values())
         baseline = float(loss.fit_intercept_only(y_true=np.array([sums[0] / sums[1]])))
+    if on_start is not None:
+        on_start(baseline)
     has_missing = np.zeros(len(is_categorical), dtype=np.uint8)
     for answer in started.values():
         has_missing |= np.asarray(answer["has_missing"], dtype=np.uint8)

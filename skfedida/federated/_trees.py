@@ -28,6 +28,7 @@ reference), ``"local"`` one per client on its own rows.
 
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 
@@ -137,11 +138,6 @@ def check_tree_federation(federation):
                 f"{name}={value!r} does not apply to boosted trees ({instead}); "
                 f"leave it at its default, {default!r}."
             )
-    if getattr(federation, "_skl_callbacks", None):
-        raise ValueError(
-            "Callbacks are not called by a federation of boosted trees yet; "
-            "remove them, or use the estimator's own verbose output."
-        )
     estimator = federation.estimator
     fraction = estimator.validation_fraction
     if isinstance(fraction, numbers.Integral) and not isinstance(fraction, bool):
@@ -681,6 +677,31 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         tree_client(federation, *rows_of(k), seeds[k], ids[k].tolist())
         for k in range(n_clients)
     ]
+    # What a callback's model of the trees so far predicts with.
+    federation.classes_, federation.clients_ = classes, ids
+    # sklearn's callback API: the fit is the root task, each tree a subtask;
+    # at a tree's end a callback sees the federation with the trees so far.
+    callback_ctx = federation._init_callback_context(
+        max_subtasks=federation.estimator.max_iter
+    )
+    callback_ctx.call_on_fit_task_begin(estimator=federation, X=X, y=y)
+
+    def on_tree(model):
+        tree_ctx = callback_ctx.subcontext(task_name="tree")
+        tree_ctx.call_on_fit_task_begin(estimator=federation)
+
+        def as_it_stands():
+            snapshot = copy.copy(model)
+            snapshot._predictors = list(model._predictors)
+            return {"estimator_": snapshot, "client_estimators_": {}}
+
+        return tree_ctx.call_on_fit_task_end(
+            estimator=federation,
+            X=X,
+            y=y,
+            reconstruction_attributes=as_it_stands,
+        )
+
     model, described = federated_trees(
         federation.estimator,
         TreeChannel(
@@ -691,8 +712,9 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         ),
         resampled=federation.sampler is not None,
         previous=previous,
+        on_tree=on_tree,
     )
-    return adopt_trees(
+    adopt_trees(
         federation,
         model,
         described,
@@ -700,6 +722,8 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         seeds=seeds,
         history=[{"round": 0, **record} for record in gate.records],
     )
+    callback_ctx.call_on_fit_task_end(estimator=federation, X=X, y=y)
+    return federation
 
 
 def _pooled(trained):
@@ -775,7 +799,9 @@ def _class_weight(model, counts):
     return compute_class_weight(model.class_weight, classes=np.arange(2), y=codes)
 
 
-def federated_trees(estimator, channel, *, resampled=False, previous=None):
+def federated_trees(
+    estimator, channel, *, resampled=False, previous=None, on_tree=None
+):
     """The server's tree fit: queries to the clients, the fitted estimator.
 
     The same function runs in-process and in the Flower ServerApp; only
@@ -796,6 +822,9 @@ def federated_trees(estimator, channel, *, resampled=False, previous=None):
         there are ``estimator.max_iter``, on the same rows, categories and
         bin edges (an error says which changed), its seeds and feature
         stream continued, and ``estimator``'s other parameters applied.
+    on_tree : callable, default=None
+        ``on_tree(model)`` after each tree, the model as it stands; a true
+        return value stops the trees (a callback's early stopping).
 
     Returns
     -------
@@ -923,6 +952,7 @@ def federated_trees(estimator, channel, *, resampled=False, previous=None):
             fairness if penalised else 0.0,
             n_groups if penalised else 1,
             do_early_stopping,
+            on_tree,
         )
     # The model's fitted input checks: scikit-learn's preprocessing with the
     # federation's categories, fitted on a placeholder row of the clients'
@@ -963,6 +993,7 @@ def federated_trees(estimator, channel, *, resampled=False, previous=None):
         fairness if penalised else 0.0,
         n_groups if penalised else 1,
         do_early_stopping,
+        on_tree,
     )
     if "fairness" in model.get_params():
         model.n_groups_ = n_groups
@@ -985,6 +1016,7 @@ def _continued(
     fairness,
     n_groups,
     do_early_stopping,
+    on_tree,
 ):
     """A warm start: the same rows, categories and edges; more trees."""
     known = model._bin_mapper
@@ -1022,7 +1054,9 @@ def _continued(
         )
     model.train_score_ = list(model.train_score_)
     model.validation_score_ = list(model.validation_score_)
-    _boost_model(model, channel, mapper, bins, fairness, n_groups, do_early_stopping)
+    _boost_model(
+        model, channel, mapper, bins, fairness, n_groups, do_early_stopping, on_tree
+    )
     return model, {
         "classes": classes,
         "class_counts": class_counts,
@@ -1030,23 +1064,42 @@ def _continued(
     }
 
 
-def _boost_model(model, channel, mapper, bins, fairness, n_groups, do_early_stopping):
-    """Grow the model's trees (more of them, on a warm start) from the clients."""
+def _boost_model(
+    model,
+    channel,
+    mapper,
+    bins,
+    fairness,
+    n_groups,
+    do_early_stopping,
+    on_tree=None,
+):
+    """Grow the model's trees (more of them, on a warm start) from the clients.
+
+    ``on_tree(model)``, after each tree, sees the model as it stands (its
+    trees so far); a true return value stops the loop (a callback's).
+    """
     n_features = len(bins["edges"])
 
+    def on_start(baseline):
+        model._baseline_prediction = np.array([[baseline]])
+
     def on_iteration(predictors, scores):
-        if scores is None:  # no early stopping: no scores, as scikit-learn
-            return False
-        model.train_score_.append(-scores[0])
-        if scores[1] is not None:
-            model.validation_score_.append(-scores[1])
-        if not predictors or not do_early_stopping:
-            return False
-        return model._should_stop(
-            model.validation_score_
-            if model._use_validation_data
-            else model.train_score_
-        )
+        stop = False
+        if scores is not None:  # early stopping's scores, as scikit-learn's
+            model.train_score_.append(-scores[0])
+            if scores[1] is not None:
+                model.validation_score_.append(-scores[1])
+            if predictors and do_early_stopping:
+                stop = model._should_stop(
+                    model.validation_score_
+                    if model._use_validation_data
+                    else model.train_score_
+                )
+        if predictors and on_tree is not None:
+            model._predictors = predictors
+            stop = bool(on_tree(model)) or stop
+        return stop
 
     continued = list(getattr(model, "_predictors", []))
     baseline, model._predictors = boost(
@@ -1067,6 +1120,7 @@ def _boost_model(model, channel, mapper, bins, fairness, n_groups, do_early_stop
         n_groups=n_groups,
         baseline=(float(model._baseline_prediction[0, 0]) if continued else None),
         score=do_early_stopping,
+        on_start=on_start,
         on_iteration=on_iteration,
         predictors=continued or None,
     )

@@ -461,3 +461,55 @@ def test_a_warm_start_refuses_other_rows_fewer_trees_or_other_clients(data):
         federation.fit(data.data * 2, data.target, clients=data.clients)
     with pytest.raises(ValueError, match="same clients"):
         federation.fit(data.data, data.target, clients=data.clients % 2)
+
+
+class _StopAfter:
+    """A callback that records each tree's task and stops after ``n`` trees."""
+
+    max_propagation_depth = None
+
+    def __init__(self, n, X, y):
+        self.n, self.X, self.y = n, X, y
+        self.paths, self.scores = [], []
+
+    def setup(self, estimator, context):
+        pass
+
+    def teardown(self, estimator, context):
+        pass
+
+    def on_fit_task_begin(self, estimator, context):
+        from sklearn.callback._callback_context import get_context_path
+
+        self.paths.append(tuple(c.task_name for c in get_context_path(context)))
+
+    def on_fit_task_end(self, estimator, context, *, fitted_estimator):
+        if context.task_name != "tree" or fitted_estimator is None:
+            return False
+        # The federation as it stood after this tree.
+        self.scores.append(fitted_estimator.predict_proba(self.X)[:, 1].mean())
+        return len(self.scores) >= self.n
+
+
+def test_callbacks_see_each_tree_and_can_stop_the_trees(data):
+    stopper = _StopAfter(4, data.data, data.target)
+    stopped = (
+        FederatedEstimator(_trees(fairness=1.0))
+        .set_callbacks(stopper)
+        .fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+    )
+    assert stopped.estimator_.n_iter_ == 4
+    assert [p for p in stopper.paths if p[-1] == "tree"] == [("fit", "tree")] * 4
+    four = FederatedEstimator(_trees(fairness=1.0).set_params(max_iter=4)).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    np.testing.assert_array_equal(
+        stopped.predict_proba(data.data), four.predict_proba(data.data)
+    )
+    # Each tree's model as it stood: its mean probability after that tree.
+    assert stopper.scores[-1] == four.predict_proba(data.data)[:, 1].mean()
