@@ -59,6 +59,7 @@ from sklearn.utils.multiclass import (
     _check_partial_fit_first_call as check_partial_fit_first_call,
 )
 from sklearn.utils.optimize import _check_optimize_result as check_optimize_result
+from sklearn.utils.validation import _check_monotonic_cst as check_monotonic_cst
 from sklearn.utils.validation import _check_sample_weight as check_sample_weight
 from sklearn.utils.validation import _num_samples as num_samples
 
@@ -106,6 +107,7 @@ __all__ = [
     "TreeGrower",
     "TreePredictor",
     "cached_call",
+    "check_monotonic_cst",
     "check_optimize_result",
     "check_partial_fit_first_call",
     "check_sample_weight",

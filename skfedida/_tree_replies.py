@@ -403,8 +403,11 @@ def _start(query, answer, ledger, expected):
     if size and abs(cells[1::2].sum() - positive) > RTOL * weight:
         return "its positive cells' weights are not its positive rows' weight"
     missing = np.asarray(answer["has_missing"])
-    if missing.dtype != bool or missing.ndim != 1:
-        return "its missing-value flags are not booleans, one per feature"
+    if missing.dtype != bool or missing.shape != (int(query["n_features"]),):
+        return (
+            f"its missing-value flags are not {int(query['n_features'])} booleans, "
+            "one per feature"
+        )
     _, problem = count_scalar(answer["n_val"], "its validation row count")
     return problem
 
@@ -463,7 +466,7 @@ def _histograms(query, answer, ledger, expected):
 DRIFT = 1e-8
 
 
-def histogram_problems(query, answers, expected):
+def histogram_problems(query, answers, expected, shape=None):
     """Every client's histograms of a node checked at once, and their sum.
 
     Asked for every node grown, so the checks are a few vectorised passes
@@ -483,6 +486,9 @@ def histogram_problems(query, answers, expected):
         Client index to ``(rows, gradient_bound, hessian_bound)``: its rows
         of the node, and the largest sums of absolute gradients and of
         hessians its rows can have (None: unknown).
+    shape : tuple of int, default=None
+        ``(n_features, n_bins)`` of the federation's bins: every answer's
+        shape (None: the first well-formed answer's, for a lone check).
 
     Returns
     -------
@@ -493,7 +499,9 @@ def histogram_problems(query, answers, expected):
         ``answers`` (None when none is well-formed).
     """
     problems, formed = {}, []
-    shape = None
+    # The server's own shape: one client's answer cannot set it (a wrong one
+    # would blame the others, or reach the grower's compiled code).
+    shape = None if shape is None else tuple(int(n) for n in shape)
     for k, answer in answers.items():
         histograms = answer.get("histograms") if isinstance(answer, dict) else None
         if not isinstance(answer, dict) or set(answer) != {"histograms"}:
@@ -505,7 +513,8 @@ def histogram_problems(query, answers, expected):
             problems[k] = "its histograms are not an array of histogram records"
         elif histograms.ndim != 2 or (shape is not None and histograms.shape != shape):
             problems[k] = (
-                f"its histograms have shape {histograms.shape}; the others' {shape}"
+                f"its histograms have shape {histograms.shape}; {shape} (features "
+                "x bins) are needed"
             )
         else:
             shape = histograms.shape

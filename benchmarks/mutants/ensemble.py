@@ -258,3 +258,37 @@ MUTANTS += [
         features=("FederatedEstimator",),
     ),
 ]
+MUTANTS += [
+    Mutant(
+        "a client's histograms of another shape than the bins' are summed",
+        TREE_REPLIES,
+        "    shape = None if shape is None else tuple(int(n) for n in shape)\n",
+        "    shape = None\n",
+        GATE_TESTS,
+        features=("reply:tree_histograms",),
+    ),
+    Mutant(
+        "features outside a constraint set are sent as the builder left them",
+        "skfedida/ensemble/_growing.py",
+        "            out[others] = np.zeros(1, dtype=HISTOGRAM_DTYPE)\n",
+        "            pass\n",
+        GATE_TESTS,
+        features=("reply:tree_histograms",),
+    ),
+    Mutant(
+        "a decoded array's items may be of any size",
+        "skfedida/flower/_codec.py",
+        "    if dtype.itemsize > MAX_ITEMSIZE:\n",
+        "    if False:\n",
+        ("tests/flower/test_codec.py",),
+        features=("reply:tree_histograms",),
+    ),
+    Mutant(
+        "monotonic constraints are dropped in a federation",
+        TREES,
+        "        monotonic_cst=model._monotonic_cst_remapped,\n",
+        "        monotonic_cst=np.zeros(n_features, dtype=np.int8),\n",
+        TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
+    ),
+]

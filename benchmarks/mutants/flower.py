@@ -129,7 +129,7 @@ MUTANTS = [
     Mutant(
         "codec decodes an array without its dtype",
         CODEC,
-        'array = np.array(value["data"], dtype=np.dtype(kind))',
+        'array = np.array(value["data"], dtype=_dtype(kind))',
         'array = np.array(value["data"])',
         GUARD_TESTS + PIPELINE_TESTS,
         features=APPS,
@@ -137,7 +137,7 @@ MUTANTS = [
     Mutant(
         "codec decodes a numpy scalar as a Python one",
         CODEC,
-        'return np.array(value["value"], dtype=np.dtype(value["__scalar__"]))[()]',
+        'return np.array(value["value"], dtype=_dtype(value["__scalar__"]))[()]',
         'return value["value"]',
         GUARD_TESTS + PIPELINE_TESTS,
         features=APPS,

@@ -466,6 +466,8 @@ class TreeChannel:
         #: Per client, the largest sums of absolute gradients and of hessians
         #: its rows can have in this tree (``tree_bounds``).
         self.bounds = {}
+        #: (features, bins) of every histogram answer (the federation's bins).
+        self.histogram_shape = None
 
     def tree_bounds(self, started, penalty):
         """Bound every client's gradient and hessian sums for the next tree.
@@ -560,6 +562,7 @@ class TreeChannel:
                     for k in answers
                     if k in rows.counts and k in self.bounds
                 },
+                shape=self.histogram_shape,
             )
             return problems
 
@@ -683,7 +686,11 @@ def boost(
     while True:
         try:
             started = channel.ask(
-                {"kind": "start", "n_groups": n_groups if penalised else 1}
+                {
+                    "kind": "start",
+                    "n_groups": n_groups if penalised else 1,
+                    "n_features": len(is_categorical),
+                }
             )
             break
         except Restart:
@@ -793,6 +800,7 @@ def _grow(
             "cell_gradient": penalty_cell_gradient(score_sums, cell_weight, n_groups),
         }
     channel.tree_bounds(started, penalty)
+    channel.histogram_shape = (len(binning["is_categorical"]), binning["n_bins"])
     root = channel.root(channel.ask({"kind": "gradients", "penalty": penalty}))
     grower = FederatedTreeGrower(
         channel,

@@ -149,9 +149,14 @@ class ClientRows:
         )
         # The builder's typed memoryview as an array without reading its
         # buffer format (numpy's PEP 3118 parsing cost 20 us a call).
-        return np.frombuffer(histograms, dtype=HISTOGRAM_DTYPE).reshape(
-            histograms.shape
-        )
+        out = np.frombuffer(histograms, dtype=HISTOGRAM_DTYPE).reshape(histograms.shape)
+        if allowed_features is not None:
+            # The builder leaves the other features' memory as it found it
+            # (earlier nodes' sums, or anything): never sent, zeroed.
+            others = np.ones(out.shape[0], dtype=bool)
+            others[np.asarray(allowed_features, dtype=np.intp)] = False
+            out[others] = np.zeros(1, dtype=HISTOGRAM_DTYPE)
+        return out
 
     def split(self, node, split, left, right):
         """Partition the client's rows of a node by the server's split.

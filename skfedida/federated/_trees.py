@@ -43,6 +43,7 @@ from sklearn.utils.validation import validate_data
 
 from .._compat import (
     BinMapper,
+    check_monotonic_cst,
     is_scalar_nan,
     num_samples,
     safe_indexing,
@@ -845,11 +846,6 @@ def federated_trees(
                 f"max_iter={model.max_iter} must be larger than or equal to "
                 f"n_iter_={model.n_iter_} when warm_start==True"
             )
-    if model.monotonic_cst is not None:
-        raise ValueError(
-            f"monotonic_cst={model.monotonic_cst!r} inside a federation: not "
-            "supported yet. Leave monotonic_cst=None."
-        )
     fairness = float(getattr(model, "fairness", 0.0))
     while True:
         try:
@@ -862,6 +858,13 @@ def federated_trees(
     group_labels = _merged_groups(described, channel)
     n_groups = 1 if group_labels is None else len(group_labels)
     penalised = fairness > 0 and n_groups > 1
+    if penalised and model.monotonic_cst is not None:
+        raise ValueError(
+            f"monotonic_cst={model.monotonic_cst!r} with fairness={fairness}: the "
+            "penalised trees' leaf values are a joint Newton step, which does "
+            "not keep monotonic constraints yet. Leave monotonic_cst=None, or "
+            "use fairness=0."
+        )
     if penalised and model.max_leaf_nodes is None:
         raise ValueError(
             f"max_leaf_nodes=None with fairness={fairness}: the leaves' joint "
@@ -981,6 +984,7 @@ def federated_trees(
     feature_seed = rng.randint(np.iinfo(np.uint32).max, dtype="u8")
     model._feature_subsample_rng = np.random.default_rng(feature_seed)
     model._n_features = n_features
+    model._monotonic_cst_remapped = _monotonic_constraints(model)
     model._bin_mapper = mapper
     model.do_early_stopping_ = do_early_stopping
     model._use_validation_data = fraction is not None
@@ -997,11 +1001,7 @@ def federated_trees(
     )
     if "fairness" in model.get_params():
         model.n_groups_ = n_groups
-    return model, {
-        "classes": classes,
-        "class_counts": class_counts,
-        "rows": {k: int(answer["n"]) for k, answer in described.items()},
-    }
+    return model, _declared(described, channel, classes)
 
 
 def _continued(
@@ -1054,14 +1054,11 @@ def _continued(
         )
     model.train_score_ = list(model.train_score_)
     model.validation_score_ = list(model.validation_score_)
+    model._monotonic_cst_remapped = _monotonic_constraints(model)
     _boost_model(
         model, channel, mapper, bins, fairness, n_groups, do_early_stopping, on_tree
     )
-    return model, {
-        "classes": classes,
-        "class_counts": class_counts,
-        "rows": {k: int(answer["n"]) for k, answer in described.items()},
-    }
+    return model, _declared(described, channel, classes)
 
 
 def _boost_model(
@@ -1106,7 +1103,7 @@ def _boost_model(
         channel,
         bin_mapper=mapper,
         is_categorical=bins["is_categorical"],
-        monotonic_cst=np.zeros(n_features, dtype=np.int8),
+        monotonic_cst=model._monotonic_cst_remapped,
         interaction_cst=model._check_interaction_cst(n_features),
         max_iter=model.max_iter,
         learning_rate=model.learning_rate,
@@ -1127,6 +1124,36 @@ def _boost_model(
     model._baseline_prediction = np.array([[baseline]])
     model.train_score_ = np.asarray(model.train_score_)
     model.validation_score_ = np.asarray(model.validation_score_)
+
+
+def _monotonic_constraints(model):
+    """scikit-learn's monotonic constraints, in the binned features' order."""
+    n_features = model._n_features
+    if model.monotonic_cst is None:
+        return np.zeros(n_features, dtype=np.int8)
+    constraints = np.asarray(
+        check_monotonic_cst(model, model.monotonic_cst), dtype=np.int8
+    )
+    if model.is_categorical_ is None:
+        return constraints
+    categorical = np.asarray(model.is_categorical_, dtype=bool)
+    if np.any(constraints[categorical] != 0):
+        raise ValueError("Categorical features cannot have monotonic constraints.")
+    # The categorical features come first, as scikit-learn's fit remaps them.
+    return np.concatenate((constraints[categorical], constraints[~categorical]))
+
+
+def _declared(described, channel, classes):
+    """What the clients still in the federation declared (sizes, prior)."""
+    kept = {k: described[k] for k in channel.active}
+    counts = np.zeros(2, dtype=np.int64)
+    for answer in kept.values():
+        counts[np.searchsorted(classes, answer["classes"])] += answer["class_counts"]
+    return {
+        "classes": classes,
+        "class_counts": counts,
+        "rows": {k: int(answer["n"]) for k, answer in kept.items()},
+    }
 
 
 def _agreed_classes(described):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import itertools
 import json
 
 import numpy as np
@@ -115,18 +116,57 @@ def _records(value):
     }
 
 
+#: The largest item a decoded array or scalar may have, in bytes: a dtype
+#: of a larger one (``"S2000000000"``) in a few bytes of JSON would make the
+#: reader allocate gigabytes. A category of 64 KiB is already unusual.
+MAX_ITEMSIZE = 1 << 16
+
+
+def _dtype(spec):
+    """The dtype a message names, refused when its items are implausibly large."""
+    dtype = np.dtype(spec)
+    if dtype.itemsize > MAX_ITEMSIZE:
+        raise ValueError(
+            f"A received array's items of dtype {spec!r} take {dtype.itemsize} "
+            f"bytes each; at most {MAX_ITEMSIZE} are read."
+        )
+    return dtype
+
+
 def _from_records(value):
-    names, formats, offsets = zip(*value["__records__"], strict=True)
+    fields = value["__records__"]
+    itemsize = int(value["itemsize"])
+    if not 0 < itemsize <= MAX_ITEMSIZE:
+        raise ValueError(f"A received record's itemsize {itemsize} is not read.")
+    # As the encoder writes them: fixed-size numbers, side by side.
+    spans = []
+    for name, spec, offset in fields:
+        dtype = np.dtype(spec)
+        if dtype.kind not in "biuf" or dtype.shape or dtype.fields is not None:
+            raise ValueError(f"A received record field {name!r} is not a number.")
+        spans.append((int(offset), int(offset) + dtype.itemsize))
+    spans.sort()
+    if spans and (
+        spans[0][0] < 0
+        or spans[-1][1] > itemsize
+        or any(a[1] > b[0] for a, b in itertools.pairwise(spans))
+    ):
+        raise ValueError("A received record's fields overlap or overrun it.")
+    shape = [int(n) for n in value["shape"]]
+    if any(n < 0 for n in shape):
+        raise ValueError(f"A received array's shape {shape} is not read.")
+    names, formats, offsets = zip(*fields, strict=True)
     dtype = np.dtype(
         {
             "names": list(names),
             "formats": list(formats),
             "offsets": list(offsets),
-            "itemsize": int(value["itemsize"]),
+            "itemsize": itemsize,
         }
     )
     data = base64.b64decode(value["bytes"], validate=True)
-    return np.frombuffer(data, dtype=dtype).reshape(value["shape"]).copy()
+    # The shape must account for the bytes exactly (reshape checks).
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
 
 
 def _restore(value):
@@ -137,11 +177,9 @@ def _restore(value):
     if "__records__" in value:
         return _from_records(value)
     if "__scalar__" in value and "ticks" in value:
-        return np.array(value["ticks"], np.int64).view(np.dtype(value["__scalar__"]))[
-            ()
-        ]
+        return np.array(value["ticks"], np.int64).view(_dtype(value["__scalar__"]))[()]
     if "__scalar__" in value:
-        return np.array(value["value"], dtype=np.dtype(value["__scalar__"]))[()]
+        return np.array(value["value"], dtype=_dtype(value["__scalar__"]))[()]
     if "__array__" in value and "ticks" in value:
         ticks = np.array(value["ticks"], dtype=np.int64)
         return ticks.view(np.dtype(value["__array__"])).reshape(value["shape"])
@@ -152,12 +190,12 @@ def _restore(value):
         if kind == "O":
             array = np.empty(len(value["data"]), dtype=object)
             array[:] = [_restore(item) for item in value["data"]]
-        elif np.dtype(kind).kind == "S":
+        elif _dtype(kind).kind == "S":
             array = np.array(
                 [item.encode("latin-1") for item in value["data"]], dtype=kind
             )
         else:
-            array = np.array(value["data"], dtype=np.dtype(kind))
+            array = np.array(value["data"], dtype=_dtype(kind))
         return array.reshape(value["shape"])
     if "__dict__" in value:
         return {key: _restore(item) for key, item in value["__dict__"].items()}

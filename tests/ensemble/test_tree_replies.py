@@ -147,6 +147,16 @@ BROKEN = {
         lambda a: {"histograms": a["histograms"]["count"].astype(float)},
         "histogram records",
     ),
+    "histograms of one feature": (
+        "histograms",
+        lambda a: {"histograms": a["histograms"][:1]},
+        "(features x bins) are needed",
+    ),
+    "missing-value flags of one feature": (
+        "start",
+        lambda a: {**a, "has_missing": a["has_missing"][:1]},
+        "one per feature",
+    ),
     "a partition loses a row": (
         "split",
         lambda a: {"left": a["left"] - 1, "right": a["right"]},
@@ -337,3 +347,67 @@ def test_the_federation_s_sum_is_checked_and_the_client_named():
     # Only the features the query asked for are read (interaction constraints).
     problems, _ = histogram_problems({"features": np.array([0, 2])}, answers, expected)
     assert all(problem is None for problem in problems.values())
+
+
+def test_a_lone_client_s_wrong_shape_is_named_not_run(data):
+    # The server's own (features x bins), not a client's, is the shape: one
+    # client alone cannot make the grower read a histogram of another shape.
+    clients = _clients(data)[:1]
+    clients[0] = _Corrupt(
+        clients[0], "histograms", lambda a: {"histograms": a["histograms"][:1]}
+    )
+    channel = TreeChannel(in_process(clients), 1, rows=[clients[0].client.n_samples])
+    n_features = data.data.shape[1]
+    with pytest.raises(RuntimeError, match="Client 0 failed the tree query"):
+        boost(
+            channel,
+            bin_mapper=data.mapper,
+            is_categorical=np.zeros(n_features, np.uint8),
+            monotonic_cst=np.zeros(n_features, np.int8),
+            interaction_cst=None,
+            max_iter=2,
+            learning_rate=0.1,
+            max_leaf_nodes=15,
+            max_depth=None,
+            min_samples_leaf=20,
+            l2_regularization=0.0,
+            max_features=1.0,
+            feature_rng=np.random.default_rng(0),
+        )
+
+
+def test_features_outside_a_constraint_are_sent_as_zeros(data):
+    # scikit-learn's builder leaves them as it found the memory: never sent.
+    sent = []
+
+    class Recording:
+        def __init__(self, client):
+            self.client = client
+
+        def answer(self, query):
+            answer = self.client.answer(query)
+            if query["kind"] == "histograms" and query["features"] is not None:
+                sent.append((query["features"], answer["histograms"].copy()))
+            return answer
+
+    clients = [Recording(c) for c in _clients(data, fairness=0.0)]
+    n_features = data.data.shape[1]
+    boost(
+        clients,
+        bin_mapper=data.mapper,
+        is_categorical=np.zeros(n_features, np.uint8),
+        monotonic_cst=np.zeros(n_features, np.int8),
+        interaction_cst=[{0, 1}, {2, 3}],
+        max_iter=3,
+        learning_rate=0.1,
+        max_leaf_nodes=15,
+        max_depth=None,
+        min_samples_leaf=20,
+        l2_regularization=0.0,
+        max_features=1.0,
+        feature_rng=np.random.default_rng(0),
+    )
+    assert sent
+    for features, histograms in sent:
+        others = np.setdiff1d(np.arange(n_features), features)
+        assert not histograms[others].view(np.uint8).any()

@@ -277,13 +277,32 @@ def test_what_trees_cannot_do_is_refused_by_name(data, params, words):
         )
 
 
-def test_multi_class_and_monotonic_constraints_are_refused(data):
+def test_multi_class_and_monotonic_constraints_with_a_penalty_are_refused(data):
     y = data.target + (data.data[:, 0] > 1)
     with pytest.raises(ValueError, match="binary classifier; y has 3 classes"):
         FederatedEstimator(_trees()).fit(data.data, y, clients=data.clients)
-    with pytest.raises(ValueError, match="monotonic_cst"):
-        FederatedEstimator(_trees(monotonic_cst=[1, 0, 0, 0, 0])).fit(
-            data.data, data.target, clients=data.clients
+    with pytest.raises(ValueError, match=r"monotonic_cst=.* with fairness"):
+        FederatedEstimator(_trees(monotonic_cst=[1, 0, 0, 0, 0], fairness=1.0)).fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+
+
+def test_monotonic_constraints_are_scikit_learns(data):
+    X = _frame(data)
+    constraints = {"x0": 1, "x2": -1}
+    federation = FederatedEstimator(_trees(monotonic_cst=constraints)).fit(
+        X, data.target, clients=data.clients
+    )
+    pooled = HistGradientBoostingClassifier(
+        max_iter=12, early_stopping=False, random_state=0, monotonic_cst=constraints
+    ).fit(X, data.target)
+    _same_trees(federation.estimator_, pooled)
+    with pytest.raises(ValueError, match="Categorical features cannot have"):
+        FederatedEstimator(_trees(monotonic_cst={"kind": 1})).fit(
+            X, data.target, clients=data.clients
         )
 
 
@@ -513,3 +532,27 @@ def test_callbacks_see_each_tree_and_can_stop_the_trees(data):
     )
     # Each tree's model as it stood: its mean probability after that tree.
     assert stopper.scores[-1] == four.predict_proba(data.data)[:, 1].mean()
+
+
+def test_a_client_left_out_counts_in_neither_sizes_nor_prior(data, monkeypatch):
+    original = TreeFederationClient.answer
+    left_out = None
+
+    def answer(self, query):
+        if query["kind"] == "prepare" and self.seed == left_out:
+            raise ValueError("this client cannot resample")
+        return original(self, query)
+
+    federation = FederatedEstimator(_trees(), on_client_error="skip", random_state=0)
+    left_out = int(
+        FederatedEstimator(_trees(), random_state=0)
+        .fit(data.data, data.target, clients=data.clients)
+        .client_seeds_[2]
+    )
+    monkeypatch.setattr(TreeFederationClient, "answer", answer)
+    federation.fit(data.data, data.target, clients=data.clients)
+    assert federation.client_sizes_[2] == 0
+    others = data.clients != 2
+    prior = np.bincount(data.target[others]) / others.sum()
+    np.testing.assert_allclose(federation.class_prior_, prior)
+    assert [r["client"] for r in federation.history_] == [2]

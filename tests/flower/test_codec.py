@@ -186,3 +186,46 @@ def test_decoding_builds_no_object_it_does_not_know():
         decode(text)
     with pytest.raises(ValueError, match="Unknown encoded value with keys"):
         decode(json.dumps({"__pickle__": "gASV"}))
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ('{"__array__":"S2000000000","shape":[1],"data":["a"]}', "bytes each"),
+        ('{"__scalar__":"S900000000","value":"a"}', "bytes each"),
+        (
+            '{"__records__":[["a","<f8",0],["b","<f8",4]],"itemsize":16,'
+            '"shape":[1],"bytes":"AAAAAAAAAAAAAAAAAAAAAA=="}',
+            "overlap",
+        ),
+        (
+            '{"__records__":[["a","<U2",0]],"itemsize":8,"shape":[1],'
+            '"bytes":"AAAAAAAAAAA="}',
+            "not a number",
+        ),
+        (
+            '{"__records__":[["a","<f8",0]],"itemsize":8,"shape":[-1],'
+            '"bytes":"AAAAAAAAAAA="}',
+            "shape",
+        ),
+        (
+            '{"__records__":[["a","<f8",0]],"itemsize":8,"shape":[2],'
+            '"bytes":"AAAAAAAAAAA="}',
+            "cannot reshape",
+        ),
+    ],
+)
+def test_a_hostile_message_allocates_nothing_large_and_is_refused(text, words):
+    with pytest.raises(ValueError, match=words):
+        decode(text)
+
+
+def test_records_of_numbers_travel_as_their_bytes():
+    from skfedida._compat import HISTOGRAM_DTYPE
+
+    histograms = np.zeros((3, 4), HISTOGRAM_DTYPE)
+    histograms["sum_gradients"] = np.arange(12.0).reshape(3, 4) / 7
+    histograms["count"] = 5
+    back = decode(encode(histograms))
+    assert back.dtype == HISTOGRAM_DTYPE
+    assert back.tobytes() == histograms.tobytes()
