@@ -129,7 +129,7 @@ MUTANTS = [
     Mutant(
         "codec decodes an array without its dtype",
         CODEC,
-        'array = np.array(value["data"], dtype=_dtype(kind))',
+        'array = np.array(value["data"], dtype=np.dtype(kind))',
         'array = np.array(value["data"])',
         GUARD_TESTS + PIPELINE_TESTS,
         features=APPS,

@@ -540,6 +540,8 @@ def adopt_trees(federation, model, described, *, clients, seeds, history):
         Fitted.
     """
     federation.estimator_ = model
+    # What a warm start may continue: the federation's own trees only.
+    federation._trees_strategy = federation.strategy
     federation.classes_ = np.asarray(described["classes"])
     federation.clients_ = np.asarray(clients)
     federation.client_seeds_ = np.asarray(seeds)
@@ -629,6 +631,12 @@ def fit_trees(federation, X, y, clients, sensitive_features):
                 "estimator's own fits do not continue yet; use "
                 "strategy='fedavg', or warm_start=False."
             )
+        if getattr(federation, "_skl_callbacks", None):
+            raise ValueError(
+                f"Callbacks with strategy={federation.strategy!r}: they see the "
+                "federation's trees, tree by tree; the estimator's own fits have "
+                "no such trees to show. Use strategy='fedavg', or no callbacks."
+            )
         trained = [
             client_training_rows(federation, *rows_of(k), seeds[k], ids[k].tolist())
             for k in range(n_clients)
@@ -659,11 +667,18 @@ def fit_trees(federation, X, y, clients, sensitive_features):
                 ids[k].tolist(): model for k, model in enumerate(models)
             }
         return federation
-    previous = None
+    previous, history = None, []
     if federation.warm_start and is_boosted_trees(
         getattr(federation, "estimator_", None)
     ):
-        # As a federation of averaged models: the same clients and classes.
+        # As a federation of averaged models: the same clients and classes,
+        # each client with its seed (its resampling and held-out rows).
+        if getattr(federation, "_trees_strategy", None) != "fedavg":
+            raise ValueError(
+                "warm_start continues a federation's trees; the fitted model is "
+                "an estimator's own fit (strategy 'central' or 'local'). Set "
+                "warm_start=False to fit anew."
+            )
         if not (
             np.array_equal(ids, federation.clients_)
             and np.array_equal(classes, federation.classes_)
@@ -673,17 +688,30 @@ def fit_trees(federation, X, y, clients, sensitive_features):
                 f"clients {federation.clients_.tolist()} and classes "
                 f"{federation.classes_.tolist()}."
             )
-        previous = federation.estimator_
+        left_out = ids[np.asarray(federation.client_sizes_) == 0].tolist()
+        if left_out:
+            raise ValueError(
+                f"warm_start continues trees grown without clients {left_out} "
+                "(left out of that fit, on_client_error='skip'): they cannot "
+                "rejoin them. Set warm_start=False to fit anew."
+            )
+        seeds = federation.client_seeds_
+        # A copy: the fitted federation stays as it was if the fit fails.
+        previous = copy.deepcopy(federation.estimator_)
+        history = list(federation.history_)
     members = [
         tree_client(federation, *rows_of(k), seeds[k], ids[k].tolist())
         for k in range(n_clients)
     ]
-    # What a callback's model of the trees so far predicts with.
-    federation.classes_, federation.clients_ = classes, ids
-    # sklearn's callback API: the fit is the root task, each tree a subtask;
-    # at a tree's end a callback sees the federation with the trees so far.
+    # sklearn's callback API: the fit is the root task, each tree (each new
+    # one, on a warm start) a subtask; at a tree's end a callback sees the
+    # federation with the trees so far.
     callback_ctx = federation._init_callback_context(
-        max_subtasks=federation.estimator.max_iter
+        max_subtasks=max(
+            1,
+            federation.estimator.max_iter
+            - (0 if previous is None else previous.n_iter_),
+        )
     )
     callback_ctx.call_on_fit_task_begin(estimator=federation, X=X, y=y)
 
@@ -692,9 +720,17 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         tree_ctx.call_on_fit_task_begin(estimator=federation)
 
         def as_it_stands():
+            # The model as it stands, apart from the one still growing.
             snapshot = copy.copy(model)
             snapshot._predictors = list(model._predictors)
-            return {"estimator_": snapshot, "client_estimators_": {}}
+            snapshot.train_score_ = np.array(model.train_score_)
+            snapshot.validation_score_ = np.array(model.validation_score_)
+            return {
+                "estimator_": snapshot,
+                "client_estimators_": {},
+                "classes_": classes,
+                "clients_": ids,
+            }
 
         return tree_ctx.call_on_fit_task_end(
             estimator=federation,
@@ -721,7 +757,7 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         described,
         clients=ids,
         seeds=seeds,
-        history=[{"round": 0, **record} for record in gate.records],
+        history=history + [{"round": 0, **record} for record in gate.records],
     )
     callback_ctx.call_on_fit_task_end(estimator=federation, X=X, y=y)
     return federation
@@ -1055,6 +1091,8 @@ def _continued(
     model.train_score_ = list(model.train_score_)
     model.validation_score_ = list(model.validation_score_)
     model._monotonic_cst_remapped = _monotonic_constraints(model)
+    if "fairness" in model.get_params():
+        model.n_groups_ = n_groups if fairness > 0 else model.n_groups_
     _boost_model(
         model, channel, mapper, bins, fairness, n_groups, do_early_stopping, on_tree
     )

@@ -14,6 +14,7 @@ a state may hold is scikit-learn's MissingIndicator (SimpleImputer's
 from __future__ import annotations
 
 import base64
+import contextvars
 import datetime
 import itertools
 import json
@@ -116,27 +117,40 @@ def _records(value):
     }
 
 
-#: The largest item a decoded array or scalar may have, in bytes: a dtype
-#: of a larger one (``"S2000000000"``) in a few bytes of JSON would make the
-#: reader allocate gigabytes. A category of 64 KiB is already unusual.
-MAX_ITEMSIZE = 1 << 16
+#: What decoding a message may allocate: this many bytes per byte of its text,
+#: plus ``_BUDGET_FLOOR``. The encoder never needs more than about 4 bytes
+#: per character (a unicode string), so an honest message fits; a dtype
+#: naming huge items (``"S2000000000"``, ``"(8000,)<f8"``) in a few bytes of
+#: JSON would make the reader allocate gigabytes, and is refused first.
+_BUDGET_PER_BYTE = 64
+_BUDGET_FLOOR = 1 << 20
+_BUDGET = contextvars.ContextVar("skfedida_codec_budget", default=None)
 
 
-def _dtype(spec):
-    """The dtype a message names, refused when its items are implausibly large."""
+def _dtype(spec, count=1):
+    """The dtype a message names for ``count`` items, within the budget."""
     dtype = np.dtype(spec)
-    if dtype.itemsize > MAX_ITEMSIZE:
+    if dtype.subdtype is not None or dtype.fields is not None:
         raise ValueError(
-            f"A received array's items of dtype {spec!r} take {dtype.itemsize} "
-            f"bytes each; at most {MAX_ITEMSIZE} are read."
+            f"A received array's dtype {spec!r} has sub-arrays or fields; "
+            "only plain items are read."
         )
+    budget = _BUDGET.get()
+    size = dtype.itemsize * max(int(count), 1)
+    if budget is not None:
+        if size > budget[0]:
+            raise ValueError(
+                f"A received array of {count} items of dtype {spec!r} would take "
+                f"{size} bytes, more than its message's size allows."
+            )
+        budget[0] -= size
     return dtype
 
 
 def _from_records(value):
     fields = value["__records__"]
     itemsize = int(value["itemsize"])
-    if not 0 < itemsize <= MAX_ITEMSIZE:
+    if not 0 < itemsize <= 4096:
         raise ValueError(f"A received record's itemsize {itemsize} is not read.")
     # As the encoder writes them: fixed-size numbers, side by side.
     spans = []
@@ -190,12 +204,12 @@ def _restore(value):
         if kind == "O":
             array = np.empty(len(value["data"]), dtype=object)
             array[:] = [_restore(item) for item in value["data"]]
-        elif _dtype(kind).kind == "S":
+        elif _dtype(kind, len(value["data"])).kind == "S":
             array = np.array(
                 [item.encode("latin-1") for item in value["data"]], dtype=kind
             )
         else:
-            array = np.array(value["data"], dtype=_dtype(kind))
+            array = np.array(value["data"], dtype=np.dtype(kind))
         return array.reshape(value["shape"])
     if "__dict__" in value:
         return {key: _restore(item) for key, item in value["__dict__"].items()}
@@ -218,5 +232,9 @@ def encode(value):
 
 
 def decode(text):
-    """The value ``encode`` wrote."""
-    return _restore(json.loads(text))
+    """The value ``encode`` wrote (refused if it would take far more memory)."""
+    token = _BUDGET.set([_BUDGET_FLOOR + _BUDGET_PER_BYTE * len(text)])
+    try:
+        return _restore(json.loads(text))
+    finally:
+        _BUDGET.reset(token)

@@ -556,3 +556,90 @@ def test_a_client_left_out_counts_in_neither_sizes_nor_prior(data, monkeypatch):
     prior = np.bincount(data.target[others]) / others.sum()
     np.testing.assert_allclose(federation.class_prior_, prior)
     assert [r["client"] for r in federation.history_] == [2]
+
+
+def test_a_warm_start_keeps_each_client_s_seed_and_history(data):
+    # random_state=None: the clients' seeds (their held-out rows) are kept,
+    # not drawn again, so the continued trees see the same rows.
+    estimator = _trees().set_params(
+        max_iter=4, early_stopping=True, n_iter_no_change=50, random_state=0
+    )
+    federation = FederatedEstimator(estimator, warm_start=True).fit(
+        data.data, data.target, clients=data.clients
+    )
+    seeds = federation.client_seeds_.copy()
+    first = [tree[0].nodes.copy() for tree in federation.estimator_._predictors]
+    federation.set_params(estimator__max_iter=9).fit(
+        data.data, data.target, clients=data.clients
+    )
+    np.testing.assert_array_equal(federation.client_seeds_, seeds)
+    assert federation.estimator_.n_iter_ == 9
+    assert federation.estimator_.validation_score_.shape == (10,)
+    for ours, before in zip(federation.estimator_._predictors, first, strict=False):
+        np.testing.assert_array_equal(ours[0].nodes, before)
+
+
+def test_a_warm_start_refuses_a_client_left_out_and_another_strategy(data, monkeypatch):
+    original = TreeFederationClient.answer
+    broken = None
+
+    def answer(self, query):
+        out = original(self, query)
+        if query["kind"] == "split" and self.seed == broken:
+            out = {"left": out["left"] + 1, "right": out["right"]}
+        return out
+
+    federation = FederatedEstimator(
+        _trees().set_params(max_iter=3),
+        warm_start=True,
+        on_client_error="skip",
+        random_state=0,
+    )
+    broken = int(
+        clone(federation)
+        .fit(data.data, data.target, clients=data.clients)
+        .client_seeds_[2]
+    )
+    monkeypatch.setattr(TreeFederationClient, "answer", answer)
+    federation.fit(data.data, data.target, clients=data.clients)
+    before = federation.estimator_
+    assert federation.client_sizes_[2] == 0 and len(federation.history_) == 1
+    with pytest.raises(ValueError, match=r"grown without clients \[2\]"):
+        federation.set_params(estimator__max_iter=6).fit(
+            data.data, data.target, clients=data.clients
+        )
+    assert federation.estimator_ is before  # a failed warm start changes nothing
+    central = FederatedEstimator(
+        _trees().set_params(max_iter=3), strategy="central", random_state=0
+    ).fit(data.data, data.target, clients=data.clients)
+    with pytest.raises(ValueError, match="an estimator's own fit"):
+        central.set_params(strategy="fedavg", warm_start=True).fit(
+            data.data, data.target, clients=data.clients
+        )
+
+
+def test_callbacks_with_the_estimator_s_own_fits_are_refused(data):
+    stopper = _StopAfter(2, data.data, data.target)
+    with pytest.raises(ValueError, match="Callbacks with strategy='central'"):
+        FederatedEstimator(_trees(), strategy="central").set_callbacks(stopper).fit(
+            data.data, data.target, clients=data.clients
+        )
+
+
+def test_the_model_a_callback_keeps_does_not_change_after(data):
+    kept = []
+
+    class Keep(_StopAfter):
+        def on_fit_task_end(self, estimator, context, *, fitted_estimator):
+            if context.task_name == "tree" and fitted_estimator is not None:
+                kept.append(fitted_estimator.estimator_)
+            return False
+
+    estimator = _trees().set_params(
+        max_iter=4, early_stopping=True, n_iter_no_change=50
+    )
+    FederatedEstimator(estimator).set_callbacks(Keep(0, None, None)).fit(
+        data.data, data.target, clients=data.clients
+    )
+    assert [m.n_iter_ for m in kept] == [1, 2, 3, 4]
+    assert [m.train_score_.shape[0] for m in kept] == [2, 3, 4, 5]

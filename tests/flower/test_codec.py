@@ -191,8 +191,15 @@ def test_decoding_builds_no_object_it_does_not_know():
 @pytest.mark.parametrize(
     "text, words",
     [
-        ('{"__array__":"S2000000000","shape":[1],"data":["a"]}', "bytes each"),
-        ('{"__scalar__":"S900000000","value":"a"}', "bytes each"),
+        ('{"__array__":"S2000000000","shape":[1],"data":["a"]}', "size allows"),
+        ('{"__scalar__":"S900000000","value":"a"}', "size allows"),
+        (
+            '{"__array__":"<U16384","shape":[500],"data":['
+            + ",".join(['""'] * 500)
+            + "]}",
+            "size allows",
+        ),
+        ('{"__array__":"(8000,)<f8","shape":[1],"data":[0]}', "sub-arrays"),
         (
             '{"__records__":[["a","<f8",0],["b","<f8",4]],"itemsize":16,'
             '"shape":[1],"bytes":"AAAAAAAAAAAAAAAAAAAAAA=="}',
@@ -229,3 +236,16 @@ def test_records_of_numbers_travel_as_their_bytes():
     back = decode(encode(histograms))
     assert back.dtype == HISTOGRAM_DTYPE
     assert back.tobytes() == histograms.tobytes()
+
+
+def test_long_strings_and_many_values_still_travel():
+    # The allocation budget scales with the message: honest values fit.
+    values = {
+        "category": np.array(["x" * 20000, "y"]),
+        "label": np.str_("z" * 17000),
+        "many": np.arange(200_000, dtype=np.float64),
+        "bytes": np.array([b"a" * 70000]),
+    }
+    back = decode(encode(values))
+    for key, value in values.items():
+        np.testing.assert_array_equal(back[key], value)
