@@ -292,3 +292,21 @@ MUTANTS += [
         features=("FederatedEstimator",),
     ),
 ]
+MUTANTS += [
+    Mutant(
+        "a warm start draws the clients' seeds again",
+        TREES,
+        "        seeds = federation.client_seeds_\n",
+        "        pass\n",
+        TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a client left out rejoins the trees a warm start continues",
+        TREES,
+        "        if left_out:\n",
+        "        if False:\n",
+        TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
+    ),
+]
