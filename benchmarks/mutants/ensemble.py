@@ -310,3 +310,13 @@ MUTANTS += [
         features=("FederatedEstimator",),
     ),
 ]
+MUTANTS += [
+    Mutant(
+        "a node rebuilding the trees for thresholds forgets the baseline",
+        TREES,
+        '    model._baseline_prediction = np.array([[float(message["baseline"])]])\n',
+        "    model._baseline_prediction = np.array([[0.0]])\n",
+        ("tests/flower/test_trees_flower.py",),
+        features=("FederatedThresholdOptimizer",),
+    ),
+]

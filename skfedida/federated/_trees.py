@@ -43,6 +43,7 @@ from sklearn.utils.validation import validate_data
 
 from .._compat import (
     BinMapper,
+    TreePredictor,
     check_monotonic_cst,
     is_scalar_nan,
     num_samples,
@@ -1249,3 +1250,99 @@ def _merged_groups(described, channel):
         {name: [label[j] for label in union] for j, name in enumerate(names)}
     )
     return [list(label) for label in merged.labels]
+
+
+def tree_model_message(model):
+    """A fitted federation's trees as a message a client rebuilds them from.
+
+    Parameters
+    ----------
+    model : HistGradientBoostingClassifier
+        The federation's fitted model.
+
+    Returns
+    -------
+    message : dict
+        Its baseline, trees, bins and categories: numbers, arrays and lists.
+    """
+    encoder = (
+        None
+        if model._preprocessor is None
+        else model._preprocessor.named_transformers_["encoder"]
+    )
+    return {
+        "baseline": float(model._baseline_prediction[0, 0]),
+        "trees": [
+            {
+                "nodes": tree[0].nodes,
+                "binned_left_cat_bitsets": tree[0].binned_left_cat_bitsets,
+                "raw_left_cat_bitsets": tree[0].raw_left_cat_bitsets,
+            }
+            for tree in model._predictors
+        ],
+        "n_bins": int(model._bin_mapper.n_bins),
+        "is_categorical": np.asarray(model._bin_mapper.is_categorical_, np.uint8),
+        "edges": [np.asarray(t, np.float64) for t in model._bin_mapper.bin_thresholds_],
+        "input_categorical": (
+            None
+            if model.is_categorical_ is None
+            else np.asarray(model.is_categorical_, dtype=bool)
+        ),
+        "categories": (
+            None
+            if encoder is None
+            else [np.asarray(c, dtype=object) for c in encoder.categories]
+        ),
+        "classes": np.asarray(model.classes_),
+    }
+
+
+def tree_model_from_message(estimator, message, X):
+    """The federation's fitted model, rebuilt on a client from its message.
+
+    Parameters
+    ----------
+    estimator : HistGradientBoostingClassifier
+        The federation's (unfitted) estimator.
+    message : dict
+        What :func:`tree_model_message` wrote.
+    X : array-like or DataFrame
+        Rows of the client's (their columns and dtypes only are read).
+
+    Returns
+    -------
+    model : HistGradientBoostingClassifier
+        Fitted: it predicts as the server's model does.
+    """
+    model = clone(estimator)
+    categorical = message["input_categorical"]
+    model._preprocessor = (
+        None
+        if categorical is None
+        else tree_preprocessor(categorical, [list(c) for c in message["categories"]])
+    )
+    if model._preprocessor is None:
+        validate_data(model, X, dtype=[np.float64], ensure_all_finite=False)
+        model.is_categorical_ = None
+    else:
+        model._preprocessor.fit(X)
+        model.is_categorical_ = np.asarray(categorical, dtype=bool)
+        model.n_features_in_ = model._preprocessor.n_features_in_
+        if hasattr(model._preprocessor, "feature_names_in_"):
+            model.feature_names_in_ = model._preprocessor.feature_names_in_
+    model._bin_mapper = bin_mapper_of(message)
+    model._predictors = [
+        [
+            TreePredictor(
+                tree["nodes"],
+                tree["binned_left_cat_bitsets"],
+                tree["raw_left_cat_bitsets"],
+            )
+        ]
+        for tree in message["trees"]
+    ]
+    model._baseline_prediction = np.array([[float(message["baseline"])]])
+    model.classes_ = np.asarray(message["classes"])
+    model.n_trees_per_iteration_ = 1
+    model._loss = model._get_loss(sample_weight=None)
+    return model

@@ -11,11 +11,12 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDic
 from flwr.clientapp import ClientApp
 
 from .._compat import num_samples
+from .._groups import encode_groups
 from ..federated._aggregation import WeightedMean
 from ..federated._client import class_counts, clone_fitted
 from ..federated._parameters import assign_parameters, parameter_arrays
 from ..federated._pipeline import raw_schema
-from ..federated._trees import tree_client
+from ..federated._trees import tree_client, tree_model_from_message
 from ._codec import decode, encode
 from ._protocol import (
     _REPORT_KEYS,
@@ -23,6 +24,7 @@ from ._protocol import (
     group_config,
     group_declaration,
     plan_for_run,
+    rowset_declaration,
 )
 from ._result import _write
 
@@ -345,6 +347,63 @@ def make_client_app(federation, load_data, *, classes=None):
         context.state[_STATE_KEY]["estimator"] = pickled
         node_rows(context).estimator = (pickled, estimator)
 
+    def evaluation_rows(context):
+        # A federation of trees holds out no rows (its validation_fraction
+        # is refused): a client counts its own X_eval, else its rows.
+        loaded = load(context)
+        if "X_eval" in loaded:
+            rows = (
+                loaded["X_eval"],
+                loaded["y_eval"],
+                loaded.get("sensitive_features_eval"),
+            )
+            return "eval", rows
+        return "train", (loaded["X"], loaded["y"], loaded.get("sensitive_features"))
+
+    @app.query("skfedida_tree_groups")
+    def tree_groups(message, context):
+        # Before group thresholds after trees: the groups of the rows this
+        # client will count and their rows (labels and counts, no row).
+        rowset, (X, _, S) = evaluation_rows(context)
+        partition, _ = _node_partition(context)
+        config = {"partition-id": partition}
+        if S is not None:
+            config["declared-groups"] = rowset_declaration(
+                encode_groups(S, n_samples=num_samples(X)), rowset
+            )
+        return _reply(message, config=config)
+
+    def tree_histograms(message, context, config):
+        # Group thresholds after boosted trees: the client rebuilds the
+        # federation's model from the server's message and counts its
+        # evaluation rows' scores per (group, label, bin).
+        from ..postprocessing._threshold_optimizer import client_histogram
+
+        plan = plan_for_run(federation, context.run_config)
+        _, (X, y, S) = evaluation_rows(context)
+        partition, _ = _node_partition(context)
+        if S is None:
+            raise ValueError(
+                "Group thresholds need the sensitive features of the client's "
+                "evaluation rows: return 'sensitive_features' from load_data."
+            )
+        model = tree_model_from_message(
+            plan.federation.estimator, decode(config["tree-model"]), X
+        )
+        groups = encode_groups(S, n_samples=num_samples(X))
+        counts = client_histogram(
+            model.predict_proba(X)[:, 1],
+            (np.asarray(y) == model.classes_[-1]).astype(np.intp),
+            groups.codes,
+            groups.n_groups,
+            int(config["n-bins"]),
+        )
+        return _reply(
+            message,
+            arrays=[counts],
+            config={"partition-id": partition, **group_config(groups)},
+        )
+
     @app.query("skfedida_trees")
     def trees(message, context):
         # A federation of boosted trees: this client's answer to one query of
@@ -450,6 +509,9 @@ def make_client_app(federation, load_data, *, classes=None):
         # client's evaluation rows, counted per (group, label, bin).
         from ..postprocessing._threshold_optimizer import client_histogram
 
+        config = message.content["config"]
+        if "tree-model" in config:
+            return tree_histograms(message, context, config)
         estimator, seed = stored(context)
         _, part, _ = client_side(context, seed)
         model = assign_parameters(

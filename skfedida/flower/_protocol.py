@@ -29,6 +29,9 @@ _INIT = f"{MessageType.QUERY}.skfedida_init"
 #: A federation of boosted trees: every query of its fit
 #: (``skfedida.federated._trees``), JSON both ways.
 _TREES = f"{MessageType.QUERY}.skfedida_trees"
+#: Before group thresholds after boosted trees: each client's groups and
+#: their rows on the rows it will count (as initialisation declares them).
+_TREE_GROUPS = f"{MessageType.QUERY}.skfedida_tree_groups"
 #: After the last round, with a FederatedThresholdOptimizer: each client's
 #: counts of scores per (group, label, bin) on its evaluation rows.
 _HISTOGRAMS = f"{MessageType.QUERY}.skfedida_histograms"
@@ -124,6 +127,32 @@ def group_declaration(part):
     if not rowsets:
         return None
     return json.dumps({"names": names, "rowsets": rowsets}, default=_plain)
+
+
+def rowset_declaration(groups, rowset):
+    """One set of rows' groups and their rows, declared (a JSON string).
+
+    What :func:`group_declaration` writes for one set of rows, from its
+    groups (a federation of trees declares only the rows it will count).
+    """
+    counts = groups.counts()
+    present = counts > 0
+    return json.dumps(
+        {
+            "names": list(groups.names),
+            "rowsets": {
+                rowset: {
+                    "labels": [
+                        list(label)
+                        for label, keep in zip(groups.labels, present, strict=True)
+                        if keep
+                    ],
+                    "rows": counts[present].astype(int).tolist(),
+                }
+            },
+        },
+        default=_plain,
+    )
 
 
 def merged_groups(configs):

@@ -26,6 +26,7 @@ from .._replies import (
     description_consensus,
     discovery_problem,
     evaluation_reply_problem,
+    group_declaration_problem,
     initialisation_claim_problem,
     named_histogram_problem,
     named_report_claim_problem,
@@ -45,6 +46,7 @@ from ..federated._trees import (
     check_tree_federation,
     federated_trees,
     is_boosted_trees,
+    tree_model_message,
 )
 from ..metrics._registry import VALIDATION_PREFIX, share_key
 from ..postprocessing._threshold_optimizer import (
@@ -58,6 +60,7 @@ from ._protocol import (
     _INIT,
     _REPORT_KEYS,
     _STATISTICS,
+    _TREE_GROUPS,
     _TREES,
     REPLY_METRICS,
     merged_groups,
@@ -432,7 +435,15 @@ def _discover(grid, timeout, connect_timeout):
 
 
 def _postprocess(
-    postprocessor, fitted, global_parameters, grid, nodes, timeout, declared, gate
+    postprocessor,
+    fitted,
+    global_parameters,
+    grid,
+    nodes,
+    timeout,
+    declared,
+    gate,
+    tree_model=None,
 ):
     """A FederatedThresholdOptimizer's fit: the clients' counts, summed here.
 
@@ -444,15 +455,24 @@ def _postprocess(
     thresholds.
     """
     post = server_postprocessor(postprocessor)
-    contents = [
-        RecordDict(
+    if tree_model is None:
+        content = RecordDict(
             {
                 "arrays": ArrayRecord([np.asarray(a) for a in global_parameters]),
                 "config": ConfigRecord({"n-bins": int(post.n_bins)}),
             }
         )
-        for _ in nodes
-    ]
+    else:
+        # Boosted trees: the fitted trees, bins and categories (JSON), from
+        # which each client rebuilds the model that scores its rows.
+        content = RecordDict(
+            {
+                "config": ConfigRecord(
+                    {"n-bins": int(post.n_bins), "tree-model": encode(tree_model)}
+                )
+            }
+        )
+    contents = [content for _ in nodes]
     replies = _query(
         grid, nodes, contents, _HISTOGRAMS, timeout, "histogram query", failures=True
     )
@@ -590,7 +610,7 @@ def _tree_sender(grid, nodes, timeout):
     return send
 
 
-def _federate_trees(plan, grid, nodes, rows, timeout):
+def _federate_trees(plan, grid, nodes, rows, timeout, postprocessor=None):
     """A federation of boosted trees over Flower: the in-process fit's queries."""
     federation = plan.federation
     check_tree_federation(federation)
@@ -598,6 +618,11 @@ def _federate_trees(plan, grid, nodes, rows, timeout):
         raise ValueError(
             "warm_start=True with boosted trees on Flower: the ServerApp starts "
             "from an unfitted federation; continue the trees in-process."
+        )
+    if getattr(federation, "_skl_callbacks", None):
+        raise ValueError(
+            "Callbacks with boosted trees on Flower: the ServerApp does not call "
+            "them yet; fit in-process to use them, or remove them."
         )
     gate = ReplyGate(
         plan.on_client_error, name=lambda k: f"Client {k} (node {nodes[k]})"
@@ -612,13 +637,55 @@ def _federate_trees(plan, grid, nodes, rows, timeout):
     model, described = federated_trees(
         federation.estimator, channel, resampled=federation.sampler is not None
     )
-    return adopt_trees(
+    fitted = adopt_trees(
         federation,
         model,
         described,
         clients=np.arange(len(nodes)),
         seeds=plan.client_seeds(len(nodes)),
         history=[{"round": 0, **record} for record in gate.records],
+    )
+    if postprocessor is None:
+        return fitted
+    # Group thresholds: each client first declares its groups and their rows
+    # on the rows it will count (as initialisation does for averaged
+    # models), then counts its scores of the model rebuilt from the trees.
+    declared = [
+        (*declared_sets(n_rows, n_eval, federation.validation_fraction), gate)
+        for n_rows, n_eval in rows
+    ]
+    replies = _query(
+        grid,
+        nodes,
+        [RecordDict()] * len(nodes),
+        _TREE_GROUPS,
+        timeout,
+        "group declaration",
+        failures=True,
+    )
+    problems = []
+    for k, node in enumerate(nodes):
+        reply = replies[node]
+        if isinstance(reply, str):
+            problems.append((k, reply))
+            continue
+        config, problem = read_reply(lambda reply=reply: reply.content["config"])
+        if problem is None:
+            _, problem = group_declaration_problem(
+                config, declared[k][0], gate.ledger, k
+            )
+        problems.append((k, problem))
+    gate.admit("group declaration", problems)
+    return _postprocess(
+        postprocessor,
+        fitted,
+        None,
+        grid,
+        nodes,
+        timeout,
+        declared,
+        gate,
+        tree_model=tree_model_message(model),
     )
 
 
@@ -627,11 +694,8 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     nodes, rows = _discover(grid, timeout, connect_timeout)
     if is_boosted_trees(plan.federation.estimator):
         if postprocessor is not None:
-            raise ValueError(
-                "Group thresholds after a federation of boosted trees do not run "
-                "on Flower yet: fit the FederatedThresholdOptimizer in-process."
-            )
-        return _federate_trees(plan, grid, nodes, rows, timeout)
+            server_postprocessor(postprocessor)  # bad options fail first
+        return _federate_trees(plan, grid, nodes, rows, timeout, postprocessor)
     n_clients = len(nodes)
     # As in-process: a target_delta of 1/n_clients or more guarantees
     # nothing, and epsilon would read 0.
@@ -762,7 +826,9 @@ def make_server_app(
     A federation of boosted trees (``FederatedEstimator`` of a
     ``HistGradientBoostingClassifier``) runs the in-process tree fit's
     queries as query messages instead (``skfedida_trees``, JSON both ways),
-    and returns the federation with its trees.
+    and returns the federation with its trees; with a ``postprocessor``,
+    each client then declares its groups, rebuilds the model from the trees
+    the server sends, and sends its counts of scores for the thresholds.
 
     The server checks every reply before it uses it, with the same rules as
     the in-process federation (``skfedida._replies``): each client

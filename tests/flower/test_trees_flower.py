@@ -181,3 +181,44 @@ def test_what_crosses_is_no_row(data, monkeypatch):
                 assert not set(array.ravel().tolist()) & values
     assert {"histograms", "cells", "score_sums", "counts"} <= kinds
     assert "loss" not in kinds  # no early stopping: no log-loss sums
+
+
+@pytest.mark.parametrize("frame", [False, True], ids=["array", "categories"])
+def test_group_thresholds_after_the_trees_equal_in_process(data, frame):
+    from skfedida.postprocessing import FederatedThresholdOptimizer
+
+    X = data.frame if frame else data.data
+    estimator = FairHistGradientBoostingClassifier(
+        max_iter=6, early_stopping=False, random_state=0
+    )
+    federation = FederatedEstimator(estimator, random_state=0)
+    post = FederatedThresholdOptimizer(federation, random_state=0)
+    on_flower = run_in_process(
+        make_server_app(federation, postprocessor=post),
+        make_client_app(federation, _load(data, X)),
+        num_partitions=N_CLIENTS,
+    )
+    in_process = clone(post).fit(
+        X, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    _same(on_flower.estimator_, in_process.estimator_, X)
+    kwargs = {"sensitive_features": data.sensitive, "clients": data.clients}
+    np.testing.assert_array_equal(
+        on_flower.predict(X, **kwargs), in_process.predict(X, **kwargs)
+    )
+
+
+def test_warm_starts_and_callbacks_of_trees_on_flower_are_refused(data):
+    from sklearn.callback import ProgressBar
+
+    estimator = FairHistGradientBoostingClassifier(max_iter=2, early_stopping=False)
+    for federation in (
+        FederatedEstimator(estimator, warm_start=True),
+        FederatedEstimator(estimator).set_callbacks(ProgressBar()),
+    ):
+        with pytest.raises(ValueError, match="on Flower"):
+            run_in_process(
+                make_server_app(federation),
+                make_client_app(federation, _load(data, data.data)),
+                num_partitions=N_CLIENTS,
+            )
