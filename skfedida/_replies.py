@@ -31,6 +31,7 @@ update is the aggregator's job (``aggregation="median"`` or
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import numbers
@@ -304,6 +305,47 @@ def real_array(values, what, *, shape=None, nan_allowed=None):
     if np.any(nan & ~np.asarray(allowed, dtype=bool)):
         return None, f"{what} holds NaN"
     return array, None
+
+
+#: Values a category (or an imputer's most frequent value) may take: scalars.
+_SCALARS = (
+    str,
+    bytes,
+    numbers.Number,
+    np.generic,
+    datetime.date,
+    datetime.time,
+    type(None),
+)
+
+
+def categories_problem(values, what):
+    """Distinct scalar values (categories) of one feature, or the problem.
+
+    The one check of categories a client sends, whichever round: a 1-D
+    array of a category dtype, its objects scalars, no value twice (NaN
+    counted once). ``what`` names them in the problem ("feature 0's
+    categories").
+    """
+    if not isinstance(values, np.ndarray) or values.ndim != 1:
+        return f"{what} are not a 1-D array"
+    if values.dtype.kind not in "OUSbiufMm":
+        return f"{what} have dtype {values.dtype}"
+    if values.dtype.kind == "O" and not all(
+        isinstance(value, _SCALARS) for value in values.tolist()
+    ):
+        return f"{what} hold a value that is not a category (a list, dict...)"
+    keys = [
+        "nan" if isinstance(v, float) and v != v else (type(v).__name__, v)
+        for v in values.tolist()
+    ]
+    try:
+        distinct = len(set(keys)) == len(keys)
+    except TypeError:
+        return f"{what} hold a value that is not a category"
+    if not distinct:
+        return f"{what} list a value twice"
+    return None
 
 
 def rows_problem(claimed, declared, what):

@@ -13,8 +13,6 @@ first one's sums moved to the server's mean); and sums obey their extremes.
 
 from __future__ import annotations
 
-import datetime
-import numbers
 import warnings
 
 import numpy as np
@@ -22,6 +20,7 @@ import numpy as np
 from ._ordinal import ordinal_edges
 from ._replies import (
     RTOL,
+    categories_problem,
     consensus,
     count_array,
     count_scalar,
@@ -69,17 +68,6 @@ _WIDTH_KEY = {
     "FederatedOneHotEncoder": "categories",
     "FederatedSimpleImputer": "n",
 }
-
-#: Values a category (or an imputer's most frequent value) may take: scalars.
-_SCALARS = (
-    str,
-    bytes,
-    numbers.Number,
-    np.generic,
-    datetime.date,
-    datetime.time,
-    type(None),
-)
 
 
 def _width(reply, name):
@@ -409,29 +397,6 @@ def _min_max_scaler(server, query, answer, rows, earlier, p, is_object):
     return None
 
 
-def _values_problem(values, what):
-    """Distinct scalar values (categories) of one feature, or the problem."""
-    if not isinstance(values, np.ndarray) or values.ndim != 1:
-        return f"{what} are not a 1-D array"
-    if values.dtype.kind not in "OUSbiufMm":
-        return f"{what} have dtype {values.dtype}"
-    if values.dtype.kind == "O" and not all(
-        isinstance(value, _SCALARS) for value in values.tolist()
-    ):
-        return f"{what} hold a value that is not a category (a list, dict...)"
-    keys = [
-        "nan" if isinstance(v, float) and v != v else (type(v).__name__, v)
-        for v in values.tolist()
-    ]
-    try:
-        distinct = len(set(keys)) == len(keys)
-    except TypeError:
-        return f"{what} hold a value that is not a category"
-    if not distinct:
-        return f"{what} list a value twice"
-    return None
-
-
 def _feature_values(values, counts, p, nouns, *, at_most, also=None):
     """Per feature, its distinct values' counts, checked: ``(j, counts, problem)``.
 
@@ -455,7 +420,7 @@ def _feature_values(values, counts, p, nouns, *, at_most, also=None):
         )
         return
     for j in range(p):
-        problem = _values_problem(values[j], f"feature {j}'s {plural}")
+        problem = categories_problem(values[j], f"feature {j}'s {plural}")
         if problem is None and also is not None:
             problem = also(j, values[j])
         if problem is None:

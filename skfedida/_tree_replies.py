@@ -23,7 +23,7 @@ import numbers
 import numpy as np
 
 from ._compat import HISTOGRAM_DTYPE
-from ._replies import RTOL, count_array, count_scalar, real_array
+from ._replies import RTOL, categories_problem, count_array, count_scalar, real_array
 
 __all__ = [
     "RECORDED",
@@ -78,18 +78,38 @@ class TreeLedger:
             self.summary = answer
             self.pivots = {}
         elif kind == "counts at most":
-            features = np.asarray(query["features"], dtype=np.intp)
-            pivots = np.asarray(query["pivots"], dtype=np.float64)
-            counts = np.asarray(answer["counts"], dtype=np.int64)
-            for feature in np.unique(features):
-                asked = features == feature
-                known = self.pivots.get(int(feature), (np.empty(0), np.empty(0, int)))
-                values = np.concatenate((known[0], pivots[asked]))
-                numbers = np.concatenate((known[1], counts[asked]))
-                order = np.argsort(values, kind="stable")
-                self.pivots[int(feature)] = (values[order], numbers[order])
+            self.pivots.update(self.merged_pivots(query, answer["counts"]))
         elif kind == "start":
             self.start = answer
+
+    def merged_pivots(self, query, counts):
+        """Per feature asked, its pivots and counts so far with these, sorted.
+
+        Parameters
+        ----------
+        query : dict
+            A ``"counts at most"`` query (its features and pivots).
+        counts : array-like
+            The client's counts at its pivots.
+
+        Returns
+        -------
+        merged : dict of int to (ndarray, ndarray)
+            Per feature, every pivot it was asked at and its count there,
+            by pivot (and count, for equal pivots).
+        """
+        features = np.asarray(query["features"], dtype=np.intp)
+        pivots = np.asarray(query["pivots"], dtype=np.float64)
+        counts = np.asarray(counts, dtype=np.int64)
+        merged = {}
+        for feature in np.unique(features):
+            asked = features == feature
+            known = self.pivots.get(int(feature), (np.empty(0), np.empty(0, int)))
+            values = np.concatenate((known[0], pivots[asked]))
+            at_pivots = np.concatenate((known[1], counts[asked]))
+            order = np.lexsort((at_pivots, values))
+            merged[int(feature)] = (values[order], at_pivots[order])
+        return merged
 
 
 #: Keys of every answer, by query kind (the scores' keys by "score").
@@ -235,25 +255,15 @@ def _prepare(query, answer, ledger, expected):
 
 def _categories_problem(values, n, what):
     """A feature's categories: distinct scalars, no more than its rows."""
-    if not isinstance(values, np.ndarray) or values.ndim != 1:
-        return f"{what}'s categories are not a 1-D array"
-    if values.dtype.kind not in "OUSbiufMm":
-        return f"{what}'s categories have dtype {values.dtype}"
+    problem = categories_problem(values, f"{what}'s categories")
+    if problem is not None:
+        return problem
     if values.size > n:
         return f"{what} has {values.size} categories in {n} rows"
-    listed = values.tolist()
-    if any(isinstance(v, list | dict | tuple | set) for v in listed):
-        return f"{what}'s categories hold a value that is not a category"
     # NaN is the missing value (its own bin), never a category; None, in a
     # column of objects, is a category of its own (as scikit-learn reads it).
-    if any(isinstance(v, float) and v != v for v in listed):
+    if any(isinstance(v, float) and v != v for v in values.tolist()):
         return f"{what}'s categories list a missing value"
-    try:
-        distinct = len({(type(v).__name__, v) for v in listed}) == len(listed)
-    except TypeError:
-        return f"{what}'s categories hold a value that is not a category"
-    if not distinct:
-        return f"{what}'s categories list a value twice"
     return None
 
 
@@ -358,15 +368,10 @@ def _counts_at_most(query, answer, ledger, expected):
             "its counts at pivots outside its range disagree with its range "
             "(none below its minimum, all at or above its maximum)"
         )
-    for feature in np.unique(features):
-        asked = features == feature
-        known = ledger.pivots.get(int(feature), (np.empty(0), np.empty(0, int)))
-        values = np.concatenate((known[0], pivots[asked]))
-        numbers = np.concatenate((known[1], counts[asked]))
-        order = np.lexsort((numbers, values))
-        if np.any(np.diff(numbers[order]) < 0):
+    for feature, (_, at_pivots) in ledger.merged_pivots(query, counts).items():
+        if np.any(np.diff(at_pivots) < 0):
             return (
-                f"its counts of feature {int(feature)}'s values fall as the pivot "
+                f"its counts of feature {feature}'s values fall as the pivot "
                 "rises (across this round and its earlier ones)"
             )
     return None

@@ -196,7 +196,7 @@ MUTANTS += [
     Mutant(
         "counts at pivots may fall as the pivot rises",
         TREE_REPLIES,
-        "        if np.any(np.diff(numbers[order]) < 0):",
+        "        if np.any(np.diff(at_pivots) < 0):",
         "        if False:",
         GATE_TESTS,
         features=("reply:tree_bin_edges",),

@@ -185,11 +185,7 @@ class BoostingClient:
         # A continued ensemble (warm start): its trees' values on the rows,
         # tree by tree, as scikit-learn's binned prediction adds them.
         for tree in query["trees"]:
-            predictor = TreePredictor(
-                tree["nodes"],
-                tree["binned_left_cat_bitsets"],
-                tree["raw_left_cat_bitsets"],
-            )
+            predictor = tree_predictor(tree)
             self.raw += predictor.predict_binned(
                 self.X_binned, self.missing_values_bin_idx, 1
             )
@@ -269,12 +265,7 @@ class BoostingClient:
         for value, node in zip(query["values"], query["leaves"], strict=True):
             self.raw[self.tree.nodes[node]] += value
         if self.raw_val is not None and query["tree"] is not None:
-            tree = query["tree"]
-            predictor = TreePredictor(
-                tree["nodes"],
-                tree["binned_left_cat_bitsets"],
-                tree["raw_left_cat_bitsets"],
-            )
+            predictor = tree_predictor(query["tree"])
             self.raw_val += predictor.predict_binned(
                 self.X_binned_val, self.missing_values_bin_idx, 1
             )
@@ -716,7 +707,7 @@ def boost(
             "baseline": baseline,
             "score": score,
             "binning": binning,
-            "trees": [_tree_message(tree[0]) for tree in predictors or []],
+            "trees": [tree_message(tree[0]) for tree in predictors or []],
         },
         restart=False,
     )
@@ -764,7 +755,7 @@ def boost(
                     "kind": "apply",
                     "leaves": leaves,
                     "values": values,
-                    "tree": _tree_message(tree) if score else None,
+                    "tree": tree_message(tree) if score else None,
                     "score": score,
                 },
                 restart=False,
@@ -839,13 +830,44 @@ def _grow(
     )
 
 
-def _tree_message(tree):
-    """A tree as the clients rebuild it (to score their validation rows)."""
+def tree_message(tree):
+    """A tree as a message carries it: its nodes and categories' bitsets.
+
+    Parameters
+    ----------
+    tree : TreePredictor
+        A fitted tree.
+
+    Returns
+    -------
+    message : dict
+        Arrays only; :func:`tree_predictor` rebuilds the tree from them.
+    """
     return {
         "nodes": tree.nodes,
         "binned_left_cat_bitsets": tree.binned_left_cat_bitsets,
         "raw_left_cat_bitsets": tree.raw_left_cat_bitsets,
     }
+
+
+def tree_predictor(message):
+    """The tree a :func:`tree_message` carries.
+
+    Parameters
+    ----------
+    message : dict
+        What :func:`tree_message` wrote.
+
+    Returns
+    -------
+    tree : TreePredictor
+        The tree, to predict with.
+    """
+    return TreePredictor(
+        message["nodes"],
+        message["binned_left_cat_bitsets"],
+        message["raw_left_cat_bitsets"],
+    )
 
 
 def _mean_losses(answers):

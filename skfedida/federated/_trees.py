@@ -43,7 +43,6 @@ from sklearn.utils.validation import validate_data
 
 from .._compat import (
     BinMapper,
-    TreePredictor,
     check_monotonic_cst,
     is_scalar_nan,
     num_samples,
@@ -59,6 +58,8 @@ from ..ensemble._boosting import (
     TreeChannel,
     boost,
     in_process,
+    tree_message,
+    tree_predictor,
 )
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ._client import (
@@ -890,7 +891,7 @@ def federated_trees(
             break
         except Restart:
             continue
-    classes, class_counts = _agreed_classes(described)
+    classes = _agreed_classes(described)
     columns, dtypes = _agreed_schema(described, channel)
     group_labels = _merged_groups(described, channel)
     n_groups = 1 if group_labels is None else len(group_labels)
@@ -987,33 +988,17 @@ def federated_trees(
             bins,
             categories,
             classes,
-            class_counts,
             described,
             fairness if penalised else 0.0,
             n_groups if penalised else 1,
             do_early_stopping,
             on_tree,
         )
-    # The model's fitted input checks: scikit-learn's preprocessing with the
-    # federation's categories, fitted on a placeholder row of the clients'
+    # The model's fitted input checks on a placeholder row of the clients'
     # columns and dtypes (no client's value is in it).
-    placeholder = placeholder_rows(columns, dtypes)
-    model._preprocessor = tree_preprocessor(is_categorical, categories)
-    if model._preprocessor is None:
-        validate_data(model, placeholder, dtype=[np.float64], ensure_all_finite=False)
-        model.is_categorical_ = None
-        model._is_categorical_remapped = None
-    else:
-        model._preprocessor.fit(placeholder)
-        model.is_categorical_ = np.asarray(is_categorical, dtype=bool)
-        model.n_features_in_ = model._preprocessor.n_features_in_
-        if hasattr(model._preprocessor, "feature_names_in_"):
-            model.feature_names_in_ = model._preprocessor.feature_names_in_
-        model._is_categorical_remapped = bins["is_categorical"].astype(bool)
-    # What scikit-learn's _encode_y sets for two classes.
-    model.classes_ = np.asarray(classes)
-    model.n_trees_per_iteration_ = 1
-    model._loss = model._get_loss(sample_weight=None)
+    _fit_inputs(
+        model, is_categorical, categories, placeholder_rows(columns, dtypes), classes
+    )
     # The seeds scikit-learn's fit draws, in its order: the validation
     # split's (here each client's own) and the feature subsampling's.
     rng = check_random_state(model.random_state)
@@ -1048,7 +1033,6 @@ def _continued(
     bins,
     categories,
     classes,
-    class_counts,
     described,
     fairness,
     n_groups,
@@ -1196,7 +1180,7 @@ def _declared(described, channel, classes):
 
 
 def _agreed_classes(described):
-    """The federation's two classes, and its rows per class."""
+    """The federation's two classes (its rows per class: ``_declared``)."""
     labels = [answer["classes"] for answer in described.values()]
     classes = unique_values(np.concatenate(labels))
     if classes.size != 2:
@@ -1204,10 +1188,7 @@ def _agreed_classes(described):
             "A federation of boosted trees trains a binary classifier; the "
             f"clients' labels are {classes.size} classes {classes.tolist()[:10]}."
         )
-    counts = np.zeros(2, dtype=np.int64)
-    for answer in described.values():
-        counts[np.searchsorted(classes, answer["classes"])] += answer["class_counts"]
-    return classes, counts
+    return classes
 
 
 def _agreed_schema(described, channel):
@@ -1272,14 +1253,7 @@ def tree_model_message(model):
     )
     return {
         "baseline": float(model._baseline_prediction[0, 0]),
-        "trees": [
-            {
-                "nodes": tree[0].nodes,
-                "binned_left_cat_bitsets": tree[0].binned_left_cat_bitsets,
-                "raw_left_cat_bitsets": tree[0].raw_left_cat_bitsets,
-            }
-            for tree in model._predictors
-        ],
+        "trees": [tree_message(tree[0]) for tree in model._predictors],
         "n_bins": int(model._bin_mapper.n_bins),
         "is_categorical": np.asarray(model._bin_mapper.is_categorical_, np.uint8),
         "edges": [np.asarray(t, np.float64) for t in model._bin_mapper.bin_thresholds_],
@@ -1315,34 +1289,44 @@ def tree_model_from_message(estimator, message, X):
         Fitted: it predicts as the server's model does.
     """
     model = clone(estimator)
-    categorical = message["input_categorical"]
+    _fit_inputs(
+        model,
+        message["input_categorical"],
+        message["categories"],
+        X,
+        message["classes"],
+    )
+    model._bin_mapper = bin_mapper_of(message)
+    model._predictors = [[tree_predictor(tree)] for tree in message["trees"]]
+    model._baseline_prediction = np.array([[float(message["baseline"])]])
+    return model
+
+
+def _fit_inputs(model, is_categorical, categories, X, classes):
+    """A model's fitted input checks and classes, from the federation's.
+
+    scikit-learn's preprocessing with the federation's categories (or its
+    plain validation), fitted on rows whose values are not used (a
+    server's placeholder, a client's own); what its ``_encode_y`` sets for
+    two classes; its loss.
+    """
     model._preprocessor = (
         None
-        if categorical is None
-        else tree_preprocessor(categorical, [list(c) for c in message["categories"]])
+        if is_categorical is None
+        else tree_preprocessor(is_categorical, categories)
     )
     if model._preprocessor is None:
         validate_data(model, X, dtype=[np.float64], ensure_all_finite=False)
         model.is_categorical_ = None
+        model._is_categorical_remapped = None
     else:
         model._preprocessor.fit(X)
-        model.is_categorical_ = np.asarray(categorical, dtype=bool)
+        model.is_categorical_ = np.asarray(is_categorical, dtype=bool)
         model.n_features_in_ = model._preprocessor.n_features_in_
         if hasattr(model._preprocessor, "feature_names_in_"):
             model.feature_names_in_ = model._preprocessor.feature_names_in_
-    model._bin_mapper = bin_mapper_of(message)
-    model._predictors = [
-        [
-            TreePredictor(
-                tree["nodes"],
-                tree["binned_left_cat_bitsets"],
-                tree["raw_left_cat_bitsets"],
-            )
-        ]
-        for tree in message["trees"]
-    ]
-    model._baseline_prediction = np.array([[float(message["baseline"])]])
-    model.classes_ = np.asarray(message["classes"])
+        # The categorical features first, as the preprocessor outputs them.
+        model._is_categorical_remapped = np.sort(model.is_categorical_)[::-1]
+    model.classes_ = np.asarray(classes)
     model.n_trees_per_iteration_ = 1
     model._loss = model._get_loss(sample_weight=None)
-    return model

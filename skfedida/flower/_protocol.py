@@ -113,17 +113,8 @@ def group_declaration(part):
     for rowset, groups in sets:
         if groups is None:
             continue
-        counts = groups.counts()
-        present = counts > 0
         names = list(groups.names)
-        rowsets[rowset] = {
-            "labels": [
-                list(label)
-                for label, keep in zip(groups.labels, present, strict=True)
-                if keep
-            ],
-            "rows": counts[present].astype(int).tolist(),
-        }
+        rowsets[rowset] = _rowset_groups(groups)
     if not rowsets:
         return None
     return json.dumps({"names": names, "rowsets": rowsets}, default=_plain)
@@ -135,24 +126,24 @@ def rowset_declaration(groups, rowset):
     What :func:`group_declaration` writes for one set of rows, from its
     groups (a federation of trees declares only the rows it will count).
     """
-    counts = groups.counts()
-    present = counts > 0
     return json.dumps(
-        {
-            "names": list(groups.names),
-            "rowsets": {
-                rowset: {
-                    "labels": [
-                        list(label)
-                        for label, keep in zip(groups.labels, present, strict=True)
-                        if keep
-                    ],
-                    "rows": counts[present].astype(int).tolist(),
-                }
-            },
-        },
+        {"names": list(groups.names), "rowsets": {rowset: _rowset_groups(groups)}},
         default=_plain,
     )
+
+
+def _rowset_groups(groups):
+    """A set of rows' groups with rows, and their rows: labels and counts."""
+    counts = groups.counts()
+    present = counts > 0
+    return {
+        "labels": [
+            list(label)
+            for label, keep in zip(groups.labels, present, strict=True)
+            if keep
+        ],
+        "rows": counts[present].astype(int).tolist(),
+    }
 
 
 def merged_groups(configs):

@@ -62,34 +62,36 @@ def _clients(data, fairness=1.0):
     ]
 
 
-def _boost(data, clients, gate=None, fairness=1.0, score=False):
+def _boost(data, clients, gate=None, fairness=1.0, score=False, **params):
+    # A wrapped client (corrupting, recording) declares its inner rows.
     channel = TreeChannel(
         in_process(clients),
         len(clients),
         gate=gate,
-        rows=[
-            c.client.n_samples if isinstance(c, _Corrupt) else c.n_samples
-            for c in clients
-        ],
+        rows=[getattr(c, "client", c).n_samples for c in clients],
     )
     n_features = data.data.shape[1]
+    options = {
+        "interaction_cst": None,
+        "max_iter": 4,
+        "learning_rate": 0.1,
+        "max_leaf_nodes": 15,
+        "max_depth": None,
+        "min_samples_leaf": 20,
+        "l2_regularization": 0.0,
+        "max_features": 1.0,
+        **params,
+    }
     return boost(
         channel,
         bin_mapper=data.mapper,
         is_categorical=np.zeros(n_features, np.uint8),
         monotonic_cst=np.zeros(n_features, np.int8),
-        interaction_cst=None,
-        max_iter=4,
-        learning_rate=0.1,
-        max_leaf_nodes=15,
-        max_depth=None,
-        min_samples_leaf=20,
-        l2_regularization=0.0,
-        max_features=1.0,
         feature_rng=np.random.default_rng(0),
         fairness=fairness,
         n_groups=data.codes.n_groups,
         score=score,
+        **options,
     )
 
 
@@ -356,24 +358,8 @@ def test_a_lone_client_s_wrong_shape_is_named_not_run(data):
     clients[0] = _Corrupt(
         clients[0], "histograms", lambda a: {"histograms": a["histograms"][:1]}
     )
-    channel = TreeChannel(in_process(clients), 1, rows=[clients[0].client.n_samples])
-    n_features = data.data.shape[1]
     with pytest.raises(RuntimeError, match="Client 0 failed the tree query"):
-        boost(
-            channel,
-            bin_mapper=data.mapper,
-            is_categorical=np.zeros(n_features, np.uint8),
-            monotonic_cst=np.zeros(n_features, np.int8),
-            interaction_cst=None,
-            max_iter=2,
-            learning_rate=0.1,
-            max_leaf_nodes=15,
-            max_depth=None,
-            min_samples_leaf=20,
-            l2_regularization=0.0,
-            max_features=1.0,
-            feature_rng=np.random.default_rng(0),
-        )
+        _boost(data, clients, fairness=0.0, max_iter=2)
 
 
 def test_features_outside_a_constraint_are_sent_as_zeros(data):
@@ -392,21 +378,7 @@ def test_features_outside_a_constraint_are_sent_as_zeros(data):
 
     clients = [Recording(c) for c in _clients(data, fairness=0.0)]
     n_features = data.data.shape[1]
-    boost(
-        clients,
-        bin_mapper=data.mapper,
-        is_categorical=np.zeros(n_features, np.uint8),
-        monotonic_cst=np.zeros(n_features, np.int8),
-        interaction_cst=[{0, 1}, {2, 3}],
-        max_iter=3,
-        learning_rate=0.1,
-        max_leaf_nodes=15,
-        max_depth=None,
-        min_samples_leaf=20,
-        l2_regularization=0.0,
-        max_features=1.0,
-        feature_rng=np.random.default_rng(0),
-    )
+    _boost(data, clients, fairness=0.0, max_iter=3, interaction_cst=[{0, 1}, {2, 3}])
     assert sent
     for features, histograms in sent:
         others = np.setdiff1d(np.arange(n_features), features)
