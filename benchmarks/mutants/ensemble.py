@@ -320,3 +320,13 @@ MUTANTS += [
         features=("FederatedThresholdOptimizer",),
     ),
 ]
+MUTANTS += [
+    Mutant(
+        "a callback asking to stop the trees is not heard",
+        TREES,
+        "            stop = bool(on_tree(model)) or stop\n",
+        "            on_tree(model)\n",
+        TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
+    ),
+]
