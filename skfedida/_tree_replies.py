@@ -21,9 +21,11 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from scipy.special import expit
 
 from ._compat import HISTOGRAM_DTYPE
 from ._replies import RTOL, categories_problem, count_array, count_scalar, real_array
+from .metrics._operating_point import score_bins
 
 __all__ = [
     "RECORDED",
@@ -157,9 +159,13 @@ def tree_reply_problem(query, answer, ledger, expected=None):
         What is wrong with the answer, in words; None if nothing is.
     """
     kind = query["kind"]
-    keys = (
-        _SCORE_KEYS[bool(query["score"])] if kind in ("init", "apply") else _KEYS[kind]
-    )
+    keys = _KEYS.get(kind)
+    if kind in ("init", "apply"):
+        keys = _SCORE_KEYS[bool(query["score"])]
+        if query["rate_bins"] is not None:
+            keys = keys | {"rate_histograms"}
+    elif kind == "start" and query["rates"]:
+        keys = keys | {"rate_cell_weight"}
     if not isinstance(answer, dict):
         return f"its answer is a {type(answer).__name__}, not a {kind!r} answer"
     if set(answer) != keys:
@@ -407,6 +413,18 @@ def _start(query, answer, ledger, expected):
         return f"its cell weights add up to {cells.sum()!r}; its rows weigh {weight!r}"
     if size and abs(cells[1::2].sum() - positive) > RTOL * weight:
         return "its positive cells' weights are not its positive rows' weight"
+    if query["rates"]:
+        rate_cells, problem = real_array(
+            answer["rate_cell_weight"], "its cells' weights in the rates", shape=(size,)
+        )
+        if problem is not None:
+            return problem
+        if np.any(rate_cells < 0) or not rate_cells.sum() > 0:
+            return "its cells' weights in the rates are not weights of some rows"
+        # The same rows weigh in both (a class weight of 0 may empty a cell
+        # of the loss, never one of the rates).
+        if np.any((cells > 0) & (rate_cells == 0)):
+            return "its rows of a cell weigh in its loss and not in its rates"
     missing = np.asarray(answer["has_missing"])
     if missing.dtype != bool or missing.shape != (int(query["n_features"]),):
         return (
@@ -427,6 +445,8 @@ def _scores(query, answer, ledger, expected):
         return problem
     size = len(ledger.start["cell_weight"])
     _, problem = real_array(answer["score_sums"], "its score sums", shape=(size,))
+    if problem is None and query["rate_bins"] is not None:
+        problem = _rate_histograms_problem(query, answer, ledger)
     if problem is not None or not query["score"]:
         return problem
     loss, problem = real_array(answer["loss"], "its loss sums", shape=(2,))
@@ -446,6 +466,39 @@ def _scores(query, answer, ledger, expected):
         return problem
     if n_val and (val[0] < 0 or val[1] <= 0):
         return "its validation loss sums are not a log-loss over a positive weight"
+    return None
+
+
+def _rate_histograms_problem(query, answer, ledger):
+    """A rate constraint's histograms: the client's cells' weights, on the grid.
+
+    Every histogram counts the client's rows of each cell, whatever the
+    scores; before any tree every score is the baseline, so every row lies
+    in its bin.
+    """
+    weights = np.asarray(ledger.start["rate_cell_weight"], dtype=np.float64)
+    n_bins = int(query["rate_bins"])
+    histograms, problem = real_array(
+        answer["rate_histograms"],
+        "its histograms of the scores",
+        shape=(weights.size, n_bins),
+    )
+    if problem is not None:
+        return problem
+    if np.any(histograms < 0):
+        return "its histograms of the scores hold a negative weight"
+    if np.any(np.abs(histograms.sum(axis=1) - weights) > RTOL * weights.sum()):
+        return (
+            "its histograms of the scores do not add up to its cells' weights "
+            "in the rates"
+        )
+    if query["kind"] == "init" and not query["trees"]:
+        start = score_bins(expit(np.array([float(query["baseline"])])), n_bins)[0]
+        if np.any(np.delete(histograms, start, axis=1) != 0):
+            return (
+                "its histograms of the scores place rows away from the "
+                "baseline's bin, where every row scores before the first tree"
+            )
     return None
 
 

@@ -22,6 +22,7 @@ from skfedida.federated._client import (
 )
 from skfedida.federated._estimator import FederatedEstimator
 from skfedida.metrics import _fairness, _scorer
+from skfedida.metrics._registry import CONSTRAINT_ALIASES as _CONSTRAINT_ALIASES
 from skfedida.metrics._registry import (
     COUNTS,
     DISPARITIES,
@@ -33,10 +34,7 @@ from skfedida.metrics._registry import (
     short_names,
 )
 from skfedida.postprocessing import FederatedThresholdOptimizer
-from skfedida.postprocessing._threshold_optimizer import (
-    _CONSTRAINED_RATE,
-    _CONSTRAINT_ALIASES,
-)
+from skfedida.postprocessing._threshold_optimizer import _CONSTRAINED_RATE
 
 
 def _quoted(text):
@@ -342,6 +340,10 @@ def test_constrained_rates_derive_from_the_registry():
         if metric.constraint:
             assert _CONSTRAINED_RATE[metric.constraint] in metric.rates
     assert _CONSTRAINED_RATE["equalized_odds"] == "false_positive_rate"
+    # The models' rate constraints take the same names, from the same place.
+    from skfedida._models._constraints import CONSTRAINT_PARAMETERS
+
+    assert CONSTRAINT_PARAMETERS["constraints"][0].options == constraints[0].options
 
 
 def test_group_report_columns_are_the_rates():

@@ -93,7 +93,7 @@ MUTANTS += [
     ),
     Mutant(
         "fairlearn's TNR parity takes TPR parity's rule",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "skfedida/metrics/_registry.py",
         '"true_negative_rate_parity": "false_positive_rate_parity",',
         '"true_negative_rate_parity": "true_positive_rate_parity",',
         INTEROP_TESTS,

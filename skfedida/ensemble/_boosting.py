@@ -39,6 +39,7 @@ import numpy as np
 from sklearn import config_context
 
 from .._compat import G_H_DTYPE, X_BINNED_DTYPE, HalfBinomialLoss, TreePredictor
+from .._models._constraints import rate_histograms, term_gradient
 from .._replies import ReplyGate
 from .._tree_replies import (
     RECORDED,
@@ -85,6 +86,9 @@ class BoostingClient:
         The client's validation rows (early stopping), binned likewise.
     missing_values_bin_idx : int, default=255
         The bin of missing values (``n_bins - 1``).
+    rate_weight : ndarray of shape (n_samples,) or None, default=None
+        The rows' weights in a rate constraint's rates: their own, without
+        the class weights ``sample_weight`` may include; None: 1 each.
     """
 
     def __init__(
@@ -98,6 +102,7 @@ class BoostingClient:
         y_val=None,
         sample_weight_val=None,
         missing_values_bin_idx=255,
+        rate_weight=None,
     ):
         self.X_binned = np.asfortranarray(X_binned, dtype=X_BINNED_DTYPE)
         self.y = np.asarray(y, dtype=np.float64)
@@ -108,6 +113,11 @@ class BoostingClient:
             None if sample_weight is None else np.asarray(sample_weight, np.float64)
         )
         self.row_weight = np.ones(n) if self.weight is None else self.weight
+        # The rows' weights in a rate constraint's rates: the population's,
+        # without class weights.
+        self.rate_weight = (
+            np.ones(n) if rate_weight is None else np.asarray(rate_weight, np.float64)
+        )
         # Each row's (group, label) cell, 2 * group + label, fixed for the fit.
         self.cells = (
             None
@@ -156,9 +166,13 @@ class BoostingClient:
         return self._ANSWERS[query["kind"]](self, query)
 
     def _start(self, query):
-        """Its rows, label sums, cell weights and missing values, once per fit."""
+        """Its rows, label sums, cell weights and missing values, once per fit.
+
+        With a rate constraint (``query["rates"]``), also the cells' weights
+        in the rates, which every histogram of its scores must add up to.
+        """
         self.n_groups = int(query["n_groups"])
-        return {
+        answer = {
             "n": self.n_samples,
             # As numpy's average (scikit-learn's baseline): the products'
             # sum, not a dot product's (another rounding).
@@ -169,6 +183,9 @@ class BoostingClient:
             "has_missing": (self.X_binned == self.missing_values_bin_idx).any(axis=0),
             "n_val": 0 if self.y_val is None else self.y_val.shape[0],
         }
+        if query["rates"]:
+            answer["rate_cell_weight"] = self._cell_sums(self.rate_weight)
+        return answer
 
     def _cell_sums(self, values):
         if self.cells is None or self.n_groups < 2:
@@ -193,12 +210,24 @@ class BoostingClient:
                 self.raw_val += predictor.predict_binned(
                     self.X_binned_val, self.missing_values_bin_idx, 1
                 )
-        return self._scores(query["score"])
+        return self._scores(query)
 
-    def _scores(self, score):
-        """What the server needs of the scores: cell sums, and losses to score."""
+    def _scores(self, query):
+        """What the server needs of the scores: cell sums, and losses to score.
+
+        With a rate constraint (``query["rate_bins"]``), also each cell's
+        histogram of the scores (:func:`rate_histograms`).
+        """
         answer = {"score_sums": self._cell_sums(self.row_weight * self.raw)}
-        if score:
+        if query["rate_bins"] is not None:
+            answer["rate_histograms"] = rate_histograms(
+                self.raw,
+                self.cells,
+                self.rate_weight,
+                2 * self.n_groups,
+                int(query["rate_bins"]),
+            )
+        if query["score"]:
             answer["loss"] = self._loss_sums(self.y, self.raw, self.weight)
             answer["val_loss"] = (
                 np.zeros(0)
@@ -233,6 +262,14 @@ class BoostingClient:
                 * np.asarray(penalty["cell_gradient"])[self.cells]
             )
             self.gradients += extra.astype(G_H_DTYPE)
+        constraint = query["constraint"]
+        if constraint is not None:
+            # The rate constraint's term: its rows' smoothed rates at the
+            # operating point, weighed by their cells' multipliers.
+            pushed = float(constraint["scale"]) * term_gradient(
+                self.raw, self.cells, self.rate_weight, constraint
+            )
+            self.gradients += pushed.astype(G_H_DTYPE)
         self.tree = ClientRows(
             self.X_binned, self.gradients, self.hessians, **self.binning
         )
@@ -270,7 +307,7 @@ class BoostingClient:
                 self.X_binned_val, self.missing_values_bin_idx, 1
             )
         self.tree = None  # the node rows of a grown tree are no longer asked
-        return self._scores(query["score"])
+        return self._scores(query)
 
 
 def _representative_rows(cell_weight):
@@ -460,13 +497,16 @@ class TreeChannel:
         #: (features, bins) of every histogram answer (the federation's bins).
         self.histogram_shape = None
 
-    def tree_bounds(self, started, penalty):
+    def tree_bounds(self, started, penalty, constraint=None):
         """Bound every client's gradient and hessian sums for the next tree.
 
         A row's log-loss gradient is at most its weight in magnitude, and
         its hessian a quarter of it; the penalty adds ``scale * w_i`` times
-        its cell's gradient. So a client's sums over any node are within
-        its weight ``W_k`` times ``1 + scale * max |cell gradient|``, and
+        its cell's gradient, and a rate constraint ``scale * r_i * |A_c| /
+        (4 tau)`` at most (a sigmoid's slope is at most a quarter; ``r_i``
+        the row's weight in the rates). So a client's sums over any node are
+        within its weight ``W_k`` times ``1 + scale * max |cell gradient|``
+        plus its rates' weight ``R_k`` times the constraint's largest, and
         ``W_k / 4``: what its histograms are held to.
         """
         extra = (
@@ -474,9 +514,21 @@ class TreeChannel:
             if penalty is None
             else penalty["scale"] * np.abs(penalty["cell_gradient"]).max(initial=0.0)
         )
+        per_rate = (
+            0.0
+            if constraint is None
+            else float(constraint["scale"])
+            * np.abs(constraint["coefficient"]).max(initial=0.0)
+            / (4.0 * float(constraint["temperature"]))
+        )
         self.bounds = {
             k: (
-                float(answer["label_sums"][1]) * (1.0 + extra),
+                float(answer["label_sums"][1]) * (1.0 + extra)
+                + (
+                    0.0
+                    if constraint is None
+                    else per_rate * float(np.sum(answer["rate_cell_weight"]))
+                ),
                 float(answer["label_sums"][1]) / 4.0,
             )
             for k, answer in started.items()
@@ -609,6 +661,7 @@ def boost(
     predictors=None,
     on_start=None,
     on_iteration=None,
+    constraint=None,
 ):
     """Boosting iterations over the clients' rows; the trees, one per iteration.
 
@@ -661,6 +714,12 @@ def boost(
         is ``(train, validation)``, the federation's mean log-losses (the
         validation one None without validation rows), or None. A true
         return value after a tree stops the loop (early stopping).
+    constraint : RateConstraint, default=None
+        A rate constraint at the operating point
+        (:mod:`skfedida._models._constraints`): the clients send their
+        cells' histograms of the scores with every scores' answer, the
+        multipliers step once per tree, and each tree's gradients carry the
+        constraint's term. At the end it holds the final model's rates.
 
     Returns
     -------
@@ -672,6 +731,7 @@ def boost(
     channel = _as_channel(clients)
     loss = HalfBinomialLoss()
     penalised = fairness > 0 and n_groups > 1
+    rate_bins = None if constraint is None else constraint.n_bins
     # Rows, weights and missing values, once; a client left out later is
     # left out of every total from then on.
     while True:
@@ -679,13 +739,18 @@ def boost(
             started = channel.ask(
                 {
                     "kind": "start",
-                    "n_groups": n_groups if penalised else 1,
+                    "n_groups": n_groups if penalised or rate_bins else 1,
                     "n_features": len(is_categorical),
+                    "rates": rate_bins is not None,
                 }
             )
             break
         except Restart:
             continue
+    if constraint is not None:
+        constraint.set_prevalence(
+            sum(answer["rate_cell_weight"] for answer in started.values())
+        )
     if baseline is None:
         sums = sum(answer["label_sums"] for answer in started.values())
         baseline = float(loss.fit_intercept_only(y_true=np.array([sums[0] / sums[1]])))
@@ -706,6 +771,7 @@ def boost(
             "kind": "init",
             "baseline": baseline,
             "score": score,
+            "rate_bins": rate_bins,
             "binning": binning,
             "trees": [tree_message(tree[0]) for tree in predictors or []],
         },
@@ -745,6 +811,7 @@ def boost(
                     n_groups,
                     l2_regularization,
                     learning_rate,
+                    constraint,
                 )
             except Restart:
                 feature_rng.bit_generator.state = state
@@ -757,13 +824,19 @@ def boost(
                     "values": values,
                     "tree": tree_message(tree) if score else None,
                     "score": score,
+                    "rate_bins": rate_bins,
                 },
                 restart=False,
             )
+            if constraint is not None:
+                constraint.commit()
             if on_iteration is not None and on_iteration(
                 predictors, _mean_losses(scored) if score else None
             ):
                 break
+    if constraint is not None:
+        # The final model's operating point and rates on the training rows.
+        constraint.measure(sum(scored[k]["rate_histograms"] for k in channel.active))
     return baseline, predictors
 
 
@@ -778,6 +851,7 @@ def _grow(
     n_groups,
     l2_regularization,
     learning_rate,
+    constraint=None,
 ):
     """One tree from the active clients: its predictor, leaves and values."""
     active = channel.active
@@ -790,9 +864,21 @@ def _grow(
             "scale": scale,
             "cell_gradient": penalty_cell_gradient(score_sums, cell_weight, n_groups),
         }
-    channel.tree_bounds(started, penalty)
+    term = None
+    if constraint is not None:
+        # The multipliers step on the rates of the scores as they stand;
+        # the step is kept once the tree is applied.
+        histograms = sum(scored[k]["rate_histograms"] for k in active)
+        term = constraint.propose(histograms)
+        # The term is per unit of a mean over the rates' weights; the trees'
+        # loss is a sum over the rows' weights (class weights included).
+        loss_weight = sum(float(started[k]["label_sums"][1]) for k in active)
+        term["scale"] = loss_weight / float(histograms.sum())
+    channel.tree_bounds(started, penalty, term)
     channel.histogram_shape = (len(binning["is_categorical"]), binning["n_bins"])
-    root = channel.root(channel.ask({"kind": "gradients", "penalty": penalty}))
+    root = channel.root(
+        channel.ask({"kind": "gradients", "penalty": penalty, "constraint": term})
+    )
     grower = FederatedTreeGrower(
         channel,
         root,

@@ -1,4 +1,4 @@
-"""FedIDA's group penalty in histogram gradient boosting.
+"""FedIDA's group penalty and rate constraints in histogram gradient boosting.
 
 :class:`FairHistGradientBoostingClassifier` is scikit-learn's
 ``HistGradientBoostingClassifier`` fitted to the mean log-loss plus
@@ -8,7 +8,10 @@ on the model's logits, the objective of the linear models. With
 grown by scikit-learn's grower on the penalised gradients, and each tree's
 leaf values are the exact Newton step of the penalised objective
 (:mod:`skfedida.ensemble._boosting` says why and how), on one client: the
-federated fit runs the same loop over several.
+federated fit runs the same loop over several. Under a rate constraint
+(``constraints=``) each tree's gradients also carry the proxy-Lagrangian's
+term of :mod:`skfedida._models._constraints`, its multipliers stepped once
+per tree on the groups' rates at the operating point.
 """
 
 from __future__ import annotations
@@ -23,9 +26,21 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_consistent_length
 
-from .._compat import BinMapper, Interval, StrOptions, check_sample_weight
+from .._compat import (
+    BinMapper,
+    Interval,
+    StrOptions,
+    check_monotonic_cst,
+    check_sample_weight,
+)
 from .._doc_links import DocLinkMixin
 from .._groups import encode_groups
+from .._models._constraints import (
+    CONSTRAINT_ATTRIBUTES,
+    CONSTRAINT_PARAMETERS,
+    RateConstraint,
+    constraint_fitted_attributes,
+)
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ._boosting import BoostingClient, boost
 
@@ -33,7 +48,7 @@ __all__ = ["FairHistGradientBoostingClassifier"]
 
 
 class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClassifier):
-    """Histogram gradient boosting with FedIDA's group fairness penalty.
+    """Histogram gradient boosting with FedIDA's group penalty and rate constraints.
 
     scikit-learn's ``HistGradientBoostingClassifier`` (every parameter and
     behaviour of it) whose trees are fitted to the gradient and hessian of
@@ -52,6 +67,27 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
     couples the leaves that share a (group, label) cell): stable at any
     ``fairness``. Its methods (``predict``, ``predict_proba``,
     ``decision_function``, ``staged_*``) are scikit-learn's.
+
+    The penalty compares mean logits, which trees can equalise by moving
+    rows far from any threshold, leaving who is selected nearly unchanged.
+    ``constraints`` constrains the *decisions* instead: at the operating
+    point (the threshold that selects ``selection_rate`` of the training
+    rows), the groups' selection rates, false positive rates or true
+    positive rates should differ by at most ``tolerance``. It is a
+    proxy-Lagrangian (Cotter et al., 2019; FairGBM, Cruz et al., 2023): each
+    tree's gradients carry the rates smoothed by a sigmoid around the
+    threshold, weighed by one multiplier per pair of groups, and the
+    multipliers step once per tree on the exact rates' violations. Their sum
+    is bounded (0.2: the most mean log-loss the fit trades per unit of
+    gap), so a constraint the features cannot meet costs a bounded amount
+    of accuracy instead of collapsing the model. The groups shape only the
+    training: ``predict`` never takes them. The decisions the constraint
+    is about are ``decision_function(X) >= operating_threshold_``:
+    ``FixedThresholdClassifier(FrozenEstimator(model),
+    threshold=model.operating_threshold_,
+    response_method="decision_function")`` (scikit-learn's) makes them a
+    ``predict``; the model's own ``predict`` keeps scikit-learn's threshold
+    of 0.5.
 
     Parameters
     ----------
@@ -107,6 +143,21 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
     penalty : {"group"}, default="group"
         The penalty. The group penalty is quadratic in the scores, which the
         leaves' exact Newton step needs.
+    constraints : {"demographic_parity", "false_positive_rate_parity", \
+"true_positive_rate_parity", "equalized_odds"} or None, default=None
+        The rates made equal across the intersectional groups at the
+        operating point: the selection rate, the FPR, the TPR, or both of
+        the last two (fairlearn's names; its aliases
+        ``"selection_rate_parity"``, ``"true_negative_rate_parity"`` and
+        ``"false_negative_rate_parity"`` name the same constraints). None:
+        no constraint (scikit-learn's model when ``fairness=0``).
+    tolerance : float in [0, 1], default=0.0
+        The largest gap of the constrained rate between any two groups the
+        fit aims for (the multipliers grow while a gap exceeds it).
+    selection_rate : "prevalence" or float in (0, 1), default="prevalence"
+        The operating point's share of selected rows: ``"prevalence"``, the
+        (weighted) share of positive training rows (the matched rate of
+        skfedida's reports), or a given share.
 
     Attributes
     ----------
@@ -129,6 +180,26 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
     n_groups_ : int
         Intersectional groups of the training rows (1 without sensitive
         features).
+    groups_ : tuple of tuple
+        With ``constraints``: the groups (their attributes' values), in the
+        order of the constraint's arrays.
+    multipliers_ : ndarray of shape (n_rates, n_groups, n_groups)
+        With ``constraints``: the multipliers at the end of the fit;
+        ``multipliers_[k, g, h]`` weighs ``rate_k(g) - rate_k(h) <=
+        tolerance``.
+    constrained_rates_ : ndarray of shape (n_rates, n_groups)
+        With ``constraints``: each group's constrained rate(s) at the
+        operating point on the training rows, after the last tree (NaN for
+        a group without rows of the rate's labels).
+    operating_threshold_ : float
+        With ``constraints``: the value of ``decision_function`` at the
+        operating point on the training rows (a log-odds).
+    rate_gaps_ : ndarray of shape (n_trees + 1, n_rates)
+        With ``constraints``: the largest gap between groups' rates at the
+        operating point on the training rows, before the first tree and
+        after each.
+    target_rate_ : float
+        With ``constraints``: the operating point's share of selected rows.
 
     See Also
     --------
@@ -146,6 +217,14 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
     >>> model = model.fit(data.data, data.target, sensitive_features=data.sensitive)
     >>> model.predict_proba(data.data[:2]).shape
     (2, 2)
+
+    Equal selection rates at the training prevalence's operating point:
+
+    >>> fair = FairHistGradientBoostingClassifier(
+    ...     constraints="demographic_parity", max_iter=20, random_state=0)
+    >>> fair = fair.fit(data.data, data.target, sensitive_features=data.sensitive)
+    >>> bool(fair.rate_gaps_[-1, 0] < fair.rate_gaps_[:, 0].max())
+    True
     """
 
     __metadata_request__fit = {"sensitive_features": True}
@@ -154,6 +233,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         **HistGradientBoostingClassifier._parameter_constraints,
         "fairness": [Interval(numbers.Real, 0, None, closed="left")],
         "penalty": [StrOptions({"group"})],
+        **CONSTRAINT_PARAMETERS,
     }
 
     def __init__(
@@ -182,6 +262,9 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         class_weight=None,
         fairness=0.0,
         penalty="group",
+        constraints=None,
+        tolerance=0.0,
+        selection_rate="prevalence",
     ):
         super().__init__(
             loss=loss,
@@ -208,6 +291,9 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         )
         self.fairness = fairness
         self.penalty = penalty
+        self.constraints = constraints
+        self.tolerance = tolerance
+        self.selection_rate = selection_rate
 
     def fit(
         self,
@@ -220,7 +306,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         y_val=None,
         sample_weight_val=None,
     ):
-        """Fit the boosted trees to the penalised log-loss.
+        """Fit the boosted trees to the penalised log-loss, under the constraint.
 
         Parameters
         ----------
@@ -229,10 +315,12 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         y : array-like of shape (n_samples,)
             Labels.
         sample_weight : array-like of shape (n_samples,), default=None
-            Row weights.
+            Row weights (also the rows' weights in a constraint's rates and
+            its ``"prevalence"``).
         sensitive_features : array-like, DataFrame or dict, default=None
             Sensitive attributes of every row; their intersections are the
-            penalty's groups. Needed with ``fairness > 0``.
+            penalty's and the constraint's groups. Needed with ``fairness >
+            0`` or ``constraints``.
         X_val, y_val, sample_weight_val : array-like, default=None
             Validation rows for early stopping, as scikit-learn's.
 
@@ -242,7 +330,9 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             The fitted classifier.
         """
         self._validate_params()
-        groups = self._penalty_groups(y, sensitive_features)
+        for name in (*CONSTRAINT_ATTRIBUTES, "groups_"):
+            self.__dict__.pop(name, None)
+        groups = self._training_groups(y, sensitive_features)
         if groups is None:
             self.n_groups_ = (
                 1
@@ -258,18 +348,30 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
                 sample_weight_val=sample_weight_val,
             )
         self.n_groups_ = groups.n_groups
-        return self._fit_penalised(
+        if self.constraints is not None:
+            self.groups_ = groups.labels
+        return self._fit_boosted(
             X, y, sample_weight, groups.codes, X_val, y_val, sample_weight_val
         )
 
-    def _penalty_groups(self, y, sensitive_features):
-        """The training rows' groups when the penalty acts (None: it does not)."""
-        if self.fairness == 0:
+    def _levers(self):
+        """The active fairness levers, as ``fit``'s messages name them."""
+        levers = []
+        if self.fairness > 0:
+            levers.append(f"fairness={self.fairness}")
+        if self.constraints is not None:
+            levers.append(f"constraints={self.constraints!r}")
+        return " and ".join(levers)
+
+    def _training_groups(self, y, sensitive_features):
+        """The training rows' groups when a lever acts (None: none does)."""
+        if self.fairness == 0 and self.constraints is None:
             return None
+        levers = self._levers()
         if sensitive_features is None:
             warnings.warn(
-                f"fairness={self.fairness} has no effect: no sensitive "
-                "attributes were given (pass sensitive_features).",
+                f"{levers} has no effect: no sensitive attributes were given "
+                "(pass sensitive_features).",
                 InactivePenaltyWarning,
                 stacklevel=caller_stacklevel(),
             )
@@ -278,17 +380,19 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         if groups.n_groups < 2:
             warnings.warn(
                 f"The sensitive attributes take a single value {groups.labels[0]}, "
-                "so the fairness penalty is 0.",
+                f"so {levers} has no effect.",
                 InactivePenaltyWarning,
                 stacklevel=caller_stacklevel(),
             )
             return None
         if self.warm_start:
             raise ValueError(
-                f"warm_start=True with fairness={self.fairness}: the penalised "
-                "fit does not continue a fitted ensemble yet. Use "
-                "warm_start=False, or fairness=0."
+                f"warm_start=True with {levers}: the penalised or constrained fit "
+                "does not continue a fitted ensemble yet. Use warm_start=False, "
+                "or fairness=0 and constraints=None."
             )
+        if self.fairness == 0:
+            return groups
         constraints = self.monotonic_cst
         if constraints is not None:
             values = (
@@ -312,10 +416,10 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             )
         return groups
 
-    def _fit_penalised(
+    def _fit_boosted(
         self, X, y, sample_weight, groups, X_val, y_val, sample_weight_val
     ):
-        """scikit-learn's fit, with the penalised loop of one client."""
+        """scikit-learn's fit, with the penalised, constrained loop of one client."""
         # A fairness=0 fit that failed midway may have left scikit-learn's
         # flag that X is binned, which predict would then read.
         self.__dict__.pop("_in_fit", None)
@@ -324,19 +428,23 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         check_consistent_length(X, y)
         if self.n_trees_per_iteration_ != 1:
             raise ValueError(
-                f"fairness={self.fairness} needs a binary outcome; y has "
-                f"{len(self.classes_)} classes (fairness=0 fits them)."
+                f"{self._levers()} needs a binary outcome; y has "
+                f"{len(self.classes_)} classes (fairness=0 and constraints=None "
+                "fit them)."
             )
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64)
             if np.any(sample_weight < 0):
                 raise ValueError(
-                    f"sample_weight holds negative weights with fairness="
-                    f"{self.fairness}: the group penalty compares weighted means "
-                    "of each group's scores, which need weights >= 0."
+                    f"sample_weight holds negative weights with {self._levers()}: "
+                    "the group penalty and the constraint's rates are weighted "
+                    "shares of each group's rows, which need weights >= 0."
                 )
             # As scikit-learn's fit: partial dependence refuses weighted fits.
             self._fitted_with_sw = True
+        # The constraint's rates weigh the rows by their own weights, not by
+        # the class weights the loss adds.
+        rate_weight = sample_weight
         sample_weight = self._finalize_sample_weight(sample_weight, y)
         # The seeds scikit-learn draws, in its order: the validation split's
         # and the feature subsampling's.
@@ -370,19 +478,27 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             self.do_early_stopping_ = self.early_stopping
         if self.do_early_stopping_ and self.scoring != "loss":
             raise ValueError(
-                f"scoring={self.scoring!r} with fairness={self.fairness}: early "
-                "stopping of the penalised trees scores the validation "
-                "log-loss; set scoring='loss'."
+                f"scoring={self.scoring!r} with {self._levers()}: early "
+                "stopping of the penalised or constrained trees scores the "
+                "validation log-loss; set scoring='loss'."
             )
         self._use_validation_data = (
             self.validation_fraction is not None or validation_given
         )
+        constraint = None
+        if self.constraints is not None:
+            constraint = RateConstraint(
+                self.constraints,
+                tolerance=self.tolerance,
+                target_rate=self.selection_rate,
+                n_groups=self.n_groups_,
+            )
         if (
             self.do_early_stopping_
             and self._use_validation_data
             and not validation_given
         ):
-            weights = () if sample_weight is None else (sample_weight,)
+            weights = [w for w in (sample_weight, rate_weight) if w is not None]
             split = train_test_split(
                 X,
                 y,
@@ -393,8 +509,10 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
                 random_state=self._random_seed,
             )
             X, X_val, y, y_val, groups, _ = split[:6]
-            if weights:
-                sample_weight, sample_weight_val = split[6:]
+            if sample_weight is not None:
+                sample_weight, sample_weight_val = split[6:8]
+            if rate_weight is not None:
+                rate_weight = split[-2]
         self._bin_mapper = BinMapper(
             n_bins=self.max_bins + 1,
             is_categorical=self._is_categorical_remapped,
@@ -416,6 +534,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             y_val=y_val,
             sample_weight_val=sample_weight_val,
             missing_values_bin_idx=self._bin_mapper.missing_values_bin_idx_,
+            rate_weight=rate_weight,
         )
         self.train_score_, self.validation_score_ = [], []
         # The log-odds of the (weighted) prevalence, as scikit-learn starts.
@@ -458,11 +577,16 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             else np.asarray(self._is_categorical_remapped, dtype=np.uint8)
         )
         self._predictors = []
+        self._monotonic_cst_remapped = (
+            np.zeros(self._n_features, dtype=np.int8)
+            if self.fairness > 0
+            else monotonic_constraints(self)
+        )
         baseline, self._predictors = boost(
             [client],
             bin_mapper=self._bin_mapper,
             is_categorical=is_categorical,
-            monotonic_cst=np.zeros(self._n_features, dtype=np.int8),
+            monotonic_cst=self._monotonic_cst_remapped,
             interaction_cst=interaction_cst,
             max_iter=self.max_iter,
             learning_rate=self.learning_rate,
@@ -477,7 +601,11 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             baseline=baseline,
             score=bool(self.do_early_stopping_),
             on_iteration=on_iteration,
+            constraint=constraint,
         )
+        if constraint is not None:
+            for name, value in constraint_fitted_attributes(constraint).items():
+                setattr(self, name, value)
         if self.verbose:
             n_leaves = sum(tree[0].get_n_leaf_nodes() for tree in self._predictors)
             print(
@@ -488,3 +616,31 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         self.train_score_ = np.asarray(self.train_score_)
         self.validation_score_ = np.asarray(self.validation_score_)
         return self
+
+
+def monotonic_constraints(model):
+    """Read scikit-learn's monotonic constraints, in the binned features' order.
+
+    Parameters
+    ----------
+    model : HistGradientBoostingClassifier
+        A model whose inputs are read (``_n_features``, ``is_categorical_``).
+
+    Returns
+    -------
+    constraints : ndarray of int8 of shape (n_features,)
+        -1, 0 or 1 per binned feature, the categorical ones first.
+    """
+    n_features = model._n_features
+    if model.monotonic_cst is None:
+        return np.zeros(n_features, dtype=np.int8)
+    constraints = np.asarray(
+        check_monotonic_cst(model, model.monotonic_cst), dtype=np.int8
+    )
+    if model.is_categorical_ is None:
+        return constraints
+    categorical = np.asarray(model.is_categorical_, dtype=bool)
+    if np.any(constraints[categorical] != 0):
+        raise ValueError("Categorical features cannot have monotonic constraints.")
+    # The categorical features come first, as scikit-learn's fit remaps them.
+    return np.concatenate((constraints[categorical], constraints[~categorical]))

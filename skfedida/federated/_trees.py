@@ -43,13 +43,17 @@ from sklearn.utils.validation import validate_data
 
 from .._compat import (
     BinMapper,
-    check_monotonic_cst,
     is_scalar_nan,
     num_samples,
     safe_indexing,
     unique_values,
 )
 from .._groups import check_labels_complete, client_ids, encode_groups, take_rows
+from .._models._constraints import (
+    CONSTRAINT_ATTRIBUTES,
+    RateConstraint,
+    constraint_fitted_attributes,
+)
 from .._replies import ReplyGate
 from ..ensemble._binning import ClientColumns, federated_bin_mapper
 from ..ensemble._boosting import (
@@ -61,6 +65,7 @@ from ..ensemble._boosting import (
     tree_message,
     tree_predictor,
 )
+from ..ensemble._gradient_boosting import monotonic_constraints
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ._client import (
     _client_seeds,
@@ -267,12 +272,14 @@ class TreeFederationClient:
         )
         y = np.asarray(data.y)
         groups = None
-        if query["penalised"]:
+        if query["grouped"]:
             # The penalty's group of every row, by the federation's labels.
             union = {tuple(label): k for k, label in enumerate(query["group_labels"])}
             own = np.array([union[tuple(label)] for label in self.groups.labels])
             groups = own[data.groups.codes]
-        self.rows = (data.X, y, groups, data.weight)
+        # The rows' weights: in the loss (class weights are added when the
+        # federation's are known) and in a rate constraint's rates.
+        self.rows = (data.X, y, groups, data.weight, data.weight)
         # Which features are categorical and the categories this client has:
         # scikit-learn's own reading of the rows (dtypes or the parameter),
         # before its early-stopping split, as in its fit.
@@ -296,7 +303,7 @@ class TreeFederationClient:
 
     def _encode(self, query):
         """The federation's categories and class weights; the early-stopping split."""
-        X, y, groups, weight = self.rows
+        X, y, groups, weight, rate_weight = self.rows
         class_weight = query["class_weight"]
         if class_weight is not None:
             scale = np.asarray(class_weight, dtype=np.float64)[y]
@@ -322,7 +329,8 @@ class TreeFederationClient:
             X, y = safe_indexing(X, train), y[train]
             groups = None if groups is None else groups[train]
             weight = None if weight is None else weight[train]
-        self.rows = (X, y, groups, weight)
+            rate_weight = None if rate_weight is None else rate_weight[train]
+        self.rows = (X, y, groups, weight, rate_weight)
         self.preprocessor = tree_preprocessor(self.is_categorical, query["categories"])
         self.encoded = self._encoded(X, fit=True)
         self.encoded_val = None if self.val is None else self._encoded(self.val[0])
@@ -338,7 +346,7 @@ class TreeFederationClient:
 
     def _bins(self, query):
         mapper = bin_mapper_of(query)
-        _, y, groups, weight = self.rows
+        _, y, groups, weight, rate_weight = self.rows
         X_binned = mapper.transform(self.encoded)
         val = {}
         if self.val is not None:
@@ -353,6 +361,7 @@ class TreeFederationClient:
             weight,
             groups,
             missing_values_bin_idx=mapper.missing_values_bin_idx_,
+            rate_weight=rate_weight,
             **val,
         )
         self.encoded = self.encoded_val = self.columns = None
@@ -909,17 +918,32 @@ def federated_trees(
             "Newton step solves a leaves x leaves system every tree, so the "
             "leaves must be bounded. Set max_leaf_nodes (31 by default)."
         )
-    if fairness > 0 and not penalised:
+    constraints = getattr(model, "constraints", None)
+    constrained = constraints is not None and n_groups > 1
+    inactive = [f"fairness={fairness}"] if fairness > 0 and not penalised else []
+    if constraints is not None and not constrained:
+        inactive.append(f"constraints={constraints!r}")
+    if inactive:
         reason = (
             "no sensitive attributes were given (pass sensitive_features)"
             if group_labels is None
             else "the sensitive attributes take a single value"
         )
         warnings.warn(
-            f"fairness={fairness} has no effect: {reason}; the federation trains "
-            "the unpenalised model.",
+            f"{' and '.join(inactive)} has no effect: {reason}; the federation "
+            "trains the unpenalised, unconstrained model.",
             InactivePenaltyWarning,
             stacklevel=caller_stacklevel(),
+        )
+    constraint = None
+    if constrained:
+        constraint = RateConstraint(
+            constraints,
+            tolerance=model.tolerance,
+            target_rate=model.selection_rate,
+            n_groups=n_groups,
+            # A warm start continues the multipliers where the fit left them.
+            multipliers=getattr(previous, "multipliers_", None),
         )
     while True:
         try:
@@ -928,7 +952,7 @@ def federated_trees(
                     "kind": "prepare",
                     "classes": classes,
                     "group_labels": group_labels,
-                    "penalised": penalised,
+                    "grouped": penalised or constrained,
                     "resampled": resampled,
                 }
             )
@@ -990,9 +1014,10 @@ def federated_trees(
             classes,
             described,
             fairness if penalised else 0.0,
-            n_groups if penalised else 1,
+            n_groups if penalised or constrained else 1,
             do_early_stopping,
             on_tree,
+            constraint,
         )
     # The model's fitted input checks on a placeholder row of the clients'
     # columns and dtypes (no client's value is in it).
@@ -1006,7 +1031,7 @@ def federated_trees(
     feature_seed = rng.randint(np.iinfo(np.uint32).max, dtype="u8")
     model._feature_subsample_rng = np.random.default_rng(feature_seed)
     model._n_features = n_features
-    model._monotonic_cst_remapped = _monotonic_constraints(model)
+    model._monotonic_cst_remapped = monotonic_constraints(model)
     model._bin_mapper = mapper
     model.do_early_stopping_ = do_early_stopping
     model._use_validation_data = fraction is not None
@@ -1017,12 +1042,16 @@ def federated_trees(
         mapper,
         bins,
         fairness if penalised else 0.0,
-        n_groups if penalised else 1,
+        n_groups if penalised or constrained else 1,
         do_early_stopping,
         on_tree,
+        constraint,
     )
     if "fairness" in model.get_params():
         model.n_groups_ = n_groups
+    model.__dict__.pop("groups_", None)
+    if constrained:
+        model.groups_ = tuple(tuple(label) for label in group_labels)
     return model, _declared(described, channel, classes)
 
 
@@ -1038,6 +1067,7 @@ def _continued(
     n_groups,
     do_early_stopping,
     on_tree,
+    constraint=None,
 ):
     """A warm start: the same rows, categories and edges; more trees."""
     known = model._bin_mapper
@@ -1075,11 +1105,21 @@ def _continued(
         )
     model.train_score_ = list(model.train_score_)
     model.validation_score_ = list(model.validation_score_)
-    model._monotonic_cst_remapped = _monotonic_constraints(model)
+    model._monotonic_cst_remapped = monotonic_constraints(model)
     if "fairness" in model.get_params():
-        model.n_groups_ = n_groups if fairness > 0 else model.n_groups_
+        model.n_groups_ = (
+            n_groups if fairness > 0 or constraint is not None else model.n_groups_
+        )
     _boost_model(
-        model, channel, mapper, bins, fairness, n_groups, do_early_stopping, on_tree
+        model,
+        channel,
+        mapper,
+        bins,
+        fairness,
+        n_groups,
+        do_early_stopping,
+        on_tree,
+        constraint,
     )
     return model, _declared(described, channel, classes)
 
@@ -1093,11 +1133,14 @@ def _boost_model(
     n_groups,
     do_early_stopping,
     on_tree=None,
+    constraint=None,
 ):
     """Grow the model's trees (more of them, on a warm start) from the clients.
 
     ``on_tree(model)``, after each tree, sees the model as it stands (its
-    trees so far); a true return value stops the loop (a callback's).
+    trees so far); a true return value stops the loop (a callback's). Under
+    a rate ``constraint``, the model's constraint attributes are its own at
+    the end.
     """
     n_features = len(bins["edges"])
 
@@ -1143,27 +1186,16 @@ def _boost_model(
         on_start=on_start,
         on_iteration=on_iteration,
         predictors=continued or None,
+        constraint=constraint,
     )
     model._baseline_prediction = np.array([[baseline]])
+    for name in CONSTRAINT_ATTRIBUTES:
+        model.__dict__.pop(name, None)
+    if constraint is not None:
+        for name, value in constraint_fitted_attributes(constraint).items():
+            setattr(model, name, value)
     model.train_score_ = np.asarray(model.train_score_)
     model.validation_score_ = np.asarray(model.validation_score_)
-
-
-def _monotonic_constraints(model):
-    """scikit-learn's monotonic constraints, in the binned features' order."""
-    n_features = model._n_features
-    if model.monotonic_cst is None:
-        return np.zeros(n_features, dtype=np.int8)
-    constraints = np.asarray(
-        check_monotonic_cst(model, model.monotonic_cst), dtype=np.int8
-    )
-    if model.is_categorical_ is None:
-        return constraints
-    categorical = np.asarray(model.is_categorical_, dtype=bool)
-    if np.any(constraints[categorical] != 0):
-        raise ValueError("Categorical features cannot have monotonic constraints.")
-    # The categorical features come first, as scikit-learn's fit remaps them.
-    return np.concatenate((constraints[categorical], constraints[~categorical]))
 
 
 def _declared(described, channel, classes):

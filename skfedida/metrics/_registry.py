@@ -284,6 +284,20 @@ METRICS = {
 #: The metrics that compare groups, by name.
 DISPARITIES = {name: m for name, m in METRICS.items() if m.disparity}
 
+#: The constraints that make a rate equal across groups, by name, and the
+#: rates each compares (the threshold optimizer's and the models' rate
+#: constraints read them here).
+CONSTRAINTS = {m.constraint: m.rates for m in DISPARITIES.values() if m.constraint}
+
+#: fairlearn's names for the same rules: a group's TNR is 1 - its FPR and its
+#: FNR 1 - its TPR, so equal TNRs (FNRs) are equal FPRs (TPRs), within the
+#: same tolerance; its selection rate parity is demographic parity.
+CONSTRAINT_ALIASES = {
+    "selection_rate_parity": "demographic_parity",
+    "true_negative_rate_parity": "false_positive_rate_parity",
+    "false_negative_rate_parity": "true_positive_rate_parity",
+}
+
 #: A client's per-round reports are ``val_<key>`` (``history_``, Flower), and
 #: a Per-FedAvg client's of its personalised model ``val_personal_<key>``.
 VALIDATION_PREFIX = "val_"

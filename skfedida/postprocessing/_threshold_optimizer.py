@@ -31,7 +31,7 @@ from .._doc_links import DocLinkMixin
 from .._groups import client_ids, encode_groups
 from .._replies import ReplyGate, histogram_claim_problem
 from ..metrics._operating_point import score_bins
-from ..metrics._registry import DISPARITIES
+from ..metrics._registry import CONSTRAINT_ALIASES, CONSTRAINTS
 
 __all__ = ["FederatedThresholdOptimizer"]
 
@@ -41,21 +41,9 @@ _MAX_GRID = 10**6
 #: The rate each constraint equalises across groups (the x axis of its
 #: trade-off curve); "equalized_odds" equalises both rates of the ROC curve,
 #: whose x axis is the FPR, the last of them.
-_CONSTRAINED_RATE = {
-    metric.constraint: metric.rates[-1]
-    for metric in DISPARITIES.values()
-    if metric.constraint
-}
+_CONSTRAINED_RATE = {name: rates[-1] for name, rates in CONSTRAINTS.items()}
 
-
-#: fairlearn's names for the same rules: a group's TNR is 1 - its FPR and its
-#: FNR 1 - its TPR, so equal TNRs (FNRs) are equal FPRs (TPRs), within the
-#: same tolerance; its objectives are named after their metric functions.
-_CONSTRAINT_ALIASES = {
-    "selection_rate_parity": "demographic_parity",
-    "true_negative_rate_parity": "false_positive_rate_parity",
-    "false_negative_rate_parity": "true_positive_rate_parity",
-}
+#: fairlearn's objectives are named after their metric functions.
 _OBJECTIVE_ALIASES = {
     "accuracy_score": "accuracy",
     "balanced_accuracy_score": "balanced_accuracy",
@@ -321,7 +309,7 @@ default=None
             HasMethods(["fit", "decision_function"]),
             HasMethods(["fit", "predict"]),
         ],
-        "constraints": [StrOptions(set(_CONSTRAINED_RATE) | set(_CONSTRAINT_ALIASES))],
+        "constraints": [StrOptions(set(_CONSTRAINED_RATE) | set(CONSTRAINT_ALIASES))],
         "objective": [
             StrOptions({"accuracy", "balanced_accuracy"} | set(_OBJECTIVE_ALIASES))
         ],
@@ -375,7 +363,7 @@ default=None
 
     @property
     def _constraint(self):
-        return _CONSTRAINT_ALIASES.get(self.constraints, self.constraints)
+        return CONSTRAINT_ALIASES.get(self.constraints, self.constraints)
 
     @property
     def _objective(self):

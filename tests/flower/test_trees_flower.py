@@ -77,6 +77,9 @@ def _same(a, b, X):
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     np.testing.assert_array_equal(a.client_sizes_, b.client_sizes_)
     np.testing.assert_array_equal(a.class_prior_, b.class_prior_)
+    for name in ("multipliers_", "constrained_rates_", "rate_gaps_"):
+        if hasattr(ours, name):
+            np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name))
 
 
 @pytest.mark.parametrize(
@@ -86,8 +89,17 @@ def _same(a, b, X):
         ({"fairness": 2.0}, False),
         ({"fairness": 1.0}, True),
         ({"fairness": 1.0, "early_stopping": True, "n_iter_no_change": 2}, True),
+        ({"constraints": "equalized_odds"}, True),
+        ({"constraints": "demographic_parity", "class_weight": "balanced"}, False),
     ],
-    ids=["plain", "penalty", "categories", "early-stopping"],
+    ids=[
+        "plain",
+        "penalty",
+        "categories",
+        "early-stopping",
+        "constraint",
+        "constraint-class-weights",
+    ],
 )
 def test_flower_equals_in_process_to_the_last_bit(data, params, frame):
     X = data.frame if frame else data.data
