@@ -1205,10 +1205,11 @@ def admit_round(outcomes, *, round_number, on_client_error, name, record, what=N
     record : callable
         ``record(k)``: client ``k``'s history record of this round, a dict
         the skip is written into.
-    what : {"training", "evaluation"} or None
+    what : {"training", "evaluation", "rate histograms"} or None
         The kind of round, said in errors when given. A skipped evaluation is
-        recorded under ``evaluation_skipped``, a skipped training as
-        ``skipped`` with no training loss.
+        recorded under ``evaluation_skipped``, a skipped count of a rate
+        constraint's histograms under ``rate_histograms_skipped``, a skipped
+        training as ``skipped`` with no training loss.
 
     Returns
     -------
@@ -1220,6 +1221,9 @@ def admit_round(outcomes, *, round_number, on_client_error, name, record, what=N
     def skip(k, reason):
         if what == "evaluation":
             record(k)["evaluation_skipped"] = reason
+        elif what == "rate histograms":
+            # Left out of the round's operating point; it still trains.
+            record(k)["rate_histograms_skipped"] = reason
         else:
             record(k).update(train_loss=None, skipped=reason)
 

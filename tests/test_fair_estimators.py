@@ -26,7 +26,15 @@ from skfedida.penalty import group_penalty
 ESTIMATORS = [FairPenaltyLogisticRegression, FairMLPClassifier]
 
 
-@parametrize_with_checks([FairPenaltyLogisticRegression(), FairMLPClassifier()])
+@parametrize_with_checks(
+    [
+        FairPenaltyLogisticRegression(),
+        FairMLPClassifier(),
+        # Without sensitive features a constraint cannot act: the plain model.
+        FairPenaltyLogisticRegression(constraints="demographic_parity"),
+        FairMLPClassifier(constraints="equalized_odds", max_iter=50),
+    ]
+)
 def test_sklearn_estimator_checks(estimator, check):
     # No expected failures: both pass every check of check_estimator. The
     # checks fit with default max_iter on tiny data, where the network stops

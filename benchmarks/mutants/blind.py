@@ -312,8 +312,8 @@ MUTANTS = [
     Mutant(
         name="blind: the ClientApp trains round k with round k + 1's seed",
         path="skfedida/flower/_client_app.py",
-        original="part, estimator, arrays, seed, server_round - 1",
-        mutated="part, estimator, arrays, seed, server_round",
+        original="            seed,\n            server_round - 1,\n",
+        mutated="            seed,\n            server_round,\n",
         tests=_FLOWER,
         features=("make_client_app", "run_in_process"),
     ),

@@ -232,8 +232,8 @@ MUTANTS = [
             "number (not the in-process model)"
         ),
         path="skfedida/flower/_client_app.py",
-        original="part, estimator, arrays, seed, server_round - 1",
-        mutated="part, estimator, arrays, seed, server_round",
+        original="            seed,\n            server_round - 1,\n",
+        mutated="            seed,\n            server_round,\n",
         tests=(
             "tests/test_bad_input_flower.py",
             "tests/test_flower.py",

@@ -152,8 +152,8 @@ MUTANTS = [
     Mutant(
         "no InactivePenaltyWarning for a single group",
         "skfedida/_models/_fair_base.py",
-        "if warn and groups.n_groups < 2 and self.fairness > 0:",
-        "if warn and groups.n_groups < 1 and self.fairness > 0:",
+        "if warn and groups.n_groups < 2 and levers:",
+        "if warn and groups.n_groups < 1 and levers:",
         WARNING_TESTS,
         features=("InactivePenaltyWarning",),
     ),
@@ -288,8 +288,8 @@ MUTANTS += [
     Mutant(
         "train_minibatches trains on X's rows in order, not on rows",
         "skfedida/_models/_fair_base.py",
-        "            average=False,\n            order=rows,",
-        "            average=False,\n            order=None,",
+        "                average=False,\n                order=rows,",
+        "                average=False,\n                order=None,",
         CHECKED_TESTS,
         features=BOTH,
     ),

@@ -788,7 +788,7 @@ MUTANTS += [
     Mutant(
         "a node ignores the proximal term Flower's FedProx sends",
         "skfedida/flower/_client_app.py",
-        'proximal_mu = message.content.config_records["config"].get("proximal-mu")',
+        'proximal_mu = config.get("proximal-mu")',
         "proximal_mu = None",
         ("tests/flower/test_plain_flower_server.py",),
         features=("make_client_app",),

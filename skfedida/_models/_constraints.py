@@ -29,7 +29,7 @@ so that it has a gradient: per row, a term of its (group, label) cell
 (:func:`term_gradient`), which the trees, the logistic model and the network
 all add to the log-loss's gradient. The multiplier player ascends on the
 *exact* rates' violations, ``lam <- lam + eta (R_g - R_h - tolerance)``,
-clipped at 0, with their sum bounded by ``MULTIPLIER_BOUND``: so the
+clipped at 0, with their sum bounded by ``multiplier_bound``: so the
 constraint can never outweigh the loss by more than that, and a constraint
 the model cannot meet (tolerance 0, groups whose rows the features cannot
 tell apart) costs a bounded amount of accuracy instead of collapsing it.
@@ -81,8 +81,11 @@ _RATE_LABELS = {
 #: are in units of the mean log-loss per unit of a rate's gap.
 MULTIPLIER_RATE = 0.1
 
-#: The largest sum of all multipliers: the most mean log-loss the fit trades
-#: for closing a whole unit of gap (all constraints together).
+#: The default largest sum of all multipliers (``multiplier_bound``): the
+#: most mean log-loss the fit trades for closing a whole unit of gap (all
+#: constraints together). Chosen on Adult's validation rows (trees, 5
+#: clients): larger bounds close more of the gap at a cost in AUROC that
+#: grows faster (``benchmarks/constrained_trees.py``).
 MULTIPLIER_BOUND = 0.2
 
 #: The sigmoid's width ``tau``: half the distance in logits between the
@@ -103,6 +106,7 @@ CONSTRAINT_PARAMETERS = {
         StrOptions({"prevalence"}),
         Interval(numbers.Real, 0, 1, closed="neither"),
     ],
+    "multiplier_bound": [Interval(numbers.Real, 0, None, closed="neither")],
 }
 
 
@@ -123,7 +127,9 @@ def constraint_rates(constraints):
     return CONSTRAINTS[CONSTRAINT_ALIASES.get(constraints, constraints)]
 
 
-def rate_histograms(scores, cells, weight, n_cells, n_bins=DEFAULT_N_BINS):
+def rate_histograms(
+    scores, cells, weight, n_cells, n_bins=DEFAULT_N_BINS, *, probabilities=False
+):
     """Per (group, label) cell, the weight of the rows in each score bin.
 
     What a client sends for the rate constraint: the scores (logits) through
@@ -144,13 +150,17 @@ def rate_histograms(scores, cells, weight, n_cells, n_bins=DEFAULT_N_BINS):
         ``2 * n_groups``.
     n_bins : int, default=1000
         Bins of the grid.
+    probabilities : bool, default=False
+        Whether ``scores`` are the positive class's probabilities already
+        (a model's ``predict_proba``), not logits.
 
     Returns
     -------
     histograms : ndarray of shape (n_cells, n_bins)
         Summed weights.
     """
-    bins = score_bins(expit(np.asarray(scores, dtype=np.float64)), n_bins)
+    scores = np.asarray(scores, dtype=np.float64)
+    bins = score_bins(scores if probabilities else expit(scores), n_bins)
     flat = np.bincount(
         np.asarray(cells, dtype=np.intp) * n_bins + bins,
         weights=weight,
@@ -281,6 +291,8 @@ class RateConstraint:
         Bins of the clients' histograms.
     multipliers : ndarray of shape (n_rates, n_groups, n_groups), default=None
         Multipliers to start from (a fit that continues); zeros by default.
+    bound : float, default=MULTIPLIER_BOUND
+        The largest sum of the multipliers.
 
     Attributes
     ----------
@@ -310,8 +322,10 @@ class RateConstraint:
         n_groups,
         n_bins=DEFAULT_N_BINS,
         multipliers=None,
+        bound=MULTIPLIER_BOUND,
     ):
         self.rates = constraint_rates(constraints)
+        self.bound = float(bound)
         self.tolerance = float(tolerance)
         self.target_rate = None if target_rate == "prevalence" else float(target_rate)
         self.n_groups = int(n_groups)
@@ -331,6 +345,34 @@ class RateConstraint:
         self.threshold = self.temperature = None
         self.gaps = []
         self._pending = None
+
+    @classmethod
+    def of(cls, estimator, n_groups, **options):
+        """The constraint an estimator's parameters ask for.
+
+        Parameters
+        ----------
+        estimator : estimator instance
+            Its ``constraints``, ``tolerance``, ``selection_rate`` and
+            ``multiplier_bound``.
+        n_groups : int
+            Groups.
+        **options : dict
+            ``n_bins`` and ``multipliers``, as the constructor takes them.
+
+        Returns
+        -------
+        constraint : RateConstraint
+            With no step yet.
+        """
+        return cls(
+            estimator.constraints,
+            tolerance=estimator.tolerance,
+            target_rate=estimator.selection_rate,
+            n_groups=n_groups,
+            bound=estimator.multiplier_bound,
+            **options,
+        )
 
     @property
     def n_cells(self):
@@ -470,8 +512,8 @@ class RateConstraint:
         for r in range(multipliers.shape[0]):
             np.fill_diagonal(multipliers[r], 0.0)
         total = multipliers.sum()
-        if total > MULTIPLIER_BOUND:
-            multipliers *= MULTIPLIER_BOUND / total
+        if total > self.bound:
+            multipliers *= self.bound / total
         self._pending = (point, multipliers)
         return _term(point, multipliers, self.rates, self.n_groups)
 

@@ -56,6 +56,15 @@ from ..exceptions import (
     SensitiveFeaturesWarning,
     caller_stacklevel,
 )
+from ._constraints import (
+    CONSTRAINT_ATTRIBUTES,
+    CONSTRAINT_PARAMETERS,
+    RateConstraint,
+    constraint_fitted_attributes,
+    rate_histograms,
+    term_gradient,
+    term_value,
+)
 from ._penalty import PENALTIES
 
 # Armijo condition for the minibatch step: accept a step of size eta when the
@@ -76,6 +85,15 @@ _EPS = float(np.finfo(np.float64).eps)
 
 #: Inputs beyond this magnitude make squared gradient norms overflow.
 _MAX_MAGNITUDE = 1e100
+
+#: Rounds of a full-batch fit under a rate constraint: the multipliers step
+#: before each (the trees step once per tree, 100 by default).
+CONSTRAINT_ROUNDS = 50
+
+#: A full-batch fit under a rate constraint keeps, of its rounds whose
+#: largest gap beyond the tolerance is within this of the smallest, the one
+#: of the lowest objective.
+BEST_ROUND_SLACK = 0.01
 
 #: Features whose largest absolute values differ by more than this factor
 #: make one step size wrong for some of them.
@@ -184,12 +202,24 @@ def normalised_weight(weight):
 class Batch:
     """Model inputs, labels (0/1), group codes and weights of some rows."""
 
-    __slots__ = ("X", "groups", "n_groups", "rows_checked", "weight", "weight_sum", "y")
+    __slots__ = (
+        "X",
+        "groups",
+        "labels",
+        "n_groups",
+        "rows_checked",
+        "weight",
+        "weight_sum",
+        "y",
+    )
 
-    def __init__(self, X, y, groups, n_groups, weight, *, rows_checked=0):
+    def __init__(self, X, y, groups, n_groups, weight, *, rows_checked=0, labels=None):
         self.X, self.y, self.groups, self.n_groups = X, y, groups, n_groups
         self.weight = weight
         self.weight_sum = float(weight.sum())
+        # The groups' labels (attribute values) of the codes, where known:
+        # a rate constraint's term is per group label.
+        self.labels = labels
         # The number of labels check_minibatch_rows passed these rows and
         # their bounds for (train_minibatches' entry), 0 if not checked: a
         # loop for as many labels need not check them again; one whose
@@ -204,6 +234,7 @@ class Batch:
             self.groups[rows],
             self.n_groups,
             self.weight[rows],
+            labels=self.labels,
         )
 
     def slice(self, start, stop):
@@ -214,6 +245,7 @@ class Batch:
             self.groups[start:stop],
             self.n_groups,
             self.weight[start:stop],
+            labels=self.labels,
         )
 
 
@@ -376,6 +408,7 @@ class BaseFairClassifier(
         "sensitive": [str, numbers.Integral, list, tuple, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        **CONSTRAINT_PARAMETERS,
     }
 
     # -- model interface, provided by subclasses ---------------------------
@@ -499,20 +532,30 @@ class BaseFairClassifier(
             )
         return y, y_type
 
+    def _levers(self):
+        """The fairness levers that need groups, as messages name them."""
+        levers = []
+        if self.fairness > 0:
+            levers.append(f"fairness={self.fairness}")
+        if getattr(self, "constraints", None) is not None:
+            levers.append(f"constraints={self.constraints!r}")
+        return " and ".join(levers)
+
     def _groups_of(self, S, n_samples, warn):
-        """Group codes of the rows; warn when the penalty cannot act."""
+        """Group codes and labels of the rows; warn when no lever can act."""
+        levers = self._levers()
         if S is None:
-            if warn and self.fairness > 0:
+            if warn and levers:
                 warnings.warn(
-                    f"fairness={self.fairness} has no effect: no sensitive "
-                    "attributes were given (pass sensitive_features, or name "
-                    "columns of X with sensitive=).",
+                    f"{levers} has no effect: no sensitive attributes were "
+                    "given (pass sensitive_features, or name columns of X with "
+                    "sensitive=).",
                     InactivePenaltyWarning,
                     stacklevel=caller_stacklevel(),
                 )
-            return np.zeros(n_samples, dtype=np.intp), 1
+            return np.zeros(n_samples, dtype=np.intp), 1, ((),)
         groups = encode_groups(S, n_samples=n_samples)
-        if warn and self.fairness > 0 and groups.n_groups > max(n_samples // 2, 1):
+        if warn and levers and groups.n_groups > max(n_samples // 2, 1):
             warnings.warn(
                 f"The sensitive attributes split {n_samples} rows into "
                 f"{groups.n_groups} groups, most of them single rows: they look "
@@ -521,14 +564,14 @@ class BaseFairClassifier(
                 SensitiveFeaturesWarning,
                 stacklevel=caller_stacklevel(),
             )
-        if warn and groups.n_groups < 2 and self.fairness > 0:
+        if warn and groups.n_groups < 2 and levers:
             warnings.warn(
                 f"The sensitive attributes take a single value {groups.labels[0]}, "
-                "so the fairness penalty is 0.",
+                f"so {levers} has no effect.",
                 InactivePenaltyWarning,
                 stacklevel=caller_stacklevel(),
             )
-        return groups.codes, groups.n_groups
+        return groups.codes, groups.n_groups, groups.labels
 
     def check_rows(self, X, y=None, *, sensitive_features=None):
         """Check rows once, for the entries that take checked rows.
@@ -640,8 +683,8 @@ class BaseFairClassifier(
         if sample_weight is not None:
             weight = normalised_weight(weight)
         self._check_magnitude(X_model)
-        groups, n_groups = self._groups_of(S, X_model.shape[0], warn)
-        return X_model, y, groups, n_groups, weight
+        groups, n_groups, labels = self._groups_of(S, X_model.shape[0], warn)
+        return X_model, y, groups, n_groups, weight, labels
 
     @staticmethod
     def _check_magnitude(X):
@@ -703,6 +746,12 @@ class BaseFairClassifier(
             value += self.fairness * penalty
         else:
             penalty_gradient = None
+        # A rate constraint's term (while training under one): each row's
+        # smoothed rate at the operating point, weighed by its cell.
+        constrained = self._term_rows(batch) if scores.ndim == 1 else None
+        if constrained is not None:
+            term, cells, term_weight = constrained
+            value += term_value(scores, cells, term_weight, term) / total
         penalised = self._penalised(params)
         value += self.alpha * sum(float(np.vdot(w, w)) for w in penalised)
         # FedProx's proximal term (mu / 2) ||w - w_round||^2 over every
@@ -725,6 +774,8 @@ class BaseFairClassifier(
             score_gradient = weight * (expit(scores) - y) / total
         if penalty_gradient is not None:
             score_gradient += self.fairness * penalty_gradient
+        if constrained is not None:
+            score_gradient += term_gradient(scores, cells, term_weight, term) / total
         gradients = self._backprop(params, batch.X, cache, score_gradient)
         penalised_ids = {id(w) for w in penalised}
         for w, g in zip(params, gradients, strict=True):
@@ -760,7 +811,7 @@ class BaseFairClassifier(
             The objective on ``X`` and ``y``, lower is better.
         """
         check_is_fitted(self)
-        X_model, y, groups, n_groups, weight = self._prepare(
+        X_model, y, groups, n_groups, weight, _ = self._prepare(
             X, y, sensitive_features, sample_weight, reset=False, warn=False
         )
         batch = Batch(X_model, self._label_codes(y), groups, n_groups, weight)
@@ -783,6 +834,131 @@ class BaseFairClassifier(
                 f"y has labels {np.unique(y[unknown]).tolist()} not among the "
                 f"classes {self.classes_.tolist()} seen in the first fit."
             )
+
+    # -- a rate constraint ----------------------------------------------------
+
+    def _check_constraint_classes(self, n_groups):
+        """Refuse a rate constraint that would act on more than two classes.
+
+        Without groups it cannot act (``fit`` warns so), and the model is
+        the unconstrained one, whatever its classes.
+        """
+        if (
+            getattr(self, "constraints", None) is not None
+            and n_groups > 1
+            and len(self.classes_) != 2
+        ):
+            raise ValueError(
+                f"constraints={self.constraints!r} needs a binary outcome; y has "
+                f"{len(self.classes_)} classes (constraints=None fits them)."
+            )
+
+    def _constrains(self, batch):
+        """Whether this estimator's own rate constraint acts on these rows."""
+        return (
+            getattr(self, "constraints", None) is not None
+            and self.__dict__.get("_rate_term_external") is None
+            and len(self.classes_) == 2
+            and batch.weight_sum > 0
+            and batch.labels is not None
+            and len(batch.labels) > 1
+        )
+
+    def _term_table(self, labels, groups):
+        """Each local group code's group in a term's ``groups`` (-1: none)."""
+        cached = self.__dict__.get("_rate_table")
+        if cached is not None and cached[0] is labels and cached[1] is groups:
+            return cached[2]
+        index = {tuple(label): i for i, label in enumerate(groups)}
+        table = np.array([index.get(tuple(label), -1) for label in labels], np.intp)
+        self._rate_table = (labels, groups, table)
+        return table
+
+    def _term_rows(self, batch):
+        """The term in force, each row's cell in it and its weight; or None.
+
+        Rows of a group the term does not know weigh nothing in it.
+        """
+        term = self.__dict__.get("_rate_term")
+        if term is None:
+            return None
+        if batch.labels is None:  # codes already in the term's numbering
+            codes = batch.groups
+        else:
+            codes = self._term_table(batch.labels, term["groups"])[batch.groups]
+        inside = codes >= 0
+        cells = np.where(inside, 2 * codes + batch.y.astype(np.intp), 0)
+        return term, cells, np.where(inside, batch.weight, 0.0)
+
+    def _constraint_histograms(self, params, batch):
+        """The rows' histograms of their scores per cell of the own constraint."""
+        constraint = self._rate_constraint
+        codes = self._term_table(batch.labels, self.groups_)[batch.groups]
+        scores = self._scores(params, batch.X)[0]
+        return rate_histograms(
+            scores,
+            2 * codes + batch.y.astype(np.intp),
+            batch.weight,
+            constraint.n_cells,
+            constraint.n_bins,
+        )
+
+    def _step_own_constraint(self, params, batch):
+        """Step the estimator's own multipliers on these rows; the term.
+
+        The groups are kept by label (``groups_``) across calls, new ones
+        added as they come, so that a multiplier stays with its groups.
+        """
+        registry = list(self.__dict__.get("groups_", ()))
+        known = set(registry)
+        registry += [tuple(g) for g in batch.labels if tuple(g) not in known]
+        constraint = self.__dict__.get("_rate_constraint")
+        if constraint is None:
+            constraint = RateConstraint.of(self, len(registry))
+        constraint.add_groups(len(registry))
+        self._rate_constraint = constraint
+        self.groups_ = tuple(registry)
+        term = constraint.propose(self._constraint_histograms(params, batch))
+        constraint.commit()
+        term["groups"] = self.groups_
+        return term
+
+    def _measure_own_constraint(self, params, batch):
+        """Set the fitted constraint attributes from these rows' rates now."""
+        constraint = self._rate_constraint
+        constraint.measure(self._constraint_histograms(params, batch))
+        for name, value in constraint_fitted_attributes(constraint).items():
+            setattr(self, name, value)
+
+    def _forget_constraint(self):
+        """Drop a previous fit's constraint state (a new fit starts anew)."""
+        forget_constraint(self)
+
+    def _under_constraint(self, batch, train, *, measure=True):
+        """``train()`` under the rate constraint in force, if any.
+
+        A federation's term (:func:`rate_term`) is used as it is; otherwise
+        the estimator's own constraint steps its multipliers on ``batch``'s
+        rates first and, with ``measure``, reads them again after.
+        """
+        external = self.__dict__.get("_rate_term_external")
+        if external is None:
+            self._check_constraint_classes(batch.n_groups)
+        own = external is None and self._constrains(batch)
+        if external is None and not own:
+            return train()
+        self._rate_term = (
+            external
+            if external is not None
+            else self._step_own_constraint(self._get_params_list(), batch)
+        )
+        try:
+            result = train()
+        finally:
+            del self._rate_term
+        if own and measure:
+            self._measure_own_constraint(self._get_params_list(), batch)
+        return result
 
     # -- minibatch training -------------------------------------------------
 
@@ -820,7 +996,9 @@ class BaseFairClassifier(
         loops gather a minibatch at a time.
         """
         average = self.average if average is None else average
-        if optimizer is None:
+        # The compiled loops have no rate constraint's term: its steps run in
+        # numpy, the loops' reference.
+        if optimizer is None and self.__dict__.get("_rate_term") is None:
             values = self._compiled_steps(params, batch, bounds, average, order)
             if values is not None:
                 return values
@@ -918,9 +1096,24 @@ class BaseFairClassifier(
         if not hasattr(self, "_epochs"):
             self._epochs = 0
         batch = Batch(
-            X, y, groups.codes, groups.n_groups, weight, rows_checked=n_labels
+            X,
+            y,
+            groups.codes,
+            groups.n_groups,
+            weight,
+            rows_checked=n_labels,
+            labels=groups.labels,
         )
-        per_call = epochs_per_call(X.shape[0])
+        if self._constrains(batch):
+            # The own constraint steps its multipliers before every epoch.
+            for _ in range(epochs):
+                self._under_constraint(batch, lambda: self._train_epoch(batch))
+            return self
+        return self._under_constraint(batch, lambda: self._train_epochs(batch, epochs))
+
+    def _train_epochs(self, batch, epochs):
+        """``train_epochs``' epochs, fused where they can be."""
+        per_call = epochs_per_call(batch.X.shape[0])
         if (
             per_call == 1
             or epochs == 1
@@ -1060,20 +1253,30 @@ class BaseFairClassifier(
             order=rows,
         )
         batch = Batch(
-            X, y, groups.codes, groups.n_groups, weight, rows_checked=n_labels
+            X,
+            y,
+            groups.codes,
+            groups.n_groups,
+            weight,
+            rows_checked=n_labels,
+            labels=groups.labels,
         )
-        params = self._trainable_params()
-        values = self._minibatch_steps(
-            params,
-            batch,
-            bounds,
-            self._partial_fit_optimizer(params),
-            average=False,
-            order=rows,
-        )
-        n_positions = X.shape[0] if rows is None else rows.shape[0]
-        loss = float(values / max(n_positions, 1))
-        return self._record_training(params, bounds.size - 1, n_positions, loss)
+
+        def steps():
+            params = self._trainable_params()
+            values = self._minibatch_steps(
+                params,
+                batch,
+                bounds,
+                self._partial_fit_optimizer(params),
+                average=False,
+                order=rows,
+            )
+            n_positions = X.shape[0] if rows is None else rows.shape[0]
+            loss = float(values / max(n_positions, 1))
+            return self._record_training(params, bounds.size - 1, n_positions, loss)
+
+        return self._under_constraint(batch, steps)
 
     def _armijo_step(self, params, minibatch, value, gradients):
         squared_norm = sum(float(np.vdot(g, g)) for g in gradients)
@@ -1136,7 +1339,7 @@ class BaseFairClassifier(
         try:
             if first_call:
                 self._class_labels(self.classes_)
-            X_model, y, groups, n_groups, weight = self._prepare(
+            X_model, y, groups, n_groups, weight, labels = self._prepare(
                 X,
                 y,
                 sensitive_features,
@@ -1145,11 +1348,15 @@ class BaseFairClassifier(
                 warn=first_call,
                 allow_all_zero_weights=True,
             )
+            if first_call:
+                self._check_constraint_classes(n_groups)
         except Exception:
             if first_call:  # leave the estimator unfitted, not half-fitted
                 del self.classes_
             raise
-        batch = Batch(X_model, self._label_codes(y), groups, n_groups, weight)
+        batch = Batch(
+            X_model, self._label_codes(y), groups, n_groups, weight, labels=labels
+        )
         if first_call:
             if weight.any():  # not a federation's zero-weight initialisation
                 warn_if_unscaled(
@@ -1160,11 +1367,12 @@ class BaseFairClassifier(
                 self._initial_parameters(X_model.shape[1], self._random_state)
             )
             self.n_samples_seen_ = 0
+            self._forget_constraint()
         if not hasattr(self, "_random_state"):  # first epoch after fit
             self._random_state = check_random_state(self.random_state)
         if first_call or not hasattr(self, "_epochs"):
             self._epochs = 0
-        return self._train_epoch(batch)
+        return self._under_constraint(batch, lambda: self._train_epoch(batch))
 
     def _train_epoch(self, batch):
         """One epoch on validated rows (``Batch``); ``partial_fit``'s work."""
@@ -1387,3 +1595,63 @@ def proximal_term(estimator, mu):
         yield estimator
     finally:
         del estimator._proximal
+
+
+@contextlib.contextmanager
+def rate_term(estimator, term):
+    """Train the estimator under a federation's rate-constraint term in the block.
+
+    A federation's server holds the constraint (:mod:`._constraints`): it
+    reads the operating point and the rates from the clients' histograms,
+    steps the multipliers, and sends every client the term of the round.
+    Inside the block the estimator's training entries (``partial_fit``,
+    ``train_epochs``, ``train_minibatches``) add that term to their
+    objective and gradients, each row by its group's label in
+    ``term["groups"]``, and never step multipliers of their own. On exit
+    the estimator is as before but for what it learnt.
+
+    Parameters
+    ----------
+    estimator : BaseFairClassifier
+        A fitted (or primed) skfedida estimator with one score per row.
+    term : dict or None
+        ``threshold``, ``temperature``, ``coefficient`` (per cell ``2 *
+        group + label``) and ``groups`` (the groups' labels); None adds
+        nothing.
+
+    Yields
+    ------
+    estimator : BaseFairClassifier
+        The estimator, under the term while the block runs.
+    """
+    if term is None:
+        yield estimator
+        return
+    estimator._rate_term_external = term
+    try:
+        yield estimator
+    finally:
+        del estimator._rate_term_external
+
+
+def forget_constraint(estimator):
+    """Drop an estimator's own rate-constraint state and fitted attributes.
+
+    What a new fit starts from, and what a model that is no fit of its own
+    (the mean of a Local federation's models) must not report.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Any estimator; changed in place.
+
+    Returns
+    -------
+    estimator : estimator instance
+        Without ``multipliers_``, ``constrained_rates_``,
+        ``operating_threshold_``, ``rate_gaps_``, ``target_rate_`` and
+        ``groups_``.
+    """
+    for name in (*CONSTRAINT_ATTRIBUTES, "groups_", "_rate_constraint"):
+        estimator.__dict__.pop(name, None)
+    return estimator

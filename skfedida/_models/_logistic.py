@@ -8,8 +8,11 @@ from scipy.optimize import minimize
 from sklearn.utils.extmath import safe_sparse_dot
 
 from .._compat import check_optimize_result, fit_context
+from ._constraints import largest_gaps
 from ._fair_base import (
     ARMIJO,
+    BEST_ROUND_SLACK,
+    CONSTRAINT_ROUNDS,
     MAX_HALVINGS,
     BaseFairClassifier,
     Batch,
@@ -113,6 +116,23 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         Shuffling of ``partial_fit`` epochs.
     verbose : int, default=0
         Print a summary of the L-BFGS run.
+    constraints : {"demographic_parity", "false_positive_rate_parity", \
+"true_positive_rate_parity", "equalized_odds"} or None, default=None
+        Rates of the decisions at the operating point made equal across
+        the intersectional groups (fairlearn's names and aliases), as
+        :class:`~skfedida.ensemble.FairHistGradientBoostingClassifier`'s: a
+        proxy-Lagrangian whose multipliers step between rounds of L-BFGS
+        in ``fit`` (50 rounds sharing ``max_iter``) and before each
+        ``partial_fit`` epoch. Binary outcomes.
+    tolerance : float in [0, 1], default=0.0
+        The largest gap of the constrained rate between two groups the fit
+        aims for.
+    selection_rate : "prevalence" or float in (0, 1), default="prevalence"
+        The operating point's share of selected rows (``"prevalence"``: the
+        weighted share of positive rows).
+    multiplier_bound : float > 0, default=0.2
+        The largest sum of the constraint's multipliers: the most mean
+        log-loss the fit gives up per unit of gap between the groups' rates.
 
     Attributes
     ----------
@@ -139,6 +159,14 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
     model_feature_names_ : ndarray of shape (n_model_features,)
         Names of the model's inputs: X's columns without the sensitive ones
         (``x0``, ``x1``, ... for arrays).
+    groups_, multipliers_, constrained_rates_, operating_threshold_, \
+rate_gaps_, target_rate_
+        With ``constraints``, as
+        :class:`~skfedida.ensemble.FairHistGradientBoostingClassifier`'s:
+        the groups, the final multipliers, the groups' rates and the
+        decision function's value at the operating point on the training
+        rows, and the largest gap per rate at each step of the multipliers
+        (rounds or epochs) and after training.
 
     See Also
     --------
@@ -185,6 +213,10 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         sensitive=None,
         random_state=None,
         verbose=0,
+        constraints=None,
+        tolerance=0.0,
+        selection_rate="prevalence",
+        multiplier_bound=0.2,
     ):
         self.fairness = fairness
         self.alpha = alpha
@@ -199,6 +231,10 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         self.sensitive = sensitive
         self.random_state = random_state
         self.verbose = verbose
+        self.constraints = constraints
+        self.tolerance = tolerance
+        self.selection_rate = selection_rate
+        self.multiplier_bound = multiplier_bound
 
     # -- model ----------------------------------------------------------------
 
@@ -303,7 +339,7 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         self : object
             Fitted estimator.
         """
-        X_model, y, groups, n_groups, weight = self._prepare(
+        X_model, y, groups, n_groups, weight, labels = self._prepare(
             X, y, sensitive_features, sample_weight, reset=True, warn=True
         )
         classes = self._class_labels(y)
@@ -318,7 +354,11 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             else None
         )
         self.classes_ = classes
-        batch = Batch(X_model, self._label_codes(y), groups, n_groups, weight)
+        self._check_constraint_classes(n_groups)
+        self._forget_constraint()
+        batch = Batch(
+            X_model, self._label_codes(y), groups, n_groups, weight, labels=labels
+        )
         n_features = X_model.shape[1]
         params = previous or self._initial_parameters(n_features, None)
         # L-BFGS takes the coefficient of column j as units[j] * coef_j: the
@@ -369,21 +409,81 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
             )
             theta0, n_start = start.x, int(start.nit)
             options["maxiter"] = max(self.max_iter - n_start, 1)
-        result = minimize(fun, theta0, method="L-BFGS-B", jac=True, options=options)
-        self.n_iter_ = n_start + check_optimize_result(
-            "lbfgs", result, options["maxiter"]
-        )
+        if self._constrains(batch):
+            theta, value, n_rounds = self._constrained_lbfgs(
+                fun, theta0, unpack, batch, options
+            )
+            self.n_iter_ = n_start + n_rounds
+            message = "the best of the rounds under the rate constraint"
+        else:
+            result = minimize(fun, theta0, method="L-BFGS-B", jac=True, options=options)
+            self.n_iter_ = n_start + check_optimize_result(
+                "lbfgs", result, options["maxiter"]
+            )
+            theta, value, message = result.x, result.fun, result.message
         if self.verbose:
             print(
-                f"L-BFGS: {self.n_iter_} iterations, objective {result.fun:.6g}, "
-                f"{result.message}"
+                f"L-BFGS: {self.n_iter_} iterations, objective {value:.6g}, {message}"
             )
-        coef, intercept = unpack(result.x)
+        coef, intercept = unpack(theta)
         self._set_params_list([coef.copy(), np.array(intercept, dtype=float)])
         self._check_finite(self._get_params_list())
+        if self._constrains(batch):
+            self._measure_own_constraint(self._get_params_list(), batch)
         self.n_samples_seen_ = X_model.shape[0]
-        self.loss_ = float(result.fun)
+        self.loss_ = float(value)
         return self
+
+    def _constrained_lbfgs(self, fun, theta, unpack, batch, options):
+        """L-BFGS under the rate constraint: rounds, the multipliers between.
+
+        ``CONSTRAINT_ROUNDS`` rounds of at most ``max_iter //
+        CONSTRAINT_ROUNDS`` iterations each minimise the Lagrangian with the
+        multipliers fixed; before each, the multipliers step on the rates of
+        the model as it stands (the trees step once per tree, the network
+        once per epoch). A round's minimiser can jump (the smoothed rates
+        are bounded, so a round may move a whole group past the threshold),
+        and the rounds then circle the constrained optimum instead of
+        settling: the fit keeps the best round's model, as Cotter et al.
+        (2019) keep their best iterate: of the rounds whose largest gap
+        beyond ``tolerance`` is within ``BEST_ROUND_SLACK`` of the smallest,
+        the one of the lowest objective (log-loss, penalty and L2, without
+        the constraint's term). Rounds end early once the constraint is
+        inactive (no gap beyond ``tolerance``, no multiplier) and L-BFGS
+        has converged. Returns the kept round's parameters, its objective
+        and the iterations run.
+        """
+        inner = max(1, options["maxiter"] // CONSTRAINT_ROUNDS)
+        n_iter = 0
+        rounds = []
+        for _ in range(CONSTRAINT_ROUNDS):
+            self._rate_term = self._step_own_constraint(unpack(theta), batch)
+            try:
+                result = minimize(
+                    fun,
+                    theta,
+                    method="L-BFGS-B",
+                    jac=True,
+                    options={**options, "maxiter": inner},
+                )
+            finally:
+                del self._rate_term
+            theta = result.x
+            n_iter += int(result.nit)
+            constraint = self._rate_constraint
+            point = constraint.read(self._constraint_histograms(unpack(theta), batch))
+            excess = float(
+                np.max(largest_gaps(point["rates"]) - self.tolerance, initial=0.0)
+            )
+            rounds.append((max(excess, 0.0), fun(theta)[0], theta))
+            if result.nit < inner and not constraint.multipliers.any() and excess <= 0:
+                break
+        least = min(excess for excess, _, _ in rounds)
+        _, value, theta = min(
+            (r for r in rounds if r[0] <= least + BEST_ROUND_SLACK),
+            key=lambda r: r[1],
+        )
+        return theta, value, n_iter
 
     @fit_context(prefer_skip_nested_validation=True)
     def partial_fit(

@@ -152,6 +152,21 @@ class FairMLPClassifier(BaseFairClassifier):
         Weight initialisation, shuffling and the validation split.
     verbose : int, default=0
         Print the objective of every epoch of ``fit``.
+    constraints : {"demographic_parity", "false_positive_rate_parity", \
+"true_positive_rate_parity", "equalized_odds"} or None, default=None
+        Rates of the decisions at the operating point made equal across
+        the intersectional groups (fairlearn's names and aliases), as
+        :class:`~skfedida.ensemble.FairHistGradientBoostingClassifier`'s: a
+        proxy-Lagrangian whose multipliers step before every epoch. Binary outcomes.
+    tolerance : float in [0, 1], default=0.0
+        The largest gap of the constrained rate between two groups the fit
+        aims for.
+    selection_rate : "prevalence" or float in (0, 1), default="prevalence"
+        The operating point's share of selected rows (``"prevalence"``: the
+        weighted share of positive rows).
+    multiplier_bound : float > 0, default=0.2
+        The largest sum of the constraint's multipliers: the most mean
+        log-loss the fit gives up per unit of gap between the groups' rates.
 
     Attributes
     ----------
@@ -189,6 +204,14 @@ class FairMLPClassifier(BaseFairClassifier):
         Column names of X, when it is a DataFrame with string column names.
     model_feature_names_ : ndarray of shape (n_model_features,)
         Names of the network's inputs.
+    groups_, multipliers_, constrained_rates_, operating_threshold_, \
+rate_gaps_, target_rate_
+        With ``constraints``, as
+        :class:`~skfedida.ensemble.FairHistGradientBoostingClassifier`'s:
+        the groups, the final multipliers, the groups' rates and the
+        decision function's value at the operating point on the training
+        rows, and the largest gap per rate at each step of the multipliers
+        (epochs) and after training.
 
     See Also
     --------
@@ -256,6 +279,10 @@ class FairMLPClassifier(BaseFairClassifier):
         sensitive=None,
         random_state=None,
         verbose=0,
+        constraints=None,
+        tolerance=0.0,
+        selection_rate="prevalence",
+        multiplier_bound=0.2,
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
@@ -278,6 +305,10 @@ class FairMLPClassifier(BaseFairClassifier):
         self.sensitive = sensitive
         self.random_state = random_state
         self.verbose = verbose
+        self.constraints = constraints
+        self.tolerance = tolerance
+        self.selection_rate = selection_rate
+        self.multiplier_bound = multiplier_bound
 
     # -- model ----------------------------------------------------------------
 
@@ -422,7 +453,7 @@ class FairMLPClassifier(BaseFairClassifier):
         self : object
             Fitted estimator.
         """
-        X_model, y, groups, n_groups, weight = self._prepare(
+        X_model, y, groups, n_groups, weight, labels = self._prepare(
             X, y, sensitive_features, sample_weight, reset=True, warn=True
         )
         warn_if_unscaled(X_model, type(self).__name__, largest=self._largest_input)
@@ -434,7 +465,11 @@ class FairMLPClassifier(BaseFairClassifier):
             and np.array_equal(getattr(self, "classes_", ()), classes)
         )
         self.classes_ = classes
-        batch = Batch(X_model, self._label_codes(y), groups, n_groups, weight)
+        self._check_constraint_classes(n_groups)
+        self._forget_constraint()
+        batch = Batch(
+            X_model, self._label_codes(y), groups, n_groups, weight, labels=labels
+        )
         random_state = check_random_state(self.random_state)
         if not continuing:
             self._set_params_list(
@@ -460,7 +495,13 @@ class FairMLPClassifier(BaseFairClassifier):
         self.best_loss_ = np.inf
         best_params, stalled = None, 0
         for epoch in range(self.max_iter):
-            loss = self._sgd_epoch(params, batch, random_state, optimizer)
+            # Under a rate constraint the multipliers step before every epoch,
+            # on the training rows' rates.
+            loss = self._under_constraint(
+                batch,
+                lambda: self._sgd_epoch(params, batch, random_state, optimizer),
+                measure=False,
+            )
             self._check_finite(params)
             self.loss_curve_.append(loss)
             if validation is not None:
@@ -490,6 +531,8 @@ class FairMLPClassifier(BaseFairClassifier):
         if best_params is not None:
             params = best_params
         self._set_params_list(params)
+        if self._constrains(batch):
+            self._measure_own_constraint(params, batch)
         self.n_iter_ = epoch + 1
         self._epochs = self.n_iter_
         self._random_state = random_state

@@ -78,8 +78,8 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
     tree's gradients carry the rates smoothed by a sigmoid around the
     threshold, weighed by one multiplier per pair of groups, and the
     multipliers step once per tree on the exact rates' violations. Their sum
-    is bounded (0.2: the most mean log-loss the fit trades per unit of
-    gap), so a constraint the features cannot meet costs a bounded amount
+    is bounded (``multiplier_bound``: the most mean log-loss the fit trades
+    per unit of gap), so a constraint the features cannot meet costs a bounded amount
     of accuracy instead of collapsing the model. The groups shape only the
     training: ``predict`` never takes them. The decisions the constraint
     is about are ``decision_function(X) >= operating_threshold_``:
@@ -158,6 +158,12 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         The operating point's share of selected rows: ``"prevalence"``, the
         (weighted) share of positive training rows (the matched rate of
         skfedida's reports), or a given share.
+    multiplier_bound : float > 0, default=0.2
+        The largest sum of the constraint's multipliers: the most mean
+        log-loss the fit gives up per unit of gap between the groups'
+        rates. Larger values close more of a gap the features make costly
+        to close, at a larger cost in accuracy; the bound keeps a
+        constraint the model cannot meet from collapsing it.
 
     Attributes
     ----------
@@ -265,6 +271,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         constraints=None,
         tolerance=0.0,
         selection_rate="prevalence",
+        multiplier_bound=0.2,
     ):
         super().__init__(
             loss=loss,
@@ -294,6 +301,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         self.constraints = constraints
         self.tolerance = tolerance
         self.selection_rate = selection_rate
+        self.multiplier_bound = multiplier_bound
 
     def fit(
         self,
@@ -487,12 +495,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         )
         constraint = None
         if self.constraints is not None:
-            constraint = RateConstraint(
-                self.constraints,
-                tolerance=self.tolerance,
-                target_rate=self.selection_rate,
-                n_groups=self.n_groups_,
-            )
+            constraint = RateConstraint.of(self, self.n_groups_)
         if (
             self.do_early_stopping_
             and self._use_validation_data

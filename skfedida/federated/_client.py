@@ -28,7 +28,7 @@ from sklearn.utils import check_random_state
 from .._compat import num_samples, safe_indexing
 from .._groups import SensitiveGroups, column_positions, take_rows
 from .._minibatch import epoch_minibatches, epochs_per_call
-from .._models._fair_base import BaseFairClassifier, proximal_term
+from .._models._fair_base import BaseFairClassifier, proximal_term, rate_term
 from .._validation import is_plain_array
 from ..exceptions import InactivePenaltyWarning
 from ..metrics import fairness_summary
@@ -284,6 +284,8 @@ class _Trainer:
         self.strategy = strategy
         self.inner_learning_rate = inner_learning_rate
         self.outer_learning_rate = outer_learning_rate
+        # The round's rate-constraint term, from the server (None: none).
+        self.rate_term = None
 
     def _fit_kwargs(self, estimator, data):
         """``classes``, and the rows' S when ``partial_fit`` takes them."""
@@ -369,8 +371,13 @@ class _Trainer:
         """Local epochs from the estimator's current parameters.
 
         With ``proximal_mu``, FedProx's term anchored at those parameters
-        (the round's global ones) is in every step's objective.
+        (the round's global ones) is in every step's objective; with a
+        ``rate_term``, the server's rate constraint's.
         """
+        with rate_term(estimator, self.rate_term):
+            return self._train_with_proximal_term(estimator, data, epochs, random_state)
+
+    def _train_with_proximal_term(self, estimator, data, epochs, random_state):
         if not self.proximal_mu:
             return self._train(estimator, data, epochs, random_state)
         if not isinstance(estimator, BaseFairClassifier):

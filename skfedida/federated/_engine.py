@@ -106,6 +106,14 @@ class RoundEngine:
         """
         return self._admit(round_number, outcomes, "evaluation")
 
+    def admit_statistics(self, round_number, outcomes):
+        """The clients whose rate-constraint counts are used; failures handled.
+
+        The same policy; a skipped count is recorded as
+        ``rate_histograms_skipped`` in the client's round record.
+        """
+        return self._admit(round_number, outcomes, "rate histograms")
+
     def _admit(self, round_number, outcomes, what):
         """``admit_round`` with this run's policy, names and records."""
         return admit_round(

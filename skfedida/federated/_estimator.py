@@ -37,6 +37,7 @@ from .._groups import (
 )
 from .._models._fair_base import (
     BaseFairClassifier,
+    forget_constraint,
     largest_input,
     warn_if_unscaled,
 )
@@ -67,6 +68,11 @@ from ._client import (
     _validation_metrics,
     class_counts,
     clone_fitted,
+)
+from ._constraint_rounds import (
+    FederatedConstraint,
+    is_constrained,
+    training_groups,
 )
 from ._parameters import assign_parameters
 from ._pipeline import (
@@ -708,7 +714,10 @@ strategy, default="mean"
                         counts[k],
                         n_classes=len(self.classes_),
                         declared_rows=client.n,
-                    ),
+                    )
+                    # Claimed, as a Flower client's are: every later count of
+                    # its training rows per label must agree with them.
+                    or gate.ledger.claim(k, "train", labels=counts[k]),
                 )
                 for k, client in enumerate(data)
             ],
@@ -1037,7 +1046,15 @@ strategy, default="mean"
         estimator = clone(self.estimator)
         if "random_state" in estimator.get_params(deep=False):
             estimator.set_params(random_state=int(seed))
+        if self._server_constraint():
+            # The server holds the rate constraint and sends each round's
+            # term; a client steps no multipliers of its own.
+            estimator.set_params(constraints=None)
         return estimator
+
+    def _server_constraint(self):
+        """Whether the server holds a rate constraint (rounds that communicate)."""
+        return is_constrained(self.estimator) and self.strategy in COMMUNICATING
 
     def _server(self, central=False, ledger=None):
         """The server side of this federation (rounds, aggregation, history)."""
@@ -1071,6 +1088,9 @@ strategy, default="mean"
             state = server.start(trainer, data, seeds, self._client_estimator)
             self.history_ = []
             self.federated_metrics_ = {}
+            labels = training_groups(data) if self._server_constraint() else ()
+            if len(labels) > 1:
+                state["constraint"] = FederatedConstraint(self.estimator, labels)
         # else warm_start: the clients' estimators, the server's parameters and
         # random streams carry on where the last fit stopped.
         # sklearn's callbacks: the fit is the root task, each round a subtask
@@ -1138,6 +1158,13 @@ strategy, default="mean"
         self._federation_state = state
         self.privacy_ = privacy_report(self.dp, state["rounds"])
         self.estimator_ = server.global_model(state, data)
+        if self.strategy == "local":
+            # The mean of the clients' models: their constraints are theirs.
+            forget_constraint(self.estimator_)
+        if "constraint" in state:
+            self.estimator_.set_params(constraints=self.estimator.constraints)
+            for name, value in state["constraint_attributes"].items():
+                setattr(self.estimator_, name, value)
         self.client_estimators_ = {
             self.clients_[k].tolist(): model
             for k, model in server.client_models(

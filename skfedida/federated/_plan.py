@@ -37,6 +37,11 @@ from ._client import (
     clone_fitted,
 )
 from ._client import selection_stream as _selection_stream
+from ._constraint_rounds import (
+    FederatedConstraint,
+    client_rate_histograms,
+    federation_groups,
+)
 from ._engine import RoundEngine
 from ._parameters import assign_parameters
 from ._pipeline import drop_columns, placeholder_rows
@@ -219,19 +224,30 @@ class FederationPlan:
             self.federation._client_estimator(seed), part.train
         )
 
-    def train_round(self, part, estimator, parameters, seed, round_, proximal_mu=None):
+    def train_round(
+        self,
+        part,
+        estimator,
+        parameters,
+        seed,
+        round_,
+        proximal_mu=None,
+        rate_term=None,
+    ):
         """One client round (0-based ``round_``): ``(estimator, arrays, n, loss)``.
 
         With an aggregator that needs fairness reports (FairFed), a fifth
         element: the client's counts per group for the global model it got.
         ``proximal_mu``: FedProx's weight the server's message asks for
         (Flower's ``FedProx`` sends it), instead of the federation's own.
+        ``rate_term``: the round's rate-constraint term the server sent.
         """
         reporting = self.aggregator.report_metric is not None
         client_round = _reporting_client_round if reporting else _client_round
         trainer = self._trainer(part.classes, part)
         if proximal_mu is not None:
             trainer.proximal_mu = float(proximal_mu)
+        trainer.rate_term = rate_term
         return client_round(
             trainer,
             estimator,
@@ -271,7 +287,20 @@ class FederationPlan:
                 metrics[PERSONAL_PREFIX + name] = personal[name]
         return metrics, model
 
+    def rate_histograms(self, part, estimator, parameters, n_bins):
+        """A client's rate-constraint counts of its training rows, and groups."""
+        return client_rate_histograms(
+            estimator, parameters, part.train, part.classes, n_bins
+        )
+
     # -- the server ---------------------------------------------------------------
+
+    def server_constraint(self, labels):
+        """The server's rate constraint over the clients' groups (None: none)."""
+        labels = federation_groups(labels)
+        if not self.federation._server_constraint() or len(labels) < 2:
+            return None
+        return FederatedConstraint(self.federation.estimator, labels)
 
     def client_seeds(self, n_clients):
         """Every client's seed, as ``fit`` draws ``client_seeds_``."""
@@ -321,6 +350,7 @@ class FederationPlan:
         global_parameters,
         history,
         federated_metrics,
+        constraint_attributes=None,
     ):
         """The federation, fitted with what the server learnt from its clients."""
         fitted = self.federation
@@ -336,6 +366,10 @@ class FederationPlan:
             fitted.feature_names_in_ = np.asarray(feature_names, dtype=object)
         template = self.template(seeds[0], n_features, feature_names, classes)
         fitted.estimator_ = assign_parameters(template, global_parameters)
+        if constraint_attributes is not None:
+            fitted.estimator_.set_params(constraints=fitted.estimator.constraints)
+            for name, value in constraint_attributes.items():
+                setattr(fitted.estimator_, name, value)
         # Personalised (Per-FedAvg) models stay on their clients.
         fitted.client_estimators_ = {}
         fitted.history_ = sorted(history, key=lambda r: (r["round"], r["client"]))

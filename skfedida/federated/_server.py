@@ -29,6 +29,7 @@ from ._client import (
     clone_fitted,
     selection_stream,
 )
+from ._constraint_rounds import guarded_rate_histograms
 from ._engine import RoundEngine
 from ._parameters import assign_parameters, parameter_arrays
 
@@ -152,11 +153,28 @@ class _Server:
         first_round = state["rounds"]
         n_clients = len(data)
         parallel = Parallel(n_jobs=self.n_jobs)
+        # A rate constraint held by the server (FedAvg, Per-FedAvg): its
+        # multipliers carry on across a warm start.
+        constraint = state.get("constraint")
         rounds, bar = _progress(n_rounds, self.verbose)
         rounds_run = 0
         for offset in rounds:
             round_ = first_round + offset
             rounds_run += 1
+            if constraint is not None:
+                # The operating point and rates of the round's global model,
+                # from every client's counts: the round's term.
+                trainer.rate_term = constraint.step(
+                    self._rate_histograms(
+                        constraint,
+                        engine,
+                        round_ + 1,
+                        trainer,
+                        models,
+                        global_parameters,
+                        data,
+                    )
+                )
             selected = engine.select(selection_rng, n_clients)
             if on_round_begin is not None:
                 on_round_begin(selected)
@@ -226,7 +244,22 @@ class _Server:
                 break
         if bar is not None:
             bar.close()
+        trainer.rate_term = None
+        if constraint is not None:
+            # The fitted model's rates, for its attributes.
+            state["constraint_attributes"] = constraint.measure(
+                self._rate_histograms(
+                    constraint,
+                    engine,
+                    first_round + rounds_run,
+                    trainer,
+                    models,
+                    global_parameters,
+                    data,
+                )
+            )
         return {
+            **state,
             "models": models,
             "selection_rng": selection_rng,
             "global_parameters": global_parameters,
@@ -234,6 +267,34 @@ class _Server:
             "strategy": self.strategy,
             "aggregator_memory": engine.memory,
         }
+
+    def _rate_histograms(
+        self, constraint, engine, round_number, trainer, models, global_parameters, data
+    ):
+        """Every client's rate-constraint counts for the model, through the gate."""
+        outcomes = Parallel(n_jobs=self.n_jobs)(
+            delayed(guarded_rate_histograms)(
+                models[k],
+                global_parameters,
+                data[k],
+                trainer.classes,
+                constraint.n_bins,
+            )
+            for k in range(len(data))
+        )
+        answers, checked = {}, []
+        for k, (ok, result) in enumerate(outcomes):
+            if not ok:
+                checked.append((k, f"{type(result).__name__}: {result}", result))
+                continue
+            problem = constraint.problem(result, self.ledger, k, data[k].n)
+            if problem is None:
+                answers[k] = result
+                checked.append((k, None, None))
+            else:
+                checked.append((k, f"its reply cannot be used: {problem}", None))
+        admitted = engine.admit_statistics(round_number, checked)
+        return [answers[k] for k in admitted]
 
     def _outcome(self, k, ok, result, global_parameters, client_data):
         """Client k's outcome for the failure policy: why it cannot be used."""

@@ -937,11 +937,9 @@ def federated_trees(
         )
     constraint = None
     if constrained:
-        constraint = RateConstraint(
-            constraints,
-            tolerance=model.tolerance,
-            target_rate=model.selection_rate,
-            n_groups=n_groups,
+        constraint = RateConstraint.of(
+            model,
+            n_groups,
             # A warm start continues the multipliers where the fit left them.
             multipliers=getattr(previous, "multipliers_", None),
         )

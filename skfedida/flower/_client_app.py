@@ -537,16 +537,43 @@ def make_client_app(federation, load_data, *, classes=None):
             config={"partition-id": part.partition, **group_config(groups)},
         )
 
+    @app.query("skfedida_rate_histograms")
+    def rate_histograms(message, context):
+        # A rate constraint held by the server: this client's counts of its
+        # training rows' scores per (group, label, bin) under the round's model.
+        estimator, seed = stored(context)
+        plan, part, _ = client_side(context, seed)
+        counts, groups = plan.rate_histograms(
+            part,
+            estimator,
+            message.content["arrays"].to_numpy_ndarrays(),
+            int(message.content["config"]["n-bins"]),
+        )
+        return _reply(
+            message,
+            arrays=[counts],
+            config={"partition-id": part.partition, **group_config(groups)},
+        )
+
     @app.train()
     def train(message, context):
         arrays, server_round = _global_model(message, "training")
         estimator, seed = stored(context, to_train=True)
         check_global_model(context, estimator, arrays)
         plan, part, _ = client_side(context, seed)
-        # Flower's FedProx asks for its proximal term in the message's config.
-        proximal_mu = message.content.config_records["config"].get("proximal-mu")
+        config = message.content.config_records["config"]
+        # Flower's FedProx asks for its proximal term in the message's config,
+        # a rate constraint held by the server sends the round's term.
+        proximal_mu = config.get("proximal-mu")
+        term = config.get("rate-term")
         estimator, parameters, n_rows, loss, *report = plan.train_round(
-            part, estimator, arrays, seed, server_round - 1, proximal_mu
+            part,
+            estimator,
+            arrays,
+            seed,
+            server_round - 1,
+            proximal_mu,
+            rate_term=None if term is None else decode(term),
         )
         store(context, estimator)
         reply = _reply(

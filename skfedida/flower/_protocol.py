@@ -35,6 +35,10 @@ _TREE_GROUPS = f"{MessageType.QUERY}.skfedida_tree_groups"
 #: After the last round, with a FederatedThresholdOptimizer: each client's
 #: counts of scores per (group, label, bin) on its evaluation rows.
 _HISTOGRAMS = f"{MessageType.QUERY}.skfedida_histograms"
+#: Before every round and after the last, with a rate constraint: each
+#: client's counts of its training rows' scores per (group, label, bin)
+#: under the round's global model.
+_RATE_HISTOGRAMS = f"{MessageType.QUERY}.skfedida_rate_histograms"
 #: Before initialisation, with a pipeline federation: each client's answer
 #: (counts, sums, category counts) for the next federated transformer.
 _STATISTICS = f"{MessageType.QUERY}.skfedida_statistics"

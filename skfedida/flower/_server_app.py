@@ -58,6 +58,7 @@ from ._codec import decode, encode
 from ._protocol import (
     _HISTOGRAMS,
     _INIT,
+    _RATE_HISTOGRAMS,
     _REPORT_KEYS,
     _STATISTICS,
     _TREE_GROUPS,
@@ -138,6 +139,15 @@ class _FederationChecks:
         # A training reply's arrays, decoded once for its check and the
         # aggregation (ArrayRecord to numpy parses each array's .npy bytes).
         self._decoded = {}
+        # A rate constraint held by the server, over the groups the clients
+        # declared for their training rows (None: none).
+        self.constraint = plan.server_constraint(
+            label
+            for k, (_, _, gate) in enumerate(declared)
+            for label in (gate.ledger.declared_groups(k, "train") or {})
+        )
+        #: The queries' timeout (``Strategy.start``'s), set before it runs.
+        self.query_timeout = None
 
     def _messages(self, server_round, arrays, config, partitions, message_type):
         config["server-round"] = server_round
@@ -150,12 +160,65 @@ class _FederationChecks:
         )
 
     def configure_train(self, server_round, arrays, config, grid):
+        if self.constraint is not None:
+            # The round's operating point and rates from every client's
+            # counts under the round's model, then its term for training.
+            config["rate-term"] = encode(
+                self.constraint.step(self.rate_histograms(grid, server_round, arrays))
+            )
         self.round_arrays = arrays.to_numpy_ndarrays()
         if hasattr(self, "current_arrays"):
             # QFedAvg steps from the round's global parameters.
             self.current_arrays = arrays.copy()
         selected = self.engine.select(self.selection_rng, len(self.nodes))
         return self._messages(server_round, arrays, config, selected, MessageType.TRAIN)
+
+    def rate_histograms(self, grid, round_number, arrays):
+        """Every client's rate-constraint counts for ``arrays``, through the gate.
+
+        The in-process server's rules (``FederatedConstraint.problem``: the
+        groups it declared, whole counts of its training rows per group and
+        label as it claimed them before) and policy (``admit_statistics``).
+        """
+        content = RecordDict(
+            {
+                "arrays": arrays,
+                "config": ConfigRecord({"n-bins": int(self.constraint.n_bins)}),
+            }
+        )
+        replies = _query(
+            grid,
+            self.nodes,
+            [content] * len(self.nodes),
+            _RATE_HISTOGRAMS,
+            self.query_timeout,
+            "rate histograms query",
+            failures=True,
+        )
+        answers, outcomes = {}, []
+        for k, node in enumerate(self.nodes):
+            reply = replies[node]
+            if isinstance(reply, str):
+                outcomes.append((k, reply, None))
+                continue
+            groups, problem = parse_groups(reply.content["config"])
+            if problem is None:
+                counts, problem = read_reply(
+                    lambda reply=reply: reply.content["arrays"].to_numpy_ndarrays()[0]
+                )
+            if problem is None:
+                sizes, _, gate = self.declared[k]
+                answer = (counts, groups[0])
+                problem = self.constraint.problem(
+                    answer, gate.ledger, k, sizes["train"]
+                )
+            if problem is None:
+                answers[k] = answer
+                outcomes.append((k, None, None))
+            else:
+                outcomes.append((k, f"its reply cannot be used: {problem}", None))
+        admitted = self.engine.admit_statistics(round_number, outcomes)
+        return [answers[k] for k in admitted]
 
     def configure_evaluate(self, server_round, arrays, config, grid):
         partitions = range(len(self.nodes))
@@ -752,6 +815,7 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
         rebuilt = server_preprocessing(plan, states, agreed[3], agreed[4])
     history = [{"round": 0, **record} for record in gate.records]
     strategy = _federation_strategy(plan, nodes, seeds, history, declared, classes)
+    strategy.query_timeout = timeout
     result = strategy.start(
         grid=grid,
         # Like the in-process federation, start from client 0's initial model
@@ -779,6 +843,14 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
             int(round_): dict(metrics)
             for round_, metrics in result.evaluate_metrics_clientapp.items()
         },
+        constraint_attributes=(
+            None
+            if strategy.constraint is None
+            # The fitted model's rates, as in-process after its last round.
+            else strategy.constraint.measure(
+                strategy.rate_histograms(grid, plan.n_rounds, result.arrays)
+            )
+        ),
     )
     if plan.pipeline is not None:
         fitted = fitted_pipeline(plan, fitted, *rebuilt)

@@ -17,7 +17,14 @@ from skfedida.exceptions import InactivePenaltyWarning
 from skfedida.penalty import group_penalty
 
 
-@parametrize_with_checks([FairHistGradientBoostingClassifier(max_iter=10)])
+@parametrize_with_checks(
+    [
+        FairHistGradientBoostingClassifier(max_iter=10),
+        FairHistGradientBoostingClassifier(
+            max_iter=10, constraints="demographic_parity"
+        ),
+    ]
+)
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
 

@@ -1,0 +1,282 @@
+"""A rate constraint over a federation's rounds: the server's side and a client's.
+
+For a federation of models trained in rounds (FedAvg, Per-FedAvg), the
+constraint at the operating point (:mod:`skfedida._models._constraints`) is
+the server's: before every round, each client counts its training rows'
+scores under the round's global model per (group, label) on the reports'
+probability grid (:func:`client_rate_histograms`, a statistics reply that
+passes the gate's rules of score histograms: whole counts of the client's
+own training rows, per group and label as it declared them); the server
+sums them by group label, reads the operating point and the groups' rates,
+steps the multipliers (:class:`FederatedConstraint`) and sends every
+selected client the round's term, which its local epochs add to their
+objective (:func:`~skfedida._models._fair_base.rate_term`). After the last
+round one more count measures the fitted model's rates. The same steps run
+in-process and in the Flower ServerApp.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._groups import encode_groups
+from .._models._constraints import (
+    RateConstraint,
+    constraint_fitted_attributes,
+    rate_histograms,
+)
+from .._models._fair_base import BaseFairClassifier
+from .._replies import histogram_claim_problem
+from ..metrics._operating_point import DEFAULT_N_BINS
+from ._client import clone_fitted
+from ._parameters import assign_parameters
+
+__all__ = [
+    "FederatedConstraint",
+    "client_rate_histograms",
+    "federation_groups",
+    "guarded_rate_histograms",
+    "is_constrained",
+    "training_groups",
+]
+
+
+def is_constrained(estimator):
+    """Whether a federation's estimator asks for a rate constraint.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        The federation's estimator.
+
+    Returns
+    -------
+    constrained : bool
+        True for one of skfedida's estimators with ``constraints`` set.
+    """
+    return (
+        isinstance(estimator, BaseFairClassifier)
+        and getattr(estimator, "constraints", None) is not None
+    )
+
+
+def federation_groups(labels):
+    """The federation's groups in one order, whoever lists them.
+
+    The order ``encode_groups`` gives rows of these groups (as the pooled
+    rows' codes and Flower's merged groups are ordered): the same
+    multipliers, sums and term on every backend.
+
+    Parameters
+    ----------
+    labels : iterable of tuple
+        Groups' labels (repeats allowed).
+
+    Returns
+    -------
+    labels : tuple of tuple
+        Each group once, in that order.
+    """
+    union = sorted({tuple(label) for label in labels}, key=repr)
+    if not union:
+        return ()
+    columns = {j: [label[j] for label in union] for j in range(len(union[0]))}
+    return encode_groups(columns).labels
+
+
+def training_groups(data):
+    """The groups with training rows at some client (in-process clients).
+
+    Parameters
+    ----------
+    data : list of _ClientData
+        The clients' training rows.
+
+    Returns
+    -------
+    labels : tuple of tuple
+        Those groups, as :func:`federation_groups` orders them.
+    """
+    labels = []
+    for client in data:
+        if client.groups is not None:
+            counts = client.groups.counts()
+            labels += [
+                g for g, n in zip(client.groups.labels, counts, strict=True) if n
+            ]
+    return federation_groups(labels)
+
+
+def client_rate_histograms(estimator, parameters, data, classes, n_bins):
+    """A client's counts of its training rows' scores per group, label and bin.
+
+    Parameters
+    ----------
+    estimator : BaseFairClassifier
+        The client's estimator (its inputs' checks); not changed.
+    parameters : list of ndarray
+        The round's global parameters.
+    data : _ClientData
+        The client's training rows (not resampled) and their groups.
+    classes : ndarray of shape (2,)
+        The federation's classes; ``classes[1]`` is the positive one.
+    n_bins : int
+        Bins of the probability grid.
+
+    Returns
+    -------
+    counts : ndarray of shape (n_groups, 2, n_bins)
+        Per group of the client (in the order of its groups' labels), label
+        (negative, positive) and bin, its rows' count.
+    groups : SensitiveGroups
+        The client's groups, in the order of ``counts``.
+    """
+    model = assign_parameters(clone_fitted(estimator), parameters)
+    X_model, y_codes, groups = model.check_rows(
+        data.X, data.y, sensitive_features=data.sensitive_for(model)
+    )
+    proba = model.predict_proba_checked(X_model)[:, 1]
+    weight = np.ones(data.n) if data.weight is None else data.weight
+    counts = rate_histograms(
+        proba,
+        2 * groups.codes + y_codes.astype(np.intp),
+        weight,
+        2 * groups.n_groups,
+        n_bins,
+        probabilities=True,
+    )
+    return counts.reshape(groups.n_groups, 2, n_bins), groups
+
+
+class FederatedConstraint:
+    """The server's rate constraint over the rounds of a federation.
+
+    Parameters
+    ----------
+    estimator : BaseFairClassifier
+        The federation's estimator (``constraints``, ``tolerance``,
+        ``selection_rate``).
+    labels : sequence of tuple
+        The federation's groups (every client's, by label).
+    n_bins : int, default=1000
+        Bins of the clients' counts.
+    """
+
+    def __init__(self, estimator, labels, n_bins=DEFAULT_N_BINS):
+        self.labels = federation_groups(labels)
+        self._index = {label: i for i, label in enumerate(self.labels)}
+        self.n_bins = int(n_bins)
+        self.constraint = RateConstraint.of(
+            estimator, len(self.labels), n_bins=self.n_bins
+        )
+
+    def problem(self, answer, ledger, k, rows):
+        """What is wrong with a client's counts (the gate's rules), or None.
+
+        Parameters
+        ----------
+        answer : tuple
+            ``(counts, groups)`` of :func:`client_rate_histograms`, or
+            ``(counts, labels)``.
+        ledger : ClientLedger
+            What the clients declared and claimed of their rows.
+        k : int
+            The client's index.
+        rows : int
+            The training rows it declared.
+
+        Returns
+        -------
+        problem : str or None
+            What is wrong, in words; None if nothing is.
+        """
+        counts, labels = answer
+        labels = [tuple(label) for label in getattr(labels, "labels", labels)]
+        unknown = [list(g) for g in labels if g not in self._index]
+        if unknown:
+            return f"it counts rows of groups {unknown} it did not declare"
+        return histogram_claim_problem(
+            counts,
+            labels,
+            n_bins=self.n_bins,
+            ledger=ledger,
+            k=k,
+            rowset="train",
+            declared_rows=rows,
+        )
+
+    def summed(self, answers):
+        """The admitted clients' counts, summed by group label.
+
+        Parameters
+        ----------
+        answers : list of tuple
+            ``(counts, labels)`` of the admitted clients, in client order.
+
+        Returns
+        -------
+        histograms : ndarray of shape (2 * n_groups, n_bins)
+            Per cell ``2 * group + label`` of the federation's groups.
+        """
+        total = np.zeros((len(self.labels), 2, self.n_bins))
+        for counts, labels in answers:
+            labels = getattr(labels, "labels", labels)
+            positions = [self._index[tuple(label)] for label in labels]
+            total[positions] += np.asarray(counts, dtype=np.float64)
+        return total.reshape(2 * len(self.labels), self.n_bins)
+
+    def step(self, answers):
+        """Step the multipliers on the counts; the round's term for the clients.
+
+        Parameters
+        ----------
+        answers : list of tuple
+            The admitted clients' ``(counts, labels)``.
+
+        Returns
+        -------
+        term : dict
+            What :func:`~skfedida._models._fair_base.rate_term` takes.
+        """
+        term = self.constraint.propose(self.summed(answers))
+        self.constraint.commit()
+        term["groups"] = self.labels
+        return term
+
+    def measure(self, answers):
+        """Read the fitted model's rates from the last counts.
+
+        Parameters
+        ----------
+        answers : list of tuple
+            The admitted clients' ``(counts, labels)``.
+
+        Returns
+        -------
+        attributes : dict
+            The fitted constraint attributes (``groups_`` included).
+        """
+        self.constraint.measure(self.summed(answers))
+        return {
+            **constraint_fitted_attributes(self.constraint),
+            "groups_": self.labels,
+        }
+
+
+def guarded_rate_histograms(*args):
+    """:func:`client_rate_histograms`, returning a failure instead of raising.
+
+    Parameters
+    ----------
+    *args : tuple
+        Its arguments.
+
+    Returns
+    -------
+    outcome : tuple
+        ``(True, answer)``, or ``(False, exception)``.
+    """
+    try:
+        return True, client_rate_histograms(*args)
+    except Exception as exc:  # any failure of a client's own counting
+        return False, exc

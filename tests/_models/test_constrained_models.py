@@ -1,0 +1,318 @@
+"""Rate constraints on the logistic model and the network (issue 45).
+
+The same machinery as the trees' (``skfedida._models._constraints``): in
+``fit`` (L-BFGS rounds, the network's epochs), in ``partial_fit`` and the
+client trainer's entries, and in a federation whose server holds the
+constraint. Gaps are measured with fairlearn on the decisions at the
+operating point, independently of the code under test.
+"""
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+from fairlearn.metrics import (
+    demographic_parity_difference,
+    false_positive_rate_difference,
+)
+from sklearn.base import clone
+from sklearn.metrics import roc_auc_score
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skfedida._groups import encode_groups
+from skfedida._models._fair_base import rate_term
+from skfedida.datasets import make_federated_classification
+from skfedida.exceptions import InactivePenaltyWarning
+from skfedida.federated import FederatedEstimator, _constraint_rounds
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.neural_network import FairMLPClassifier
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_federated_classification(
+        3000, n_clients=3, n_features=5, random_state=5, group_shift=1.2
+    )
+
+
+def _codes(data):
+    return encode_groups(data.sensitive, n_samples=len(data.target)).codes
+
+
+def _gap(model, data, metric):
+    """The gap of the decisions that select the training prevalence."""
+    scores = model.decision_function(data.data)
+    share = float(np.mean(data.target))
+    decisions = (scores > np.quantile(scores, 1 - share)).astype(int)
+    return metric(data.target, decisions, sensitive_features=_codes(data))
+
+
+MODELS = [
+    lambda **p: FairPenaltyLogisticRegression(fairness=0, **p),
+    lambda **p: FairMLPClassifier(
+        fairness=0, hidden_layer_sizes=(8,), max_iter=40, random_state=0, **p
+    ),
+]
+
+
+@pytest.mark.parametrize("make", MODELS, ids=["logistic", "network"])
+@pytest.mark.parametrize(
+    "constraints, metric",
+    [
+        ("demographic_parity", demographic_parity_difference),
+        ("false_positive_rate_parity", false_positive_rate_difference),
+    ],
+)
+def test_fit_under_a_constraint_lowers_the_gap(data, make, constraints, metric):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the network's max_iter
+        plain = make().fit(data.data, data.target)
+        fair = make(constraints=constraints).fit(
+            data.data, data.target, sensitive_features=data.sensitive
+        )
+    # The group shifts every feature: the default bound on the multipliers
+    # closes part of the gap.
+    assert _gap(fair, data, metric) < 0.85 * _gap(plain, data, metric)
+    assert fair.multipliers_.sum() == pytest.approx(0.2)
+    if isinstance(fair, FairMLPClassifier):
+        # Epochs of small steps follow a larger bound to a closed gap.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            strong = make(constraints=constraints, multiplier_bound=2.0).fit(
+                data.data, data.target, sensitive_features=data.sensitive
+            )
+        assert _gap(strong, data, metric) < 0.3 * _gap(plain, data, metric)
+        assert roc_auc_score(data.target, strong.decision_function(data.data)) > 0.75
+    else:
+        # L-BFGS rounds circle the optimum: the kept round's gap is within
+        # the slack of the smallest any round reached.
+        assert fair.rate_gaps_[-1, 0] <= fair.rate_gaps_[1:, 0].min() + 0.01
+    assert fair.multipliers_.shape == (1, 4, 4)
+    assert fair.multipliers_.sum() > 0
+    assert len(fair.groups_) == 4
+    decisions = fair.decision_function(data.data) > fair.operating_threshold_
+    assert decisions.mean() == pytest.approx(fair.target_rate_, abs=0.01)
+    assert metric(
+        data.target, decisions.astype(int), sensitive_features=_codes(data)
+    ) == pytest.approx(fair.rate_gaps_[-1, 0], abs=0.02)
+
+
+def test_the_logistic_fit_steps_the_multipliers_between_rounds(data):
+    fair = FairPenaltyLogisticRegression(
+        fairness=0, constraints="demographic_parity"
+    ).fit(data.data, data.target, sensitive_features=data.sensitive)
+    # 50 rounds, each stepped on the model of the round before, and the kept.
+    assert fair.rate_gaps_.shape == (51, 1)
+    assert fair.rate_gaps_[0, 0] == 0.0  # the zero start scores every row alike
+    assert fair.n_iter_ <= fair.max_iter
+
+
+def test_a_satisfied_constraint_ends_the_rounds_early(data):
+    loose = FairPenaltyLogisticRegression(
+        fairness=0, constraints="demographic_parity", tolerance=1.0
+    ).fit(data.data, data.target, sensitive_features=data.sensitive)
+    plain = FairPenaltyLogisticRegression(fairness=0).fit(data.data, data.target)
+    assert loose.rate_gaps_.shape[0] < 51
+    assert not loose.multipliers_.any()
+    np.testing.assert_allclose(loose.coef_, plain.coef_, atol=1e-4)
+
+
+def test_partial_fit_carries_the_multipliers_and_meets_new_groups(data):
+    model = FairPenaltyLogisticRegression(
+        fairness=0, constraints="demographic_parity", random_state=0
+    )
+    first = data.sensitive["race"] == data.sensitive["race"][0]
+    half = {k: v[first] for k, v in data.sensitive.items()}
+    model.partial_fit(
+        data.data[first], data.target[first], classes=[0, 1], sensitive_features=half
+    )
+    assert len(model.groups_) == 2
+    for _ in range(4):
+        model.partial_fit(data.data, data.target, sensitive_features=data.sensitive)
+    assert len(model.groups_) == 4
+    assert model.groups_[:2] == tuple(
+        encode_groups(half, n_samples=int(first.sum())).labels
+    )
+    # One step per call, and the rates after the last.
+    assert model.rate_gaps_.shape == (6, 1)
+    assert model.multipliers_.shape == (1, 4, 4)
+    assert model.multipliers_.sum() > 0
+
+
+def test_train_epochs_is_partial_fit_s_epochs_under_a_constraint(data):
+    model = FairPenaltyLogisticRegression(
+        fairness=0, constraints="false_positive_rate_parity", random_state=0
+    )
+    with pytest.warns(InactivePenaltyWarning):  # primed, as a client is
+        model.partial_fit(
+            data.data[:2], data.target[:2], classes=[0, 1], sample_weight=np.zeros(2)
+        )
+    calls, fused = copy.deepcopy(model), model
+    for _ in range(3):
+        calls.partial_fit(data.data, data.target, sensitive_features=data.sensitive)
+    checked = fused.check_rows(
+        data.data, data.target, sensitive_features=data.sensitive
+    )
+    fused.train_epochs(*checked, epochs=3)
+    np.testing.assert_array_equal(calls.coef_, fused.coef_)
+    np.testing.assert_array_equal(calls.multipliers_, fused.multipliers_)
+
+
+def test_a_federation_s_term_replaces_the_own_constraint(data):
+    model = FairPenaltyLogisticRegression(
+        fairness=0, constraints="demographic_parity", random_state=0
+    ).fit(data.data, data.target, sensitive_features=data.sensitive)
+    multipliers = model.multipliers_.copy()
+    groups = encode_groups(data.sensitive, n_samples=len(data.target))
+    term = {
+        "threshold": 0.0,
+        "temperature": 1.0,
+        "coefficient": np.zeros(2 * groups.n_groups),
+        "groups": groups.labels,
+    }
+    before = model.coef_.copy()
+    with rate_term(model, term):
+        model.partial_fit(data.data, data.target, sensitive_features=data.sensitive)
+    # Trained (with a term of zeros: the log-loss's steps), nothing stepped.
+    assert not np.array_equal(before, model.coef_)
+    np.testing.assert_array_equal(model.multipliers_, multipliers)
+    assert "_rate_term_external" not in model.__dict__
+
+
+def test_what_a_constraint_cannot_do_is_refused_or_said(data):
+    y3 = data.target + (data.clients == 2)
+    model = FairPenaltyLogisticRegression(constraints="demographic_parity")
+    with pytest.raises(ValueError, match="constraints='demographic_parity' needs"):
+        model.fit(data.data, y3, sensitive_features=data.sensitive)
+    with pytest.raises(ValueError, match="needs a binary outcome"):
+        clone(model).partial_fit(
+            data.data, y3, classes=[0, 1, 2], sensitive_features=data.sensitive
+        )
+    # Without groups it cannot act: the plain model, any classes, a warning.
+    with pytest.warns(InactivePenaltyWarning, match="constraints='demographic"):
+        alone = clone(model).fit(data.data, y3)
+    assert not hasattr(alone, "multipliers_")
+    with pytest.raises(InvalidParameterError, match="'tolerance'"):
+        clone(model).set_params(tolerance=2).fit(data.data, data.target)
+    with pytest.raises(InvalidParameterError, match="'selection_rate'"):
+        FairMLPClassifier(constraints="equalized_odds", selection_rate=1.0).fit(
+            data.data, data.target
+        )
+
+
+# -- in a federation ----------------------------------------------------------
+
+
+def _federation(estimator, **params):
+    return FederatedEstimator(
+        estimator, n_rounds=6, local_epochs=2, random_state=0, **params
+    )
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "pfedavg"])
+def test_the_server_s_constraint_lowers_the_federation_s_gap(data, strategy):
+    def fit(**params):
+        return _federation(
+            FairPenaltyLogisticRegression(fairness=0, **params), strategy=strategy
+        ).fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+
+    plain, fair = fit(), fit(constraints="demographic_parity")
+    metric = demographic_parity_difference
+    assert _gap(fair, data, metric) < 0.7 * _gap(plain, data, metric)
+    model = fair.estimator_
+    assert model.constraints == "demographic_parity"
+    # One step per round, and the fitted model's rates.
+    assert model.rate_gaps_.shape == (7, 1)
+    assert model.multipliers_.sum() > 0
+    assert len(model.groups_) == 4
+
+
+def test_a_warm_start_continues_the_server_s_multipliers(data):
+    estimator = FairMLPClassifier(
+        fairness=0, hidden_layer_sizes=(6,), constraints="demographic_parity"
+    )
+    whole = _federation(estimator).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    warm = _federation(estimator, warm_start=True).set_params(n_rounds=3)
+    for _ in range(2):
+        warm.fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+    np.testing.assert_array_equal(
+        warm.predict_proba(data.data), whole.predict_proba(data.data)
+    )
+    np.testing.assert_array_equal(
+        warm.estimator_.multipliers_, whole.estimator_.multipliers_
+    )
+
+
+def test_central_and_local_fits_run_their_own_constraint(data):
+    estimator = FairPenaltyLogisticRegression(
+        fairness=0, constraints="demographic_parity"
+    )
+    central = _federation(estimator, strategy="central").fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    assert central.estimator_.multipliers_.sum() > 0
+    local = _federation(estimator, strategy="local").fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    # Each client's own; the mean of their models has none of its own.
+    assert all(m.multipliers_.sum() > 0 for m in local.client_estimators_.values())
+    assert not hasattr(local.estimator_, "multipliers_")
+
+
+def test_a_client_lying_in_its_counts_is_named_or_left_out(data, monkeypatch):
+    original = _constraint_rounds.client_rate_histograms
+
+    def lying(estimator, parameters, client, classes, n_bins):
+        counts, groups = original(estimator, parameters, client, classes, n_bins)
+        if np.array_equal(client.X[0], lying.first_row):
+            # Client 1: its positives counted as negatives.
+            counts = counts.copy()
+            counts[:, 0] += counts[:, 1]
+            counts[:, 1] = 0
+        return counts, groups
+
+    estimator = FairPenaltyLogisticRegression(
+        fairness=0, constraints="demographic_parity"
+    )
+    federation = _federation(estimator)
+    lying.first_row = data.data[data.clients == 1][0]
+    monkeypatch.setattr(_constraint_rounds, "client_rate_histograms", lying)
+    with pytest.raises(RuntimeError, match=r"Client 1 failed in round 1 \(rate histo"):
+        federation.fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+    federation.set_params(on_client_error="skip").fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    skipped = [r for r in federation.history_ if "rate_histograms_skipped" in r]
+    # Every round's count without client 1 (the fitted model's measure is
+    # the last round's record too): its counts per label contradict the
+    # class counts it gave at initialisation.
+    assert {r["client"] for r in skipped} == {1}
+    assert len(skipped) == 6
+    assert (
+        "it counts [1000, 0] rows per label in its training rows"
+        in (skipped[0]["rate_histograms_skipped"])
+    )
+    # It still trains: its updates are not what failed.
+    assert all(
+        r.get("train_loss") is not None
+        for r in federation.history_
+        if r["client"] == 1 and "round" in r and r["round"] >= 1
+    )
