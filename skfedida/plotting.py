@@ -13,6 +13,7 @@ import numpy as np
 from .federated import evaluate_clients
 from .metrics._registry import METRICS
 from .metrics._registry import keys as metric_keys
+from .postprocessing import FederatedThresholdOptimizer
 from .postprocessing._threshold_optimizer import operating_points
 
 __all__ = [
@@ -224,7 +225,9 @@ class TradeoffDisplay:
     ----------
     curves : dict of str to tuple
         Setup name to ``(values, performance, disparity)``: parameter values
-        and the matching scores, as arrays.
+        and the matching scores, as arrays; or to ``(values, performance,
+        disparity, performance_sd, disparity_sd)``, drawn with error bars
+        (e.g. the spread over seeds).
     performance_name : str, default="AUROC"
         Axis label.
     disparity_name : str, default="DPD"
@@ -315,6 +318,121 @@ class TradeoffDisplay:
             )
         return cls(curves, **kwargs).plot(ax=ax)
 
+    @classmethod
+    def from_estimators(
+        cls,
+        setups,
+        X,
+        y,
+        *,
+        clients,
+        sensitive_features,
+        performance="accuracy",
+        disparity="dpd",
+        threshold="prevalence",
+        prevalence=None,
+        min_group_size=1,
+        ax=None,
+        **kwargs,
+    ):
+        """Build the curves from fitted models, scored at a matched rate.
+
+        Every model is scored by
+        :func:`~skfedida.federated.evaluate_clients` on ``X`` and ``y``
+        (the mean over the clients), its decisions taken at ``threshold``
+        (by default, exactly the training prevalence's selection rate, so
+        that every model selects the same share); a
+        :class:`~skfedida.postprocessing.FederatedThresholdOptimizer` is
+        scored on its own decisions. Several models for one parameter value
+        (one per seed) give the mean and, as error bars, the standard
+        deviation.
+
+        Parameters
+        ----------
+        setups : dict of str to dict
+            Setup name to ``{parameter value: fitted model}``, a model or a
+            list of them (e.g. one per seed).
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Evaluation rows.
+        y : array-like of shape (n_samples,)
+            Their labels.
+        clients : array-like of shape (n_samples,)
+            Each row's client.
+        sensitive_features : array-like, DataFrame or dict
+            The rows' sensitive attributes.
+        performance : str, default="accuracy"
+            A performance key of ``evaluate_clients`` (``"roc_auc"``, ...).
+        disparity : str, default="dpd"
+            A disparity key (``"dfpr"``, ``"eod"``, ...).
+        threshold : float, "prevalence" or dict, default="prevalence"
+            ``evaluate_clients``' operating point.
+        prevalence : float, default=None
+            The training prevalence, for ``threshold="prevalence"`` (read
+            from the model by default).
+        min_group_size : int, default=1
+            Groups with fewer rows are left out of the disparities.
+        ax : matplotlib Axes, default=None
+            Where to draw.
+        **kwargs : dict
+            Passed to the constructor (axis labels, ``parameter_name``).
+
+        Returns
+        -------
+        display : TradeoffDisplay
+            The display, drawn, with ``figure_`` and ``ax_``.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> from skfedida.datasets import make_federated_classification
+        >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+        >>> from skfedida.plotting import TradeoffDisplay
+        >>> data = make_federated_classification(1000, n_clients=2, random_state=0)
+        >>> models = {
+        ...     tolerance: FairPenaltyLogisticRegression(
+        ...         constraints="demographic_parity", tolerance=tolerance
+        ...     ).fit(data.data, data.target, sensitive_features=data.sensitive)
+        ...     for tolerance in (0.0, 0.1)
+        ... }
+        >>> display = TradeoffDisplay.from_estimators(
+        ...     {"logistic": models}, data.data, data.target, clients=data.clients,
+        ...     sensitive_features=data.sensitive, prevalence=0.25,
+        ...     parameter_name="tolerance")
+        >>> display.ax_.get_xlabel()
+        'DPD'
+        """
+        curves = {}
+        for name, by_value in setups.items():
+            values = sorted(by_value)
+            scores = np.full((len(values), 4), np.nan)
+            for i, value in enumerate(values):
+                models = by_value[value]
+                if not isinstance(models, list | tuple):
+                    models = [models]
+                found = np.array(
+                    [
+                        _matched_scores(
+                            model,
+                            X,
+                            y,
+                            clients,
+                            sensitive_features,
+                            (performance, disparity),
+                            threshold,
+                            prevalence,
+                            min_group_size,
+                        )
+                        for model in models
+                    ]
+                )
+                scores[i, :2] = found.mean(axis=0)
+                scores[i, 2:] = found.std(axis=0)
+            curves[name] = (values, *scores.T)
+        kwargs.setdefault("performance_name", _label(performance))
+        kwargs.setdefault("disparity_name", _label(disparity))
+        return cls(curves, **kwargs).plot(ax=ax)
+
     def plot(self, ax=None):
         """Draw the curves.
 
@@ -329,16 +447,35 @@ class TradeoffDisplay:
             With ``figure_`` and ``ax_``.
         """
         figure, ax = _figure_and_axes(ax, (4.5, 3.5))
-        for name, (values, performance, disparity) in self.curves.items():
-            values, performance, disparity = (
-                np.asarray(a, dtype=float) for a in (values, performance, disparity)
+        for name, curve in self.curves.items():
+            if len(curve) not in (3, 5):
+                raise ValueError(
+                    f"curve {name!r}: (values, performance, disparity) or "
+                    "(values, performance, disparity, performance_sd, "
+                    f"disparity_sd) are needed; got {len(curve)} arrays."
+                )
+            values, performance, disparity, *spread = (
+                np.asarray(a, dtype=float) for a in curve
             )
-            if not values.shape == performance.shape == disparity.shape:
+            if not values.shape == performance.shape == disparity.shape or any(
+                a.shape != values.shape for a in spread
+            ):
                 raise ValueError(
                     f"curve {name!r}: values, performance and disparity must have "
                     "the same length."
                 )
-            ax.plot(disparity, performance, "o-", label=name)
+            if spread:
+                ax.errorbar(
+                    disparity,
+                    performance,
+                    yerr=spread[0],
+                    xerr=spread[1],
+                    fmt="o-",
+                    capsize=2,
+                    label=name,
+                )
+            else:
+                ax.plot(disparity, performance, "o-", label=name)
             for value, x, y in zip(values, disparity, performance, strict=True):
                 ax.annotate(
                     f"{value:g}",
@@ -354,6 +491,26 @@ class TradeoffDisplay:
         figure.tight_layout()
         self.figure_, self.ax_ = figure, ax
         return self
+
+
+def _matched_scores(
+    model, X, y, clients, sensitive_features, keys, threshold, prevalence, min_size
+):
+    """A model's mean over clients of two metrics, at the operating point."""
+    own = isinstance(model, FederatedThresholdOptimizer)
+    report = evaluate_clients(
+        model,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=sensitive_features,
+        metrics=keys,
+        threshold=0.5 if own else threshold,
+        prevalence=None if own else prevalence,
+        min_group_size=min_size,
+        n_bootstrap=0,
+    )
+    return [float(report.summary["mean"][key]) for key in keys]
 
 
 class ThresholdOptimizerDisplay:

@@ -168,3 +168,74 @@ def test_tradeoff_display_from_searches(federation):
     with pytest.raises(ValueError, match="same length"):
         TradeoffDisplay({"x": ([0, 1], [0.8], [0.1, 0.2])}).plot()
     plt.close("all")
+
+
+def test_tradeoff_from_estimators_scores_each_model_at_the_matched_rate(
+    federation,
+):
+    from skfedida.federated import evaluate_clients
+    from skfedida.postprocessing import FederatedThresholdOptimizer
+
+    X, y, clients, S = federation
+    by_seed = {
+        tolerance: [
+            FederatedEstimator(
+                FairPenaltyLogisticRegression(
+                    fairness=0, constraints="demographic_parity", tolerance=tolerance
+                ),
+                n_rounds=2,
+                random_state=seed,
+            ).fit(X, y, clients=clients, sensitive_features=S)
+            for seed in (0, 1)
+        ]
+        for tolerance in (0.2, 0.0)
+    }
+    thresholds = FederatedThresholdOptimizer(
+        by_seed[0.0][0], prefit=True, random_state=0
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    display = TradeoffDisplay.from_estimators(
+        {"constrained": by_seed, "thresholds": {0.0: thresholds}},
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        parameter_name="tolerance",
+    )
+    values, accuracy, dpd, accuracy_sd, dpd_sd = display.curves["constrained"]
+    assert list(values) == [0.0, 0.2]  # sorted
+    # Each point: the mean over the seeds of the mean over the clients, at
+    # exactly the training prevalence's rate; error bars, their sd.
+    found = [
+        evaluate_clients(
+            model,
+            X,
+            y,
+            clients=clients,
+            sensitive_features=S,
+            metrics=("accuracy", "dpd"),
+            threshold="prevalence",
+            n_bootstrap=0,
+        ).summary["mean"]
+        for model in by_seed[0.0]
+    ]
+    assert accuracy[0] == pytest.approx(np.mean([f["accuracy"] for f in found]))
+    assert dpd[0] == pytest.approx(np.mean([f["dpd"] for f in found]))
+    assert dpd_sd[0] == pytest.approx(np.std([f["dpd"] for f in found]))
+    assert accuracy_sd[0] == pytest.approx(np.std([f["accuracy"] for f in found]))
+    # Group thresholds are scored on their own decisions: one model, no spread.
+    own = evaluate_clients(
+        thresholds,
+        X,
+        y,
+        clients=clients,
+        sensitive_features=S,
+        metrics=("accuracy", "dpd"),
+        n_bootstrap=0,
+    ).summary["mean"]
+    assert display.curves["thresholds"][2][0] == pytest.approx(own["dpd"])
+    assert display.curves["thresholds"][4][0] == 0.0
+    assert display.ax_.get_xlabel() == "DPD"
+    assert display.ax_.get_ylabel() == "accuracy"  # the registry's label
+    with pytest.raises(ValueError, match="are needed; got 4 arrays"):
+        TradeoffDisplay({"x": ([0], [0.8], [0.1], [0.0])}).plot()
+    plt.close("all")
