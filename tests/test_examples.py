@@ -38,6 +38,11 @@ EXPECTED = {
         "server's counts",
         "FedAvg + group thresholds",
     ],
+    "plot_rate_constraints.py": [
+        "trees, constraint (tolerance) (accuracy / DPD)",
+        "logistic, constraint (tolerance)",
+        "trees + group thresholds",
+    ],
     "boosted_trees.py": [
         "FedIDA trees, fairness=1: training penalty",
         "selection_rate",
