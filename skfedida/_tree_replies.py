@@ -37,7 +37,9 @@ __all__ = [
 
 #: The query kinds whose answers later answers must agree with (what
 #: :meth:`TreeLedger.record` keeps).
-RECORDED = frozenset({"prepare", "encode", "bin summary", "counts at most", "start"})
+RECORDED = frozenset(
+    {"prepare", "encode", "bin summary", "counts at most", "weight at most", "start"}
+)
 
 
 class TreeLedger:
@@ -55,6 +57,8 @@ class TreeLedger:
         self.summary = None
         #: Per feature, the (pivot, count) pairs it answered, sorted.
         self.pivots = {}
+        #: Per feature, the (pivot, weight at or below it) pairs, sorted.
+        self.weight_pivots = {}
         #: Its "start" answer (rows, weights per cell, label sums).
         self.start = None
         #: Its "prepare" answer (rows after resampling, categories).
@@ -78,21 +82,27 @@ class TreeLedger:
             self.rows = int(answer["n"])
         elif kind == "bin summary":
             self.summary = answer
-            self.pivots = {}
+            self.pivots, self.weight_pivots = {}, {}
         elif kind == "counts at most":
             self.pivots.update(self.merged_pivots(query, answer["counts"]))
+        elif kind == "weight at most":
+            self.weight_pivots.update(
+                self.merged_pivots(query, answer["weights"], weights=True)
+            )
         elif kind == "start":
             self.start = answer
 
-    def merged_pivots(self, query, counts):
+    def merged_pivots(self, query, counts, weights=False):
         """Per feature asked, its pivots and counts so far with these, sorted.
 
         Parameters
         ----------
         query : dict
-            A ``"counts at most"`` query (its features and pivots).
+            A ``"counts at most"`` (or ``"weight at most"``) query.
         counts : array-like
-            The client's counts at its pivots.
+            The client's counts (weights) at its pivots.
+        weights : bool, default=False
+            Whether these are weights (merged with its earlier weights).
 
         Returns
         -------
@@ -102,11 +112,13 @@ class TreeLedger:
         """
         features = np.asarray(query["features"], dtype=np.intp)
         pivots = np.asarray(query["pivots"], dtype=np.float64)
-        counts = np.asarray(counts, dtype=np.int64)
+        dtype = np.float64 if weights else np.int64
+        counts = np.asarray(counts, dtype=dtype)
+        earlier = self.weight_pivots if weights else self.pivots
         merged = {}
         for feature in np.unique(features):
             asked = features == feature
-            known = self.pivots.get(int(feature), (np.empty(0), np.empty(0, int)))
+            known = earlier.get(int(feature), (np.empty(0), np.empty(0, dtype)))
             values = np.concatenate((known[0], pivots[asked]))
             at_pivots = np.concatenate((known[1], counts[asked]))
             order = np.lexsort((at_pivots, values))
@@ -130,6 +142,7 @@ _KEYS = {
     "bins": {"n"},
     "bin summary": {"n", "min", "max", "distinct"},
     "counts at most": {"counts"},
+    "weight at most": {"weights"},
     "start": {"n", "label_sums", "cell_weight", "has_missing", "n_val"},
     "gradients": {"n"},
     "histograms": {"histograms"},
@@ -160,12 +173,16 @@ def tree_reply_problem(query, answer, ledger, expected=None):
     """
     kind = query["kind"]
     keys = _KEYS.get(kind)
+    if kind == "describe" and query.get("weighted"):
+        keys = keys | {"class_weights"}
     if kind in ("init", "apply"):
         keys = _SCORE_KEYS[bool(query["score"])]
         if query["rate_bins"] is not None:
             keys = keys | {"rate_histograms"}
     elif kind == "start" and query["rates"]:
         keys = keys | {"rate_cell_weight"}
+    elif kind == "bin summary" and query.get("weighted"):
+        keys = keys | {"weight"}
     if not isinstance(answer, dict):
         return f"its answer is a {type(answer).__name__}, not a {kind!r} answer"
     if set(answer) != keys:
@@ -198,6 +215,14 @@ def _describe(query, answer, ledger, expected):
         return problem
     if counts.sum() != n or np.any(counts == 0):
         return f"its rows per label {counts.tolist()} are not its {n} rows"
+    if query.get("weighted"):
+        weights, problem = real_array(
+            answer["class_weights"], "its weight per label", shape=classes.shape
+        )
+        if problem is not None:
+            return problem
+        if np.any(weights < 0) or not weights.sum() > 0:
+            return "its weight per label is not the weight of some rows"
     names, labels = answer["sensitive_names"], answer["group_labels"]
     if (names is None) != (labels is None):
         return "it sends group labels without attribute names, or the reverse"
@@ -318,6 +343,9 @@ def _bin_summary(query, answer, ledger, expected):
         return "its extremes are missing for a feature with values, or the reverse"
     if np.any(~empty & ~(low <= high)):
         return "a feature's minimum is above its maximum"
+    problem = _summary_weight_problem(query, answer, n)
+    if problem is not None:
+        return problem
     for j, values in enumerate(distinct):
         if values is None:
             if n[j] <= max_bins:
@@ -344,6 +372,18 @@ def _bin_summary(query, answer, ledger, expected):
                 f"feature {j}'s distinct values are not sorted, distinct values "
                 "from its minimum to its maximum"
             )
+    return None
+
+
+def _summary_weight_problem(query, answer, n):
+    """A weighted summary's weights: >= 0, finite, positive where it has values."""
+    if not query.get("weighted"):
+        return None
+    weight, problem = real_array(answer["weight"], "its weights", shape=n.shape)
+    if problem is not None:
+        return problem
+    if np.any(weight < 0) or np.any((weight > 0) != (n > 0)):
+        return "its weights per feature are not positive exactly where it has values"
     return None
 
 
@@ -378,6 +418,44 @@ def _counts_at_most(query, answer, ledger, expected):
         if np.any(np.diff(at_pivots) < 0):
             return (
                 f"its counts of feature {feature}'s values fall as the pivot "
+                "rises (across this round and its earlier ones)"
+            )
+    return None
+
+
+def _weight_at_most(query, answer, ledger, expected):
+    """Its weight at or below each pivot: within its range, never falling."""
+    problem = _summary_problem(ledger)
+    if problem is not None:
+        return problem
+    if "weight" not in ledger.summary:
+        return "it answered for weights its summary did not give"
+    features = np.asarray(query["features"], dtype=np.intp)
+    pivots = np.asarray(query["pivots"], dtype=np.float64)
+    weights, problem = real_array(
+        answer["weights"], "its weights at the pivots", shape=features.shape
+    )
+    if problem is not None:
+        return problem
+    total = np.asarray(ledger.summary["weight"], dtype=np.float64)[features]
+    if np.any(weights < 0) or np.any(weights > total * (1 + RTOL)):
+        return "its weight at a pivot is not a part of the feature's weight"
+    low = np.asarray(ledger.summary["min"], dtype=np.float64)[features]
+    high = np.asarray(ledger.summary["max"], dtype=np.float64)[features]
+    with np.errstate(invalid="ignore"):
+        below, above = pivots < low, pivots >= high
+    if np.any(below & (weights != 0)) or np.any(
+        above & (np.abs(weights - total) > RTOL * total)
+    ):
+        return (
+            "its weights at pivots outside its range disagree with its range "
+            "(none below its minimum, all at or above its maximum)"
+        )
+    merged = ledger.merged_pivots(query, weights, weights=True)
+    for feature, (_, at_pivots) in merged.items():
+        if np.any(np.diff(at_pivots) < -RTOL * max(at_pivots.max(initial=0), 1.0)):
+            return (
+                f"its weight of feature {feature}'s values falls as the pivot "
                 "rises (across this round and its earlier ones)"
             )
     return None
@@ -756,6 +834,7 @@ _RULES = {
     "bins": _bins,
     "bin summary": _bin_summary,
     "counts at most": _counts_at_most,
+    "weight at most": _weight_at_most,
     "start": _start,
     "init": _scores,
     "gradients": _gradients,

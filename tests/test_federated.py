@@ -680,7 +680,22 @@ def test_federated_estimator_passes_sklearns_estimator_checks(federation):
     # Without clients= every row is one client's, as the checks fit it.
     from sklearn.utils.estimator_checks import check_estimator
 
-    results = check_estimator(federation, on_fail=None)
+    # A row repeated k times falls into other minibatches than one row of
+    # weight k (scikit-learn expects this of its own SGDClassifier and
+    # MLPClassifier too), and a sampler counts it k times toward its
+    # subgroup's size: the two fits differ.
+    stochastic = federation.sampler is not None or not isinstance(
+        federation.estimator, FairPenaltyLogisticRegression
+    )
+    expected = {
+        name: "resampling and minibatches: repeated rows are not one weighted row"
+        for name in (
+            "check_sample_weight_equivalence_on_dense_data",
+            "check_sample_weight_equivalence_on_sparse_data",
+        )
+        if stochastic
+    }
+    results = check_estimator(federation, on_fail=None, expected_failed_checks=expected)
     failed = [
         (r["check_name"], str(r["exception"])[:200])
         for r in results

@@ -31,8 +31,21 @@ values when the client has at most ``max_bins`` of them, whether or not the
 pooled feature then takes percentiles (a client of few rows sends every
 value it has); and its counts of values at or below each pivot, one
 bisection per needed order statistic, at most 64 rounds for all features
-(per client: the server adds them up, no secure aggregation). Row-weighted
-edges (``sample_weight``) are not computed this way yet.
+(per client: the server adds them up, no secure aggregation).
+
+With row weights (``sample_weight``, class weights, the prior correction's:
+what scikit-learn's fit bins with), scikit-learn leaves the rows of weight 0
+out and cuts at weighted percentiles (its ``_weighted_percentile``,
+``average=True``): the first value at which the pooled weight of the values
+at or below it reaches ``p / 100`` of the total, or, where that weight
+equals the target (within ``eps``), the mean of that value and the next.
+The clients then also send their weight per feature, and answer how much of
+it lies at or below each pivot; the bisection finds the first value, one
+more round reads its weight and count, and a bisection on counts finds the
+next value where it is needed. With one client (the rows of one machine)
+the sums are its own, in its own order: scikit-learn's edges; over several
+clients the weights are summed in another order, which can move an edge by
+one value where a target falls within rounding of a cumulative weight.
 """
 
 from __future__ import annotations
@@ -67,11 +80,24 @@ class ClientColumns:
     ----------
     X : ndarray of shape (n_samples, n_features)
         The client's numeric rows (NaN for missing values).
+    weight : ndarray of shape (n_samples,), default=None
+        The rows' weights in the binning (None: unweighted). Rows of weight
+        0 are left out, as scikit-learn's binning leaves them out.
     """
 
-    def __init__(self, X):
+    def __init__(self, X, weight=None):
         X = np.asarray(X, dtype=np.float64)
-        self.columns = [np.sort(column[~np.isnan(column)]) for column in X.T]
+        self.columns, self.cumulative = [], []
+        for column in X.T:
+            keep = ~np.isnan(column)
+            if weight is None:
+                self.columns.append(np.sort(column[keep]))
+                continue
+            keep &= weight != 0
+            # scikit-learn's order (argsort) and running sum of the weights.
+            order = np.argsort(column[keep])
+            self.columns.append(column[keep][order])
+            self.cumulative.append(np.cumsum(weight[keep][order]))
 
     def answer(self, query):
         """The client's answer to a query of the bin edges.
@@ -91,7 +117,7 @@ class ClientColumns:
             ``{"n", "min", "max", "distinct"}`` or ``{"counts"}``.
         """
         if query["kind"] == "bin summary":
-            return self._summary(int(query["max_bins"]))
+            return self._summary(int(query["max_bins"]), query.get("weighted"))
         features = np.asarray(query["features"], dtype=np.intp)
         pivots = np.asarray(query["pivots"], dtype=np.float64)
         counts = np.empty(features.shape[0], dtype=np.int64)
@@ -100,9 +126,21 @@ class ClientColumns:
             counts[asked] = np.searchsorted(
                 self.columns[feature], pivots[asked], side="right"
             )
-        return {"counts": counts}
+        if query["kind"] == "counts at most":
+            return {"counts": counts}
+        weights = np.zeros(features.shape[0])
+        for i, (feature, count) in enumerate(zip(features, counts, strict=True)):
+            if count:
+                weights[i] = self._cumulative(feature)[count - 1]
+        return {"weights": weights}
 
-    def _summary(self, max_bins):
+    def _cumulative(self, feature):
+        """A feature's running weights (unit weights when unweighted)."""
+        if self.cumulative:
+            return self.cumulative[feature]
+        return np.arange(1.0, self.columns[feature].size + 1.0)
+
+    def _summary(self, max_bins, weighted=False):
         n_features = len(self.columns)
         answer = {
             "n": np.array([column.size for column in self.columns], dtype=np.int64),
@@ -110,6 +148,13 @@ class ClientColumns:
             "max": np.full(n_features, np.nan),
             "distinct": [],
         }
+        if weighted:
+            answer["weight"] = np.array(
+                [
+                    self._cumulative(j)[-1] if column.size else 0.0
+                    for j, column in enumerate(self.columns)
+                ]
+            )
         for j, column in enumerate(self.columns):
             if column.size == 0:
                 answer["distinct"].append(np.empty(0))
@@ -118,6 +163,75 @@ class ClientColumns:
             distinct = np.unique(column)
             answer["distinct"].append(distinct if distinct.size <= max_bins else None)
         return answer
+
+
+def _bisect(channel, features, kind, key, enough, low, high):
+    """The first value of each feature at which ``enough(sums)`` holds.
+
+    The clients' answers to ``kind`` queries (their ``key``, summed) at one
+    pivot per entry per round: the interval (lo, hi] of ordered keys holding
+    each value halves every round. ``enough`` must hold at ``high`` and not
+    below ``low``.
+    """
+    lo = _ordered(np.asarray(low, dtype=np.float64)) - 1
+    hi = _ordered(np.asarray(high, dtype=np.float64))
+    # 64 halvings close any interval of int64 keys; one more sees it closed.
+    for _ in range(65):
+        # Keys span all of int64: neither hi - lo nor lo + hi may be formed.
+        open_ = hi > lo + 1
+        if not open_.any():
+            return _from_ordered(hi)
+        mid = lo // 2 + hi // 2 + (lo % 2 + hi % 2) // 2
+        pivots = _from_ordered(mid)
+        answers = channel.ask({"kind": kind, "features": features, "pivots": pivots})
+        sums = sum(answer[key] for answer in answers.values())
+        met = enough(sums)
+        hi = np.where(open_ & met, mid, hi)
+        lo = np.where(open_ & ~met, mid, lo)
+    # Each round halves every open interval, whatever the answers: only a
+    # broken midpoint could get here (a guard, not a case).
+    raise RuntimeError("The bisection of a bin edge did not close in 64 rounds.")
+
+
+def _weighted_edges(channel, features, targets, low, high, counts):
+    """scikit-learn's weighted percentiles (``average=True``), from the clients.
+
+    Per entry: the first value ``v`` whose pooled weight at or below reaches
+    ``targets[i]``; where that weight is the target (within ``eps``), the
+    mean of ``v`` and the next value (``v`` again when ``v`` is the
+    largest: ``counts`` are the features' pooled counts of values).
+    """
+    features = np.asarray(features, dtype=np.intp)
+    targets = np.asarray(targets, dtype=np.float64)
+    first = _bisect(
+        channel,
+        features,
+        "weight at most",
+        "weights",
+        lambda weights: weights >= targets,
+        low,
+        high,
+    )
+    query = {"features": features, "pivots": first}
+    answers = channel.ask({"kind": "weight at most", **query})
+    weights = sum(answer["weights"] for answer in answers.values())
+    answers = channel.ask({"kind": "counts at most", **query})
+    ranks = sum(answer["counts"] for answer in answers.values())
+    exact = (weights - targets <= np.finfo(np.float64).eps) & (
+        ranks < np.asarray(counts)
+    )
+    edges = first.copy()
+    if exact.any():
+        after = _order_statistics(
+            channel,
+            features[exact],
+            ranks[exact],
+            np.asarray(low)[exact],
+            np.asarray(high)[exact],
+        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            edges[exact] = (first[exact] + after) / 2
+    return edges
 
 
 def _order_statistics(channel, features, ranks, low, high):
@@ -129,28 +243,16 @@ def _order_statistics(channel, features, ranks, low, high):
     pivot per entry (one message for all features); the interval (lo, hi]
     of ordered keys holding each statistic halves.
     """
-    features = np.asarray(features, dtype=np.intp)
     ranks = np.asarray(ranks, dtype=np.int64)
-    lo = _ordered(np.asarray(low, dtype=np.float64)) - 1
-    hi = _ordered(np.asarray(high, dtype=np.float64))
-    # 64 halvings close any interval of int64 keys; one more sees it closed.
-    for _ in range(65):
-        # Keys span all of int64: neither hi - lo nor lo + hi may be formed.
-        open_ = hi > lo + 1
-        if not open_.any():
-            return _from_ordered(hi)
-        mid = lo // 2 + hi // 2 + (lo % 2 + hi % 2) // 2
-        pivots = _from_ordered(mid)
-        answers = channel.ask(
-            {"kind": "counts at most", "features": features, "pivots": pivots}
-        )
-        counts = sum(answer["counts"] for answer in answers.values())
-        enough = counts >= ranks + 1
-        hi = np.where(open_ & enough, mid, hi)
-        lo = np.where(open_ & ~enough, mid, lo)
-    # Each round halves every open interval, whatever the answers: only a
-    # broken midpoint could get here (a guard, not a case).
-    raise RuntimeError("The bisection of a bin edge did not close in 64 rounds.")
+    return _bisect(
+        channel,
+        np.asarray(features, dtype=np.intp),
+        "counts at most",
+        "counts",
+        lambda counts: counts >= ranks + 1,
+        low,
+        high,
+    )
 
 
 def _lerp(a, b, t):
@@ -167,13 +269,16 @@ def _finished(thresholds):
     return np.clip(thresholds, None, _ALMOST_INF)
 
 
-def _feature_plan(feature, summaries, max_bins):
+def _feature_plan(feature, summaries, max_bins, weights=None):
     """One feature's edges, or the order statistics they need.
 
     Returns ``("edges", thresholds)`` when the summaries settle them
-    (midpoints of few distinct values, or none), else ``("percentiles",
-    below, above, gamma, low, high)``: numpy's neighbours and weights of
-    every percentile, and the pooled range to bisect in.
+    (midpoints of few distinct values, or none); else, unweighted,
+    ``("percentiles", below, above, gamma, low, high)``: numpy's neighbours
+    and weights of every percentile, and the pooled range to bisect in;
+    weighted (``weights``: each client's weight of the feature),
+    ``("weighted", targets, low, high, count)``: the weight at or below
+    each percentile.
     """
     count = sum(s[feature][0] for s in summaries)
     if count == 0:
@@ -193,6 +298,10 @@ def _feature_plan(feature, summaries, max_bins):
     low = min(s[feature][1] for s in summaries if s[feature][0] > 0)
     high = max(s[feature][2] for s in summaries if s[feature][0] > 0)
     percentiles = np.linspace(0, 100, num=max_bins + 1)[1:-1]
+    if weights is not None:
+        # scikit-learn's adjusted ranks: the percentiles of the total weight.
+        total = sum(float(w[feature]) for w in weights)
+        return "weighted", percentiles / 100 * total, low, high, count
     # Where numpy's percentile reads a column of `count` values: on the
     # positions themselves, it returns the position it interpolates at.
     positions = np.percentile(
@@ -216,7 +325,7 @@ def _percentile_edges(below, above, gamma, values):
         return _finished(_lerp(a, b, gamma))
 
 
-def federated_bin_mapper(clients, *, n_bins=256):
+def federated_bin_mapper(clients, *, n_bins=256, weighted=False):
     """A fitted ``_BinMapper`` whose numeric edges come from the clients' answers.
 
     Parameters
@@ -227,6 +336,9 @@ def federated_bin_mapper(clients, *, n_bins=256):
         features only: categorical ones are not binned this way yet.
     n_bins : int, default=256
         Bins, the missing values' included (``max_bins + 1``).
+    weighted : bool, default=False
+        Whether the rows are weighted: the edges are then scikit-learn's
+        weighted percentiles (zero-weight rows left out).
 
     Returns
     -------
@@ -246,24 +358,28 @@ def federated_bin_mapper(clients, *, n_bins=256):
     channel = _as_channel(clients)
     while True:  # again without a client left out midway
         try:
-            return _bin_mapper(channel, n_bins)
+            return _bin_mapper(channel, n_bins, weighted)
         except Restart:
             continue
 
 
-def _bin_mapper(channel, n_bins):
+def _bin_mapper(channel, n_bins, weighted=False):
     max_bins = n_bins - 1
-    answers = channel.ask({"kind": "bin summary", "max_bins": max_bins})
+    answers = channel.ask(
+        {"kind": "bin summary", "max_bins": max_bins, "weighted": weighted}
+    )
     summaries = [
         list(zip(a["n"].tolist(), a["min"], a["max"], a["distinct"], strict=True))
         for a in answers.values()
     ]
+    weights = [a["weight"] for a in answers.values()] if weighted else None
     n_features = len(summaries[0])
     mapper = BinMapper(n_bins=n_bins)
     mapper.is_categorical_ = np.zeros(n_features, dtype=np.uint8)
     mapper.missing_values_bin_idx_ = n_bins - 1
     plans = [
-        _feature_plan(feature, summaries, max_bins) for feature in range(n_features)
+        _feature_plan(feature, summaries, max_bins, weights)
+        for feature in range(n_features)
     ]
     # Every feature's needed order statistics in one bisection: at most 64
     # rounds in all, each one message per client.
@@ -281,9 +397,29 @@ def _bin_mapper(channel, n_bins):
         values = _order_statistics(channel, features, ranks, lows, highs)
         for feature, rank, value in zip(features, ranks, values, strict=True):
             found.setdefault(int(feature), {})[int(rank)] = value
+    weighted_plans = [
+        (feature, plan) for feature, plan in enumerate(plans) if plan[0] == "weighted"
+    ]
+    if weighted_plans:
+        # Every weighted feature's percentiles in one bisection too.
+        sizes = [len(plan[1]) for _, plan in weighted_plans]
+        edges = _weighted_edges(
+            channel,
+            np.repeat([f for f, _ in weighted_plans], sizes),
+            np.concatenate([plan[1] for _, plan in weighted_plans]),
+            np.repeat([plan[2] for _, plan in weighted_plans], sizes),
+            np.repeat([plan[3] for _, plan in weighted_plans], sizes),
+            np.repeat([plan[4] for _, plan in weighted_plans], sizes),
+        )
+        for (feature, _), part in zip(
+            weighted_plans, np.split(edges, np.cumsum(sizes)[:-1]), strict=True
+        ):
+            found[feature] = _finished(part)
     mapper.bin_thresholds_ = [
         plan[1]
         if plan[0] == "edges"
+        else found[feature]
+        if plan[0] == "weighted"
         else _percentile_edges(plan[1], plan[2], plan[3], found[feature])
         for feature, plan in enumerate(plans)
     ]

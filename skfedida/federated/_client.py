@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn import config_context
 from sklearn.base import clone
-from sklearn.metrics import log_loss
+from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
@@ -98,7 +98,8 @@ class _ClientData:
     features): skfedida's samplers and estimators work on them directly.
     Other components get the sensitive features as the user gave them,
     ``take_rows(source, positions)``, cut only when one asks. ``weight``
-    holds the prior-correction weights of resampled rows (None: unweighted).
+    holds the rows' sample weights, times their prior-correction weights for
+    resampled rows (None: unweighted).
     """
 
     def __init__(self, X, y, groups=None, weight=None, *, source=None, positions=None):
@@ -193,7 +194,9 @@ def _round_sampler(sampler, random_state):
     return sampler
 
 
-def _prior_weights(y_codes, resampled_codes, n_classes):
+def _prior_weights(
+    y_codes, resampled_codes, n_classes, weight=None, resampled_weight=None
+):
     """Weights that give resampled rows the label shares of the original rows.
 
     A row of class c gets ``p_c / q_c``, with ``p_c`` the share of class c
@@ -203,13 +206,19 @@ def _prior_weights(y_codes, resampled_codes, n_classes):
     *across* sensitive groups is kept. The weights average to 1 over the
     resampled rows, so an estimator whose steps scale with the weights
     (sklearn's SGDClassifier) keeps its step size; skfedida's estimators
-    minimise a weighted mean, which no common factor changes.
+    minimise a weighted mean, which no common factor changes. With the rows'
+    own weights (``weight``, and ``resampled_weight``: each resampled row's
+    seed row's) the shares are weighted, and each row's weight is its own
+    times its class's ratio.
     """
-    before = np.bincount(y_codes, minlength=n_classes) / y_codes.shape[0]
-    after = np.bincount(resampled_codes, minlength=n_classes)
-    after = after / resampled_codes.shape[0]
+    before = np.bincount(y_codes, weights=weight, minlength=n_classes)
+    before = before / before.sum()
+    after = np.bincount(resampled_codes, weights=resampled_weight, minlength=n_classes)
+    after = after / after.sum()
     ratio = np.divide(before, after, out=np.ones(n_classes), where=after > 0)
-    return ratio[resampled_codes]
+    if resampled_weight is None:
+        return ratio[resampled_codes]
+    return ratio[resampled_codes] * resampled_weight
 
 
 def _takes_sensitive(method, routed):
@@ -232,19 +241,25 @@ def _resample(sampler, data, prior_correction=None, routed=None):
         kwargs["sensitive_features"] = data.sensitive_for(sampler)
     X_res, y_res = sampler.fit_resample(data.X, data.y, **kwargs)
     groups = positions = None
+    if (data.groups is not None or data.weight is not None) and not hasattr(
+        sampler, "sample_indices_"
+    ):
+        raise TypeError(
+            f"{type(sampler).__name__} does not report sample_indices_, so the "
+            "sensitive features and sample weights cannot follow the resampled "
+            "rows."
+        )
     if data.groups is not None:
-        if not hasattr(sampler, "sample_indices_"):
-            raise TypeError(
-                f"{type(sampler).__name__} does not report sample_indices_, so the "
-                "sensitive features cannot follow the resampled rows."
-            )
         groups, positions = data._sensitive_of(sampler.sample_indices_)
     y_res = np.asarray(y_res)
-    weight = None
+    # A resampled row weighs what its seed row weighs (a synthetic row too).
+    weight = None if data.weight is None else data.weight[sampler.sample_indices_]
     if prior_correction == "weights":
         classes, y_codes = np.unique(data.y, return_inverse=True)
         resampled_codes = np.searchsorted(classes, y_res)
-        weight = _prior_weights(y_codes, resampled_codes, classes.size)
+        weight = _prior_weights(
+            y_codes, resampled_codes, classes.size, data.weight, weight
+        )
     return _ClientData(
         X_res, y_res, groups, weight, source=data.source, positions=positions
     )
@@ -332,6 +347,7 @@ class _Trainer:
     def prime(self, estimator, data):
         """Create the estimator's fitted attributes without learning, if it can."""
         first = data.take(np.arange(min(data.n, 2)))
+        first.weight = None  # primed with zero weights, whatever the rows'
         kwargs = self._fit_kwargs(estimator, first)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -709,7 +725,7 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
         warnings.simplefilter("ignore", InactivePenaltyWarning)
         trainer.train(estimator, data, epochs, random_state)
     proba = np.clip(_training_proba(estimator, data), 1e-15, 1 - 1e-15)
-    loss = _log_loss(data.y, proba, trainer.classes)
+    loss = _log_loss(data.y, proba, trainer.classes, data.weight)
     return estimator, parameter_arrays(estimator), data.n, loss
 
 
@@ -779,18 +795,19 @@ def _training_proba(estimator, data):
     return estimator.predict_proba_checked(X)
 
 
-def _log_loss(y, proba, classes):
+def _log_loss(y, proba, classes, weight=None):
     """``sklearn.metrics.log_loss(y, proba, labels=classes)`` of a client's rows.
 
     Its validation costs milliseconds per call; the rows' labels were
-    checked against ``classes`` when the fit began.
+    checked against ``classes`` when the fit began. ``weight``: the rows'
+    sample weights (a weighted mean).
     """
     if proba.shape[1] != len(classes):
-        return float(log_loss(y, proba, labels=classes))
+        return float(log_loss(y, proba, labels=classes, sample_weight=weight))
     column = np.searchsorted(classes, y)
     # As log_loss: probabilities of a row normalised to sum to 1.
     true = proba[np.arange(y.shape[0]), column] / proba.sum(axis=1)
-    return float(-np.mean(np.log(true)))
+    return float(-np.average(np.log(true), weights=weight))
 
 
 def _split_client(y, validation_fraction, seed, client=None):
@@ -826,7 +843,7 @@ def _round_seed(client_seed, round_):
     return int(np.random.SeedSequence([int(client_seed), round_]).generate_state(1)[0])
 
 
-def _validation_metrics(model, X, y, S, classes):
+def _validation_metrics(model, X, y, S, classes, weight=None):
     """AUROC, selection rate, Brier score and disparities on held-out rows.
 
     The disparities are those of ``predict``'s decisions. Plain floats (NaN
@@ -845,14 +862,14 @@ def _validation_metrics(model, X, y, S, classes):
         # AUROCs of the classes these rows hold.
         codes = np.searchsorted(classes, y)
         metrics = {
-            "roc_auc": ovr_roc_auc(codes, proba)[0],
+            "roc_auc": ovr_roc_auc(codes, proba, weight)[0],
             "selection_rate": np.nan,
-            "brier": multiclass_brier(codes, proba),
+            "brier": multiclass_brier(codes, proba, weight),
             # Each class's share of the decisions: their weighted means over
             # the clients are the federation's shares (a server's
             # degenerate-model check), which one client's own top share is not.
             **{
-                share_key(label): float(np.mean(predicted == label))
+                share_key(label): float(np.average(predicted == label, weights=weight))
                 for label in classes
             },
         }
@@ -861,19 +878,29 @@ def _validation_metrics(model, X, y, S, classes):
         scores = proba[:, 1]
         positive = (y == classes[-1]).astype(np.float64)
         metrics = {
-            "roc_auc": binary_roc_auc(y == classes[-1], scores),
-            "selection_rate": float(np.mean(predicted == classes[-1])),
-            "brier": float(np.mean((scores - positive) ** 2)),
+            "roc_auc": (
+                binary_roc_auc(y == classes[-1], scores)
+                if weight is None
+                else float(roc_auc_score(positive, scores, sample_weight=weight))
+            ),
+            "selection_rate": float(
+                np.average(predicted == classes[-1], weights=weight)
+            ),
+            "brier": float(np.average((scores - positive) ** 2, weights=weight)),
         }
         pos_label = classes[-1]
     if S is None:
         metrics.update(dict.fromkeys(_DISPARITIES, np.nan))
         return metrics
     if pos_label is None:
-        summary = class_summary(y, predicted, classes, S)
+        summary = class_summary(y, predicted, classes, S, sample_weight=weight)
     else:
         summary = fairness_summary(
-            y, predicted, sensitive_features=S, pos_label=pos_label
+            y,
+            predicted,
+            sensitive_features=S,
+            pos_label=pos_label,
+            sample_weight=weight,
         )
     for name, key in _DISPARITIES.items():
         metrics[name] = float(summary[key])

@@ -26,7 +26,7 @@ from .._models._constraints import (
     rate_histograms,
 )
 from .._models._fair_base import BaseFairClassifier
-from .._replies import histogram_claim_problem
+from .._replies import RTOL, histogram_claim_problem, real_array
 from ..metrics._operating_point import DEFAULT_N_BINS
 from ._client import clone_fitted
 from ._parameters import assign_parameters
@@ -128,6 +128,8 @@ def client_rate_histograms(estimator, parameters, data, classes, n_bins):
     counts : ndarray of shape (n_groups, 2, n_bins)
         Per group of the client (in the order of its groups' labels), label
         (negative, positive) and bin, its rows' count.
+    weights : ndarray of shape (n_groups, 2, n_bins) or None
+        The same rows' summed sample weights (None for unweighted rows).
     groups : SensitiveGroups
         The client's groups, in the order of ``counts``.
     """
@@ -136,16 +138,17 @@ def client_rate_histograms(estimator, parameters, data, classes, n_bins):
         data.X, data.y, sensitive_features=data.sensitive_for(model)
     )
     proba = model.predict_proba_checked(X_model)[:, 1]
-    weight = np.ones(data.n) if data.weight is None else data.weight
-    counts = rate_histograms(
-        proba,
-        2 * groups.codes + y_codes.astype(np.intp),
-        weight,
-        2 * groups.n_groups,
-        n_bins,
-        probabilities=True,
-    )
-    return counts.reshape(groups.n_groups, 2, n_bins), groups
+    cells = 2 * groups.codes + y_codes.astype(np.intp)
+    shape = (groups.n_groups, 2, n_bins)
+
+    def histograms(weight):
+        return rate_histograms(
+            proba, cells, weight, 2 * groups.n_groups, n_bins, probabilities=True
+        ).reshape(shape)
+
+    counts = histograms(np.ones(data.n))
+    weights = None if data.weight is None else histograms(data.weight)
+    return counts, weights, groups
 
 
 class FederatedConstraint:
@@ -169,6 +172,8 @@ class FederatedConstraint:
         self.constraint = RateConstraint.of(
             estimator, len(self.labels), n_bins=self.n_bins
         )
+        # Each client's first weights per group and label (weighted rows).
+        self._weights = {}
 
     def problem(self, answer, ledger, k, rows):
         """What is wrong with a client's counts (the gate's rules), or None.
@@ -176,8 +181,8 @@ class FederatedConstraint:
         Parameters
         ----------
         answer : tuple
-            ``(counts, groups)`` of :func:`client_rate_histograms`, or
-            ``(counts, labels)``.
+            ``(counts, weights, groups)`` of :func:`client_rate_histograms`
+            (or with the groups' labels).
         ledger : ClientLedger
             What the clients declared and claimed of their rows.
         k : int
@@ -190,12 +195,12 @@ class FederatedConstraint:
         problem : str or None
             What is wrong, in words; None if nothing is.
         """
-        counts, labels = answer
+        counts, weights, labels = answer
         labels = [tuple(label) for label in getattr(labels, "labels", labels)]
         unknown = [list(g) for g in labels if g not in self._index]
         if unknown:
             return f"it counts rows of groups {unknown} it did not declare"
-        return histogram_claim_problem(
+        problem = histogram_claim_problem(
             counts,
             labels,
             n_bins=self.n_bins,
@@ -204,6 +209,32 @@ class FederatedConstraint:
             rowset="train",
             declared_rows=rows,
         )
+        if problem is not None or weights is None:
+            if problem is None and k in self._weights:
+                return "it sends no sample weights; it sent them before"
+            return problem
+        return self._weights_problem(k, np.asarray(counts), weights)
+
+    def _weights_problem(self, k, counts, weights):
+        """Weighted counts: of the counted rows only, the same totals each time."""
+        weights, problem = real_array(
+            weights, "its weighted histogram", shape=counts.shape
+        )
+        if problem is not None:
+            return problem
+        if np.any(weights < 0) or np.any((counts == 0) & (weights != 0)):
+            return (
+                "its weighted histogram holds a negative weight, or weight in "
+                "a bin where it counts no row"
+            )
+        totals = weights.sum(axis=2)
+        before = self._weights.setdefault(k, totals)
+        if np.any(np.abs(totals - before) > RTOL * max(before.sum(), 1.0)):
+            return (
+                "its rows' weights per group and label differ from those of its "
+                "earlier reply"
+            )
+        return None
 
     def summed(self, answers):
         """The admitted clients' counts, summed by group label.
@@ -211,7 +242,8 @@ class FederatedConstraint:
         Parameters
         ----------
         answers : list of tuple
-            ``(counts, labels)`` of the admitted clients, in client order.
+            ``(counts, weights, labels)`` of the admitted clients, in client
+            order (their weights where they have them).
 
         Returns
         -------
@@ -219,10 +251,12 @@ class FederatedConstraint:
             Per cell ``2 * group + label`` of the federation's groups.
         """
         total = np.zeros((len(self.labels), 2, self.n_bins))
-        for counts, labels in answers:
+        for counts, weights, labels in answers:
             labels = getattr(labels, "labels", labels)
             positions = [self._index[tuple(label)] for label in labels]
-            total[positions] += np.asarray(counts, dtype=np.float64)
+            total[positions] += np.asarray(
+                counts if weights is None else weights, dtype=np.float64
+            )
         return total.reshape(2 * len(self.labels), self.n_bins)
 
     def step(self, answers):
@@ -231,7 +265,7 @@ class FederatedConstraint:
         Parameters
         ----------
         answers : list of tuple
-            The admitted clients' ``(counts, labels)``.
+            The admitted clients' ``(counts, weights, labels)``.
 
         Returns
         -------
@@ -249,7 +283,7 @@ class FederatedConstraint:
         Parameters
         ----------
         answers : list of tuple
-            The admitted clients' ``(counts, labels)``.
+            The admitted clients' ``(counts, weights, labels)``.
 
         Returns
         -------

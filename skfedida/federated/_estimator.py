@@ -60,6 +60,7 @@ from ..over_sampling import FairnessAwareROSE
 from ._aggregation import _Aggregator, check_aggregation, class_prior
 from ._client import (
     COMMUNICATING,
+    _accepts,
     _check_sampler_input,
     _client_seeds,
     _ClientData,
@@ -515,7 +516,7 @@ strategy, default="mean"
                 )
 
     @fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, *, clients=None, sensitive_features=None):
+    def fit(self, X, y, *, clients=None, sensitive_features=None, sample_weight=None):
         """Train across clients.
 
         Parameters
@@ -531,19 +532,42 @@ strategy, default="mean"
         sensitive_features : array-like, DataFrame or dict, default=None
             Sensitive attributes of every row (metadata mode), given to the
             sampler and to the estimator's ``partial_fit`` when it takes them.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows (survey weights, say). Each
+            client trains on its own rows' weights (its estimator's
+            ``partial_fit`` must take ``sample_weight``; with metadata
+            routing enabled, request it:
+            ``estimator.set_partial_fit_request(sample_weight=True)``), a
+            resampled row weighs what its seed row does (times the prior
+            correction), and the class prior and a rate constraint's rates
+            are weighted; the boosted trees also weigh their bin edges, as
+            scikit-learn's own weighted fit. FedAvg still weighs each
+            client's update by its rows. Held-out rows' metrics are
+            weighted too. Not with a Pipeline's federated preprocessing yet.
 
         Returns
         -------
         self : object
             Fitted meta-estimator.
         """
+        if sample_weight is not None:
+            sample_weight = _checked_sample_weight(sample_weight, num_samples(X))
         if is_boosted_trees(self.estimator):
-            return fit_trees(self, X, y, clients, sensitive_features)
+            return fit_trees(
+                self, X, y, clients, sensitive_features, sample_weight=sample_weight
+            )
         self._check_components()
         self._check_update_bound()  # bad options fail before training
         self._check_proximal_term()
         if is_pipeline(self.estimator):
+            if sample_weight is not None:
+                raise ValueError(
+                    "sample_weight with a Pipeline: its federated preprocessing "
+                    "statistics are not weighted yet. Fit the preprocessing "
+                    "outside the federation, or pass no sample_weight."
+                )
             return self._fit_pipeline(X, y, clients, sensitive_features)
+        self._check_weight_routing(sample_weight)
         warn_if_pooled_preprocessing(self)
         if _declares_constraints(self.sampler):
             clone(self.sampler)._validate_params()
@@ -613,7 +637,10 @@ strategy, default="mean"
             train.append(rows[train_rows])
             if held_out is not None:
                 validation.append(rows[held_out])
-        data = [self._client_data(X, y, S, groups, rows) for rows in train]
+        data = [
+            self._client_data(X, y, S, groups, rows, sample_weight) for rows in train
+        ]
+        _check_client_weights(data, ids)
         for k, client in enumerate(data):
             if np.unique(client.y).size < 2:
                 warnings.warn(
@@ -636,18 +663,19 @@ strategy, default="mean"
                 safe_indexing(X, rows),
                 y[rows],
                 None if groups_metrics is None else groups_metrics.take(rows),
+                None if sample_weight is None else sample_weight[rows],
             )
             for rows in validation
         ]
-        for client, (X_val, y_val, groups_val) in zip(
+        for client, (X_val, y_val, groups_val, weight_val) in zip(
             data, self._validation, strict=False
         ):
             # A client reports its fairness (FairFed) on its held-out rows.
-            client.held_out = _ClientData(X_val, y_val, groups_val)
+            client.held_out = _ClientData(X_val, y_val, groups_val, weight_val)
         self._declare_groups(data, gate)
         if self.strategy == "central":
             pooled = np.sort(np.concatenate(train))
-            data_central = [self._client_data(X, y, S, groups, pooled)]
+            data_central = [self._client_data(X, y, S, groups, pooled, sample_weight)]
             self._run(
                 trainer,
                 data_central,
@@ -722,7 +750,19 @@ strategy, default="mean"
                 for k, client in enumerate(data)
             ],
         )
-        return class_prior([counts[k] for k in admitted], self.prior_aggregation)
+        # Weighted rows: the class shares of their weights (the counts above
+        # stay the claims the gate holds them to).
+        shares = [
+            counts[k]
+            if data[k].weight is None
+            else np.bincount(
+                np.searchsorted(self.classes_, data[k].y),
+                weights=data[k].weight,
+                minlength=len(self.classes_),
+            )
+            for k in admitted
+        ]
+        return class_prior(shares, self.prior_aggregation)
 
     def _record_skips(self, gate, history=None):
         """The gate's skipped replies before training, as round 0 of ``history_``."""
@@ -772,8 +812,8 @@ strategy, default="mean"
         return self
 
     @staticmethod
-    def _client_data(X, y, S, groups, rows):
-        """The training rows of one client, with their encoded groups."""
+    def _client_data(X, y, S, groups, rows, sample_weight=None):
+        """The training rows of one client, with their encoded groups and weights."""
         # The client holds its own rows' S only (in the form the user gave
         # it, for components that take S but not encoded groups).
         if rows.size and rows[-1] - rows[0] + 1 == rows.size and is_plain_array(X):
@@ -786,6 +826,7 @@ strategy, default="mean"
             X[rows_X] if is_plain_array(X) else safe_indexing(X, rows),
             y[rows],
             None if groups is None else groups.take(rows),
+            None if sample_weight is None else sample_weight[rows],
             source=None if S is None else take_rows(S, rows),
             positions=None if S is None else np.arange(rows.size),
         )
@@ -990,6 +1031,35 @@ strategy, default="mean"
             )
         return router
 
+    def _check_weight_routing(self, sample_weight):
+        """Refuse rows' weights the estimator's ``partial_fit`` would not take.
+
+        With metadata routing enabled, scikit-learn's rules: the estimator
+        must request them (``set_partial_fit_request(sample_weight=True)``);
+        otherwise its ``partial_fit`` must have a ``sample_weight``
+        parameter.
+        """
+        if sample_weight is None:
+            return
+        estimator = final_step(self.estimator)
+        name = type(estimator).__name__
+        if routing_enabled():
+            # Raises sklearn's error for a weight the estimator left unset.
+            routed = process_routing(self, "fit", sample_weight=sample_weight)
+            if "sample_weight" not in routed.estimator.partial_fit:
+                raise ValueError(
+                    f"sample_weight is passed, and {name}.partial_fit does not "
+                    "request it (set_partial_fit_request(sample_weight=False)): "
+                    "a federation trains every client on its rows' weights. "
+                    "Request it, or pass no sample_weight."
+                )
+        elif not _accepts(estimator.partial_fit, "sample_weight"):
+            raise TypeError(
+                f"sample_weight is passed, and {name}.partial_fit takes no "
+                "sample_weight: a federation trains every client on its rows' "
+                "weights through it."
+            )
+
     def _sensitive_routing(self, **fit_params):
         """Whether S is routed to (sampler, estimator); (None, None) unrouted."""
         if not routing_enabled():
@@ -1179,7 +1249,7 @@ strategy, default="mean"
         scratch = clone_fitted(models[0])
         assign_parameters(scratch, global_parameters)
         reports, weights = [], []
-        for k, (X_val, y_val, S_val) in enumerate(self._validation):
+        for k, (X_val, y_val, S_val, weight_val) in enumerate(self._validation):
             model = models[k] if self.strategy == "local" else scratch
             record = records.record_of(
                 round_ + 1, self._client_id(k), new={"train_loss": None}
@@ -1187,7 +1257,7 @@ strategy, default="mean"
             report = {
                 VALIDATION_PREFIX + name: value
                 for name, value in _validation_metrics(
-                    model, X_val, y_val, S_val, self.classes_
+                    model, X_val, y_val, S_val, self.classes_, weight_val
                 ).items()
             }
             record.update(report)
@@ -1327,6 +1397,38 @@ strategy, default="mean"
             Decision score of every row, from the model that predicts it.
         """
         return self._dispatch("decision_function", X, clients)
+
+
+def _checked_sample_weight(sample_weight, n_samples):
+    """``sample_weight`` as float64, one finite weight >= 0 per row, or an error."""
+    weight = np.asarray(sample_weight)
+    if weight.dtype.kind not in "biuf":
+        raise ValueError(
+            f"sample_weight must hold numbers; got an array of dtype {weight.dtype}."
+        )
+    weight = weight.astype(np.float64)
+    if weight.shape != (n_samples,):
+        raise ValueError(
+            f"sample_weight must hold one weight per row of X: {n_samples} rows, "
+            f"got shape {weight.shape}."
+        )
+    if weight.size and not (np.isfinite(weight).all() and weight.min() >= 0):
+        raise ValueError(
+            "sample_weight must hold finite, non-negative weights; it holds "
+            f"{weight[~(np.isfinite(weight) & (weight >= 0))][0]!r}."
+        )
+    return weight
+
+
+def _check_client_weights(data, ids):
+    """Refuse a client whose training rows all weigh nothing."""
+    for k, client in enumerate(data):
+        if client.weight is not None and not client.weight.sum() > 0:
+            raise ValueError(
+                f"Client {ids[k].tolist()!r}'s training rows all have zero "
+                "sample_weight: it has nothing to train on. Give its rows "
+                "weight, or leave the client out."
+            )
 
 
 def make_plan(federation, overrides=None):

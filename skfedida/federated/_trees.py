@@ -192,12 +192,24 @@ class TreeFederationClient:
         The client's seed (its sampler's and early-stopping split's).
     prior_correction : {"weights"} or None
         Whether resampled rows are weighted back to the client's label shares.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        The rows' sample weights.
     """
 
     def __init__(
-        self, estimator, X, y, sensitive=None, *, sampler, seed, prior_correction
+        self,
+        estimator,
+        X,
+        y,
+        sensitive=None,
+        *,
+        sampler,
+        seed,
+        prior_correction,
+        sample_weight=None,
     ):
         self.estimator = estimator
+        self.sample_weight = sample_weight
         self.X, self.y = X, np.asarray(y)
         self.sensitive = sensitive
         self.sampler, self.seed = sampler, int(seed)
@@ -225,15 +237,17 @@ class TreeFederationClient:
         kind = query["kind"]
         if kind in self._OWN:
             return self._OWN[kind](self, query)
-        if kind in ("bin summary", "counts at most"):
+        if kind in ("bin summary", "counts at most", "weight at most"):
             return self.columns.answer(query)
         return self.boosting.answer(query)
 
     def _describe(self, query):
         """Its rows' count, labels and groups (categories, no row), its columns."""
-        classes, counts = np.unique(self.y, return_counts=True)
+        classes, codes, counts = np.unique(
+            self.y, return_inverse=True, return_counts=True
+        )
         columns, dtypes = raw_schema(self.X)
-        return {
+        answer = {
             "n": int(self.y.shape[0]),
             "classes": classes,
             "class_counts": counts,
@@ -248,6 +262,17 @@ class TreeFederationClient:
             "columns": columns,
             "dtypes": dtypes,
         }
+        if query.get("weighted"):
+            # Its rows' weight per label (the federation's class prior).
+            weight = (
+                np.ones(self.y.shape[0])
+                if self.sample_weight is None
+                else (self.sample_weight)
+            )
+            answer["class_weights"] = np.bincount(
+                codes, weights=weight, minlength=classes.size
+            )
+        return answer
 
     def _prepare(self, query):
         """Resample once; the rows' count, class counts and categories."""
@@ -264,6 +289,7 @@ class TreeFederationClient:
             self.X,
             y_codes,
             self.groups,
+            self.sample_weight,
             source=self.sensitive,
             positions=None if self.groups is None else np.arange(len(y_codes)),
         )
@@ -334,7 +360,11 @@ class TreeFederationClient:
         self.preprocessor = tree_preprocessor(self.is_categorical, query["categories"])
         self.encoded = self._encoded(X, fit=True)
         self.encoded_val = None if self.val is None else self._encoded(self.val[0])
-        self.columns = ClientColumns(self.encoded[:, len(query["categories"]) :])
+        # Weighted edges bin with the loss's weights, as scikit-learn's fit.
+        self.columns = ClientColumns(
+            self.encoded[:, len(query["categories"]) :],
+            weight if query.get("weighted") else None,
+        )
         return {"n": len(y), "n_val": 0 if self.val is None else len(self.val[1])}
 
     def _encoded(self, X, fit=False):
@@ -456,7 +486,7 @@ def bin_mapper_of(query):
     return mapper
 
 
-def client_training_rows(federation, X, y, sensitive, seed, client):
+def client_training_rows(federation, X, y, sensitive, seed, client, weight=None):
     """A client's training rows, as the federation splits them (held-out rows out).
 
     The same split in-process and on a Flower node, from the client's own
@@ -477,11 +507,14 @@ def client_training_rows(federation, X, y, sensitive, seed, client):
         The client's seed.
     client : object
         The client's id, for errors.
+    weight : ndarray of shape (n_samples,), default=None
+        Their sample weights.
 
     Returns
     -------
     rows : tuple
-        Its training rows ``(X, y, sensitive)``, in the same containers.
+        Its training rows ``(X, y, sensitive, weight)``, in the same
+        containers.
     """
     y = np.asarray(y)
     train, _ = _split_client(y, federation.validation_fraction, seed, client)
@@ -489,10 +522,11 @@ def client_training_rows(federation, X, y, sensitive, seed, client):
         safe_indexing(X, train),
         y[train],
         None if sensitive is None else take_rows(sensitive, train),
+        None if weight is None else weight[train],
     )
 
 
-def tree_client(federation, X, y, sensitive, seed, client):
+def tree_client(federation, X, y, sensitive, seed, client, weight=None):
     """The federation's client of a node's (or a client's) rows.
 
     Parameters
@@ -509,13 +543,17 @@ def tree_client(federation, X, y, sensitive, seed, client):
         The client's seed.
     client : object
         The client's id, for errors.
+    weight : ndarray of shape (n_samples,), default=None
+        Their sample weights.
 
     Returns
     -------
     client : TreeFederationClient
         Holding its training rows.
     """
-    X, y, sensitive = client_training_rows(federation, X, y, sensitive, seed, client)
+    X, y, sensitive, weight = client_training_rows(
+        federation, X, y, sensitive, seed, client, weight
+    )
     return TreeFederationClient(
         federation.estimator,
         X,
@@ -524,6 +562,7 @@ def tree_client(federation, X, y, sensitive, seed, client):
         sampler=federation.sampler,
         seed=seed,
         prior_correction=federation.prior_correction,
+        sample_weight=weight,
     )
 
 
@@ -573,7 +612,7 @@ def adopt_trees(federation, model, described, *, clients, seeds, history):
     return federation
 
 
-def fit_trees(federation, X, y, clients, sensitive_features):
+def fit_trees(federation, X, y, clients, sensitive_features, sample_weight=None):
     """Fit a federation whose estimator is histogram gradient boosting.
 
     Parameters
@@ -588,6 +627,9 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         Each row's client.
     sensitive_features : array-like, DataFrame or dict, or None
         The rows' sensitive attributes (the penalty's groups, the sampler's).
+    sample_weight : ndarray of shape (n_samples,), default=None
+        The rows' weights (checked): each client's weigh its loss, its rates,
+        its bin edges and the class prior.
 
     Returns
     -------
@@ -630,6 +672,18 @@ def fit_trees(federation, X, y, clients, sensitive_features):
             None if sensitive_features is None else take_rows(sensitive_features, rows),
         )
 
+    def weight_of(k):
+        return None if sample_weight is None else sample_weight[parts[k]]
+
+    if sample_weight is not None:
+        for k in range(n_clients):
+            if not weight_of(k).sum() > 0:
+                raise ValueError(
+                    f"Client {ids[k].tolist()!r}'s rows all have zero sample_weight: "
+                    "it has nothing to train on. Give its rows weight, or leave "
+                    "the client out."
+                )
+
     gate = ReplyGate(
         federation.on_client_error,
         name=lambda k: f"Client {ids[k].tolist()!r}",
@@ -649,7 +703,9 @@ def fit_trees(federation, X, y, clients, sensitive_features):
                 "no such trees to show. Use strategy='fedavg', or no callbacks."
             )
         trained = [
-            client_training_rows(federation, *rows_of(k), seeds[k], ids[k].tolist())
+            client_training_rows(
+                federation, *rows_of(k), seeds[k], ids[k].tolist(), weight_of(k)
+            )
             for k in range(n_clients)
         ]
         if federation.strategy == "central":
@@ -663,7 +719,9 @@ def fit_trees(federation, X, y, clients, sensitive_features):
             "classes": classes,
             "class_counts": np.sum(
                 [
-                    np.bincount(np.searchsorted(classes, t[1]), minlength=2)
+                    np.bincount(
+                        np.searchsorted(classes, t[1]), weights=t[3], minlength=2
+                    )
                     for t in trained
                 ],
                 axis=0,
@@ -711,7 +769,7 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         previous = copy.deepcopy(federation.estimator_)
         history = list(federation.history_)
     members = [
-        tree_client(federation, *rows_of(k), seeds[k], ids[k].tolist())
+        tree_client(federation, *rows_of(k), seeds[k], ids[k].tolist(), weight_of(k))
         for k in range(n_clients)
     ]
     # sklearn's callback API: the fit is the root task, each tree (each new
@@ -761,6 +819,8 @@ def fit_trees(federation, X, y, clients, sensitive_features):
         resampled=federation.sampler is not None,
         previous=previous,
         on_tree=on_tree,
+        sample_weighted=sample_weight is not None,
+        prior_weighted=prior_weighted(federation),
     )
     adopt_trees(
         federation,
@@ -774,12 +834,28 @@ def fit_trees(federation, X, y, clients, sensitive_features):
     return federation
 
 
+def prior_weighted(federation):
+    """Whether a federation's resampled rows carry prior-correction weights.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The federation (its ``sampler`` and ``prior_correction``).
+
+    Returns
+    -------
+    weighted : bool
+    """
+    return federation.sampler is not None and federation.prior_correction == "weights"
+
+
 def _pooled(trained):
     """The clients' training rows, pooled in client order."""
-    Xs, ys, Ss = zip(*trained, strict=True)
+    Xs, ys, Ss, ws = zip(*trained, strict=True)
     X = _concat_rows(Xs)
     S = None if Ss[0] is None else _concat_rows(Ss)
-    return X, np.concatenate(ys), S
+    w = None if ws[0] is None else np.concatenate(ws)
+    return X, np.concatenate(ys), S, w
 
 
 def _concat_rows(parts):
@@ -796,7 +872,7 @@ def _concat_rows(parts):
     return np.concatenate([np.asarray(p) for p in parts])
 
 
-def _one_machine(federation, X, y, sensitive, seed):
+def _one_machine(federation, X, y, sensitive, weight, seed):
     """The estimator fitted on rows of one machine (central, or one client)."""
     model = clone(federation.estimator)
     model.set_params(random_state=int(seed))
@@ -805,6 +881,7 @@ def _one_machine(federation, X, y, sensitive, seed):
         X,
         np.asarray(y),
         groups,
+        weight,
         source=sensitive,
         positions=None if groups is None else np.arange(len(y)),
     )
@@ -848,7 +925,14 @@ def _class_weight(model, counts):
 
 
 def federated_trees(
-    estimator, channel, *, resampled=False, previous=None, on_tree=None
+    estimator,
+    channel,
+    *,
+    resampled=False,
+    previous=None,
+    on_tree=None,
+    sample_weighted=False,
+    prior_weighted=False,
 ):
     """The server's tree fit: queries to the clients, the fitted estimator.
 
@@ -873,6 +957,13 @@ def federated_trees(
     on_tree : callable, default=None
         ``on_tree(model)`` after each tree, the model as it stands; a true
         return value stops the trees (a callback's early stopping).
+    sample_weighted : bool, default=False
+        Whether the clients' rows carry sample weights: the class prior is
+        then their weights', and the bin edges are weighted.
+    prior_weighted : bool, default=False
+        Whether resampled rows carry the prior correction's weights (the
+        bin edges are then weighted, as scikit-learn's fit weighs them; so
+        they are with class weights).
 
     Returns
     -------
@@ -896,7 +987,7 @@ def federated_trees(
     fairness = float(getattr(model, "fairness", 0.0))
     while True:
         try:
-            described = channel.ask({"kind": "describe"})
+            described = channel.ask({"kind": "describe", "weighted": sample_weighted})
             break
         except Restart:
             continue
@@ -980,16 +1071,22 @@ def federated_trees(
             "the clients score their validation log-loss; set scoring='loss'."
         )
     fraction = model.validation_fraction if do_early_stopping else None
+    # scikit-learn bins with the rows' weights (sample, prior correction's
+    # and class weights): so does the federation.
+    weighted_bins = sample_weighted or prior_weighted or model.class_weight is not None
     channel.ask(
         {
             "kind": "encode",
             "categories": categories,
             "validation_fraction": fraction,
             "class_weight": _class_weight(model, counts),
+            "weighted": weighted_bins,
         },
         restart=False,
     )
-    numeric = federated_bin_mapper(channel, n_bins=model.max_bins + 1)
+    numeric = federated_bin_mapper(
+        channel, n_bins=model.max_bins + 1, weighted=weighted_bins
+    )
     bins = {
         "kind": "bins",
         "n_bins": model.max_bins + 1,
@@ -1199,9 +1296,12 @@ def _boost_model(
 def _declared(described, channel, classes):
     """What the clients still in the federation declared (sizes, prior)."""
     kept = {k: described[k] for k in channel.active}
-    counts = np.zeros(2, dtype=np.int64)
+    counts = np.zeros(2)
     for answer in kept.values():
-        counts[np.searchsorted(classes, answer["classes"])] += answer["class_counts"]
+        # Weighted rows: their weight per class (the class prior's).
+        counts[np.searchsorted(classes, answer["classes"])] += answer.get(
+            "class_weights", answer["class_counts"]
+        )
     return {
         "classes": classes,
         "class_counts": counts,

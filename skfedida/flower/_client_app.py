@@ -68,7 +68,26 @@ def _load(load_data, context):
             "(and optionally 'sensitive_features', 'X_eval', 'y_eval', "
             f"'sensitive_features_eval'); got {got}."
         )
+    if "sample_weight" in loaded:
+        raise ValueError(
+            "load_data(context) returns 'sample_weight': a Flower federation "
+            "does not train on rows' weights yet. Fit in-process with "
+            "FederatedEstimator.fit(..., sample_weight=...), or leave it out."
+        )
+    unknown = sorted(set(loaded) - _LOADED_KEYS, key=str)
+    if unknown:
+        raise TypeError(
+            f"load_data(context) returns keys {unknown} that are not read "
+            f"(the keys are {sorted(_LOADED_KEYS)}): nothing is dropped "
+            "silently."
+        )
     return loaded
+
+
+#: What ``load_data`` may return.
+_LOADED_KEYS = frozenset(
+    {"X", "y", "sensitive_features", "X_eval", "y_eval", "sensitive_features_eval"}
+)
 
 
 class _NodeRows:
@@ -543,7 +562,7 @@ def make_client_app(federation, load_data, *, classes=None):
         # training rows' scores per (group, label, bin) under the round's model.
         estimator, seed = stored(context)
         plan, part, _ = client_side(context, seed)
-        counts, groups = plan.rate_histograms(
+        counts, weights, groups = plan.rate_histograms(
             part,
             estimator,
             message.content["arrays"].to_numpy_ndarrays(),
@@ -551,7 +570,7 @@ def make_client_app(federation, load_data, *, classes=None):
         )
         return _reply(
             message,
-            arrays=[counts],
+            arrays=[counts] if weights is None else [counts, weights],
             config={"partition-id": part.partition, **group_config(groups)},
         )
 

@@ -46,6 +46,7 @@ from ..federated._trees import (
     check_tree_federation,
     federated_trees,
     is_boosted_trees,
+    prior_weighted,
     tree_model_message,
 )
 from ..metrics._registry import VALIDATION_PREFIX, share_key
@@ -203,12 +204,14 @@ class _FederationChecks:
                 continue
             groups, problem = parse_groups(reply.content["config"])
             if problem is None:
-                counts, problem = read_reply(
-                    lambda reply=reply: reply.content["arrays"].to_numpy_ndarrays()[0]
+                arrays, problem = read_reply(
+                    lambda reply=reply: reply.content["arrays"].to_numpy_ndarrays()
                 )
+            if problem is None and len(arrays) not in (1, 2):
+                problem = f"it sends {len(arrays)} arrays, not its counts (and weights)"
             if problem is None:
                 sizes, _, gate = self.declared[k]
-                answer = (counts, groups[0])
+                answer = (arrays[0], arrays[1] if len(arrays) == 2 else None, groups[0])
                 problem = self.constraint.problem(
                     answer, gate.ledger, k, sizes["train"]
                 )
@@ -698,7 +701,10 @@ def _federate_trees(plan, grid, nodes, rows, timeout, postprocessor=None):
         _tree_sender(grid, nodes, timeout), len(nodes), gate=gate, rows=training_rows
     )
     model, described = federated_trees(
-        federation.estimator, channel, resampled=federation.sampler is not None
+        federation.estimator,
+        channel,
+        resampled=federation.sampler is not None,
+        prior_weighted=prior_weighted(federation),
     )
     fitted = adopt_trees(
         federation,

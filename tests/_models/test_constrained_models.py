@@ -276,13 +276,15 @@ def test_a_client_lying_in_its_counts_is_named_or_left_out(data, monkeypatch):
     original = _constraint_rounds.client_rate_histograms
 
     def lying(estimator, parameters, client, classes, n_bins):
-        counts, groups = original(estimator, parameters, client, classes, n_bins)
+        counts, weights, groups = original(
+            estimator, parameters, client, classes, n_bins
+        )
         if np.array_equal(client.X[0], lying.first_row):
             # Client 1: its positives counted as negatives.
             counts = counts.copy()
             counts[:, 0] += counts[:, 1]
             counts[:, 1] = 0
-        return counts, groups
+        return counts, weights, groups
 
     estimator = FairPenaltyLogisticRegression(
         fairness=0, constraints="demographic_parity"

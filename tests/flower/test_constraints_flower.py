@@ -93,12 +93,14 @@ def test_a_node_lying_in_its_counts_is_named_or_left_out(data, monkeypatch):
     first_row = data.data[data.clients == 1][0]
 
     def lying(estimator, parameters, client, classes, n_bins):
-        counts, groups = original(estimator, parameters, client, classes, n_bins)
+        counts, weights, groups = original(
+            estimator, parameters, client, classes, n_bins
+        )
         if np.array_equal(client.X[0], first_row):
             counts = counts.copy()
             counts[:, 1] += counts[:, 0]  # its negatives counted as positives
             counts[:, 0] = 0
-        return counts, groups
+        return counts, weights, groups
 
     monkeypatch.setattr(_plan, "client_rate_histograms", lying)
     federation = FederatedEstimator(
