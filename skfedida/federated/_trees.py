@@ -835,7 +835,7 @@ def fit_trees(federation, X, y, clients, sensitive_features, sample_weight=None)
 
 
 def prior_weighted(federation):
-    """Whether a federation's resampled rows carry prior-correction weights.
+    """Tell whether a federation's resampled rows carry prior-correction weights.
 
     Parameters
     ----------
@@ -845,6 +845,7 @@ def prior_weighted(federation):
     Returns
     -------
     weighted : bool
+        True with a sampler and ``prior_correction="weights"``.
     """
     return federation.sampler is not None and federation.prior_correction == "weights"
 
