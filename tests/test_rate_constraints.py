@@ -298,3 +298,57 @@ def test_aliases_name_the_same_rates():
     assert constraint_rates("selection_rate_parity") == ("selection_rate",)
     assert constraint_rates("true_negative_rate_parity") == ("false_positive_rate",)
     assert constraint_rates("false_negative_rate_parity") == ("true_positive_rate",)
+
+
+def test_a_pair_undefined_in_one_step_keeps_its_multiplier_unused():
+    # Step 1: four groups with negatives; step 2 (another call's rows):
+    # group 3 has none, so its FPR is undefined there.
+    rng = np.random.default_rng(7)
+    groups = rng.integers(0, 4, 4000)
+    y = rng.integers(0, 2, 4000)
+    scores = groups + y + rng.normal(size=4000)
+    constraint = RateConstraint(
+        "false_positive_rate_parity",
+        tolerance=0.0,
+        target_rate=0.3,
+        n_groups=4,
+        n_bins=N_BINS,
+        bound=100.0,  # no rescaling of the sum in two steps
+    )
+    constraint.propose(
+        rate_histograms(scores, 2 * groups + y, np.ones(4000), 8, N_BINS)
+    )
+    constraint.commit()
+    before = constraint.multipliers.copy()
+    assert before[0, 3].sum() + before[0, :, 3].sum() > 0
+    without = ~((groups == 3) & (y == 0))
+    term = constraint.propose(
+        rate_histograms(
+            scores[without],
+            (2 * groups + y)[without],
+            np.ones(int(without.sum())),
+            8,
+            N_BINS,
+        )
+    )
+    constraint.commit()
+    after = constraint.multipliers
+    # Kept, not stepped, for the calls that have the group's rows.
+    np.testing.assert_array_equal(after[0, 3], before[0, 3])
+    np.testing.assert_array_equal(after[0, :, 3], before[0, :, 3])
+    # Not used: the other groups' coefficients are those of the pairs among
+    # them alone.
+    used = after[0, :3, :3]
+    balance = used.sum(axis=1) - used.sum(axis=0)
+    point = constraint.read(
+        rate_histograms(
+            scores[without],
+            (2 * groups + y)[without],
+            np.ones(int(without.sum())),
+            8,
+            N_BINS,
+        )
+    )
+    expected = balance * point["total"] / point["weights"][0, :3]
+    np.testing.assert_allclose(term["coefficient"][0:6:2], expected)
+    assert term["coefficient"][6] == 0

@@ -17,6 +17,7 @@ from . import (
     blind4,
     blind5,
     blind6,
+    constraints,
     datasets,
     ensemble,
     estimators,
@@ -52,6 +53,7 @@ BY_MODULE = {
         flower,
         estimators,
         ensemble,
+        constraints,
         over_sampling,
         model_selection,
         preprocessing,
@@ -94,6 +96,8 @@ REPLY_KINDS = (
     "reply:tree_histograms",
     "reply:tree_split",
     "reply:tree_leaf_cells",
+    "reply:tree_rate_histograms",
+    "reply:rate_histograms",
 )
 
 

@@ -226,8 +226,8 @@ MUTANTS = [
         name="blind2: prior-correction weights normalise the resampled shares by "
         "the original row count",
         path="skfedida/federated/_client.py",
-        original="after = after / resampled_codes.shape[0]",
-        mutated="after = after / y_codes.shape[0]",
+        original="    after = after / after.sum()\n",
+        mutated="    after = after / before.sum()\n",
         tests=_CLIENT,
         features=("FederatedEstimator",),
     ),

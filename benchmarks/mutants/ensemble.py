@@ -112,8 +112,8 @@ MUTANTS += [
     Mutant(
         "an order statistic is the largest value below its rank",
         BINNING,
-        "        enough = counts >= ranks + 1\n",
-        "        enough = counts > ranks + 1\n",
+        "        lambda counts: counts >= ranks + 1,\n",
+        "        lambda counts: counts > ranks + 1,\n",
         BINNING_TESTS,
         features=FEATURES,
     ),

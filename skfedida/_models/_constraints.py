@@ -501,12 +501,14 @@ class RateConstraint:
         rates = point["rates"]
         violation = rates[:, :, None] - rates[:, None, :] - self.tolerance
         defined = np.isfinite(violation)
-        # A pair with a group whose rate is undefined (no rows of its labels)
-        # is no constraint: its multiplier is 0.
+        # A pair with a group whose rate is undefined here (no rows of its
+        # labels: a partial_fit call without them) is no constraint for this
+        # step: its multiplier is neither stepped nor used (``_term``), and
+        # kept for the calls that have the group's rows.
         multipliers = np.where(
             defined,
             self.multipliers + MULTIPLIER_RATE * np.where(defined, violation, 0.0),
-            0.0,
+            self.multipliers,
         )
         np.maximum(multipliers, 0.0, out=multipliers)
         for r in range(multipliers.shape[0]):
@@ -591,6 +593,9 @@ def _term(point, multipliers, rates, n_groups):
     cell ``c`` carries ``A_c = sum_k W nu_kg / W_kg`` over the rates whose
     rows include its label.
     """
+    # Only the pairs of groups with defined rates here weigh in this term.
+    defined = np.isfinite(point["rates"])
+    multipliers = np.where(defined[:, :, None] & defined[:, None, :], multipliers, 0.0)
     balance = multipliers.sum(axis=2) - multipliers.sum(axis=1)
     weights = point["weights"]
     coefficient = np.zeros(2 * n_groups)

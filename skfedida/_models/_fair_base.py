@@ -854,10 +854,12 @@ class BaseFairClassifier(
             )
 
     def _constrains(self, batch):
-        """Whether this estimator's own rate constraint acts on these rows."""
+        """Whether this estimator's own rate constraint can act on these rows.
+
+        It does unless a federation's term is in force (``_under_constraint``).
+        """
         return (
             getattr(self, "constraints", None) is not None
-            and self.__dict__.get("_rate_term_external") is None
             and len(self.classes_) == 2
             and batch.weight_sum > 0
             and batch.labels is not None

@@ -318,3 +318,72 @@ def test_a_client_lying_in_its_counts_is_named_or_left_out(data, monkeypatch):
         for r in federation.history_
         if r["client"] == 1 and "round" in r and r["round"] >= 1
     )
+
+
+def test_a_term_reaches_each_row_by_its_group_s_label(data):
+    # The same term, its groups listed in another order: the same steps.
+    model = FairPenaltyLogisticRegression(fairness=0, random_state=0)
+    model.partial_fit(
+        data.data[:2], data.target[:2], classes=[0, 1], sample_weight=np.zeros(2)
+    )
+    groups = encode_groups(data.sensitive, n_samples=len(data.target))
+    coefficient = np.array([2.0, -1.0, 0.5, -3.0, 1.0, 0.0, -2.0, 4.0])
+    order = [3, 1, 0, 2]
+    term = {"threshold": -1.0, "temperature": 0.5, "coefficient": coefficient}
+    listed = {**term, "groups": groups.labels}
+    reordered = {
+        **term,
+        "groups": tuple(groups.labels[g] for g in order),
+        "coefficient": coefficient.reshape(4, 2)[order].ravel(),
+    }
+    fitted = []
+    for given in (listed, reordered):
+        copy_ = copy.deepcopy(model)
+        with rate_term(copy_, given):
+            copy_.partial_fit(data.data, data.target, sensitive_features=data.sensitive)
+        fitted.append(copy_.coef_)
+    np.testing.assert_array_equal(*fitted)
+    plain = copy.deepcopy(model).partial_fit(
+        data.data, data.target, sensitive_features=data.sensitive
+    )
+    assert not np.allclose(plain.coef_, fitted[0])
+
+
+def test_the_server_sums_the_clients_counts_by_group_label():
+    from skfedida.federated._constraint_rounds import FederatedConstraint
+
+    estimator = FairPenaltyLogisticRegression(constraints="demographic_parity")
+    labels = [("a",), ("b",), ("c",)]
+    server = FederatedConstraint(estimator, labels, n_bins=4)
+    one = np.arange(3 * 2 * 4, dtype=float).reshape(3, 2, 4)
+    # A client without group "a", listing its groups in another order.
+    other = np.ones((2, 2, 4))
+    other[1] *= 10.0
+    total = server.summed([(one, None, labels), (other, None, [("c",), ("b",)])])
+    expected = one.copy()
+    expected[2] += other[0]
+    expected[1] += other[1]
+    np.testing.assert_array_equal(total, expected.reshape(6, 4))
+    # Weighted counts are summed where a client has them.
+    weights = 0.5 * one
+    total = server.summed([(one, weights, labels)])
+    np.testing.assert_array_equal(total, weights.reshape(6, 4))
+
+
+def test_the_fitted_rates_are_the_federation_s_with_a_client_lacking_a_group(data):
+    S = {k: np.asarray(v) for k, v in data.sensitive.items()}
+    first = np.all([S[k] == S[k][0] for k in S], axis=0)
+    keep = ~((data.clients == 0) & first)  # client 0 lacks the first group
+    X, y, clients = data.data[keep], data.target[keep], data.clients[keep]
+    S = {k: v[keep] for k, v in S.items()}
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0, constraints="demographic_parity"),
+        n_rounds=3,
+        random_state=0,
+    ).fit(X, y, clients=clients, sensitive_features=S)
+    model = federation.estimator_
+    # The rates at the operating point, from the pooled rows directly.
+    decisions = model.decision_function(X) >= model.operating_threshold_
+    codes = encode_groups(S, n_samples=len(y)).codes
+    rates = [decisions[codes == g].mean() for g in range(4)]
+    np.testing.assert_allclose(model.constrained_rates_[0], rates, atol=0.02)

@@ -121,3 +121,41 @@ def test_a_node_lying_in_its_counts_is_named_or_left_out(data, monkeypatch):
     assert (
         "rows per label in its training rows" in (skipped[0]["rate_histograms_skipped"])
     )
+
+
+def test_a_node_without_a_group_reads_the_term_by_label(data):
+    # Node 0 has no row of the first group: its own codes of the others are
+    # shifted against the federation's, and the term must reach each row by
+    # its group's label, as in-process (where every client shares one code).
+    S = {k: np.asarray(v).copy() for k, v in data.sensitive.items()}
+    first = {k: v[0] for k, v in S.items()}
+    rows = data.clients == 0
+    in_first = np.all([S[k] == first[k] for k in S], axis=0)
+    keep = ~(rows & in_first)
+    X, y, clients = data.data[keep], data.target[keep], data.clients[keep]
+    S = {k: v[keep] for k, v in S.items()}
+
+    def load(context):
+        mine = clients == context.node_config["partition-id"]
+        return {
+            "X": X[mine],
+            "y": y[mine],
+            "sensitive_features": {k: v[mine] for k, v in S.items()},
+        }
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=0, constraints="demographic_parity"),
+        n_rounds=4,
+        random_state=3,
+    )
+    ours = clone(federation).fit(X, y, clients=clients, sensitive_features=S)
+    plain = clone(federation).set_params(estimator__constraints=None)
+    plain.fit(X, y, clients=clients, sensitive_features=S)
+    assert not np.allclose(ours.predict_proba(X), plain.predict_proba(X))
+    theirs = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, load),
+        num_partitions=N_CLIENTS,
+    )
+    np.testing.assert_array_equal(ours.predict_proba(X), theirs.predict_proba(X))
+    assert ours.estimator_.multipliers_[0, 0].sum() > 0  # the first group acts

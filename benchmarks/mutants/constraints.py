@@ -1,0 +1,353 @@
+"""Mutants of the rate constraints at the operating point (issue 45).
+
+The shared machinery (``skfedida/_models/_constraints.py``: the multipliers'
+step, the smoothed rates, the operating point, the term's gradient), its use
+by the trees, the logistic model and the network, the server's rounds and
+the gate's rules for the new replies.
+"""
+
+from ._base import Mutant
+
+CONSTRAINTS = "skfedida/_models/_constraints.py"
+BASE = "skfedida/_models/_fair_base.py"
+LOGISTIC = "skfedida/_models/_logistic.py"
+BOOSTING = "skfedida/ensemble/_boosting.py"
+TREE_REPLIES = "skfedida/_tree_replies.py"
+ROUNDS = "skfedida/federated/_constraint_rounds.py"
+SERVER = "skfedida/federated/_server.py"
+CLIENT_APP = "skfedida/flower/_client_app.py"
+BINNING = "skfedida/ensemble/_binning.py"
+CLIENT = "skfedida/federated/_client.py"
+ESTIMATOR = "skfedida/federated/_estimator.py"
+TREE_FEDERATION = "skfedida/federated/_trees.py"
+WEIGHT_TESTS = ("tests/federated/test_sample_weight.py",)
+
+MACHINERY_TESTS = ("tests/test_rate_constraints.py",)
+TREE_TESTS = (
+    "tests/test_rate_constraints.py",
+    "tests/ensemble/test_constrained_trees.py",
+)
+MODEL_TESTS = (
+    "tests/test_rate_constraints.py",
+    "tests/_models/test_constrained_models.py",
+)
+FLOWER_TESTS = ("tests/flower/test_constraints_flower.py",)
+TREES = ("FairHistGradientBoostingClassifier",)
+MODELS = ("FairPenaltyLogisticRegression", "FairMLPClassifier")
+ALL = (*TREES, *MODELS)
+
+MUTANTS = [
+    # -- the machinery ---------------------------------------------------------
+    Mutant(
+        "the multipliers step against the violation",
+        CONSTRAINTS,
+        "self.multipliers + MULTIPLIER_RATE * np.where(defined, violation, 0.0)",
+        "self.multipliers - MULTIPLIER_RATE * np.where(defined, violation, 0.0)",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "a multiplier can turn negative",
+        CONSTRAINTS,
+        "        np.maximum(multipliers, 0.0, out=multipliers)\n",
+        "",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "the multipliers' sum is not bounded",
+        CONSTRAINTS,
+        "        if total > self.bound:\n",
+        "        if False:\n",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "a pair with an undefined rate loses its multiplier",
+        CONSTRAINTS,
+        "            self.multipliers,\n        )\n        np.maximum(",
+        "            0.0,\n        )\n        np.maximum(",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "a pair with an undefined rate still pushes its groups",
+        CONSTRAINTS,
+        "    multipliers = np.where(defined[:, :, None] & defined[:, None, :], "
+        "multipliers, 0.0)\n",
+        "",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "the smoothed rate's slope forgets the width",
+        CONSTRAINTS,
+        "    return smoothed, smoothed * (1.0 - smoothed) / temperature",
+        "    return smoothed, smoothed * (1.0 - smoothed)",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "the term's gradient ignores the rows' weights",
+        CONSTRAINTS,
+        "    return weight * coefficient[cells] * slope",
+        "    return coefficient[cells] * slope",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "a group's pushes are its multipliers' sum, not their balance",
+        CONSTRAINTS,
+        "balance = multipliers.sum(axis=2) - multipliers.sum(axis=1)",
+        "balance = multipliers.sum(axis=2) + multipliers.sum(axis=1)",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "a cell's coefficient is per group's weight, not per unit of the mean",
+        CONSTRAINTS,
+        '            balance[r] * point["total"],',
+        "            balance[r],",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "the cut's bin is selected whole",
+        CONSTRAINTS,
+        "        selected = _above(histograms)[:, j + 1] + share * histograms[:, j]",
+        "        selected = _above(histograms)[:, j]",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "the threshold takes the bottom of the cut's bin, not its top",
+        CONSTRAINTS,
+        "    probability = (j + 1 - share) / n_bins",
+        "    probability = (j + share) / n_bins",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "the width ignores the scores' spread",
+        CONSTRAINTS,
+        "        temperature = max((high - low) / 2.0, bin_width)",
+        "        temperature = bin_width",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "prevalence is the share of negative rows",
+        CONSTRAINTS,
+        "self.target_rate = float(cell_weight[1::2].sum() / cell_weight.sum())",
+        "self.target_rate = float(cell_weight[0::2].sum() / cell_weight.sum())",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "FPR's rows are the positives",
+        CONSTRAINTS,
+        '    "false_positive_rate": (0,),\n',
+        '    "false_positive_rate": (1,),\n',
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "a proposed step is kept without a commit",
+        CONSTRAINTS,
+        "        self._pending = (point, multipliers)\n",
+        (
+            "        self._pending = (point, multipliers)\n"
+            "        self.multipliers = multipliers\n"
+        ),
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    # -- the trees ---------------------------------------------------------------
+    Mutant(
+        "the trees' gradients lack the constraint's term",
+        BOOSTING,
+        "            self.gradients += pushed.astype(G_H_DTYPE)\n",
+        "            pass\n",
+        TREE_TESTS,
+        features=TREES,
+    ),
+    Mutant(
+        "the trees' term is per unit of the rates' weight, not the loss's",
+        BOOSTING,
+        '            pushed = float(constraint["scale"]) * term_gradient(',
+        "            pushed = term_gradient(",
+        TREE_TESTS,
+        features=TREES,
+    ),
+    Mutant(
+        "the trees never keep a step of the multipliers",
+        BOOSTING,
+        "            if constraint is not None:\n                constraint.commit()\n",
+        "",
+        TREE_TESTS,
+        features=TREES,
+    ),
+    Mutant(
+        "the trees' rates weigh class weights in",
+        BOOSTING,
+        "np.ones(n) if rate_weight is None else np.asarray(rate_weight, np.float64)",
+        "self.row_weight",
+        TREE_TESTS,
+        features=TREES,
+    ),
+    Mutant(
+        "the gate takes histograms that do not add up to the client's cells",
+        TREE_REPLIES,
+        "histograms.sum(axis=1) - weights) > RTOL * weights.sum()):",
+        "histograms.sum(axis=1) - weights) > np.inf):",
+        TREE_TESTS,
+        features=("reply:tree_rate_histograms",),
+    ),
+    Mutant(
+        "the gate takes rows away from the baseline before the first tree",
+        TREE_REPLIES,
+        "        if np.any(np.delete(histograms, start, axis=1) != 0):",
+        "        if False:",
+        TREE_TESTS,
+        features=("reply:tree_rate_histograms",),
+    ),
+    Mutant(
+        "the gate takes a start without the cells' weights in the rates",
+        TREE_REPLIES,
+        "        if np.any(rate_cells < 0) or not rate_cells.sum() > 0:",
+        "        if np.any(rate_cells < 0):",
+        TREE_TESTS,
+        features=("reply:tree_rate_histograms",),
+    ),
+    # -- the logistic model and the network -------------------------------------
+    Mutant(
+        "the models' objective lacks the term's value",
+        BASE,
+        "            value += term_value(scores, cells, term_weight, term) / total\n",
+        "",
+        MODEL_TESTS,
+        features=MODELS,
+    ),
+    Mutant(
+        "the models' gradient lacks the term",
+        BASE,
+        "            score_gradient += term_gradient(",
+        "            score_gradient += 0 * term_gradient(",
+        MODEL_TESTS,
+        features=MODELS,
+    ),
+    Mutant(
+        "a federation's term is read by group code, not label",
+        BASE,
+        "        if batch.labels is None:  # codes already in the term's numbering",
+        "        if True:",
+        (*MODEL_TESTS, *FLOWER_TESTS),
+        features=MODELS,
+    ),
+    Mutant(
+        "a constraint on three classes is not refused",
+        BASE,
+        "            and len(self.classes_) != 2\n        ):",
+        "            and len(self.classes_) < 2\n        ):",
+        MODEL_TESTS,
+        features=MODELS,
+    ),
+    Mutant(
+        "the logistic fit keeps its last round, not its best",
+        LOGISTIC,
+        "            (r for r in rounds if r[0] <= least + BEST_ROUND_SLACK),\n",
+        "            rounds[-1:],\n",
+        MODEL_TESTS,
+        features=("FairPenaltyLogisticRegression",),
+    ),
+    # -- the server's rounds -------------------------------------------------------
+    Mutant(
+        "the server's term never reaches the clients' training",
+        SERVER,
+        "                trainer.rate_term = constraint.step(",
+        "                constraint.step(",
+        MODEL_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the server sums the clients' counts by position, not group label",
+        ROUNDS,
+        "            positions = [self._index[tuple(label)] for label in labels]",
+        "            positions = list(range(len(labels)))",
+        (*MODEL_TESTS, *FLOWER_TESTS),
+        features=("FederatedEstimator", "reply:rate_histograms"),
+    ),
+    Mutant(
+        "a client's counts of undeclared groups pass",
+        ROUNDS,
+        "        if unknown:\n            return",
+        "        if False:\n            return",
+        MODEL_TESTS,
+        features=("reply:rate_histograms",),
+    ),
+    Mutant(
+        "a client's counts pass the gate unchecked",
+        SERVER,
+        "            problem = constraint.problem(result, self.ledger, k, data[k].n)",
+        "            problem = None",
+        MODEL_TESTS,
+        features=("reply:rate_histograms",),
+    ),
+    Mutant(
+        "a Flower node trains without the round's term",
+        CLIENT_APP,
+        "            rate_term=None if term is None else decode(term),",
+        "            rate_term=None,",
+        FLOWER_TESTS,
+        features=("make_client_app",),
+    ),
+    # -- rows' weights ----------------------------------------------------------
+    Mutant(
+        "a weighted edge never averages an exact target with the next value",
+        BINNING,
+        "    exact = (weights - targets <= np.finfo(np.float64).eps) & (",
+        "    exact = (weights - targets < 0) & (",
+        WEIGHT_TESTS,
+        features=("FederatedEstimator", "reply:tree_bin_edges"),
+    ),
+    Mutant(
+        "a client bins its rows of weight 0",
+        BINNING,
+        "            keep &= weight != 0\n",
+        "",
+        WEIGHT_TESTS,
+        features=("FederatedEstimator", "reply:tree_bin_edges"),
+    ),
+    Mutant(
+        "a resampled row forgets its seed row's weight",
+        CLIENT,
+        "else data.weight[sampler.sample_indices_]",
+        "else None",
+        WEIGHT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the prior correction counts rows, not their weights",
+        CLIENT,
+        "    before = np.bincount(y_codes, weights=weight, minlength=n_classes)",
+        "    before = np.bincount(y_codes, minlength=n_classes)",
+        WEIGHT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the class prior counts rows, not their weights",
+        ESTIMATOR,
+        "            if data[k].weight is None",
+        "            if True",
+        WEIGHT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the trees' class prior counts rows, not their weights",
+        TREE_FEDERATION,
+        '            "class_weights", answer["class_counts"]',
+        '            "class_counts", answer["class_counts"]',
+        WEIGHT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+]
