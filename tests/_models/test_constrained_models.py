@@ -387,3 +387,17 @@ def test_the_fitted_rates_are_the_federation_s_with_a_client_lacking_a_group(dat
     codes = encode_groups(S, n_samples=len(y)).codes
     rates = [decisions[codes == g].mean() for g in range(4)]
     np.testing.assert_allclose(model.constrained_rates_[0], rates, atol=0.02)
+
+
+def test_counts_of_a_group_no_client_declared_are_named():
+    from skfedida._replies import ClientLedger
+    from skfedida.federated._constraint_rounds import FederatedConstraint
+
+    estimator = FairPenaltyLogisticRegression(constraints="demographic_parity")
+    server = FederatedConstraint(estimator, [("a",), ("b",)], n_bins=4)
+    ledger = ClientLedger()
+    ledger.declare_groups(0, "train", {("a",): 2, ("b",): 2})
+    counts = np.zeros((1, 2, 4))
+    counts[0, 0, 0] = 4
+    problem = server.problem((counts, None, [("z",)]), ledger, 0, 4)
+    assert problem == "it counts rows of groups [['z']] it did not declare"
