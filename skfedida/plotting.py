@@ -344,8 +344,8 @@ class TradeoffDisplay:
         that every model selects the same share); a
         :class:`~skfedida.postprocessing.FederatedThresholdOptimizer` is
         scored on its own decisions. Several models for one parameter value
-        (one per seed) give the mean and, as error bars, the standard
-        deviation.
+        (one per seed) give the mean and, as error bars, the sample
+        standard deviation (``ddof=1``; none for a single model).
 
         Parameters
         ----------
@@ -427,7 +427,11 @@ class TradeoffDisplay:
                     ]
                 )
                 scores[i, :2] = found.mean(axis=0)
-                scores[i, 2:] = found.std(axis=0)
+                # The seeds' sample standard deviation; no spread for one.
+                if len(found) > 1:
+                    scores[i, 2:] = found.std(axis=0, ddof=1)
+                else:
+                    scores[i, 2:] = 0.0
             curves[name] = (values, *scores.T)
         kwargs.setdefault("performance_name", _label(performance))
         kwargs.setdefault("disparity_name", _label(disparity))

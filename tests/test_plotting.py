@@ -220,8 +220,10 @@ def test_tradeoff_from_estimators_scores_each_model_at_the_matched_rate(
     ]
     assert accuracy[0] == pytest.approx(np.mean([f["accuracy"] for f in found]))
     assert dpd[0] == pytest.approx(np.mean([f["dpd"] for f in found]))
-    assert dpd_sd[0] == pytest.approx(np.std([f["dpd"] for f in found]))
-    assert accuracy_sd[0] == pytest.approx(np.std([f["accuracy"] for f in found]))
+    assert dpd_sd[0] == pytest.approx(np.std([f["dpd"] for f in found], ddof=1))
+    assert accuracy_sd[0] == pytest.approx(
+        np.std([f["accuracy"] for f in found], ddof=1)
+    )
     # Group thresholds are scored on their own decisions: one model, no spread.
     own = evaluate_clients(
         thresholds,

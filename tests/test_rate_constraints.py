@@ -352,3 +352,42 @@ def test_a_pair_undefined_in_one_step_keeps_its_multiplier_unused():
     expected = balance * point["total"] / point["weights"][0, :3]
     np.testing.assert_allclose(term["coefficient"][0:6:2], expected)
     assert term["coefficient"][6] == 0
+
+
+def test_resampled_rows_weigh_in_the_rates_as_the_cells_before():
+    from skfedida._models._constraints import population_rate_weight
+
+    rng = np.random.default_rng(0)
+    cells = rng.integers(0, 4, size=50)
+    weight = rng.uniform(0.5, 2.0, size=50)
+    # Resampled: cell 3 oversampled, cell 2 lost, each row with its seed's weight.
+    seeds = np.concatenate([np.flatnonzero(cells != 2), np.flatnonzero(cells == 3)])
+    rate_weight = population_rate_weight(cells[seeds], weight[seeds], cells, weight, 6)
+    by_cell = np.bincount(cells[seeds], rate_weight, minlength=6)
+    expected = np.bincount(cells, weight, minlength=6)
+    expected[2] = 0.0  # no row left to carry it
+    np.testing.assert_allclose(by_cell, expected)
+    # Within a cell the rows keep their weights' proportions.
+    in_three = cells[seeds] == 3
+    ratio = rate_weight[in_three] / weight[seeds][in_three]
+    np.testing.assert_allclose(ratio, ratio[0])
+
+
+def test_the_width_stays_the_scores_own_at_low_selection_rates():
+    # A cut within 1% of the top reads its smoothing band across the outer
+    # bin, which spans logits to infinity; the band must stay the scores'.
+    rng = np.random.default_rng(0)
+    n = 20000
+    groups = rng.integers(0, 2, n)
+    y = (rng.random(n) < 0.1).astype(int)
+    scores = rng.normal(size=n) + 2 * y - 2.5
+    histograms = rate_histograms(scores, 2 * groups + y, np.ones(n), 4)
+
+    def temperature(rate):
+        return RateConstraint(
+            "demographic_parity", tolerance=0, target_rate=rate, n_groups=2
+        ).read(histograms)["temperature"]
+
+    # 0.03 and 0.97: the band's edge at the extreme row itself.
+    for extreme, inner in ((0.02, 0.05), (0.03, 0.05), (0.97, 0.95), (0.98, 0.95)):
+        assert temperature(extreme) < 2 * temperature(inner)

@@ -9,6 +9,7 @@ the gate's rules for the new replies.
 from ._base import Mutant
 
 CONSTRAINTS = "skfedida/_models/_constraints.py"
+MLP = "skfedida/_models/_mlp.py"
 BASE = "skfedida/_models/_fair_base.py"
 LOGISTIC = "skfedida/_models/_logistic.py"
 BOOSTING = "skfedida/ensemble/_boosting.py"
@@ -130,7 +131,8 @@ MUTANTS = [
     Mutant(
         "the width ignores the scores' spread",
         CONSTRAINTS,
-        "        temperature = max((high - low) / 2.0, bin_width)",
+        "        temperature = max("
+        "np.mean(half_widths) if half_widths else 0.0, bin_width)",
         "        temperature = bin_width",
         MACHINERY_TESTS,
         features=ALL,
@@ -348,6 +350,83 @@ MUTANTS = [
         '            "class_weights", answer["class_counts"]',
         '            "class_counts", answer["class_counts"]',
         WEIGHT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    # -- from the review of the whole change -----------------------------------
+    Mutant(
+        "the low-rate band reaches the extreme rows",
+        CONSTRAINTS,
+        "            if margin <= edge <= 1 - margin\n",
+        "            if 0 <= edge <= 1\n",
+        MACHINERY_TESTS,
+        features=ALL,
+    ),
+    Mutant(
+        "the constrained L-BFGS says nothing when max_iter runs out",
+        LOGISTIC,
+        "        if not settled and n_iter >= budget:",
+        "        if False:",
+        MODEL_TESTS,
+        features=MODELS,
+    ),
+    Mutant(
+        "the network's stopping rule watches the Lagrangian",
+        MLP,
+        "            if self._constrains(batch):\n                # The epoch's",
+        "            if False:\n                # The epoch's",
+        MODEL_TESTS,
+        features=MODELS,
+    ),
+    Mutant(
+        "a changed constraint keeps stepping the old multipliers",
+        BASE,
+        "        if constraint is not None and constraint.asked != "
+        "constraint_request(self):",
+        "        if False:",
+        MODEL_TESTS,
+        features=MODELS,
+    ),
+    Mutant(
+        "a constraint set to None keeps its multipliers",
+        BASE,
+        "                # set_params(constraints=None) since: no stale multipliers.\n"
+        "                forget_constraint(self)\n",
+        "                # set_params(constraints=None) since: no stale multipliers.\n"
+        "                pass\n",
+        MODEL_TESTS,
+        features=MODELS,
+    ),
+    Mutant(
+        "a federated model's partial_fit restarts the multipliers from zero",
+        BASE,
+        "multipliers=self._carried_multipliers(len(known))",
+        "multipliers=None",
+        MODEL_TESTS,
+        features=MODELS,
+    ),
+    Mutant(
+        "the trees' federation takes weights the trees did not request",
+        ESTIMATOR,
+        "            self._check_weight_routing(sample_weight)\n"
+        "            return fit_trees(",
+        "            return fit_trees(",
+        WEIGHT_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a sampler's rows weigh in the trees' rates as resampled",
+        TREE_FEDERATION,
+        "data.weight, _rate_weight(rows, data))",
+        "data.weight, data.weight)",
+        TREE_TESTS,
+        features=TREES,
+    ),
+    Mutant(
+        "column-mode clients count no groups for the server's constraint",
+        ROUNDS,
+        "    return estimator.check_rows(data.X)[2]\n",
+        "    return None\n",
+        (*MODEL_TESTS, *FLOWER_TESTS),
         features=("FederatedEstimator",),
     ),
 ]

@@ -62,6 +62,10 @@ __all__ = [
     "RateConstraint",
     "constraint_fitted_attributes",
     "constraint_rates",
+    "constraint_request",
+    "fairness_levers",
+    "forget_constraint",
+    "population_rate_weight",
     "rate_histograms",
     "term_gradient",
     "term_value",
@@ -169,6 +173,42 @@ def rate_histograms(
     return flat.reshape(n_cells, n_bins)
 
 
+def population_rate_weight(cells, weight, population_cells, population_weight, n_cells):
+    """Resampled rows' weights in the rates: each cell weighs the population's.
+
+    A sampler (FairnessAwareROSE) rebalances the (group, label) cells the
+    model trains on; the rates and the prevalence a constraint holds are
+    the client's own rows'. Each resampled row keeps its weight, scaled so
+    that its cell weighs in the rates what the same cell of the rows before
+    resampling weighs: the scores' distribution in a cell is read on the
+    rows trained on, the cells' mix is the population's.
+
+    Parameters
+    ----------
+    cells : ndarray of int of shape (n_samples,)
+        The resampled rows' cells ``2 * group + label``.
+    weight : ndarray of shape (n_samples,) or None
+        Their weights (None: ones).
+    population_cells : ndarray of int of shape (n_population,)
+        The rows' cells before resampling.
+    population_weight : ndarray of shape (n_population,) or None
+        Their weights (None: ones).
+    n_cells : int
+        ``2 * n_groups``.
+
+    Returns
+    -------
+    rate_weight : ndarray of shape (n_samples,)
+        The resampled rows' weights in the rates; a cell with no resampled
+        row weighs nothing.
+    """
+    weight = np.ones(len(cells)) if weight is None else np.asarray(weight, float)
+    target = np.bincount(population_cells, population_weight, minlength=n_cells)
+    held = np.bincount(cells, weight, minlength=n_cells)
+    factor = np.divide(target, held, out=np.zeros(n_cells), where=held > 0)
+    return weight * factor[cells]
+
+
 def _sigmoid_and_slope(scores, term):
     """``sigmoid(z)`` and ``d sigmoid(z) / d s`` at ``z = (s - t) / tau``."""
     temperature = float(term["temperature"])
@@ -250,6 +290,11 @@ def _cut(total, above, rate):
     # The bin j with above[j + 1] <= wanted <= above[j]: the cut lies in it.
     j = int(np.searchsorted(-above, -wanted, side="right")) - 1
     j = min(max(j, 0), n_bins - 1)
+    filled = np.flatnonzero(total > 0)
+    if filled.size:
+        # Selecting none: the cut is at the top of the highest rows, not of
+        # the empty grid above them.
+        j = min(j, int(filled[-1]))
     inside = total[j]
     share = (
         0.0 if inside <= 0 else float(np.clip((wanted - above[j + 1]) / inside, 0, 1))
@@ -257,12 +302,16 @@ def _cut(total, above, rate):
     return j, share
 
 
-def _logit_at(j, share, n_bins):
-    """The logit of the cut selecting the top ``share`` of bin ``j``."""
+def _logit_at(j, share, n_bins, inner=False):
+    """The logit of the cut selecting the top ``share`` of bin ``j``.
+
+    ``inner``: on the grid's inner edges only. The two outer bins span
+    logits to infinity; a width read across them would not be a width of
+    the scores.
+    """
     probability = (j + 1 - share) / n_bins
-    return float(
-        logit(np.clip(probability, _PROBABILITY_FLOOR, 1 - _PROBABILITY_FLOOR))
-    )
+    floor = 1.0 / n_bins if inner else _PROBABILITY_FLOOR
+    return float(logit(np.clip(probability, floor, 1 - floor)))
 
 
 class RateConstraint:
@@ -365,7 +414,7 @@ class RateConstraint:
         constraint : RateConstraint
             With no step yet.
         """
-        return cls(
+        constraint = cls(
             estimator.constraints,
             tolerance=estimator.tolerance,
             target_rate=estimator.selection_rate,
@@ -373,6 +422,10 @@ class RateConstraint:
             bound=estimator.multiplier_bound,
             **options,
         )
+        # What it was built from: a later set_params that changes it starts
+        # a new constraint rather than stepping the old one.
+        constraint.asked = constraint_request(estimator)
+        return constraint
 
     @property
     def n_cells(self):
@@ -464,15 +517,26 @@ class RateConstraint:
             np.divide(hits, weights[r], out=rates[r], where=weights[r] > 0)
         # The sigmoid's width: the rows within one width of the threshold
         # are about 2 * SMOOTHING_SHARE of all, on any scale of scores; at
-        # least the width of the threshold's bin in logits.
-        high = _logit_at(
-            *_cut(total, above, max(self.target_rate - SMOOTHING_SHARE, 0)), self.n_bins
-        )
-        low = _logit_at(
-            *_cut(total, above, min(self.target_rate + SMOOTHING_SHARE, 1)), self.n_bins
-        )
-        bin_width = _logit_at(j, 0.0, self.n_bins) - _logit_at(j, 1.0, self.n_bins)
-        temperature = max((high - low) / 2.0, bin_width)
+        # least the width of the threshold's bin in logits. A side of the
+        # band that reaches the extreme rows is left out: its edge would be
+        # the most extreme row's score, not a width of the scores near the
+        # cut.
+        margin = SMOOTHING_SHARE / 2
+        half_widths = [
+            abs(
+                _logit_at(*_cut(total, above, edge), self.n_bins, inner=True)
+                - threshold
+            )
+            for edge in (
+                self.target_rate - SMOOTHING_SHARE,
+                self.target_rate + SMOOTHING_SHARE,
+            )
+            if margin <= edge <= 1 - margin
+        ]
+        # The nearest inner bin's width for a cut in an outer bin.
+        k = min(max(j, 1), self.n_bins - 2)
+        bin_width = _logit_at(k, 0.0, self.n_bins) - _logit_at(k, 1.0, self.n_bins)
+        temperature = max(np.mean(half_widths) if half_widths else 0.0, bin_width)
         return {
             "threshold": threshold,
             "temperature": float(temperature),
@@ -623,6 +687,68 @@ CONSTRAINT_ATTRIBUTES = (
     "rate_gaps_",
     "target_rate_",
 )
+
+
+def constraint_request(estimator):
+    """The constraint parameters an estimator holds now, as a tuple.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Any estimator; a parameter it lacks reads as None.
+
+    Returns
+    -------
+    request : tuple
+        Its ``constraints``, ``tolerance``, ``selection_rate`` and
+        ``multiplier_bound``.
+    """
+    return tuple(getattr(estimator, name, None) for name in CONSTRAINT_PARAMETERS)
+
+
+def fairness_levers(estimator):
+    """The estimator's active fairness levers, as messages name them.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        With ``fairness`` and, if it takes one, ``constraints``.
+
+    Returns
+    -------
+    levers : str
+        E.g. ``"fairness=1.0 and constraints='demographic_parity'"``; empty
+        when neither acts.
+    """
+    levers = []
+    if getattr(estimator, "fairness", 0) > 0:
+        levers.append(f"fairness={estimator.fairness}")
+    if getattr(estimator, "constraints", None) is not None:
+        levers.append(f"constraints={estimator.constraints!r}")
+    return " and ".join(levers)
+
+
+def forget_constraint(estimator):
+    """Drop an estimator's own rate-constraint state and fitted attributes.
+
+    What a new fit starts from, and what a model that is no fit of its own
+    (the mean of a Local federation's models) must not report.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Any estimator; changed in place.
+
+    Returns
+    -------
+    estimator : estimator instance
+        Without ``multipliers_``, ``constrained_rates_``,
+        ``operating_threshold_``, ``rate_gaps_``, ``target_rate_`` and
+        ``groups_``.
+    """
+    for name in (*CONSTRAINT_ATTRIBUTES, "groups_", "_rate_constraint", "_rate_table"):
+        estimator.__dict__.pop(name, None)
+    return estimator
 
 
 def constraint_fitted_attributes(constraint):

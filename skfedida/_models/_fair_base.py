@@ -57,10 +57,13 @@ from ..exceptions import (
     caller_stacklevel,
 )
 from ._constraints import (
-    CONSTRAINT_ATTRIBUTES,
     CONSTRAINT_PARAMETERS,
     RateConstraint,
     constraint_fitted_attributes,
+    constraint_rates,
+    constraint_request,
+    fairness_levers,
+    forget_constraint,
     rate_histograms,
     term_gradient,
     term_value,
@@ -532,18 +535,9 @@ class BaseFairClassifier(
             )
         return y, y_type
 
-    def _levers(self):
-        """The fairness levers that need groups, as messages name them."""
-        levers = []
-        if self.fairness > 0:
-            levers.append(f"fairness={self.fairness}")
-        if getattr(self, "constraints", None) is not None:
-            levers.append(f"constraints={self.constraints!r}")
-        return " and ".join(levers)
-
     def _groups_of(self, S, n_samples, warn):
         """Group codes and labels of the rows; warn when no lever can act."""
-        levers = self._levers()
+        levers = fairness_levers(self)
         if S is None:
             if warn and levers:
                 warnings.warn(
@@ -911,12 +905,18 @@ class BaseFairClassifier(
         The groups are kept by label (``groups_``) across calls, new ones
         added as they come, so that a multiplier stays with its groups.
         """
+        constraint = self.__dict__.get("_rate_constraint")
+        if constraint is not None and constraint.asked != constraint_request(self):
+            # set_params changed the constraint since its last step.
+            forget_constraint(self)
+            constraint = None
         registry = list(self.__dict__.get("groups_", ()))
         known = set(registry)
         registry += [tuple(g) for g in batch.labels if tuple(g) not in known]
-        constraint = self.__dict__.get("_rate_constraint")
         if constraint is None:
-            constraint = RateConstraint.of(self, len(registry))
+            constraint = RateConstraint.of(
+                self, len(known), multipliers=self._carried_multipliers(len(known))
+            )
         constraint.add_groups(len(registry))
         self._rate_constraint = constraint
         self.groups_ = tuple(registry)
@@ -932,6 +932,18 @@ class BaseFairClassifier(
         for name, value in constraint_fitted_attributes(constraint).items():
             setattr(self, name, value)
 
+    def _carried_multipliers(self, n_groups):
+        """A federation's multipliers to continue from, when they fit; or None.
+
+        A federated model's ``multipliers_`` are the server's; its own
+        ``partial_fit`` continues from them rather than from zero.
+        """
+        multipliers = self.__dict__.get("multipliers_")
+        shape = (len(constraint_rates(self.constraints)), n_groups, n_groups)
+        if multipliers is None or np.shape(multipliers) != shape:
+            return None
+        return multipliers
+
     def _forget_constraint(self):
         """Drop a previous fit's constraint state (a new fit starts anew)."""
         forget_constraint(self)
@@ -946,6 +958,9 @@ class BaseFairClassifier(
         external = self.__dict__.get("_rate_term_external")
         if external is None:
             self._check_constraint_classes(batch.n_groups)
+            if getattr(self, "constraints", None) is None:
+                # set_params(constraints=None) since: no stale multipliers.
+                forget_constraint(self)
         own = external is None and self._constrains(batch)
         if external is None and not own:
             return train()
@@ -1634,26 +1649,3 @@ def rate_term(estimator, term):
         yield estimator
     finally:
         del estimator._rate_term_external
-
-
-def forget_constraint(estimator):
-    """Drop an estimator's own rate-constraint state and fitted attributes.
-
-    What a new fit starts from, and what a model that is no fit of its own
-    (the mean of a Local federation's models) must not report.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Any estimator; changed in place.
-
-    Returns
-    -------
-    estimator : estimator instance
-        Without ``multipliers_``, ``constrained_rates_``,
-        ``operating_threshold_``, ``rate_gaps_``, ``target_rate_`` and
-        ``groups_``.
-    """
-    for name in (*CONSTRAINT_ATTRIBUTES, "groups_", "_rate_constraint"):
-        estimator.__dict__.pop(name, None)
-    return estimator

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 
 from .._compat import check_optimize_result, fit_context
@@ -128,8 +131,11 @@ class FairPenaltyLogisticRegression(BaseFairClassifier):
         The largest gap of the constrained rate between two groups the fit
         aims for.
     selection_rate : "prevalence" or float in (0, 1), default="prevalence"
-        The operating point's share of selected rows (``"prevalence"``: the
-        weighted share of positive rows).
+        The operating point's share of selected rows. ``"prevalence"``: the
+        weighted share of positive rows the constraint's first step sees
+        (``fit``'s rows; the first ``partial_fit`` call's rows, kept by the
+        later calls; in a federation holding the constraint, all clients'
+        training rows), the matched rate of skfedida's reports.
     multiplier_bound : float > 0, default=0.2
         The largest sum of the constraint's multipliers: the most mean
         log-loss the fit gives up per unit of gap between the groups' rates.
@@ -437,8 +443,8 @@ rate_gaps_, target_rate_
     def _constrained_lbfgs(self, fun, theta, unpack, batch, options):
         """L-BFGS under the rate constraint: rounds, the multipliers between.
 
-        ``CONSTRAINT_ROUNDS`` rounds of at most ``max_iter //
-        CONSTRAINT_ROUNDS`` iterations each minimise the Lagrangian with the
+        ``min(CONSTRAINT_ROUNDS, max_iter)`` rounds sharing the ``max_iter``
+        iterations (at least one each) minimise the Lagrangian with the
         multipliers fixed; before each, the multipliers step on the rates of
         the model as it stands (the trees step once per tree, the network
         once per epoch). A round's minimiser can jump (the smoothed rates
@@ -453,10 +459,14 @@ rate_gaps_, target_rate_
         has converged. Returns the kept round's parameters, its objective
         and the iterations run.
         """
-        inner = max(1, options["maxiter"] // CONSTRAINT_ROUNDS)
+        budget = options["maxiter"]
+        n_rounds = min(CONSTRAINT_ROUNDS, budget)
+        inner = max(1, budget // n_rounds)
         n_iter = 0
         rounds = []
-        for _ in range(CONSTRAINT_ROUNDS):
+        for _ in range(n_rounds):
+            if n_iter >= budget:
+                break
             self._rate_term = self._step_own_constraint(unpack(theta), batch)
             try:
                 result = minimize(
@@ -464,7 +474,7 @@ rate_gaps_, target_rate_
                     theta,
                     method="L-BFGS-B",
                     jac=True,
-                    options={**options, "maxiter": inner},
+                    options={**options, "maxiter": min(inner, budget - n_iter)},
                 )
             finally:
                 del self._rate_term
@@ -476,8 +486,19 @@ rate_gaps_, target_rate_
                 np.max(largest_gaps(point["rates"]) - self.tolerance, initial=0.0)
             )
             rounds.append((max(excess, 0.0), fun(theta)[0], theta))
-            if result.nit < inner and not constraint.multipliers.any() and excess <= 0:
+            settled = not constraint.multipliers.any() and excess <= 0
+            if result.status == 0 and settled:
                 break
+        else:
+            settled = False
+        if not settled and n_iter >= budget:
+            warnings.warn(
+                f"The rate-constrained L-BFGS used all max_iter={self.max_iter} "
+                "iterations before its rounds settled; the fit keeps the best "
+                "round. Increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
         least = min(excess for excess, _, _ in rounds)
         _, value, theta = min(
             (r for r in rounds if r[0] <= least + BEST_ROUND_SLACK),

@@ -162,8 +162,11 @@ class FairMLPClassifier(BaseFairClassifier):
         The largest gap of the constrained rate between two groups the fit
         aims for.
     selection_rate : "prevalence" or float in (0, 1), default="prevalence"
-        The operating point's share of selected rows (``"prevalence"``: the
-        weighted share of positive rows).
+        The operating point's share of selected rows. ``"prevalence"``: the
+        weighted share of positive rows the constraint's first step sees
+        (``fit``'s rows; the first ``partial_fit`` call's rows, kept by the
+        later calls; in a federation holding the constraint, all clients'
+        training rows), the matched rate of skfedida's reports.
     multiplier_bound : float > 0, default=0.2
         The largest sum of the constraint's multipliers: the most mean
         log-loss the fit gives up per unit of gap between the groups' rates.
@@ -184,7 +187,9 @@ class FairMLPClassifier(BaseFairClassifier):
     out_activation_ : str
         ``"logistic"`` for two classes, ``"softmax"`` for more.
     loss_ : float
-        Mean minibatch objective of the last epoch.
+        Mean minibatch objective of the last epoch; under a rate constraint,
+        the training rows' objective after it, without the constraint's
+        term (the multipliers change every epoch).
     loss_curve_ : list of float
         ``loss_`` of every epoch of ``fit``.
     validation_scores_ : list of float or None
@@ -503,6 +508,11 @@ rate_gaps_, target_rate_
                 measure=False,
             )
             self._check_finite(params)
+            if self._constrains(batch):
+                # The epoch's Lagrangian moves with the multipliers, which
+                # step every epoch: the stopping rule and the curve follow
+                # the objective without the constraint's term.
+                loss = self._objective(params, batch, with_gradient=False)[0]
             self.loss_curve_.append(loss)
             if validation is not None:
                 monitored = self._objective(params, validation, with_gradient=False)[0]

@@ -36,10 +36,11 @@ from .._compat import (
 from .._doc_links import DocLinkMixin
 from .._groups import encode_groups
 from .._models._constraints import (
-    CONSTRAINT_ATTRIBUTES,
     CONSTRAINT_PARAMETERS,
     RateConstraint,
     constraint_fitted_attributes,
+    fairness_levers,
+    forget_constraint,
 )
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ._boosting import BoostingClient, boost
@@ -338,8 +339,10 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             The fitted classifier.
         """
         self._validate_params()
-        for name in (*CONSTRAINT_ATTRIBUTES, "groups_"):
-            self.__dict__.pop(name, None)
+        forget_constraint(self)
+        # A federation's one-machine fit on resampled rows sets the rows'
+        # weights in the rates (the cells' mix before resampling), once.
+        rate_weight = self.__dict__.pop("_rate_weight", None)
         groups = self._training_groups(y, sensitive_features)
         if groups is None:
             self.n_groups_ = (
@@ -359,23 +362,21 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         if self.constraints is not None:
             self.groups_ = groups.labels
         return self._fit_boosted(
-            X, y, sample_weight, groups.codes, X_val, y_val, sample_weight_val
+            X,
+            y,
+            sample_weight,
+            groups.codes,
+            X_val,
+            y_val,
+            sample_weight_val,
+            rate_weight,
         )
-
-    def _levers(self):
-        """The active fairness levers, as ``fit``'s messages name them."""
-        levers = []
-        if self.fairness > 0:
-            levers.append(f"fairness={self.fairness}")
-        if self.constraints is not None:
-            levers.append(f"constraints={self.constraints!r}")
-        return " and ".join(levers)
 
     def _training_groups(self, y, sensitive_features):
         """The training rows' groups when a lever acts (None: none does)."""
         if self.fairness == 0 and self.constraints is None:
             return None
-        levers = self._levers()
+        levers = fairness_levers(self)
         if sensitive_features is None:
             warnings.warn(
                 f"{levers} has no effect: no sensitive attributes were given "
@@ -425,9 +426,12 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         return groups
 
     def _fit_boosted(
-        self, X, y, sample_weight, groups, X_val, y_val, sample_weight_val
+        self, X, y, sample_weight, groups, X_val, y_val, sample_weight_val, rate_weight
     ):
-        """scikit-learn's fit, with the penalised, constrained loop of one client."""
+        """scikit-learn's fit, with the penalised, constrained loop of one client.
+
+        ``rate_weight``: the rows' weights in the rates (None: their own).
+        """
         # A fairness=0 fit that failed midway may have left scikit-learn's
         # flag that X is binned, which predict would then read.
         self.__dict__.pop("_in_fit", None)
@@ -436,7 +440,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         check_consistent_length(X, y)
         if self.n_trees_per_iteration_ != 1:
             raise ValueError(
-                f"{self._levers()} needs a binary outcome; y has "
+                f"{fairness_levers(self)} needs a binary outcome; y has "
                 f"{len(self.classes_)} classes (fairness=0 and constraints=None "
                 "fit them)."
             )
@@ -444,15 +448,17 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64)
             if np.any(sample_weight < 0):
                 raise ValueError(
-                    f"sample_weight holds negative weights with {self._levers()}: "
-                    "the group penalty and the constraint's rates are weighted "
-                    "shares of each group's rows, which need weights >= 0."
+                    "sample_weight holds negative weights with "
+                    f"{fairness_levers(self)}: the group penalty and the "
+                    "constraint's rates are weighted shares of each group's "
+                    "rows, which need weights >= 0."
                 )
             # As scikit-learn's fit: partial dependence refuses weighted fits.
             self._fitted_with_sw = True
         # The constraint's rates weigh the rows by their own weights, not by
         # the class weights the loss adds.
-        rate_weight = sample_weight
+        if rate_weight is None:
+            rate_weight = sample_weight
         sample_weight = self._finalize_sample_weight(sample_weight, y)
         # The seeds scikit-learn draws, in its order: the validation split's
         # and the feature subsampling's.
@@ -486,7 +492,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             self.do_early_stopping_ = self.early_stopping
         if self.do_early_stopping_ and self.scoring != "loss":
             raise ValueError(
-                f"scoring={self.scoring!r} with {self._levers()}: early "
+                f"scoring={self.scoring!r} with {fairness_levers(self)}: early "
                 "stopping of the penalised or constrained trees scores the "
                 "validation log-loss; set scoring='loss'."
             )

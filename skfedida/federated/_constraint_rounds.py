@@ -37,6 +37,7 @@ __all__ = [
     "federation_groups",
     "guarded_rate_histograms",
     "is_constrained",
+    "rows_groups",
     "training_groups",
 ]
 
@@ -84,13 +85,38 @@ def federation_groups(labels):
     return encode_groups(columns).labels
 
 
-def training_groups(data):
+def rows_groups(estimator, data):
+    """A client's training rows' groups, wherever its estimator reads them.
+
+    Parameters
+    ----------
+    estimator : BaseFairClassifier
+        The client's primed estimator; in column mode (its ``sensitive``
+        set) it reads the groups from the rows' columns.
+    data : _ClientData
+        The client's training rows and their groups (metadata mode).
+
+    Returns
+    -------
+    groups : SensitiveGroups or None
+        The rows' groups; None without sensitive attributes.
+    """
+    if data.groups is not None:
+        return data.groups
+    if getattr(estimator, "sensitive", None) is None:
+        return None
+    return estimator.check_rows(data.X)[2]
+
+
+def training_groups(data, models):
     """The groups with training rows at some client (in-process clients).
 
     Parameters
     ----------
     data : list of _ClientData
         The clients' training rows.
+    models : list of BaseFairClassifier
+        The clients' primed estimators (the groups of column mode).
 
     Returns
     -------
@@ -98,12 +124,11 @@ def training_groups(data):
         Those groups, as :func:`federation_groups` orders them.
     """
     labels = []
-    for client in data:
-        if client.groups is not None:
-            counts = client.groups.counts()
-            labels += [
-                g for g, n in zip(client.groups.labels, counts, strict=True) if n
-            ]
+    for client, model in zip(data, models, strict=True):
+        groups = rows_groups(model, client)
+        if groups is not None:
+            counts = groups.counts()
+            labels += [g for g, n in zip(groups.labels, counts, strict=True) if n]
     return federation_groups(labels)
 
 

@@ -73,6 +73,7 @@ from ._client import (
 from ._constraint_rounds import (
     FederatedConstraint,
     is_constrained,
+    rows_groups,
     training_groups,
 )
 from ._parameters import assign_parameters
@@ -535,9 +536,10 @@ strategy, default="mean"
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of the rows (survey weights, say). Each
             client trains on its own rows' weights (its estimator's
-            ``partial_fit`` must take ``sample_weight``; with metadata
-            routing enabled, request it:
-            ``estimator.set_partial_fit_request(sample_weight=True)``), a
+            ``partial_fit``, the boosted trees' ``fit``, must take
+            ``sample_weight``; with metadata routing enabled, request it:
+            ``estimator.set_partial_fit_request(sample_weight=True)``, or
+            ``set_fit_request`` for the trees), a
             resampled row weighs what its seed row does (times the prior
             correction), and the class prior and a rate constraint's rates
             are weighted; the boosted trees also weigh their bin edges, as
@@ -553,6 +555,7 @@ strategy, default="mean"
         if sample_weight is not None:
             sample_weight = _checked_sample_weight(sample_weight, num_samples(X))
         if is_boosted_trees(self.estimator):
+            self._check_weight_routing(sample_weight)
             return fit_trees(
                 self, X, y, clients, sensitive_features, sample_weight=sample_weight
             )
@@ -569,8 +572,11 @@ strategy, default="mean"
             return self._fit_pipeline(X, y, clients, sensitive_features)
         self._check_weight_routing(sample_weight)
         warn_if_pooled_preprocessing(self)
-        if _declares_constraints(self.sampler):
-            clone(self.sampler)._validate_params()
+        for component in (self.estimator, self.sampler):
+            # Before any client: the server reads the estimator's constraint
+            # parameters itself (the clients' copies leave them unset).
+            if _declares_constraints(component):
+                clone(component)._validate_params()
         warm = self.warm_start and hasattr(self, "_federation_state")
         if warm:
             self._check_warm_start()
@@ -617,6 +623,15 @@ strategy, default="mean"
                 "gap of decisions for one positive class; y has "
                 f"{len(classes)} classes {classes.tolist()[:10]}. Use another "
                 "aggregation for a multi-class outcome."
+            )
+        constraint_acts = is_constrained(self.estimator) and (
+            self._column_mode() if groups is None else groups.n_groups > 1
+        )
+        if len(classes) > 2 and constraint_acts:
+            raise ValueError(
+                f"constraints={self.estimator.constraints!r} needs a binary "
+                f"outcome; y has {len(classes)} classes (constraints=None "
+                "fits them)."
             )
         self.classes_ = classes
         self.clients_ = ids
@@ -862,28 +877,47 @@ strategy, default="mean"
             clone(self.estimator)._validate_params()
         params = self.estimator.get_params(deep=False)
         params.pop("random_state", None)
+        if self._server_constraint():
+            params["constraints"] = None  # the server's, as at the start
         for model in self._federation_state["models"]:
             model.set_params(**params)
 
+    def _column_mode(self):
+        """Whether the estimator reads the sensitive attributes from X's columns."""
+        return (
+            self.sensitive is not None
+            or getattr(self.estimator, "sensitive", None) is not None
+        )
+
     def _warn_if_penalty_inactive(self, S, groups):
-        """Warn once per fit when the estimator's fairness weight cannot act.
+        """Warn once per fit when the estimator's fairness terms cannot act.
 
         Each client round silences the estimator's own warning (it would
-        repeat for every client and round), so the federation says it once.
+        repeat for every client and round), so the federation says it once:
+        for its ``fairness`` weight and its rate ``constraints``.
         """
         params = self.estimator.get_params(deep=False)
         fairness = params.get("fairness", 0)
-        if not (isinstance(fairness, numbers.Real) and fairness > 0):
+        inactive = []
+        if isinstance(fairness, numbers.Real) and fairness > 0:
+            inactive.append(f"fairness={fairness}")
+        if is_constrained(self.estimator):
+            inactive.append(f"constraints={params['constraints']!r}")
+        if not inactive:
             return
-        if self.sensitive is None and S is None:
+        if S is None and not self._column_mode():
             reason = "no sensitive attributes were given (pass sensitive_features)"
         elif groups is not None and groups.n_groups == 1:
             reason = "the sensitive attributes take a single value"
         else:
             return
+        self._warn_inactive(inactive, reason)
+
+    @staticmethod
+    def _warn_inactive(inactive, reason):
         warnings.warn(
-            f"fairness={fairness} has no effect: {reason}; the federation trains "
-            "the unpenalised model.",
+            f"{' and '.join(inactive)} has no effect: {reason}; the federation "
+            "trains the unpenalised, unconstrained model.",
             InactivePenaltyWarning,
             stacklevel=caller_stacklevel(),
         )
@@ -1022,7 +1056,9 @@ strategy, default="mean"
         router = MetadataRouter(owner=self).add_self_request(self)
         router.add(
             estimator=final_step(self.estimator),
-            method_mapping=MethodMapping().add(caller="fit", callee="partial_fit"),
+            method_mapping=MethodMapping().add(
+                caller="fit", callee=self._training_method()
+            ),
         )
         if self.sampler is not None:
             router.add(
@@ -1031,33 +1067,40 @@ strategy, default="mean"
             )
         return router
 
-    def _check_weight_routing(self, sample_weight):
-        """Refuse rows' weights the estimator's ``partial_fit`` would not take.
+    def _training_method(self):
+        """The estimator's method a client trains with: the trees grow in
+        ``fit``'s federated form, every other model steps in ``partial_fit``."""
+        return "fit" if is_boosted_trees(self.estimator) else "partial_fit"
 
-        With metadata routing enabled, scikit-learn's rules: the estimator
-        must request them (``set_partial_fit_request(sample_weight=True)``);
-        otherwise its ``partial_fit`` must have a ``sample_weight``
-        parameter.
+    def _check_weight_routing(self, sample_weight):
+        """Refuse rows' weights the estimator's training method would not take.
+
+        The training method is ``partial_fit``, or ``fit`` for the boosted
+        trees. With metadata routing enabled, scikit-learn's rules: the
+        estimator must request them (``set_partial_fit_request(
+        sample_weight=True)``, ``set_fit_request`` for the trees); otherwise
+        the method must have a ``sample_weight`` parameter.
         """
         if sample_weight is None:
             return
         estimator = final_step(self.estimator)
-        name = type(estimator).__name__
+        method = self._training_method()
+        name = f"{type(estimator).__name__}.{method}"
         if routing_enabled():
             # Raises sklearn's error for a weight the estimator left unset.
             routed = process_routing(self, "fit", sample_weight=sample_weight)
-            if "sample_weight" not in routed.estimator.partial_fit:
+            if "sample_weight" not in getattr(routed.estimator, method):
                 raise ValueError(
-                    f"sample_weight is passed, and {name}.partial_fit does not "
-                    "request it (set_partial_fit_request(sample_weight=False)): "
-                    "a federation trains every client on its rows' weights. "
-                    "Request it, or pass no sample_weight."
+                    f"sample_weight is passed, and {name} does not request it "
+                    f"(set_{method}_request(sample_weight=False)): a federation "
+                    "trains every client on its rows' weights. Request it, or "
+                    "pass no sample_weight."
                 )
-        elif not _accepts(estimator.partial_fit, "sample_weight"):
+        elif not _accepts(getattr(estimator, method), "sample_weight"):
             raise TypeError(
-                f"sample_weight is passed, and {name}.partial_fit takes no "
-                "sample_weight: a federation trains every client on its rows' "
-                "weights through it."
+                f"sample_weight is passed, and {name} takes no sample_weight: "
+                "a federation trains every client on its rows' weights "
+                "through it."
             )
 
     def _sensitive_routing(self, **fit_params):
@@ -1158,9 +1201,28 @@ strategy, default="mean"
             state = server.start(trainer, data, seeds, self._client_estimator)
             self.history_ = []
             self.federated_metrics_ = {}
-            labels = training_groups(data) if self._server_constraint() else ()
-            if len(labels) > 1:
-                state["constraint"] = FederatedConstraint(self.estimator, labels)
+            if self._server_constraint():
+                labels = training_groups(data, state["models"])
+                if len(labels) > 1:
+                    state["constraint"] = FederatedConstraint(self.estimator, labels)
+                    if ledger is not None and self._column_mode():
+                        # What a Flower client declares: the groups its
+                        # estimator reads from its columns.
+                        for k, (client, model) in enumerate(
+                            zip(data, state["models"], strict=True)
+                        ):
+                            groups = rows_groups(model, client)
+                            ledger.declare_groups(
+                                k,
+                                "train",
+                                dict(zip(groups.labels, groups.counts(), strict=True)),
+                            )
+                elif self._column_mode():
+                    # Metadata mode warned in fit; the columns are read here.
+                    self._warn_inactive(
+                        [f"constraints={self.estimator.constraints!r}"],
+                        "the sensitive columns take a single value",
+                    )
         # else warm_start: the clients' estimators, the server's parameters and
         # random streams carry on where the last fit stopped.
         # sklearn's callbacks: the fit is the root task, each round a subtask

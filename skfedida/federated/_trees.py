@@ -53,6 +53,7 @@ from .._models._constraints import (
     CONSTRAINT_ATTRIBUTES,
     RateConstraint,
     constraint_fitted_attributes,
+    population_rate_weight,
 )
 from .._replies import ReplyGate
 from ..ensemble._binning import ClientColumns, federated_bin_mapper
@@ -293,6 +294,7 @@ class TreeFederationClient:
             source=self.sensitive,
             positions=None if self.groups is None else np.arange(len(y_codes)),
         )
+        rows = data
         data = _resample(
             _round_sampler(self.sampler, self.rng), data, self.prior_correction
         )
@@ -304,8 +306,9 @@ class TreeFederationClient:
             own = np.array([union[tuple(label)] for label in self.groups.labels])
             groups = own[data.groups.codes]
         # The rows' weights: in the loss (class weights are added when the
-        # federation's are known) and in a rate constraint's rates.
-        self.rows = (data.X, y, groups, data.weight, data.weight)
+        # federation's are known) and in a rate constraint's rates, where
+        # each cell weighs what it does in the rows before resampling.
+        self.rows = (data.X, y, groups, data.weight, _rate_weight(rows, data))
         # Which features are categorical and the categories this client has:
         # scikit-learn's own reading of the rows (dtypes or the parameter),
         # before its early-stopping split, as in its fit.
@@ -873,6 +876,23 @@ def _concat_rows(parts):
     return np.concatenate([np.asarray(p) for p in parts])
 
 
+def _rate_weight(rows, resampled):
+    """The resampled rows' weights in a constraint's rates (the rows' mix).
+
+    Without resampling, the rows' own weights.
+    """
+    if resampled is rows or rows.groups is None:
+        return resampled.weight
+    n_cells = 2 * rows.groups.n_groups
+    return population_rate_weight(
+        2 * resampled.groups.codes + np.asarray(resampled.y, dtype=np.intp),
+        resampled.weight,
+        2 * rows.groups.codes + np.asarray(rows.y, dtype=np.intp),
+        rows.weight,
+        n_cells,
+    )
+
+
 def _one_machine(federation, X, y, sensitive, weight, seed):
     """The estimator fitted on rows of one machine (central, or one client)."""
     model = clone(federation.estimator)
@@ -886,6 +906,7 @@ def _one_machine(federation, X, y, sensitive, weight, seed):
         source=sensitive,
         positions=None if groups is None else np.arange(len(y)),
     )
+    rows = data
     data = _resample(
         _round_sampler(federation.sampler, np.random.RandomState(int(seed))),
         data,
@@ -894,6 +915,15 @@ def _one_machine(federation, X, y, sensitive, weight, seed):
     kwargs = {}
     if data.groups is not None and "fairness" in model.get_params():
         kwargs["sensitive_features"] = data.groups.codes
+    if data is not rows and data.groups is not None:
+        # A constraint's rates weigh each cell as the rows before
+        # resampling do, as a federation's clients weigh theirs.
+        codes = np.unique(rows.y, return_inverse=True)[1]
+        resampled_codes = np.searchsorted(np.unique(rows.y), data.y)
+        model._rate_weight = _rate_weight(
+            _ClientData(X, codes, groups, weight),
+            _ClientData(data.X, resampled_codes, data.groups, data.weight),
+        )
     return model.fit(data.X, data.y, sample_weight=data.weight, **kwargs)
 
 

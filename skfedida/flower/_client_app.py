@@ -14,6 +14,7 @@ from .._compat import num_samples
 from .._groups import encode_groups
 from ..federated._aggregation import WeightedMean
 from ..federated._client import class_counts, clone_fitted
+from ..federated._constraint_rounds import rows_groups
 from ..federated._parameters import assign_parameters, parameter_arrays
 from ..federated._pipeline import raw_schema
 from ..federated._trees import tree_client, tree_model_from_message
@@ -504,7 +505,12 @@ def make_client_app(federation, load_data, *, classes=None):
         }
         if plan.feature_names_in_ is not None:
             config["feature-names"] = plan.feature_names_in_.tolist()
-        declaration = group_declaration(part)
+        # A constraint's counts are per group wherever the estimator reads
+        # the groups (its own columns in column mode).
+        constrained = plan.federation._server_constraint()
+        declaration = group_declaration(
+            part, rows_groups(estimator, part.train) if constrained else None
+        )
         if declaration is not None:
             # Its groups on each set of rows it will use, and their sizes.
             config["declared-groups"] = declaration

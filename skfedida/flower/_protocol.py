@@ -98,7 +98,7 @@ def group_config(groups):
     }
 
 
-def group_declaration(part):
+def group_declaration(part, train_groups=None):
     """The groups a client declares at initialisation (a JSON string or None).
 
     Per set of rows it will use (``train``; ``held_out`` when its fairness
@@ -106,9 +106,11 @@ def group_declaration(part):
     of its own): its groups' categories and its rows in each. Labels and
     counts only, no rows: every later reply that counts rows per group
     (FairFed reports, histograms) must count exactly these.
+    ``train_groups``: the training rows' groups where the estimator reads
+    them from its columns (column mode); by default ``part.train.groups``.
     """
     rowsets = {}
-    sets = [("train", part.train.groups)]
+    sets = [("train", part.train.groups if train_groups is None else train_groups)]
     if part.train.held_out is not None:
         sets.append(("held_out", part.train.held_out.groups))
     if part.has_eval_rows:

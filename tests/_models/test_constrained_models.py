@@ -17,7 +17,8 @@ from fairlearn.metrics import (
     false_positive_rate_difference,
 )
 from sklearn.base import clone
-from sklearn.metrics import roc_auc_score
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfedida._groups import encode_groups
@@ -25,6 +26,7 @@ from skfedida._models._fair_base import rate_term
 from skfedida.datasets import make_federated_classification
 from skfedida.exceptions import InactivePenaltyWarning
 from skfedida.federated import FederatedEstimator, _constraint_rounds
+from skfedida.federated._client import clone_fitted
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.neural_network import FairMLPClassifier
 
@@ -108,6 +110,37 @@ def test_the_logistic_fit_steps_the_multipliers_between_rounds(data):
     assert fair.n_iter_ <= fair.max_iter
 
 
+@pytest.mark.parametrize("max_iter", [1, 7])
+def test_the_constrained_rounds_keep_to_max_iter(data, max_iter):
+    model = FairPenaltyLogisticRegression(
+        fairness=0, constraints="demographic_parity", max_iter=max_iter
+    )
+    with pytest.warns(ConvergenceWarning, match=f"max_iter={max_iter} "):
+        model.fit(data.data, data.target, sensitive_features=data.sensitive)
+    assert model.n_iter_ == max_iter
+    assert model.rate_gaps_.shape == (max_iter + 1, 1)
+
+
+def test_the_network_s_stopping_rule_watches_the_loss_not_the_lagrangian(data):
+    # The multipliers step every epoch, so the Lagrangian of one epoch is
+    # not comparable with the next: the curve is the model's own objective.
+    model = FairMLPClassifier(
+        fairness=0,
+        alpha=0,
+        hidden_layer_sizes=(8,),
+        max_iter=15,
+        random_state=0,
+        constraints="demographic_parity",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(data.data, data.target, sensitive_features=data.sensitive)
+    assert model.multipliers_.any()
+    assert model.loss_ == pytest.approx(
+        log_loss(data.target, model.predict_proba(data.data)), rel=1e-9
+    )
+
+
 def test_a_satisfied_constraint_ends_the_rounds_early(data):
     loose = FairPenaltyLogisticRegression(
         fairness=0, constraints="demographic_parity", tolerance=1.0
@@ -138,6 +171,44 @@ def test_partial_fit_carries_the_multipliers_and_meets_new_groups(data):
     assert model.rate_gaps_.shape == (6, 1)
     assert model.multipliers_.shape == (1, 4, 4)
     assert model.multipliers_.sum() > 0
+
+
+def test_set_params_between_partial_fits_starts_the_constraint_anew(data):
+    model = FairPenaltyLogisticRegression(
+        fairness=0, constraints="demographic_parity", random_state=0
+    )
+    rows = (data.data, data.target)
+    model.partial_fit(*rows, classes=[0, 1], sensitive_features=data.sensitive)
+    model.partial_fit(*rows, sensitive_features=data.sensitive)
+    assert model.multipliers_.shape == (1, 4, 4)
+    # Another rate: its own multipliers, from zero (one step).
+    model.set_params(constraints="equalized_odds")
+    model.partial_fit(*rows, sensitive_features=data.sensitive)
+    assert model.multipliers_.shape == (2, 4, 4)
+    assert model.rate_gaps_.shape == (2, 2)
+    # No constraint: no multipliers or rates of one no longer asked for.
+    model.set_params(constraints=None)
+    model.partial_fit(*rows, sensitive_features=data.sensitive)
+    for name in ("multipliers_", "rate_gaps_", "constrained_rates_", "groups_"):
+        assert not hasattr(model, name), name
+
+
+def test_a_federated_model_s_partial_fit_continues_the_server_s_multipliers(data):
+    federation = _federation(
+        FairPenaltyLogisticRegression(fairness=0, constraints="demographic_parity")
+    ).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    served = federation.estimator_.multipliers_.copy()
+    assert served.sum() > 0
+    continued = clone_fitted(federation.estimator_)
+    restarted = clone_fitted(federation.estimator_)
+    del restarted.multipliers_
+    for model in (continued, restarted):
+        model.partial_fit(data.data, data.target, sensitive_features=data.sensitive)
+    # One step from the server's multipliers, not from zero.
+    assert continued.multipliers_.sum() > restarted.multipliers_.sum()
+    assert np.abs(continued.multipliers_ - served).sum() < served.sum()
 
 
 def test_train_epochs_is_partial_fit_s_epochs_under_a_constraint(data):
@@ -254,6 +325,44 @@ def test_a_warm_start_continues_the_server_s_multipliers(data):
     np.testing.assert_array_equal(
         warm.estimator_.multipliers_, whole.estimator_.multipliers_
     )
+    # The continued clients step no multipliers of their own either.
+    assert all(m.constraints is None for m in warm._federation_state["models"])
+
+
+def test_a_federation_refuses_or_says_what_its_constraint_cannot_do(data):
+    federation = _federation(
+        FairPenaltyLogisticRegression(fairness=0, constraints="demographic_parity")
+    )
+    # Checked before any client counts: as the estimator alone says it.
+    with pytest.raises(InvalidParameterError, match="'constraints' parameter"):
+        clone(federation).set_params(estimator__constraints="parity").fit(
+            data.data, data.target, clients=data.clients
+        )
+    y3 = data.target + (data.clients == 2)
+    with pytest.raises(ValueError, match="needs a binary outcome; y has 3"):
+        clone(federation).fit(
+            data.data, y3, clients=data.clients, sensitive_features=data.sensitive
+        )
+    one_group = {"g": np.zeros(len(data.target))}
+    for sensitive, reason in [
+        (None, "no sensitive"),
+        (one_group, "the sensitive attributes take a single"),
+    ]:
+        with pytest.warns(
+            InactivePenaltyWarning,
+            match=f"'demographic_parity' has no effect: {reason}",
+        ):
+            fitted = (
+                clone(federation)
+                .set_params(n_rounds=1)
+                .fit(
+                    data.data,
+                    data.target,
+                    clients=data.clients,
+                    sensitive_features=sensitive,
+                )
+            )
+        assert not hasattr(fitted.estimator_, "multipliers_")
 
 
 def test_central_and_local_fits_run_their_own_constraint(data):

@@ -149,6 +149,25 @@ def test_rates_weigh_rows_by_sample_weight_not_class_weight(data):
     np.testing.assert_allclose(fair.constrained_rates_[0], rates, atol=0.02)
 
 
+def test_the_term_keeps_its_weight_against_a_rescaled_loss(data):
+    # Class weights of 3 for both labels triple the loss's gradients and
+    # hessians (the trees do not move) and leave the rates' rows as they
+    # are: the constraint's term must triple with the loss to keep its
+    # weight in the trees.
+    def fit(class_weight):
+        return _trees(constraints="demographic_parity", class_weight=class_weight).fit(
+            data.data, data.target, sensitive_features=data.sensitive
+        )
+
+    plain, tripled = fit(None), fit({0: 3.0, 1: 3.0})
+    assert plain.multipliers_.any()
+    np.testing.assert_allclose(
+        tripled.decision_function(data.data),
+        plain.decision_function(data.data),
+        atol=1e-5,
+    )
+
+
 def test_without_a_constraint_it_is_the_same_model(data):
     plain = _trees().fit(data.data, data.target, sensitive_features=data.sensitive)
     unset = _trees(constraints=None, tolerance=0.3).fit(
@@ -268,6 +287,30 @@ def test_the_federation_equals_the_pooled_fit(data, constraints):
     np.testing.assert_allclose(model.multipliers_, pooled.multipliers_, atol=1e-12)
     assert model.rate_gaps_[-1, 0] == pytest.approx(pooled.rate_gaps_[-1, 0])
     assert model.groups_ == pooled.groups_
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "central", "local"])
+def test_a_sampler_s_rows_keep_the_rows_mix_in_the_rates(data, strategy):
+    # ROSE balances every (group, label) cell; the rates and the prevalence
+    # the constraint holds are the clients' own rows', not the balanced mix.
+    from skfedida.over_sampling import FairnessAwareROSE
+
+    federation = FederatedEstimator(
+        _trees(constraints="demographic_parity").set_params(max_iter=5),
+        sampler=FairnessAwareROSE(random_state=0),
+        prior_correction=None,
+        strategy=strategy,
+        random_state=0,
+    ).fit(
+        data.data, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    if strategy == "local":
+        for client, model in federation.client_estimators_.items():
+            own = data.target[data.clients == client]
+            assert model.target_rate_ == pytest.approx(own.mean(), rel=1e-9)
+    else:
+        model = federation.estimator_
+        assert model.target_rate_ == pytest.approx(data.target.mean(), rel=1e-9)
 
 
 def test_a_federation_warns_of_a_constraint_without_groups(data):

@@ -159,3 +159,36 @@ def test_a_node_without_a_group_reads_the_term_by_label(data):
     )
     np.testing.assert_array_equal(ours.predict_proba(X), theirs.predict_proba(X))
     assert ours.estimator_.multipliers_[0, 0].sum() > 0  # the first group acts
+
+
+@pytest.mark.filterwarnings("ignore::skfedida.exceptions.DegenerateModelWarning")
+def test_column_mode_constrains_the_groups_of_the_columns(data):
+    # The estimator reads its groups from X's last two columns: the server
+    # holds the constraint over those groups, in-process and on Flower.
+    codes = [np.unique(v, return_inverse=True)[1] for v in data.sensitive.values()]
+    X = np.column_stack([data.data, *codes]).astype(float)
+
+    def load(context):
+        mine = data.clients == context.node_config["partition-id"]
+        return {"X": X[mine], "y": data.target[mine]}
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(
+            fairness=0, constraints="demographic_parity", sensitive=[4, 5]
+        ),
+        n_rounds=3,
+        random_state=3,
+    )
+    ours = clone(federation).fit(X, data.target, clients=data.clients)
+    assert ours.estimator_.groups_ == ((0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0))
+    assert ours.estimator_.multipliers_.sum() > 0
+    assert all(m.constraints is None for m in ours._federation_state["models"])
+    theirs = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, load),
+        num_partitions=N_CLIENTS,
+    )
+    np.testing.assert_array_equal(ours.predict_proba(X), theirs.predict_proba(X))
+    np.testing.assert_array_equal(
+        ours.estimator_.multipliers_, theirs.estimator_.multipliers_
+    )
