@@ -295,10 +295,14 @@ class FederationPlan:
 
     # -- the server ---------------------------------------------------------------
 
+    def holds_constraint(self):
+        """Whether the server holds a rate constraint over the rounds."""
+        return self.federation._server_constraint()
+
     def server_constraint(self, labels):
         """The server's rate constraint over the clients' groups (None: none)."""
         labels = federation_groups(labels)
-        if not self.federation._server_constraint() or len(labels) < 2:
+        if not self.holds_constraint() or len(labels) < 2:
             return None
         return FederatedConstraint(self.federation.estimator, labels)
 

@@ -507,7 +507,7 @@ def make_client_app(federation, load_data, *, classes=None):
             config["feature-names"] = plan.feature_names_in_.tolist()
         # A constraint's counts are per group wherever the estimator reads
         # the groups (its own columns in column mode).
-        constrained = plan.federation._server_constraint()
+        constrained = plan.holds_constraint()
         declaration = group_declaration(
             part, rows_groups(estimator, part.train) if constrained else None
         )
