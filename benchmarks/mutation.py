@@ -152,6 +152,10 @@ def run_mutant(mutant, files, timeout):
                 passed, detail = _pytest(scratch, paths, timeout)
             except subprocess.TimeoutExpired:
                 return mutant, "killed", stage, time.perf_counter() - start, "timeout"
+            if detail in ("exit 4", "exit 5"):
+                # pytest found no such test file or collected nothing (a
+                # test file git does not track is not copied): no verdict.
+                return mutant, "stale", stage, 0.0, f"its tests did not run ({detail})"
             if not passed:
                 seconds = time.perf_counter() - start
                 return mutant, "killed", stage, seconds, detail
