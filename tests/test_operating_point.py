@@ -782,3 +782,19 @@ def test_a_weighted_prevalence_threshold_selects_the_weighted_share():
     scorer = make_fairness_scorer("dpd", threshold="prevalence")
     got = scorer(model, X, y, sensitive_features=S, sample_weight=weight)
     assert got == pytest.approx(expected)
+
+
+def test_the_training_prevalence_is_read_from_a_pipeline_s_last_step():
+    from sklearn.naive_bayes import GaussianNB
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skfedida.metrics._operating_point import training_prevalence
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = np.where(rng.random(200) < 0.3, "yes", "no")
+    pipeline = make_pipeline(StandardScaler(), GaussianNB()).fit(X, y)
+    assert training_prevalence(pipeline, "yes") == pytest.approx(np.mean(y == "yes"))
+    assert training_prevalence(pipeline, "no") == pytest.approx(np.mean(y == "no"))
+    assert training_prevalence(StandardScaler().fit(X), "yes") is None

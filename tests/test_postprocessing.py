@@ -456,3 +456,29 @@ def test_counts_that_move_rows_between_groups_are_refused_in_process(
         FederatedThresholdOptimizer(model, prefit=True).fit(
             X, y, clients=clients, sensitive_features=groups
         )
+
+
+def test_predict_scores_the_positive_class_as_fairlearn_does(fitted):
+    # Decisions as scores: 1 where the model predicts classes_[1].
+    X, y, groups, _, model = fitted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        oracle = ThresholdOptimizer(
+            estimator=model,
+            constraints="demographic_parity",
+            prefit=True,
+            predict_method="predict",
+        ).fit(X, y, sensitive_features=groups)
+    expected = oracle._pmf_predict(X, sensitive_features=groups)[:, 1]
+    ours = FederatedThresholdOptimizer(
+        model,
+        constraints="demographic_parity",
+        prefit=True,
+        predict_method="predict",
+        n_bins=10_000,
+    ).fit(X, y, sensitive_features=groups)
+    got = ours._positive_probability(X, groups, None)
+    for g in range(3):
+        assert got[groups == g].mean() == pytest.approx(
+            expected[groups == g].mean(), abs=1e-9
+        )

@@ -226,3 +226,20 @@ def test_round_records_are_never_written_into_an_earlier_runs_records():
     assert earlier == {"round": 2, "client": 1, "train_loss": 0.66}
     assert history.record(2, 1) is mine and records[-1] is mine
     assert len(records) == 3
+
+
+@pytest.mark.parametrize(
+    "values, twice",
+    [
+        (np.array([1.0, np.nan, np.nan]), True),  # NaN counted once
+        (np.array([1.0, np.nan, 2.0]), False),
+        (np.array(["a", None, None], dtype=object), True),
+        (np.array([1, 1.0], dtype=object), False),  # of other types
+    ],
+)
+def test_categories_listing_a_value_twice_are_refused(values, twice):
+    from skfedida._replies import categories_problem
+
+    problem = categories_problem(values, "feature 0's categories")
+    assert (problem == "feature 0's categories list a value twice") is twice
+    assert twice or problem is None

@@ -318,3 +318,36 @@ def test_a_search_over_fairness_routes_each_fold_s_groups(data):
     assert np.isfinite(dpd).all() and dpd[0] != dpd[1]
     assert search.best_estimator_.n_groups_ == 4
     assert np.isfinite(scores).all() and scores.min() > 0.6
+
+
+def test_a_weighted_penalised_fit_is_the_fit_of_repeated_rows():
+    # Whole weights are repeated rows, the penalty's per-row gradient
+    # included (with one row a leaf at least, as rows and weights count
+    # alike there).
+    data = make_federated_classification(
+        600, n_clients=2, n_features=4, random_state=2, group_shift=1.0
+    )
+    X, y = np.round(data.data, 1), data.target
+    weight = np.random.default_rng(0).integers(1, 4, 600)
+    repeated = np.repeat(np.arange(600), weight)
+    params = {
+        "fairness": 1.0,
+        "max_iter": 10,
+        "early_stopping": False,
+        "min_samples_leaf": 1,
+        "max_leaf_nodes": 8,
+        "random_state": 0,
+    }
+    weighted = FairHistGradientBoostingClassifier(**params).fit(
+        X, y, sample_weight=weight.astype(float), sensitive_features=data.sensitive
+    )
+    rows = FairHistGradientBoostingClassifier(**params).fit(
+        X[repeated],
+        y[repeated],
+        sensitive_features={
+            k: np.asarray(v)[repeated] for k, v in data.sensitive.items()
+        },
+    )
+    np.testing.assert_allclose(
+        weighted.decision_function(X), rows.decision_function(X), atol=1e-6
+    )
