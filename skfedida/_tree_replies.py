@@ -38,8 +38,24 @@ __all__ = [
 #: The query kinds whose answers later answers must agree with (what
 #: :meth:`TreeLedger.record` keeps).
 RECORDED = frozenset(
-    {"prepare", "encode", "bin summary", "counts at most", "weight at most", "start"}
+    {
+        "describe",
+        "prepare",
+        "encode",
+        "bin summary",
+        "counts at most",
+        "weight at most",
+        "start",
+        "init",
+        "leaf cells",
+        "apply",
+    }
 )
+
+#: How far a client's score sums may lie from the server's own recount, as
+#: a share of the largest the cells' weights times the scores' largest
+#: magnitude can reach: float64 sums of up to 10**8 rows round within it.
+SCORE_DRIFT = 1e-8
 
 
 class TreeLedger:
@@ -49,10 +65,23 @@ class TreeLedger:
     ----------
     rows : int or None
         The training rows the client declared.
+    unit_weights : bool, default=False
+        Whether every row weighs 1 in the loss (no sample, class or prior
+        correction weights): its weights are then counts, which the server
+        can hold to its counts of rows.
     """
 
-    def __init__(self, rows=None):
+    def __init__(self, rows=None, unit_weights=False):
         self.rows = rows
+        self.unit_weights = bool(unit_weights)
+        #: Its "describe" answer (classes, rows per label, groups, schema).
+        self.described = None
+        #: Its last admitted score sums per cell, and the largest magnitude
+        #: a score can have had since (the baseline's plus the trees').
+        self.score_sums = None
+        self.score_bound = 0.0
+        #: Its leaves' cell weights of the tree about to be applied.
+        self.leaf_cells = None
         #: Its per-feature value counts and ranges (bin edges' summary).
         self.summary = None
         #: Per feature, the (pivot, count) pairs it answered, sorted.
@@ -75,7 +104,9 @@ class TreeLedger:
             The client's admitted answer.
         """
         kind = query["kind"]
-        if kind == "prepare":
+        if kind == "describe":
+            self.described = answer
+        elif kind == "prepare":
             self.prepared = answer
         elif kind == "encode":
             # From here on, the client's rows are its training rows.
@@ -91,6 +122,23 @@ class TreeLedger:
             )
         elif kind == "start":
             self.start = answer
+        elif kind == "leaf cells":
+            self.leaf_cells = np.asarray(answer["cells"], dtype=np.float64)
+        elif kind in ("init", "apply"):
+            self.score_sums = np.asarray(answer["score_sums"], dtype=np.float64)
+            if kind == "init":
+                self.score_bound = abs(float(query["baseline"]))
+                if query["trees"]:
+                    # A warm start's trees: their leaves' values are not
+                    # read here, so the sums are not recounted from them.
+                    self.score_bound = np.inf
+            else:
+                self.score_bound += float(
+                    np.abs(np.asarray(query["values"], dtype=np.float64)).max(
+                        initial=0.0
+                    )
+                )
+            self.leaf_cells = None
 
     def merged_pivots(self, query, counts, weights=False):
         """Per feature asked, its pivots and counts so far with these, sorted.
@@ -268,6 +316,22 @@ def _prepare(query, answer, ledger, expected):
         return problem
     if counts.sum() != n:
         return f"its class counts add up to {counts.sum()}; it counts {n} rows"
+    described = ledger.described
+    if not query["resampled"] and described is not None:
+        # Without resampling, its rows per label are those it described.
+        own = dict(
+            zip(
+                np.asarray(described["classes"]).tolist(),
+                np.asarray(described["class_counts"]).tolist(),
+                strict=True,
+            )
+        )
+        declared = [own.get(c, 0) for c in np.asarray(query["classes"]).tolist()]
+        if counts.tolist() != declared:
+            return (
+                f"its class counts {counts.tolist()} are not the rows per label "
+                f"{declared} it described (and it resamples none)"
+            )
     flags = np.asarray(answer["is_categorical"])
     if flags.dtype != bool or flags.ndim != 1:
         return "its categorical flags are not booleans, one per feature"
@@ -491,6 +555,13 @@ def _start(query, answer, ledger, expected):
         return f"its cell weights add up to {cells.sum()!r}; its rows weigh {weight!r}"
     if size and abs(cells[1::2].sum() - positive) > RTOL * weight:
         return "its positive cells' weights are not its positive rows' weight"
+    n_val, problem = count_scalar(answer["n_val"], "its validation row count")
+    if problem is not None:
+        return problem
+    if ledger.unit_weights:
+        problem = _unit_start_problem(n, n_val, positive, weight, cells, ledger)
+        if problem is not None:
+            return problem
     if query["rates"]:
         rate_cells, problem = real_array(
             answer["rate_cell_weight"], "its cells' weights in the rates", shape=(size,)
@@ -509,8 +580,33 @@ def _start(query, answer, ledger, expected):
             f"its missing-value flags are not {int(query['n_features'])} booleans, "
             "one per feature"
         )
-    _, problem = count_scalar(answer["n_val"], "its validation row count")
-    return problem
+    return None
+
+
+def _unit_start_problem(n, n_val, positive, weight, cells, ledger):
+    """Rows of weight 1: its label sums and cell weights are counts of them.
+
+    Its positives are those it prepared, less at most its validation rows
+    (all of them without early stopping).
+    """
+    counts = weight == n and positive == np.round(positive)
+    if not counts or np.any(cells != np.round(cells)):
+        return (
+            f"its label sums ({positive!r} positive of {weight!r}) or cell "
+            f"weights are not counts of its {n} rows, which weigh 1 each"
+        )
+    if ledger.prepared is None:
+        return None
+    negatives, positives = (int(c) for c in ledger.prepared["class_counts"])
+    # Its n training rows are its prepared rows less n_val: the negatives
+    # are within the same bounds as soon as the positives are.
+    if not positives - n_val <= positive <= positives:
+        return (
+            f"it trains on {int(positive)} positive and {n - int(positive)} "
+            f"negative rows; it prepared {positives} and {negatives}, {n_val} "
+            "of them held out"
+        )
+    return None
 
 
 def _started(ledger):
@@ -522,7 +618,9 @@ def _scores(query, answer, ledger, expected):
     if problem is not None:
         return problem
     size = len(ledger.start["cell_weight"])
-    _, problem = real_array(answer["score_sums"], "its score sums", shape=(size,))
+    sums, problem = real_array(answer["score_sums"], "its score sums", shape=(size,))
+    if problem is None:
+        problem = _recounted_scores_problem(query, sums, ledger)
     if problem is None and query["rate_bins"] is not None:
         problem = _rate_histograms_problem(query, answer, ledger)
     if problem is not None or not query["score"]:
@@ -544,6 +642,40 @@ def _scores(query, answer, ledger, expected):
         return problem
     if n_val and (val[0] < 0 or val[1] <= 0):
         return "its validation loss sums are not a log-loss over a positive weight"
+    return None
+
+
+def _recounted_scores_problem(query, sums, ledger):
+    """Score sums the server can recount: the baseline's, or the last tree's.
+
+    Before any tree every row scores the baseline: a cell's sum is the
+    baseline times its weight. A tree adds its leaves' values: a cell's
+    sum grows by each leaf's value times the cell's weight in the leaf,
+    which the client answered (with the penalty) before the tree was
+    applied.
+    """
+    cells = np.asarray(ledger.start["cell_weight"], dtype=np.float64)
+    if query["kind"] == "init":
+        if query["trees"]:
+            return None
+        recount = float(query["baseline"]) * cells
+        bound = abs(float(query["baseline"]))
+    elif ledger.leaf_cells is not None and ledger.score_sums is not None:
+        values = np.asarray(query["values"], dtype=np.float64)
+        if ledger.leaf_cells.shape[0] != values.size:
+            return None
+        recount = ledger.score_sums + values @ ledger.leaf_cells
+        bound = ledger.score_bound + float(np.abs(values).max(initial=0.0))
+    else:
+        return None
+    if not np.isfinite(bound):
+        return None
+    if np.any(np.abs(sums - recount) > SCORE_DRIFT * bound * cells + 1e-12):
+        return (
+            "its score sums are not those of its scores: the server recounts "
+            f"{recount.tolist()} from the baseline, the trees' values and its "
+            "leaves' cell weights"
+        )
     return None
 
 
@@ -660,6 +792,20 @@ def histogram_problems(query, answers, expected, shape=None):
         return problems, None
     features = query["features"]
     rows = None if features is None else np.asarray(features, dtype=np.intp)
+    # A bin of no rows has sums of 0: a rule of each client's bins, which
+    # the federation's sum hides where another client has rows in the bin.
+    for k in formed:
+        histograms = answers[k]["histograms"]
+        if rows is not None:
+            histograms = histograms[rows]
+        if np.any(
+            (histograms["count"] == 0)
+            & ((histograms["sum_gradients"] != 0) | (histograms["sum_hessians"] != 0))
+        ):
+            problems[k] = (
+                "its histograms hold gradient or hessian sums in a bin where "
+                "it counts no rows"
+            )
     # The federation's sums, one client after the other, over the features
     # computed only (the builder leaves the others' memory as it found it).
     # (A copy of the first client's, as raw bytes: numpy copies records
@@ -700,7 +846,7 @@ def histogram_problems(query, answers, expected, shape=None):
     ).view(HISTOGRAM_DTYPE)
     checked = stack if rows is None else stack[:, rows]
     for i, problem in enumerate(_vectorised_problems(checked, limits)):
-        problems[formed[i]] = problem
+        problems[formed[i]] = problems[formed[i]] or problem
     if all(problems[k] is None for k in formed):  # a guard, not a case
         raise RuntimeError(
             "The federation's histograms fail the gate while every client's pass."
@@ -824,6 +970,17 @@ def _leaf_cells(query, answer, ledger, expected):
     # Every row is in one leaf: the leaves' weights are the client's.
     if np.any(np.abs(cells.sum(axis=0) - total) > RTOL * total.sum()):
         return "its leaves' cell weights do not add up to its cell weights"
+    if expected is not None:
+        # Its rows per leaf, from its answers to the splits.
+        rows = np.asarray(expected, dtype=np.float64)
+        held = cells.sum(axis=1)
+        if np.any((rows == 0) & (held != 0)):
+            return "its leaves' cell weights weigh rows in a leaf where it has none"
+        if ledger.unit_weights and np.any(held != rows):
+            return (
+                f"its leaves' cell weights count {held.tolist()} rows; its "
+                f"splits put {rows.tolist()} there"
+            )
     return None
 
 

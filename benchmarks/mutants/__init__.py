@@ -30,6 +30,7 @@ from . import (
     plotting,
     postprocessing,
     preprocessing,
+    tree_gate,
 )
 from ._base import Mutant
 
@@ -54,6 +55,7 @@ BY_MODULE = {
         estimators,
         ensemble,
         constraints,
+        tree_gate,
         over_sampling,
         model_selection,
         preprocessing,

@@ -480,14 +480,17 @@ class TreeChannel:
         The federation's gate (by default, a failing answer is an error).
     rows : list of int, default=None
         The training rows each client declared.
+    unit_weights : bool, default=False
+        Whether every client's rows weigh 1 each in the loss (the server
+        then holds their weights to their counts of rows).
     """
 
-    def __init__(self, send, n_clients, gate=None, rows=None):
+    def __init__(self, send, n_clients, gate=None, rows=None, unit_weights=False):
         self.send = send
         self.gate = ReplyGate() if gate is None else gate
         self.active = [k for k in range(n_clients) if k not in self.gate.left_out]
         self.ledger = {
-            k: TreeLedger(None if rows is None else int(rows[k]))
+            k: TreeLedger(None if rows is None else int(rows[k]), unit_weights)
             for k in range(n_clients)
         }
         self._next_node = 0
@@ -896,7 +899,12 @@ def _grow(
             {
                 "kind": "leaf cells",
                 "leaves": [leaf.sample_indices.node for leaf in leaves],
-            }
+            },
+            # Each client's rows per leaf, as its splits put them.
+            expected={
+                k: [leaf.sample_indices.counts.get(k, 0) for leaf in leaves]
+                for k in active
+            },
         )
         leaf_cells = sum(answers[k]["cells"] for k in channel.active)
         values = newton_leaf_values(

@@ -1016,6 +1016,13 @@ def federated_trees(
                 f"n_iter_={model.n_iter_} when warm_start==True"
             )
     fairness = float(getattr(model, "fairness", 0.0))
+    # Rows of weight 1 each: every weight a client sends is a count of its
+    # rows, which the gate holds it to.
+    unit_weights = not (
+        sample_weighted or prior_weighted or model.class_weight is not None
+    )
+    for ledger in channel.ledger.values():
+        ledger.unit_weights = unit_weights
     while True:
         try:
             described = channel.ask({"kind": "describe", "weighted": sample_weighted})

@@ -69,6 +69,7 @@ def _boost(data, clients, gate=None, fairness=1.0, score=False, **params):
         len(clients),
         gate=gate,
         rows=[getattr(c, "client", c).n_samples for c in clients],
+        unit_weights=True,
     )
     n_features = data.data.shape[1]
     options = {
@@ -116,6 +117,24 @@ def _add(field, value, where=(0, 0)):
         histograms[field][where] += value
 
     return change
+
+
+def _emptied_bin(histograms):
+    # A bin's rows counted in the next non-empty bin, every total kept.
+    counts = histograms["count"][0]
+    first, second = np.flatnonzero(counts)[:2]
+    counts[second] += counts[first]
+    counts[first] = 0
+
+
+def _moved_between_leaves(answer):
+    # A row of the first leaf's fullest cell claimed by the last leaf: every
+    # cell's total kept.
+    cells = answer["cells"].copy()
+    cell = int(np.argmax(cells[0]))
+    cells[0, cell] -= 1.0
+    cells[-1, cell] += 1.0
+    return {"cells": cells}
 
 
 BROKEN = {
@@ -199,6 +218,35 @@ BROKEN = {
         lambda a: {"n": a["n"] - 1},
         "grows a tree on",
     ),
+    "a bin of no rows keeps its sums": (
+        "histograms",
+        _histograms(_emptied_bin),
+        "where it counts no rows",
+    ),
+    "score sums shifted before the first tree": (
+        "init",
+        lambda a: {**a, "score_sums": a["score_sums"] + 50.0},
+        "the server recounts",
+    ),
+    "score sums shifted after a tree": (
+        "apply",
+        lambda a: {**a, "score_sums": a["score_sums"] + 50.0},
+        "the server recounts",
+    ),
+    "cell weights moved between leaves": (
+        "leaf cells",
+        _moved_between_leaves,
+        "its splits put",
+    ),
+    "label sums that are not counts of rows of weight 1": (
+        "start",
+        lambda a: {
+            **a,
+            "label_sums": a["label_sums"] * 2,
+            "cell_weight": a["cell_weight"] * 2,
+        },
+        "weigh 1 each",
+    ),
     "score sums of the wrong shape": (
         "apply",
         lambda a: {**a, "score_sums": a["score_sums"][:-1]},
@@ -223,7 +271,9 @@ def test_a_broken_answer_stops_the_fit_naming_the_client(data, case):
 def test_a_broken_answer_is_left_out_with_skip(data, case):
     kind, change, _ = BROKEN[case]
     clients = _clients(data)
-    clients[1] = _Corrupt(clients[1], kind, change, after=1 if kind != "start" else 0)
+    clients[1] = _Corrupt(
+        clients[1], kind, change, after=0 if kind in ("start", "init") else 1
+    )
     gate = ReplyGate("skip")
     _, predictors = _boost(data, clients, gate=gate)
     assert len(predictors) == 4 and gate.left_out == {1}

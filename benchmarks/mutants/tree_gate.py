@@ -1,0 +1,145 @@
+"""Mutants of the trees' gate rules that hold a client to itself (issue 46).
+
+Each rule compares an answer with what the same client answered before or
+what the server computes itself; each mutant removes or weakens one. Also
+the tests issue 46 asked for the six mutants of the issue 46 audit that
+their modules' tests missed.
+"""
+
+from ._base import Mutant
+
+TREE_REPLIES = "skfedida/_tree_replies.py"
+BOOSTING = "skfedida/ensemble/_boosting.py"
+TREES = "skfedida/federated/_trees.py"
+REPLIES = "skfedida/_replies.py"
+OPERATING_POINT = "skfedida/metrics/_operating_point.py"
+THRESHOLDS = "skfedida/postprocessing/_threshold_optimizer.py"
+GATE_TESTS = ("tests/ensemble/test_tree_replies.py",)
+CONSISTENCY_TESTS = ("tests/federated/test_tree_consistency.py",)
+TREES_FEATURES = ("FairHistGradientBoostingClassifier", "FederatedEstimator")
+
+MUTANTS = [
+    Mutant(
+        "a bin of no rows may keep its sums",
+        TREE_REPLIES,
+        "            problems[k] = (\n"
+        '                "its histograms hold gradient or hessian sums in a bin',
+        "            problems[k] = None and (\n"
+        '                "its histograms hold gradient or hessian sums in a bin',
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "score sums are read, not recounted",
+        TREE_REPLIES,
+        "        problem = _recounted_scores_problem(query, sums, ledger)\n",
+        "        pass\n",
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "a tree's score sums are recounted without its leaves",
+        TREE_REPLIES,
+        "        recount = ledger.score_sums + values @ ledger.leaf_cells\n",
+        "        recount = ledger.score_sums\n",
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "a leaf's cell weights are not its rows there",
+        TREE_REPLIES,
+        "        if ledger.unit_weights and np.any(held != rows):",
+        "        if False:",
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "the server never passes a client's rows per leaf",
+        BOOSTING,
+        "                k: [leaf.sample_indices.counts.get(k, 0) for leaf in leaves]",
+        "                k: None",
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "weights of 1 need not be counts",
+        TREE_REPLIES,
+        "    if not counts or np.any(cells != np.round(cells)):",
+        "    if False:",
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "the label sums need not be the rows prepared",
+        TREE_REPLIES,
+        "    if not positives - n_val <= positive <= positives:",
+        "    if False:",
+        CONSISTENCY_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "prepare's rows per label need not be those described",
+        TREE_REPLIES,
+        "        if counts.tolist() != declared:",
+        "        if False:",
+        CONSISTENCY_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "the federation never says its rows weigh 1",
+        TREES,
+        "        ledger.unit_weights = unit_weights\n",
+        "        pass\n",
+        CONSISTENCY_TESTS,
+        features=TREES_FEATURES,
+    ),
+    # -- the issue's six survivors ---------------------------------------------
+    Mutant(
+        "the penalty's per-row gradient forgets the row's weight",
+        BOOSTING,
+        '                float(penalty["scale"])\n                * self.row_weight\n',
+        '                float(penalty["scale"])\n',
+        ("tests/ensemble/test_fair_hist_gradient_boosting.py",),
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "validation rows may disagree with the federation's early stopping",
+        TREE_REPLIES,
+        '    if (query["validation_fraction"] is None) != (n_val == 0):',
+        "    if False:",
+        CONSISTENCY_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "the training prevalence ignores a pipeline's last step",
+        OPERATING_POINT,
+        "    for candidate in (estimator, last):",
+        "    for candidate in (estimator,):",
+        ("tests/test_operating_point.py",),
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
+        "predict_method='predict' scores the first class as positive",
+        THRESHOLDS,
+        "(np.asarray(self.estimator_.predict(X)) == self.classes_[1])",
+        "(np.asarray(self.estimator_.predict(X)) == self.classes_[0])",
+        ("tests/test_postprocessing.py",),
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
+        "categories count NaN as many values",
+        REPLIES,
+        '        "nan" if isinstance(v, float) and v != v else (type(v).__name__, v)',
+        "        (type(v).__name__, v)",
+        ("tests/test_replies.py",),
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "a skipped reply is recorded under the client's position",
+        REPLIES,
+        '                    "client": self.client_id(k),',
+        '                    "client": k,',
+        CONSISTENCY_TESTS,
+        features=TREES_FEATURES,
+    ),
+]

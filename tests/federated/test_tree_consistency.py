@@ -1,0 +1,140 @@
+"""A tree client held to its own earlier answers (issue 46), on both backends.
+
+Each lie here passes every rule that looks at one answer alone but
+contradicts what the same client answered before, or what the server
+asked: its rows per label in ``describe`` against ``prepare`` (no
+sampler); with rows of weight 1, its label sums in ``start`` against the
+rows per label it prepared; validation rows where the federation has no
+early stopping. The
+fit stops naming the client and the query, or, with
+``on_client_error="skip"``, goes on without it; the same on Flower, whose
+nodes answer with the same client code.
+"""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from skfedida.datasets import make_federated_classification
+from skfedida.ensemble import FairHistGradientBoostingClassifier
+from skfedida.federated import FederatedEstimator
+from skfedida.federated._trees import TreeFederationClient
+
+#: Client 2's rows: the liar is the client of this many training rows.
+SIZES = (500, 600, 700)
+
+
+@pytest.fixture(scope="module")
+def data():
+    data = make_federated_classification(
+        sum(SIZES), n_clients=3, n_features=4, random_state=4
+    )
+    data.clients = np.repeat(np.arange(3), SIZES)
+    # Few distinct values: bin edges without a bisection (a faster test).
+    data.data = np.round(data.data, 1)
+    return data
+
+
+def _swapped_counts(query, out):
+    return {**out, "class_counts": np.asarray(out["class_counts"])[::-1].copy()}
+
+
+def _all_positive(query, out):
+    n = float(out["n"])
+    return {**out, "label_sums": np.array([n, n])}
+
+
+def _none_positive(query, out):
+    return {**out, "label_sums": np.array([0.0, float(out["n"])])}
+
+
+def _held_out(query, out):
+    # Validation rows the federation, without early stopping, has none of.
+    return {**out, "n": out["n"] - 10, "n_val": 10}
+
+
+LIES = {
+    "encode's validation rows without early stopping": ("encode", _held_out, {}),
+    "describe's rows per label swapped": ("describe", _swapped_counts, {}),
+    "prepare's rows per label swapped, class weights on": (
+        "prepare",
+        _swapped_counts,
+        {"class_weight": "balanced"},
+    ),
+    "start's label sums all positive": ("start", _all_positive, {}),
+    "start's label sums none positive": ("start", _none_positive, {}),
+}
+#: The query whose answer the server finds contradicted, and its words.
+FOUND = {
+    "encode": ("encode", "disagree with the federation's early stopping"),
+    "describe": ("prepare", "it described"),
+    "prepare": ("prepare", "it described"),
+    "start": ("start", "it prepared"),
+}
+
+
+def _lying(monkeypatch, kind, lie):
+    original = TreeFederationClient.answer
+
+    def answer(self, query):
+        out = original(self, query)
+        if query["kind"] == kind and self.y.shape[0] == SIZES[2]:
+            out = lie(query, dict(out))
+        return out
+
+    monkeypatch.setattr(TreeFederationClient, "answer", answer)
+
+
+def _federation(**params):
+    trees = FairHistGradientBoostingClassifier(
+        max_iter=2, early_stopping=False, random_state=0, **params
+    )
+    return FederatedEstimator(trees, random_state=0)
+
+
+def _on_flower(federation, data):
+    pytest.importorskip("flwr")
+    from skfedida.flower import make_client_app, make_server_app, run_in_process
+
+    def load(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {"X": data.data[rows], "y": data.target[rows]}
+
+    return run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, load),
+        num_partitions=3,
+    )
+
+
+def _fit(federation, data, backend):
+    if backend == "flower":
+        return _on_flower(federation, data)
+    return clone(federation).fit(data.data, data.target, clients=data.clients)
+
+
+@pytest.mark.parametrize("backend", ["in-process", "flower"])
+@pytest.mark.parametrize("case", sorted(LIES))
+def test_a_client_contradicting_itself_is_named(data, monkeypatch, case, backend):
+    kind, lie, params = LIES[case]
+    found, words = FOUND[kind]
+    _lying(monkeypatch, kind, lie)
+    with pytest.raises(
+        RuntimeError, match=f"Client 2.* failed the tree query {found!r}"
+    ) as error:
+        _fit(_federation(**params), data, backend)
+    assert words in str(error.value)
+
+
+@pytest.mark.parametrize("case", sorted(LIES))
+def test_a_client_contradicting_itself_is_left_out_with_skip(data, monkeypatch, case):
+    kind, lie, params = LIES[case]
+    _lying(monkeypatch, kind, lie)
+    federation = _federation(**params).set_params(on_client_error="skip")
+    # Ids that are not the clients' positions: the record names the id.
+    ids = np.array(["north", "south", "west"])[data.clients]
+    fitted = federation.fit(data.data, data.target, clients=ids)
+    skipped = [r for r in fitted.history_ if r.get("stage")]
+    assert [r["client"] for r in skipped] == ["west"]
+    assert fitted.client_sizes_[2] == 0
+    assert FOUND[kind][1] in skipped[0]["skipped"]
