@@ -12,7 +12,13 @@ client gave it when its parent was split, every feature's histogram of a
 node counts those rows and adds up to the same gradient and hessian sums,
 a leaf's cell weights add up over the leaves to the client's cell weights,
 and its counts of values at or below a pivot never fall as the pivot
-rises. What the rules cannot see is a client that makes up consistent
+rises. Each answer is also held to the same client's earlier answers
+(``TreeLedger``) and to what the server computes itself: a bin of no rows
+has sums of 0; without a sampler its rows per label are those it
+described; with rows of weight 1 its weights are counts (its positives
+those it prepared, its leaves' weights its rows there); its score sums
+are recounted from the baseline, the trees' values and its leaves' cell
+weights. What the rules cannot see is a client that makes up consistent
 gradients for its rows: as a model update, the server has to take them.
 """
 
@@ -792,20 +798,25 @@ def histogram_problems(query, answers, expected, shape=None):
         return problems, None
     features = query["features"]
     rows = None if features is None else np.asarray(features, dtype=np.intp)
+    # Stacked as raw bytes: numpy copies records field by field (20 times
+    # slower than the bytes).
+    stack = np.stack(
+        [np.ascontiguousarray(answers[k]["histograms"]).view(np.uint8) for k in formed]
+    ).view(HISTOGRAM_DTYPE)
+    checked = stack if rows is None else stack[:, rows]
     # A bin of no rows has sums of 0: a rule of each client's bins, which
     # the federation's sum hides where another client has rows in the bin.
-    for k in formed:
-        histograms = answers[k]["histograms"]
-        if rows is not None:
-            histograms = histograms[rows]
-        if np.any(
-            (histograms["count"] == 0)
-            & ((histograms["sum_gradients"] != 0) | (histograms["sum_hessians"] != 0))
-        ):
-            problems[k] = (
-                "its histograms hold gradient or hessian sums in a bin where "
-                "it counts no rows"
-            )
+    # (Each field copied whole first: operations on the records' strided
+    # fields are 3 to 10 times slower than the copies.)
+    stray = (np.ascontiguousarray(checked["count"]) == 0) & (
+        (np.ascontiguousarray(checked["sum_gradients"]) != 0)
+        | (np.ascontiguousarray(checked["sum_hessians"]) != 0)
+    )
+    for i in np.flatnonzero(stray.reshape(len(formed), -1).any(axis=1)):
+        problems[formed[i]] = (
+            "its histograms hold gradient or hessian sums in a bin where it "
+            "counts no rows"
+        )
     # The federation's sums, one client after the other, over the features
     # computed only (the builder leaves the others' memory as it found it).
     # (A copy of the first client's, as raw bytes: numpy copies records
@@ -839,12 +850,6 @@ def histogram_problems(query, answers, expected, shape=None):
     whole = total[None] if rows is None else total[None][:, rows]
     if _vectorised_problems(whole, limits.sum(axis=0, keepdims=True))[0] is None:
         return problems, total
-    # Stacked as raw bytes: numpy copies records field by field (20 times
-    # slower than the bytes).
-    stack = np.stack(
-        [np.ascontiguousarray(answers[k]["histograms"]).view(np.uint8) for k in formed]
-    ).view(HISTOGRAM_DTYPE)
-    checked = stack if rows is None else stack[:, rows]
     for i, problem in enumerate(_vectorised_problems(checked, limits)):
         problems[formed[i]] = problems[formed[i]] or problem
     if all(problems[k] is None for k in formed):  # a guard, not a case
