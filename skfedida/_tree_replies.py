@@ -36,6 +36,8 @@ from .metrics._operating_point import score_bins
 __all__ = [
     "RECORDED",
     "TreeLedger",
+    "category_kind",
+    "disagreement_problems",
     "histogram_problems",
     "split_problems",
     "tree_reply_problem",
@@ -354,11 +356,79 @@ def _prepare(query, answer, ledger, expected):
     return None
 
 
+def category_kind(values):
+    """What a feature's categories are: "numbers", "strings" or "mixed".
+
+    scikit-learn's encoders take a column of numbers or of strings, never
+    both; ``None`` (a category of its own in a column of objects) goes with
+    either. None for a feature without categories.
+    """
+    if values.dtype.kind in "biuf":
+        return "numbers" if values.size else None
+    if values.dtype.kind in "US":
+        return "strings" if values.size else None
+    if values.dtype.kind in "Mm":
+        return "datetimes" if values.size else None
+    kinds = {
+        "strings" if isinstance(v, (str, bytes)) else "numbers"
+        for v in values.tolist()
+        if v is not None
+    }
+    if len(kinds) > 1:
+        return "mixed"
+    return kinds.pop() if kinds else None
+
+
+def disagreement_problems(values, name, problem):
+    """The problem of every client whose value is not the most common one.
+
+    A federation needs one reading of what its clients must share (columns,
+    dtypes, categorical features, the kind of each feature's categories).
+    Where the clients differ, the value most of them hold is the
+    federation's (among equally common ones, that of the client listed
+    first): each other client is at fault, so that under
+    ``on_client_error="skip"`` one careless or hostile client is left out
+    instead of stopping the fit.
+
+    Parameters
+    ----------
+    values : dict
+        Per client index, its value (hashable; None: no say).
+    name : callable
+        ``name(k)``: how client ``k`` is named.
+    problem : callable
+        ``problem(value, majority, holder)``: the problem of a client
+        holding ``value`` where client ``holder`` (a name) holds the
+        majority's.
+
+    Returns
+    -------
+    problems : dict
+        Per client at fault, its problem.
+    """
+    counts = {}
+    for value in values.values():
+        if value is not None:
+            counts[value] = counts.get(value, 0) + 1
+    if len(counts) < 2:
+        return {}
+    top = max(counts.values())
+    majority = next(v for v in counts if counts[v] == top)
+    holder = name(next(k for k, v in values.items() if v == majority))
+    return {
+        k: problem(value, majority, holder)
+        for k, value in values.items()
+        if value is not None and value != majority
+    }
+
+
 def _categories_problem(values, n, what):
     """A feature's categories: distinct scalars, no more than its rows."""
     problem = categories_problem(values, f"{what}'s categories")
     if problem is not None:
         return problem
+    if category_kind(values) == "mixed":
+        return f"{what}'s categories mix numbers and strings"
     if values.size > n:
         return f"{what} has {values.size} categories in {n} rows"
     # NaN is the missing value (its own bin), never a category; None, in a

@@ -114,6 +114,31 @@ def sample_weight_of(sample_weight, X, *, allow_all_zero_weights=False):
     )
 
 
+def unusable_column_error(X, owner):
+    """The error for an X with a column that is not numbers, or None.
+
+    A datetime or timedelta column first (numpy cannot put it with floats,
+    and its ``DTypePromotionError`` names no column), then a column of
+    strings.
+    """
+    if hasattr(X, "dtypes") and hasattr(X, "columns"):
+        for name, dtype in zip(X.columns, X.dtypes, strict=True):
+            if getattr(dtype, "kind", None) in ("M", "m"):
+                what = "datetimes" if dtype.kind == "M" else "time spans"
+                return ValueError(
+                    f"X column {name!r} holds {what} ({dtype}), and {owner} "
+                    "needs numbers. Turn it into numbers first (e.g. days since "
+                    "a reference date, or the year and month as columns) or "
+                    "drop it."
+                )
+    elif getattr(getattr(X, "dtype", None), "kind", None) in ("M", "m"):
+        return ValueError(
+            f"X holds {X.dtype} values, and {owner} needs numbers. Turn them "
+            "into numbers first (e.g. days since a reference date)."
+        )
+    return string_column_error(X, owner)
+
+
 def string_column_error(X, owner):
     """The error for an X with a column of strings, or None when it has none.
 
@@ -139,9 +164,10 @@ def string_column_error(X, owner):
         except (TypeError, ValueError):
             # An example for the message, from the first 100 values only.
             values = np.asarray(column, dtype=object)[:100]
-            example = next(
-                (v for v in values if isinstance(v, (str, bytes))), values[0]
-            )
+            example = next((v for v in values if isinstance(v, (str, bytes))), None)
+            if example is None:
+                # Not strings (a dict, a list): the generic error says what.
+                return None
             where = (
                 f"X column {name!r}" if isinstance(name, str) else f"X column {name}"
             )

@@ -184,6 +184,30 @@ def test_nodes_that_disagree_on_num_partitions_are_named(data):
         _serve(grid, federation, connect_timeout=0.0)
 
 
+class _PartitionLiarGrid(InProcessGrid):
+    """Node 1002 answers the discovery query with partition-id 5 of 2."""
+
+    def send_and_receive(self, messages, *, timeout=None):
+        replies = list(super().send_and_receive(messages, timeout=timeout))
+        for reply in replies:
+            if reply.metadata.src_node_id == 1002 and "config" in reply.content:
+                reply.content["config"]["partition-id"] = 5
+        return replies
+
+
+def test_a_partition_id_outside_the_range_is_named(data):
+    # Honest nodes refuse such a config themselves; a node whose reply says
+    # so anyway is named by the server, not a KeyError.
+    federation = _federation()
+    grid = _PartitionLiarGrid(
+        make_client_app(federation, partition_loader(data)), _nodes((0, 2), (1, 2))
+    )
+    with pytest.raises(
+        ValueError, match=r"Node 1002 has partition-id 5, outside 0\.\.1"
+    ):
+        _serve(grid, federation, connect_timeout=0.0)
+
+
 def test_fewer_nodes_than_num_partitions_time_out_naming_the_count(data):
     federation = _federation()
     grid = InProcessGrid(

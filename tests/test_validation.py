@@ -23,7 +23,12 @@ from skfedida._validation import (
     reset_input_columns,
     sample_weight_of,
     string_column_error,
+    unusable_column_error,
 )
+from skfedida.ensemble import FairHistGradientBoostingClassifier
+from skfedida.federated import FederatedEstimator
+from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.neural_network import FairMLPClassifier
 
 
 # np.matrix warns that it is deprecated; it is here as the subclass to refuse.
@@ -196,7 +201,7 @@ def test_weights_are_what_sklearns_check_returns(weights, allow_zero):
     np.testing.assert_array_equal(got, expected)
 
 
-# -- string_column_error ---------------------------------------------------------------
+# -- string_column_error, unusable_column_error ----------------------------------
 
 
 def test_a_frames_string_column_is_named_with_an_example_and_a_fix():
@@ -212,6 +217,60 @@ def test_a_frames_string_column_is_named_with_an_example_and_a_fix():
 def test_an_arrays_string_column_is_named_by_its_position():
     X = np.array([[1.0, "a"], [2.0, "b"]], dtype=object)
     assert str(string_column_error(X, "m")).startswith("X column 1 holds strings")
+
+
+def test_a_column_of_objects_that_are_not_strings_keeps_the_generic_error():
+    X = np.array([[1.0, {"a": 1}], [2.0, {"b": 2}]], dtype=object)
+    assert string_column_error(X, "m") is None
+
+
+# -- datetime columns: every estimator names the column ------------------------------
+
+
+def _dated():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(
+        {
+            "income": rng.normal(size=60),
+            "admitted": pd.date_range("2020-01-01", periods=60),
+        }
+    )
+    return X, np.arange(60) % 2, np.arange(60) // 30
+
+
+@pytest.mark.parametrize(
+    "column, words",
+    [
+        (pd.date_range("2020-01-01", periods=2), "holds datetimes"),
+        (pd.date_range("2020-01-01", periods=2, tz="UTC"), "holds datetimes"),
+        (pd.to_timedelta([1, 2], unit="D"), "holds time spans"),
+    ],
+    ids=["naive", "zoned", "timedelta"],
+)
+def test_a_temporal_column_is_named(column, words):
+    X = pd.DataFrame({"income": [1.0, 2.0], "when": column})
+    message = str(unusable_column_error(X, "Model"))
+    assert message.startswith(f"X column 'when' {words}")
+    assert "Model needs numbers" in message
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: FairPenaltyLogisticRegression(),
+        lambda: FairMLPClassifier(max_iter=5),
+        lambda: FairHistGradientBoostingClassifier(max_iter=2),
+        lambda: FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1),
+        lambda: FederatedEstimator(FairHistGradientBoostingClassifier(max_iter=2)),
+    ],
+    ids=["logistic", "mlp", "trees", "federated logistic", "federated trees"],
+)
+def test_every_estimator_names_a_datetime_column(make):
+    X, y, clients = _dated()
+    estimator = make()
+    extra = {"clients": clients} if isinstance(estimator, FederatedEstimator) else {}
+    with pytest.raises((ValueError, RuntimeError), match="X column 'admitted'"):
+        estimator.fit(X, y, **extra)
 
 
 @pytest.mark.parametrize(

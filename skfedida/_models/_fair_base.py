@@ -48,7 +48,7 @@ from .._minibatch import epoch_minibatches, epochs_per_call, minibatch_bounds
 from .._validation import (
     checked_float_matrix,
     sample_weight_of,
-    string_column_error,
+    unusable_column_error,
 )
 from ..exceptions import (
     DataScaleWarning,
@@ -461,8 +461,8 @@ class BaseFairClassifier(
                     accept_sparse="csr",
                     dtype=[np.float64, np.float32],
                 )
-            except ValueError as error:
-                clear = string_column_error(X, type(self).__name__)
+            except (TypeError, ValueError) as error:
+                clear = unusable_column_error(X, type(self).__name__)
                 if clear is None:
                     raise
                 raise clear from error
@@ -494,8 +494,8 @@ class BaseFairClassifier(
                 dtype=[np.float64, np.float32],
                 input_name="X (without the sensitive columns)",
             )
-        except ValueError as error:
-            clear = string_column_error(X_model, type(self).__name__)
+        except (TypeError, ValueError) as error:
+            clear = unusable_column_error(X_model, type(self).__name__)
             if clear is None:
                 raise
             raise clear from error

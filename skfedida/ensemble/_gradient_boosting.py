@@ -42,6 +42,7 @@ from .._models._constraints import (
     fairness_levers,
     forget_constraint,
 )
+from .._validation import unusable_column_error
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ._boosting import BoostingClient, boost
 
@@ -371,6 +372,16 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             sample_weight_val,
             rate_weight,
         )
+
+    def _preprocess_X(self, X, *, reset):
+        # numpy's DTypePromotionError for a datetime column names no column.
+        try:
+            return super()._preprocess_X(X, reset=reset)
+        except (TypeError, ValueError) as error:
+            clear = unusable_column_error(X, type(self).__name__)
+            if clear is None:
+                raise
+            raise clear from error
 
     def _training_groups(self, y, sensitive_features):
         """The training rows' groups when a lever acts (None: none does)."""

@@ -47,7 +47,7 @@ from .._replies import (
     claims_summary,
     initialisation_reply_problem,
 )
-from .._validation import is_plain_array, string_column_error
+from .._validation import is_plain_array, unusable_column_error
 from ..exceptions import (
     ClientDataWarning,
     InactivePenaltyWarning,
@@ -1147,8 +1147,8 @@ strategy, default="mean"
             return X
         try:
             return check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
-        except ValueError as error:  # name a string column and its encoder
-            clear = string_column_error(X, type(self).__name__)
+        except (TypeError, ValueError) as error:  # name the column and its encoder
+            clear = unusable_column_error(X, type(self).__name__)
             if clear is None:
                 raise
             raise clear from error

@@ -56,6 +56,11 @@ from .._models._constraints import (
     population_rate_weight,
 )
 from .._replies import ReplyGate
+from .._tree_replies import (
+    category_kind,
+    disagreement_problems,
+    tree_reply_problem,
+)
 from ..ensemble._binning import ClientColumns, federated_bin_mapper
 from ..ensemble._boosting import (
     BoostingClient,
@@ -927,19 +932,102 @@ def _one_machine(federation, X, y, sensitive, weight, seed):
     return model.fit(data.X, data.y, sample_weight=data.weight, **kwargs)
 
 
-def _agreed_categorical(prepared, channel):
-    """The clients' reading of which features are categorical: one for all."""
-    readings = {k: answer["is_categorical"] for k, answer in prepared.items()}
-    first_k, first = next(iter(readings.items()))
-    for k, reading in readings.items():
-        if reading.shape != first.shape or not np.array_equal(reading, first):
-            raise ValueError(
-                f"{channel.gate.name(first_k)} and {channel.gate.name(k)} read "
-                "different features as categorical (categorical_features="
-                "'from_dtype' reads the columns' dtypes): give every client the "
-                "same dtypes, or set categorical_features explicitly."
+def _agreeing(query, channel, rule):
+    """A ``check`` for ``channel.ask``: each answer's own rules, then ``rule``.
+
+    ``rule(sound, name)`` holds the answers that passed their own rules to
+    what the clients must share, naming each client that differs from the
+    others (:func:`disagreement_problems`).
+    """
+
+    def check(answers):
+        problems = {
+            k: tree_reply_problem(query, answer, channel.ledger[k])
+            for k, answer in answers.items()
+        }
+        sound = {k: a for k, a in answers.items() if problems[k] is None}
+        problems.update(rule(sound, channel.gate.name))
+        return problems
+
+    return check
+
+
+def _schema_disagreements(answers, name):
+    """Clients whose table is not the others': columns and dtypes."""
+    schemas = {
+        k: (
+            None if a["columns"] is None else tuple(a["columns"]),
+            tuple(a["dtypes"]),
+        )
+        for k, a in answers.items()
+    }
+    return disagreement_problems(
+        schemas,
+        name,
+        lambda own, majority, holder: (
+            f"its table has other columns or dtypes than {holder}'s "
+            f"({_schema_text(own)} against {_schema_text(majority)}): give "
+            "every client the same columns, in the same order, of the same "
+            "dtypes"
+        ),
+    )
+
+
+def _schema_text(schema):
+    columns, dtypes = schema
+    if columns is None:
+        return f"unnamed columns of dtypes {list(dtypes)}"
+    return ", ".join(f"{c}: {d}" for c, d in zip(columns, dtypes, strict=True))
+
+
+def _categorical_disagreements(columns):
+    """Clients whose categorical features, or their categories' kind, differ."""
+
+    def named(flags):
+        positions = np.flatnonzero(flags)
+        if columns is None:
+            return [int(j) for j in positions]
+        return [columns[j] for j in positions]
+
+    def rule(answers, name):
+        flags = {
+            k: tuple(np.asarray(a["is_categorical"]).tolist())
+            for k, a in answers.items()
+        }
+        problems = disagreement_problems(
+            flags,
+            name,
+            lambda own, majority, holder: (
+                f"it reads columns {named(own)} as categorical where {holder} "
+                f"reads {named(majority)} (categorical_features='from_dtype' "
+                "reads the columns' dtypes): give every client the same "
+                "dtypes, or set categorical_features explicitly"
+            ),
+        )
+        agreeing = {k: a for k, a in answers.items() if k not in problems}
+        if not agreeing:
+            return problems
+        first = next(iter(agreeing))
+        for j, column in enumerate(named(flags[first])):
+            kinds = {
+                k: category_kind(a["categories"][j])
+                for k, a in agreeing.items()
+                if k not in problems
+            }
+            problems.update(
+                disagreement_problems(
+                    kinds,
+                    name,
+                    lambda own, majority, holder, column=column: (
+                        f"its categories of column {column!r} are {own} where "
+                        f"{holder}'s are {majority}: give every client that "
+                        "column with the same type of values"
+                    ),
+                )
             )
-    return first if first.size else None
+        return problems
+
+    return rule
 
 
 def _class_weight(model, counts):
@@ -1025,12 +1113,16 @@ def federated_trees(
         ledger.unit_weights = unit_weights
     while True:
         try:
-            described = channel.ask({"kind": "describe", "weighted": sample_weighted})
+            query = {"kind": "describe", "weighted": sample_weighted}
+            described = channel.ask(
+                query, check=_agreeing(query, channel, _schema_disagreements)
+            )
             break
         except Restart:
             continue
     classes = _agreed_classes(described)
-    columns, dtypes = _agreed_schema(described, channel)
+    first = next(iter(described.values()))
+    columns, dtypes = first["columns"], first["dtypes"]
     group_labels = _merged_groups(described, channel)
     n_groups = 1 if group_labels is None else len(group_labels)
     penalised = fairness > 0 and n_groups > 1
@@ -1074,19 +1166,22 @@ def federated_trees(
         )
     while True:
         try:
+            query = {
+                "kind": "prepare",
+                "classes": classes,
+                "group_labels": group_labels,
+                "grouped": penalised or constrained,
+                "resampled": resampled,
+            }
             prepared = channel.ask(
-                {
-                    "kind": "prepare",
-                    "classes": classes,
-                    "group_labels": group_labels,
-                    "grouped": penalised or constrained,
-                    "resampled": resampled,
-                }
+                query,
+                check=_agreeing(query, channel, _categorical_disagreements(columns)),
             )
             break
         except Restart:
             continue
-    is_categorical = _agreed_categorical(prepared, channel)
+    is_categorical = next(iter(prepared.values()))["is_categorical"]
+    is_categorical = is_categorical if is_categorical.size else None
     n_categorical = 0 if is_categorical is None else int(np.sum(is_categorical))
     categories = []
     for j in range(n_categorical):
@@ -1357,21 +1452,6 @@ def _agreed_classes(described):
             f"clients' labels are {classes.size} classes {classes.tolist()[:10]}."
         )
     return classes
-
-
-def _agreed_schema(described, channel):
-    """The clients' columns and dtypes: one table's, or an error naming two."""
-    first_k, first = next(iter(described.items()))
-    for k, answer in described.items():
-        if answer["columns"] != first["columns"] or answer["dtypes"] != first["dtypes"]:
-            raise ValueError(
-                f"{channel.gate.name(first_k)} and {channel.gate.name(k)} hold "
-                "tables of different columns or dtypes "
-                f"({first['columns']} {first['dtypes']} against "
-                f"{answer['columns']} {answer['dtypes']}): give every client the "
-                "same columns, in the same order, of the same dtypes."
-            )
-    return first["columns"], first["dtypes"]
 
 
 def _merged_groups(described, channel):

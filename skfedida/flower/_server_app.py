@@ -481,6 +481,12 @@ def _discover(grid, timeout, connect_timeout):
                 f"Nodes disagree on num-partitions: node {node} says {n}, another "
                 f"{n_partitions}."
             )
+        if not 0 <= k < n_partitions:
+            raise ValueError(
+                f"Node {node} has partition-id {k}, outside 0..{n_partitions - 1} "
+                f"(num-partitions {n_partitions}): give each node a distinct "
+                f"partition-id from 0 to num-partitions - 1 in its node config."
+            )
         if k in by_partition:
             raise ValueError(
                 f"Nodes {by_partition[k]} and {node} both have partition-id {k}."

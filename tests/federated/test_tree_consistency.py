@@ -11,7 +11,10 @@ fit stops naming the client and the query, or, with
 nodes answer with the same client code.
 """
 
+import re
+
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.base import clone
 
@@ -138,3 +141,113 @@ def test_a_client_contradicting_itself_is_left_out_with_skip(data, monkeypatch, 
     assert [r["client"] for r in skipped] == ["west"]
     assert fitted.client_sizes_[2] == 0
     assert FOUND[kind][1] in skipped[0]["skipped"]
+
+
+# -- what the clients must share ------------------------------------------------
+#
+# Columns, dtypes, which features are categorical and the kind of each
+# feature's categories: one client's differing answer (a careless node or a
+# lie) is that client's fault when the others agree, named with the column,
+# and left out under "skip"; never numpy's TypeError from mixing categories.
+
+
+@pytest.fixture(scope="module")
+def frame(data):
+    X = pd.DataFrame(data.data, columns=[f"x{j}" for j in range(4)])
+    labels = np.array(["a", "b", "c"], dtype=object)
+    X["kind"] = pd.Categorical(labels[np.arange(len(X)) % 3])
+    return X
+
+
+def _numbered_categories(query, out):
+    return {**out, "categories": [np.arange(len(out["categories"][0]))]}
+
+
+def _mixed_categories(query, out):
+    return {**out, "categories": [np.array(["a", 1, "c"], dtype=object)]}
+
+
+def _no_categorical_feature(query, out):
+    flags = np.zeros_like(np.asarray(out["is_categorical"]))
+    return {**out, "is_categorical": flags, "categories": []}
+
+
+def _other_dtypes(query, out):
+    return {**out, "dtypes": ["float64"] * len(out["dtypes"])}
+
+
+SHARED = {
+    "categories of numbers among strings": (
+        "prepare",
+        _numbered_categories,
+        r"its categories of column 'kind' are numbers where Client 0.*'s are strings",
+    ),
+    "categories mixing numbers and strings": (
+        "prepare",
+        _mixed_categories,
+        "categorical feature 0's categories mix numbers and strings",
+    ),
+    "no categorical feature": (
+        "prepare",
+        _no_categorical_feature,
+        r"it reads columns \[\] as categorical where Client 0.* reads \['kind'\]",
+    ),
+    "other dtypes": (
+        "describe",
+        _other_dtypes,
+        r"other columns or dtypes than Client 0.*'s \(x0: float64",
+    ),
+}
+
+
+def _fit_frame(federation, data, frame, backend, clients=None):
+    if backend == "in-process":
+        clients = data.clients if clients is None else clients
+        return clone(federation).fit(frame, data.target, clients=clients)
+    pytest.importorskip("flwr")
+    from skfedida.flower import make_client_app, make_server_app, run_in_process
+
+    def load(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {"X": frame[rows], "y": data.target[rows]}
+
+    return run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, load),
+        num_partitions=3,
+    )
+
+
+@pytest.mark.parametrize("backend", ["in-process", "flower"])
+@pytest.mark.parametrize("case", sorted(SHARED))
+def test_a_client_differing_from_the_others_is_named(
+    data, frame, monkeypatch, case, backend
+):
+    kind, lie, words = SHARED[case]
+    _lying(monkeypatch, kind, lie)
+    with pytest.raises(
+        RuntimeError, match=f"Client 2.* failed the tree query {kind!r}"
+    ) as error:
+        _fit_frame(_federation(), data, frame, backend)
+    assert re.search(words, str(error.value))
+
+
+@pytest.mark.parametrize("case", sorted(SHARED))
+def test_a_client_differing_from_the_others_is_left_out_with_skip(
+    data, frame, monkeypatch, case
+):
+    kind, lie, words = SHARED[case]
+    _lying(monkeypatch, kind, lie)
+    federation = _federation().set_params(on_client_error="skip")
+    fitted = _fit_frame(federation, data, frame, "in-process")
+    skipped = [r for r in fitted.history_ if r.get("stage")]
+    assert [r["client"] for r in skipped] == [2]
+    assert re.search(words, skipped[0]["skipped"])
+    # The fit of the two others alone.
+    kept = data.clients < 2
+    honest = clone(_federation()).fit(
+        frame[kept], data.target[kept], clients=data.clients[kept]
+    )
+    np.testing.assert_array_equal(
+        fitted.predict_proba(frame), honest.predict_proba(frame)
+    )
