@@ -215,6 +215,12 @@ class OperatingPointWarning(SkfedidaWarning):
     target: the report's ``achieved_rate``.) Read the report's ``tied_share``
     and AUROC before its disparities.
 
+    Raised also by ``FederatedThresholdOptimizer`` when more than half of
+    the (positive, negative) pairs of rows within the sensitive groups fall
+    in one bin of its score grid: its thresholds cannot rank them (a
+    ``decision_function`` of tiny spread, whose sigmoid puts every row in one
+    bin, does this).
+
     Examples
     --------
     >>> import warnings

@@ -238,10 +238,25 @@ def test_bad_input_is_named(fitted):
         FederatedThresholdOptimizer(
             model, constraints="true_positive_rate_parity", prefit=True
         ).fit(X, y, sensitive_features=only_negative)
-    # Demographic parity with accuracy is defined for a one-label group.
-    FederatedThresholdOptimizer(model, prefit=True).fit(
-        X, y, sensitive_features=only_negative
-    )
+    # Under demographic parity too, as fairlearn: a group of one label (a
+    # group of one row) gets no thresholds read off its few scores.
+    with pytest.raises(ValueError, match=r"group \(2,\) has no positive rows"):
+        FederatedThresholdOptimizer(model, prefit=True).fit(
+            X, y, sensitive_features=only_negative
+        )
+    one_row = groups.copy()
+    one_row[groups == 2] = 0
+    one_row[np.flatnonzero(y == 1)[0]] = 2
+    with pytest.raises(
+        ValueError, match=r"group \(2,\) has no negative rows \(1 rows in all\)"
+    ):
+        FederatedThresholdOptimizer(model, prefit=True).fit(
+            X, y, sensitive_features=one_row
+        )
+    with pytest.raises(ValueError, match="Degenerate labels"):
+        ThresholdOptimizer(
+            estimator=model, prefit=True, predict_method="predict_proba"
+        ).fit(X, y, sensitive_features=one_row)
     with pytest.raises(ValueError, match="must be a float in the range"):
         FederatedThresholdOptimizer(model, tolerance=2.0, prefit=True).fit(
             X, y, sensitive_features=groups
@@ -481,4 +496,32 @@ def test_predict_scores_the_positive_class_as_fairlearn_does(fitted):
     for g in range(3):
         assert got[groups == g].mean() == pytest.approx(
             expected[groups == g].mean(), abs=1e-9
+        )
+
+
+def test_scores_the_grid_cannot_rank_are_warned_of():
+    # A decision_function of tiny spread: its sigmoid puts every row in one
+    # bin, so the rules select nobody where fairlearn's exact scores select
+    # 20%. The warning names the bin and what to do.
+    from sklearn.datasets import make_classification
+    from sklearn.svm import LinearSVC
+
+    from skfedida.exceptions import OperatingPointWarning
+
+    X, y = make_classification(600, random_state=0, weights=[0.75])
+    groups = (X[:, 0] > 0).astype(int)
+    tiny = FederatedThresholdOptimizer(
+        LinearSVC(C=1e-3), predict_method="decision_function"
+    )
+    with pytest.warns(OperatingPointWarning, match=r"100% of the pairs.*\[0\.\d+, "):
+        tiny.fit(X * 1e-4, y, sensitive_features=groups)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OperatingPointWarning)
+        # The same model on features of unit scale; and 0/1 scores, which
+        # are ties by design.
+        FederatedThresholdOptimizer(
+            LinearSVC(), predict_method="decision_function"
+        ).fit(X, y, sensitive_features=groups)
+        FederatedThresholdOptimizer(LinearSVC(), predict_method="predict").fit(
+            X, y, sensitive_features=groups
         )

@@ -22,10 +22,10 @@ MUTANTS = [
         features=("FederatedThresholdOptimizer",),
     ),
     Mutant(
-        "balanced accuracy of a one-label group is not refused",
+        "a one-label group is not refused",
         "skfedida/postprocessing/_threshold_optimizer.py",
-        '                or self._objective == "balanced_accuracy"\n',
-        "",
+        "undefined = bool(np.isnan(tpr[0]) or np.isnan(fpr[0]))",
+        "undefined = bool(np.isnan(tpr[0]) and np.isnan(fpr[0]))",
         POSTPROCESSING_TESTS,
         features=("FederatedThresholdOptimizer",),
     ),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import warnings
 
 import numpy as np
 from scipy.special import expit
@@ -30,6 +31,7 @@ from .._compat import HasMethods, Interval, StrOptions, fit_context
 from .._doc_links import DocLinkMixin
 from .._groups import client_ids, encode_groups
 from .._replies import ReplyGate, histogram_claim_problem
+from ..exceptions import OperatingPointWarning, caller_stacklevel
 from ..metrics._operating_point import score_bins
 from ..metrics._registry import CONSTRAINT_ALIASES, CONSTRAINTS
 
@@ -380,18 +382,22 @@ default=None
                 "'auto' or a method it has."
             )
 
+    def _score_method(self):
+        """The fitted model's method that ``predict_method`` names."""
+        if self.predict_method != "auto":
+            return self.predict_method
+        return next(
+            (
+                name
+                for name in ("predict_proba", "decision_function")
+                if hasattr(self.estimator_, name)
+            ),
+            "predict",
+        )
+
     def _scores(self, X):
         """The fitted model's scores of X on [0, 1], by ``predict_method``."""
-        method = self.predict_method
-        if method == "auto":
-            method = next(
-                (
-                    name
-                    for name in ("predict_proba", "decision_function")
-                    if hasattr(self.estimator_, name)
-                ),
-                "predict",
-            )
+        method = self._score_method()
         if method == "predict_proba":
             return self.estimator_.predict_proba(X)[:, 1]
         if method == "decision_function":
@@ -581,6 +587,7 @@ default=None
             self.history_ = []
         self.client_histograms_ = np.asarray(client_histograms, dtype=np.float64)
         self.histograms_ = self.client_histograms_.sum(axis=0)
+        self._warn_unranked(self.histograms_)
         federation = self._solve(self.histograms_)
         if not self.per_client:
             self.rules_, self.constrained_rates_, self.objective_value_ = federation
@@ -605,6 +612,41 @@ default=None
         self.constrained_rates_ = np.stack([rates for _, rates, _ in solved])
         self.objective_value_ = np.array([value for _, _, value in solved])
         return self
+
+    def _warn_unranked(self, histogram):
+        """Warn when the score grid cannot rank most pairs of rows.
+
+        A (positive, negative) pair of rows of one group in the same bin is
+        a tie no threshold separates. When more than half of the pairs are
+        ties, the rules select whole bins at random and not the rows the
+        model ranks higher: a ``decision_function`` of tiny spread (its
+        sigmoid near one value) puts every row in one bin, for any
+        ``n_bins``. Scores of 0 and 1 (``predict``) are ties by design.
+        """
+        if self._score_method() == "predict":
+            return
+        negatives, positives = histogram[:, 0], histogram[:, 1]
+        pairs = float(np.sum(negatives.sum(axis=1) * positives.sum(axis=1)))
+        if not pairs:
+            return
+        tied = float(np.sum(negatives * positives))
+        if tied <= 0.5 * pairs:
+            return
+        crowded = int(np.argmax(histogram.sum(axis=(0, 1))))
+        warnings.warn(
+            f"{tied / pairs:.0%} of the pairs of a positive and a negative row "
+            f"of one sensitive group have scores in the same bin of "
+            f"n_bins={self.n_bins} (the most crowded holds "
+            f"[{crowded / self.n_bins:g}, {(crowded + 1) / self.n_bins:g})), "
+            "so the thresholds cannot rank them and its decisions are drawn "
+            "by bin, not by the model's ranking. A decision_function of tiny "
+            "spread does this (its sigmoid is nearly one value): use "
+            "predict_method='predict_proba' (e.g. wrap the model in "
+            "CalibratedClassifierCV), standardise the features, or raise "
+            "n_bins.",
+            OperatingPointWarning,
+            stacklevel=caller_stacklevel(),
+        )
 
     def _target_rate(self, histogram):
         """The overall selection rate to keep, from counts (None: none).
@@ -645,12 +687,10 @@ default=None
         for g in np.flatnonzero(present):
             negatives, positives = histogram[g, 0], histogram[g, 1]
             selection, tpr, fpr = _rates(positives, negatives)
-            one_label = bool(np.isnan(tpr[0]) or np.isnan(fpr[0]))
-            undefined = one_label and (
-                rate != "selection_rate"
-                or self._objective == "balanced_accuracy"
-                or self._constraint == "equalized_odds"
-            )
+            # As fairlearn: a group of one label (one row, say) has no
+            # trade-off to read; under demographic parity its rule would be
+            # a quantile of its few scores, which its test rows do not keep.
+            undefined = bool(np.isnan(tpr[0]) or np.isnan(fpr[0]))
             if undefined and fallback is not None:
                 # This client's rows of the group have one label: its rates
                 # are undefined here, so it takes the federation's rule.
@@ -659,10 +699,10 @@ default=None
             if undefined:
                 missing = "positive" if np.isnan(tpr[0]) else "negative"
                 raise ValueError(
-                    f"Sensitive group {self.groups_[g]} has no {missing} rows, so "
-                    f"its rates for constraints={self.constraints!r} and "
-                    f"objective={self.objective!r} are undefined; merge it with "
-                    "another group or use demographic parity with accuracy."
+                    f"Sensitive group {self.groups_[g]} has no {missing} rows "
+                    f"({int(sizes[g])} rows in all), so its thresholds cannot be "
+                    "learned (fairlearn's ThresholdOptimizer refuses it too): "
+                    "merge it with another group, or fit on more rows of it."
                 )
             if self._constraint == "equalized_odds":
                 # Points (0, 0) and (1, 1) are rules k = n_bins and k = 0.
