@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from sklearn import config_context
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 
 from skfedida._compat import check_sample_weight
@@ -262,8 +263,16 @@ def test_a_temporal_column_is_named(column, words):
         lambda: FairHistGradientBoostingClassifier(max_iter=2),
         lambda: FederatedEstimator(FairPenaltyLogisticRegression(), n_rounds=1),
         lambda: FederatedEstimator(FairHistGradientBoostingClassifier(max_iter=2)),
+        lambda: FederatedEstimator(HistGradientBoostingClassifier(max_iter=2)),
     ],
-    ids=["logistic", "mlp", "trees", "federated logistic", "federated trees"],
+    ids=[
+        "logistic",
+        "mlp",
+        "trees",
+        "federated logistic",
+        "federated trees",
+        "federated scikit-learn trees",
+    ],
 )
 def test_every_estimator_names_a_datetime_column(make):
     X, y, clients = _dated()

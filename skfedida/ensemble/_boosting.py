@@ -965,11 +965,26 @@ def tree_predictor(message):
 
 
 def _mean_losses(answers):
-    """The federation's mean training and validation log-losses."""
+    """The federation's mean training and validation log-losses; each client's.
+
+    The third item holds, per client index, its own mean training and
+    validation losses (None without validation rows): what a robust early
+    stopping combines instead of the pooled means.
+    """
     train = sum(answer["loss"] for answer in answers.values())
     validation = [a["val_loss"] for a in answers.values() if len(a["val_loss"])]
     validation = sum(validation) if validation else None
+    own = {
+        k: (
+            float(a["loss"][0] / a["loss"][1]) if a["loss"][1] else None,
+            float(a["val_loss"][0] / a["val_loss"][1])
+            if len(a["val_loss"]) and a["val_loss"][1]
+            else None,
+        )
+        for k, a in answers.items()
+    }
     return (
         float(train[0] / train[1]),
         None if validation is None else float(validation[0] / validation[1]),
+        own,
     )

@@ -49,6 +49,21 @@ from ._boosting import BoostingClient, boost
 __all__ = ["FairHistGradientBoostingClassifier"]
 
 
+def preprocessed_columns(model, X, *, reset, owner=None):
+    """A boosted model's reading of X (``_preprocess_X``), a bad column named.
+
+    numpy's ``DTypePromotionError`` for a datetime column names no column;
+    scikit-learn's boosted models and ours read X through here.
+    """
+    try:
+        return model._preprocess_X(X, reset=reset)
+    except (TypeError, ValueError) as error:
+        clear = unusable_column_error(X, owner or type(model).__name__)
+        if clear is None:
+            raise
+        raise clear from error
+
+
 class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClassifier):
     """Histogram gradient boosting with FedIDA's group penalty and rate constraints.
 
@@ -374,14 +389,7 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
         )
 
     def _preprocess_X(self, X, *, reset):
-        # numpy's DTypePromotionError for a datetime column names no column.
-        try:
-            return super()._preprocess_X(X, reset=reset)
-        except (TypeError, ValueError) as error:
-            clear = unusable_column_error(X, type(self).__name__)
-            if clear is None:
-                raise
-            raise clear from error
+        return preprocessed_columns(super(), X, reset=reset, owner=type(self).__name__)
 
     def _training_groups(self, y, sensitive_features):
         """The training rows' groups when a lever acts (None: none does)."""

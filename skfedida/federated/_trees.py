@@ -71,7 +71,7 @@ from ..ensemble._boosting import (
     tree_message,
     tree_predictor,
 )
-from ..ensemble._gradient_boosting import monotonic_constraints
+from ..ensemble._gradient_boosting import monotonic_constraints, preprocessed_columns
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ._client import (
     _client_seeds,
@@ -318,7 +318,7 @@ class TreeFederationClient:
         # scikit-learn's own reading of the rows (dtypes or the parameter),
         # before its early-stopping split, as in its fit.
         reader = clone(self.estimator)
-        reader._preprocess_X(data.X, reset=True)
+        preprocessed_columns(reader, data.X, reset=True)
         self.is_categorical = reader.is_categorical_
         categories = []
         if reader._preprocessor is not None:
@@ -829,6 +829,7 @@ def fit_trees(federation, X, y, clients, sensitive_features, sample_weight=None)
         on_tree=on_tree,
         sample_weighted=sample_weight is not None,
         prior_weighted=prior_weighted(federation),
+        stopping=federation.early_stopping_aggregation,
     )
     adopt_trees(
         federation,
@@ -1052,6 +1053,7 @@ def federated_trees(
     on_tree=None,
     sample_weighted=False,
     prior_weighted=False,
+    stopping="mean",
 ):
     """The server's tree fit: queries to the clients, the fitted estimator.
 
@@ -1083,6 +1085,9 @@ def federated_trees(
         Whether resampled rows carry the prior correction's weights (the
         bin edges are then weighted, as scikit-learn's fit weighs them; so
         they are with class weights).
+    stopping : {"mean", "median"}, default="mean"
+        How early stopping combines the clients' losses (the federation's
+        ``early_stopping_aggregation``; :func:`median_should_stop`).
 
     Returns
     -------
@@ -1246,6 +1251,7 @@ def federated_trees(
             do_early_stopping,
             on_tree,
             constraint,
+            stopping,
         )
     # The model's fitted input checks on a placeholder row of the clients'
     # columns and dtypes (no client's value is in it).
@@ -1274,6 +1280,7 @@ def federated_trees(
         do_early_stopping,
         on_tree,
         constraint,
+        stopping,
     )
     if "fairness" in model.get_params():
         model.n_groups_ = n_groups
@@ -1296,6 +1303,7 @@ def _continued(
     do_early_stopping,
     on_tree,
     constraint=None,
+    stopping="mean",
 ):
     """A warm start: the same rows, categories and edges; more trees."""
     known = model._bin_mapper
@@ -1348,8 +1356,51 @@ def _continued(
         do_early_stopping,
         on_tree,
         constraint,
+        stopping,
     )
     return model, _declared(described, channel, classes)
+
+
+def median_should_stop(client_losses, which, n_iter_no_change, tol):
+    """Early stopping on the clients' median loss improvement.
+
+    scikit-learn's rule (``_should_stop``) on the pooled loss asks whether
+    any of the last ``n_iter_no_change`` trees improved the score by more
+    than ``tol`` over the tree before them. Here each tree's improvement is
+    the median, over the clients, of each client's own loss decrease since
+    that reference tree: clients fewer than half of those that answered
+    both cannot move it beyond the honest clients' range, where one client's
+    made-up losses move the pooled loss by its share of the rows.
+
+    Parameters
+    ----------
+    client_losses : list of dict
+        Per tree (the baseline's first), per client index, its (training,
+        validation) mean losses; None where it has none.
+    which : {0, 1}
+        0 for the training losses, 1 for the validation losses.
+    n_iter_no_change, tol : int, float
+        The estimator's.
+
+    Returns
+    -------
+    stop : bool
+    """
+    reference_position = n_iter_no_change + 1
+    if len(client_losses) < reference_position:
+        return False
+    reference = client_losses[-reference_position]
+    for recent in client_losses[-reference_position + 1 :]:
+        improvements = [
+            reference[k][which] - recent[k][which]
+            for k in recent
+            if k in reference
+            and reference[k][which] is not None
+            and recent[k][which] is not None
+        ]
+        if improvements and np.median(improvements) > tol:
+            return False
+    return True
 
 
 def _boost_model(
@@ -1362,6 +1413,7 @@ def _boost_model(
     do_early_stopping,
     on_tree=None,
     constraint=None,
+    stopping="mean",
 ):
     """Grow the model's trees (more of them, on a warm start) from the clients.
 
@@ -1375,13 +1427,25 @@ def _boost_model(
     def on_start(baseline):
         model._baseline_prediction = np.array([[baseline]])
 
+    # Per tree, each client's own (training, validation) losses: what the
+    # median rule reads.
+    client_losses = []
+
     def on_iteration(predictors, scores):
         stop = False
         if scores is not None:  # early stopping's scores, as scikit-learn's
             model.train_score_.append(-scores[0])
             if scores[1] is not None:
                 model.validation_score_.append(-scores[1])
-            if predictors and do_early_stopping:
+            client_losses.append(scores[2])
+            if predictors and do_early_stopping and stopping == "median":
+                stop = median_should_stop(
+                    client_losses,
+                    1 if model._use_validation_data else 0,
+                    model.n_iter_no_change,
+                    model.tol,
+                )
+            elif predictors and do_early_stopping:
                 stop = model._should_stop(
                     model.validation_score_
                     if model._use_validation_data

@@ -711,6 +711,7 @@ def _federate_trees(plan, grid, nodes, rows, timeout, postprocessor=None):
         channel,
         resampled=federation.sampler is not None,
         prior_weighted=prior_weighted(federation),
+        stopping=federation.early_stopping_aggregation,
     )
     fitted = adopt_trees(
         federation,

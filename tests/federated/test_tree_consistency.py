@@ -21,7 +21,7 @@ from sklearn.base import clone
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier
 from skfedida.federated import FederatedEstimator
-from skfedida.federated._trees import TreeFederationClient
+from skfedida.federated._trees import TreeFederationClient, median_should_stop
 
 #: Client 2's rows: the liar is the client of this many training rows.
 SIZES = (500, 600, 700)
@@ -251,3 +251,98 @@ def test_a_client_differing_from_the_others_is_left_out_with_skip(
     np.testing.assert_array_equal(
         fitted.predict_proba(frame), honest.predict_proba(frame)
     )
+
+
+# -- early stopping: what no check can see --------------------------------------
+
+
+def _rising_validation_loss(monkeypatch):
+    """Client 2 reports a validation loss 20% higher every tree."""
+    original = TreeFederationClient.answer
+
+    def answer(self, query):
+        out = original(self, query)
+        if (
+            query["kind"] in ("init", "apply")
+            and self.y.shape[0] == SIZES[2]
+            and len(out.get("val_loss", []))
+        ):
+            self.lies = getattr(self, "lies", 0) + 1
+            loss = np.array(out["val_loss"], dtype=float)
+            loss[0] *= 1 + 0.2 * self.lies
+            out = {**out, "val_loss": loss}
+        return out
+
+    monkeypatch.setattr(TreeFederationClient, "answer", answer)
+
+
+def _stopping(aggregation):
+    trees = FairHistGradientBoostingClassifier(
+        max_iter=40,
+        early_stopping=True,
+        n_iter_no_change=5,
+        validation_fraction=0.2,
+        random_state=0,
+    )
+    return FederatedEstimator(
+        trees, random_state=0, early_stopping_aggregation=aggregation
+    )
+
+
+def test_the_median_rule_keeps_one_lying_client_from_ending_the_fit(data, monkeypatch):
+    honest = {
+        aggregation: _fit(_stopping(aggregation), data, "in-process").estimator_
+        for aggregation in ("mean", "median")
+    }
+    # Honest clients: the rules stop at nearby trees (the median ignores
+    # the clients' sizes).
+    assert (honest["mean"].n_iter_, honest["median"].n_iter_) == (35, 32)
+    _rising_validation_loss(monkeypatch)
+    # Through the pooled loss one client of three ends the fit at 5 trees;
+    # the median of the clients' improvements is the smaller of the two
+    # honest ones, and goes on to 16.
+    lied = _fit(_stopping("mean"), data, "in-process").estimator_
+    assert lied.n_iter_ == 5
+    robust = _fit(_stopping("median"), data, "in-process")
+    assert robust.estimator_.n_iter_ == 16
+    on_flower = _fit(_stopping("median"), data, "flower")
+    np.testing.assert_array_equal(
+        on_flower.predict_proba(data.data), robust.predict_proba(data.data)
+    )
+
+
+def test_the_median_rule_is_scikit_learns_for_one_client():
+    # One client: the median of one improvement is the pooled one, and the
+    # rule is scikit-learn's _should_stop on the negated losses.
+    rng = np.random.default_rng(0)
+    model = FairHistGradientBoostingClassifier(n_iter_no_change=3, tol=1e-3)
+    for _ in range(200):
+        losses = np.cumsum(rng.uniform(-0.01, 0.003, size=rng.integers(1, 9))) + 1
+        history = [{0: (None, float(loss))} for loss in losses]
+        assert median_should_stop(history, 1, 3, 1e-3) == model._should_stop(
+            list(-losses)
+        )
+
+
+def test_the_median_rule_reads_the_clients_that_answered_both_trees():
+    improving = [{0: (1.0, None), 1: (1.0, None)}, {0: (0.5, None), 1: (0.5, None)}]
+    assert not median_should_stop(improving, 0, 1, 0.0)
+    # A client that joined later, or left, has no improvement to count.
+    joined = [{0: (1.0, None)}, {0: (1.0, None), 1: (0.1, None)}]
+    assert median_should_stop(joined, 0, 1, 0.0)
+    # Two of three flat: the third's gain is not the median's.
+    one_gains = [
+        {0: (1.0, None), 1: (1.0, None), 2: (1.0, None)},
+        {0: (1.0, None), 1: (1.0, None), 2: (0.0, None)},
+    ]
+    assert median_should_stop(one_gains, 0, 1, 0.0)
+
+
+def test_early_stopping_aggregation_is_refused_off_the_trees():
+    from skfedida.linear_model import FairPenaltyLogisticRegression
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(), early_stopping_aggregation="median"
+    )
+    with pytest.raises(ValueError, match="early_stopping_aggregation='median'"):
+        federation.fit(np.zeros((4, 1)), [0, 1, 0, 1], clients=[0, 0, 1, 1])
