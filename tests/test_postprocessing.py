@@ -523,6 +523,6 @@ def test_scores_the_grid_cannot_rank_are_warned_of():
             LinearSVC(), predict_method="decision_function"
         ).fit(X, y, sensitive_features=groups)
         # A model that predicts the negative class for (nearly) every row.
-        FederatedThresholdOptimizer(
-            LinearSVC(C=1e-3), predict_method="predict"
-        ).fit(X * 1e-4, y, sensitive_features=groups)
+        FederatedThresholdOptimizer(LinearSVC(C=1e-3), predict_method="predict").fit(
+            X * 1e-4, y, sensitive_features=groups
+        )

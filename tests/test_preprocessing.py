@@ -899,3 +899,117 @@ def test_federated_transformers_nested_before_the_federation_are_not_pooled():
             pipe(FederatedMinMaxScaler()).fit(X, y, clients=clients)
         with pytest.warns(ClientDataWarning, match=r"\['ct'\]"):
             pipe(StandardScaler()).fit(X, y, clients=clients)
+
+
+# -- aggregation="median": what one lying client can move ----------------------
+
+#: Three clients of different sizes (the liar is the one of 330 rows).
+MEDIAN_SIZES = (270, 300, 330)
+
+
+def _shifted_answers(monkeypatch, shift=50.0):
+    """The client of MEDIAN_SIZES[2] rows answers for its rows plus ``shift``:
+    consistent in every statistic, within the gate's range rule."""
+    real = FederatedStandardScaler._answer
+
+    def answer(self, X, query):
+        if X.shape[0] == MEDIAN_SIZES[2]:
+            X = X + shift
+        return real(self, X, query)
+
+    monkeypatch.setattr(FederatedStandardScaler, "_answer", answer)
+
+
+def _median_data():
+    data = make_federated_classification(
+        sum(MEDIAN_SIZES), n_clients=3, n_features=4, random_state=3
+    )
+    return data.data, data.target, np.repeat(np.arange(3), MEDIAN_SIZES)
+
+
+def test_a_median_scaler_of_one_client_is_standard_scalers():
+    X, _, _ = _median_data()
+    X[::13, 1] = np.nan
+    median = FederatedStandardScaler(aggregation="median").fit(X)
+    pooled = StandardScaler().fit(X)
+    np.testing.assert_allclose(median.mean_, pooled.mean_, rtol=1e-12)
+    np.testing.assert_allclose(median.var_, pooled.var_, rtol=1e-12)
+    np.testing.assert_array_equal(median.n_samples_seen_, pooled.n_samples_seen_)
+
+
+def test_a_median_scaler_is_the_median_of_the_clients_statistics():
+    X, _, clients = _median_data()
+    X[::7, 0] = np.nan
+    scaler = FederatedStandardScaler(aggregation="median").fit(X, clients=clients)
+    means = np.array([np.nanmean(X[clients == k], axis=0) for k in range(3)])
+    center = np.median(means, axis=0)
+    spreads = np.array(
+        [np.nanmean((X[clients == k] - center) ** 2, axis=0) for k in range(3)]
+    )
+    np.testing.assert_allclose(scaler.mean_, center, rtol=1e-12)
+    np.testing.assert_allclose(scaler.var_, np.median(spreads, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(scaler.scale_, np.sqrt(scaler.var_))
+
+
+def test_a_median_scaler_keeps_a_lying_client_to_the_honest_range(monkeypatch):
+    X, _, clients = _median_data()
+    honest = {
+        aggregation: FederatedStandardScaler(aggregation=aggregation).fit(
+            X, clients=clients
+        )
+        for aggregation in ("mean", "median")
+    }
+    _shifted_answers(monkeypatch)
+    lied = {
+        aggregation: FederatedStandardScaler(aggregation=aggregation).fit(
+            X, clients=clients
+        )
+        for aggregation in ("mean", "median")
+    }
+    # The pooled variance grows by the liar's share times 50 squared.
+    assert np.all(lied["mean"].scale_ > 10 * honest["mean"].scale_)
+    # The median's statistics stay between the two honest clients'.
+    means = np.array([X[clients == k].mean(axis=0) for k in range(2)])
+    slack = 1e-12 * np.abs(means).max(axis=0)
+    assert np.all(lied["median"].mean_ >= means.min(axis=0) - slack)
+    assert np.all(lied["median"].mean_ <= means.max(axis=0) + slack)
+    spreads = np.array(
+        [((X[clients == k] - lied["median"].mean_) ** 2).mean(axis=0) for k in (0, 1)]
+    )
+    assert np.all(lied["median"].var_ >= spreads.min(axis=0) * (1 - 1e-12))
+    assert np.all(lied["median"].var_ <= spreads.max(axis=0) * (1 + 1e-12))
+    np.testing.assert_allclose(lied["median"].scale_, honest["median"].scale_, rtol=0.1)
+
+
+def test_a_median_scaler_in_a_federation_is_the_same_on_flower(monkeypatch):
+    pytest.importorskip("flwr")
+    from skfedida.flower import make_client_app, make_server_app, run_in_process
+
+    X, y, clients = _median_data()
+    _shifted_answers(monkeypatch)
+    federation = _federation(
+        make_pipeline(
+            FederatedStandardScaler(aggregation="median"),
+            FairPenaltyLogisticRegression(fairness=0.0),
+        )
+    )
+
+    def load(context):
+        rows = clients == context.node_config["partition-id"]
+        return {"X": X[rows], "y": y[rows]}
+
+    on_flower = run_in_process(
+        make_server_app(federation), make_client_app(federation, load), num_partitions=3
+    )
+    local = clone(federation).fit(X, y, clients=clients)
+    np.testing.assert_array_equal(on_flower.predict_proba(X), local.predict_proba(X))
+    np.testing.assert_array_equal(
+        on_flower.estimator_[0].scale_, local.estimator_[0].scale_
+    )
+
+
+def test_a_scaler_aggregation_is_validated():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="aggregation"):
+        FederatedStandardScaler(aggregation="max").fit(np.ones((4, 1)))

@@ -233,4 +233,28 @@ MUTANTS += [
         ("tests/test_preprocessing.py",),
         features=("FederatedStandardScaler", "FederatedSimpleImputer"),
     ),
+    Mutant(
+        "the median scaler takes the mean of the clients' statistics",
+        "skfedida/preprocessing/_data.py",
+        "present, np.nanmedian(np.where(present, per_value, 0.0), axis=0), 0.0",
+        "present, np.nanmean(np.where(present, per_value, 0.0), axis=0), 0.0",
+        PREPROCESSING_TESTS,
+        features=("FederatedStandardScaler",),
+    ),
+    Mutant(
+        "a client without values of a feature has a say of 0 in its median",
+        "skfedida/preprocessing/_data.py",
+        "    per_value = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)",
+        "    per_value = sums / np.maximum(counts, 1)",
+        PREPROCESSING_TESTS,
+        features=("FederatedStandardScaler",),
+    ),
+    Mutant(
+        "the median scaler's variance is the pooled one",
+        "skfedida/preprocessing/_data.py",
+        "            var = np.where(n > 0, spread, np.nan)",
+        "            var = var",
+        PREPROCESSING_TESTS,
+        features=("FederatedStandardScaler",),
+    ),
 ]
