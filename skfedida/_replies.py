@@ -35,6 +35,7 @@ import datetime
 import json
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -1325,3 +1326,61 @@ class ReplyGate:
                 }
             ),
         )
+
+
+#: How far beyond the other clients' combined range a client's claimed
+#: values may lie, in multiples of that range's scale (its width, or its
+#: largest magnitude where larger). Honest data rarely
+#: reaches this far (a value 100 widths out is an outlier beyond any
+#: distribution the others' rows suggest, or a unit mistake: cents for
+#: dollars is 100, grams for kilograms 1000), and a client claiming values
+#: this far can move the federation's statistics far more than its share of
+#: the rows. Such a client is named, with what to do (``range_problem``).
+RANGE_FACTOR = 100.0
+
+
+def range_problem(k, extremes):
+    """Client k's extremes against the other clients' combined range.
+
+    Parameters
+    ----------
+    k : int
+        The client.
+    extremes : dict
+        Per client index (two or more), its per-feature minima and maxima,
+        arrays of floats (NaN where it has no value: no say there).
+
+    Returns
+    -------
+    problem : str or None
+    """
+    low, high = extremes[k]
+    others = [extremes[i] for i in extremes if i != k]
+    with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN features
+        lo = np.nanmin(np.stack([o[0] for o in others]), axis=0)
+        hi = np.nanmax(np.stack([o[1] for o in others]), axis=0)
+        # The others' scale: their range's width, or its largest magnitude
+        # where that is larger (values far from 0 with a narrow spread, or a
+        # single value, are honest too).
+        width = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi)))
+        # Where every other client holds only zeros (an indicator of a
+        # category only this client has, a rare amount), the others give no
+        # scale to compare with: nothing is bounded there.
+        scaled = width > 0
+        below = scaled & (low < lo - RANGE_FACTOR * width)
+        above = scaled & (high > hi + RANGE_FACTOR * width)
+    bad = np.flatnonzero(below | above)
+    if not bad.size:
+        return None
+    j = int(bad[0])
+    value = low[j] if below[j] else high[j]
+    return (
+        f"feature {j}'s values reach {float(value)!r}, more than "
+        f"{RANGE_FACTOR:g} times the scale of the other clients' combined range "
+        f"[{float(lo[j])!r}, {float(hi[j])!r}] beyond it (its width, or its "
+        "largest magnitude where larger). A false answer, a unit mistake or an extreme "
+        "outlier: check this client's column; if the values are genuine, clip "
+        "or transform (e.g. log) the feature on every client before it is "
+        "federated, or leave the client out with on_client_error='skip'"
+    )

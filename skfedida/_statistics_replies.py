@@ -13,23 +13,23 @@ first one's sums moved to the server's mean); and sums obey their extremes.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ._ordinal import ordinal_edges
 from ._replies import (
+    RANGE_FACTOR,
     RTOL,
     categories_problem,
     consensus,
     count_array,
     count_scalar,
+    range_problem,
     real_array,
     squares_problem,
     sum_within_extremes_problem,
 )
 
-__all__ = ["Unreadable", "statistics_problems"]
+__all__ = ["RANGE_FACTOR", "Unreadable", "statistics_problems"]
 
 
 class Unreadable:
@@ -75,17 +75,6 @@ def _width(reply, name):
         return len(reply[1][_WIDTH_KEY[name]])
     except Exception:  # malformed: its own rules say how
         return None
-
-
-#: How far beyond the other clients' combined range a client's claimed
-#: values may lie, in multiples of that range's scale (its width, or its
-#: largest magnitude where larger). Honest data rarely
-#: reaches this far (a value 100 widths out is an outlier beyond any
-#: distribution the others' rows suggest, or a unit mistake: cents for
-#: dollars is 100, grams for kilograms 1000), and a client claiming values
-#: this far can move the federation's statistics far more than its share of
-#: the rows. Such a client is named, with what to do (``_range_problem``).
-RANGE_FACTOR = 100.0
 
 
 def statistics_problems(server, query, replies, *, rows, earlier, names=None):
@@ -170,7 +159,7 @@ def _across_clients(name, query, replies, problems):
     of squares, the range of the extremes) must be finite: an overflow is
     the failure of the client whose values dominate it. (b) A client's
     claimed extremes must lie within ``RANGE_FACTOR`` widths of the other
-    clients' combined range's scale (``_range_problem``).
+    clients' combined range's scale (``range_problem``).
     """
     ok = [k for k, problem in problems if problem is None]
     found = {}
@@ -185,7 +174,7 @@ def _across_clients(name, query, replies, problems):
     }
     if len(extremes) >= 2:
         for k in extremes:
-            problem = _range_problem(k, extremes)
+            problem = range_problem(k, extremes)
             if problem is not None:
                 found[k] = problem
     ok = [k for k in ok if k not in found]
@@ -226,40 +215,6 @@ def _across_clients(name, query, replies, problems):
                     f"{float(extremes[k][1][j])!r}]"
                 )
     return [(k, found.get(k, problem)) for k, problem in problems]
-
-
-def _range_problem(k, extremes):
-    """Client k's extremes against the other clients' combined range."""
-    low, high = extremes[k]
-    others = [extremes[i] for i in extremes if i != k]
-    with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN features
-        lo = np.nanmin(np.stack([o[0] for o in others]), axis=0)
-        hi = np.nanmax(np.stack([o[1] for o in others]), axis=0)
-        # The others' scale: their range's width, or its largest magnitude
-        # where that is larger (values far from 0 with a narrow spread, or a
-        # single value, are honest too).
-        width = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi)))
-        # Where every other client holds only zeros (an indicator of a
-        # category only this client has, a rare amount), the others give no
-        # scale to compare with: nothing is bounded there.
-        scaled = width > 0
-        below = scaled & (low < lo - RANGE_FACTOR * width)
-        above = scaled & (high > hi + RANGE_FACTOR * width)
-    bad = np.flatnonzero(below | above)
-    if not bad.size:
-        return None
-    j = int(bad[0])
-    value = low[j] if below[j] else high[j]
-    return (
-        f"feature {j}'s values reach {float(value)!r}, more than "
-        f"{RANGE_FACTOR:g} times the scale of the other clients' combined range "
-        f"[{float(lo[j])!r}, {float(hi[j])!r}] beyond it (its width, or its "
-        "largest magnitude where larger). A false answer, a unit mistake or an extreme "
-        "outlier: check this client's column; if the values are genuine, clip "
-        "or transform (e.g. log) the feature on every client before it is "
-        "federated, or leave the client out with on_client_error='skip'"
-    )
 
 
 def _reply_problem(server, name, query, reply, rows, earlier, n_features, is_object):

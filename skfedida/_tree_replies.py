@@ -30,7 +30,14 @@ import numpy as np
 from scipy.special import expit
 
 from ._compat import HISTOGRAM_DTYPE
-from ._replies import RTOL, categories_problem, count_array, count_scalar, real_array
+from ._replies import (
+    RTOL,
+    categories_problem,
+    count_array,
+    count_scalar,
+    range_problem,
+    real_array,
+)
 from .metrics._operating_point import score_bins
 
 __all__ = [
@@ -40,6 +47,7 @@ __all__ = [
     "disagreement_problems",
     "histogram_problems",
     "split_problems",
+    "summary_range_problems",
     "tree_reply_problem",
 ]
 
@@ -420,6 +428,46 @@ def disagreement_problems(values, name, problem):
         for k, value in values.items()
         if value is not None and value != majority
     }
+
+
+def summary_range_problems(answers, name=None):
+    """Clients whose bin summaries reach far beyond the others' range.
+
+    The preprocessing statistics' rule (``range_problem``): a client's
+    claimed extremes of a feature may lie at most ``RANGE_FACTOR`` times
+    the scale of the other clients' combined range beyond it. Its summary
+    sets the bin edges, so without the rule one client shifting all its
+    values (consistently, in every later count) moves the federation's top
+    and bottom edges as far as it likes. Infinite extremes (scikit-learn
+    bins infinities) are compared by none.
+
+    Parameters
+    ----------
+    answers : dict
+        Per client index, its admitted "bin summary" answer.
+    name : callable, default=None
+        Unused (the problems name no other client).
+
+    Returns
+    -------
+    problems : dict
+        Per client at fault, its problem.
+    """
+    extremes = {}
+    for k, answer in answers.items():
+        low, high = (np.asarray(answer[key], np.float64) for key in ("min", "max"))
+        extremes[k] = (
+            np.where(np.isfinite(low), low, np.nan),
+            np.where(np.isfinite(high), high, np.nan),
+        )
+    if len(extremes) < 2:
+        return {}
+    found = {}
+    for k in extremes:
+        problem = range_problem(k, extremes)
+        if problem is not None:
+            found[k] = problem
+    return found
 
 
 def _categories_problem(values, n, what):

@@ -166,7 +166,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: a client's extremes are compared with a range that holds them",
-        path="skfedida/_statistics_replies.py",
+        path="skfedida/_replies.py",
         original="others = [extremes[i] for i in extremes if i != k]",
         mutated="others = [extremes[i] for i in extremes]",
         tests=(*_PREPROCESSING, "tests/test_reply_gate_variants.py"),

@@ -211,7 +211,7 @@ MUTANTS = [
     Mutant(
         name="blind2: statistics range check scales by the others' width only, "
         "flagging honest clients far from zero",
-        path="skfedida/_statistics_replies.py",
+        path="skfedida/_replies.py",
         original="width = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi)))",
         mutated="width = hi - lo",
         tests=_PREPROCESSING + _REPLIES,

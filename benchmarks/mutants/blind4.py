@@ -198,7 +198,7 @@ MUTANTS = [
             "blind4: a client is refused when every other client's column "
             "holds only zeros"
         ),
-        path="skfedida/_statistics_replies.py",
+        path="skfedida/_replies.py",
         original="scaled = width > 0",
         mutated="scaled = width >= 0",
         tests=(

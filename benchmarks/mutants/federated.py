@@ -55,7 +55,7 @@ MUTANTS = [
     ),
     Mutant(
         "extremes far beyond the other clients' are accepted",
-        "skfedida/_statistics_replies.py",
+        "skfedida/_replies.py",
         "below = scaled & (low < lo - RANGE_FACTOR * width)",
         "below = scaled & (low < lo - 1e300 * width)",
         GATE_TESTS,

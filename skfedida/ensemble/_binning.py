@@ -53,6 +53,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._compat import BinMapper
+from .._tree_replies import summary_range_problems
 from ._boosting import Restart, _as_channel
 
 __all__ = ["ClientColumns", "federated_bin_mapper"]
@@ -366,7 +367,8 @@ def federated_bin_mapper(clients, *, n_bins=256, weighted=False):
 def _bin_mapper(channel, n_bins, weighted=False):
     max_bins = n_bins - 1
     answers = channel.ask(
-        {"kind": "bin summary", "max_bins": max_bins, "weighted": weighted}
+        {"kind": "bin summary", "max_bins": max_bins, "weighted": weighted},
+        across=summary_range_problems,
     )
     summaries = [
         list(zip(a["n"].tolist(), a["min"], a["max"], a["distinct"], strict=True))

@@ -537,13 +537,17 @@ class TreeChannel:
             for k, answer in started.items()
         }
 
-    def ask(self, query, *, expected=None, restart=True, check=None):
+    def ask(self, query, *, expected=None, restart=True, check=None, across=None):
         """Every active client's admitted answer to ``query``, by index.
 
         ``expected`` holds, per client index, what the server alone knows
         its answer must agree with (its rows of the node asked about);
         ``check(answers)``, when given, checks all the answers at once
-        (``{k: problem}``) instead of one by one.
+        (``{k: problem}``) instead of one by one. ``across(sound, name)``,
+        when given, then holds the answers that passed their own rules to
+        one another (``{k: problem}`` for each client at fault; ``name(k)``
+        names a client): what the clients must share, or a range against
+        the others'.
         """
         answers = self.send(query, list(self.active))
         kind = query["kind"]
@@ -572,6 +576,10 @@ class TreeChannel:
                     None if expected is None else expected.get(k),
                 )
             problems.append((k, problem))
+        if across is not None:
+            sound = {k: answers[k] for k, problem in problems if problem is None}
+            found = across(sound, self.gate.name)
+            problems = [(k, found.get(k, problem)) for k, problem in problems]
         if any(problem is not None for _, problem in problems):
             admitted = self.gate.admit(f"tree query {kind!r}", problems)
             dropped = [k for k in self.active if k not in admitted]

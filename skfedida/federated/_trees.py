@@ -59,7 +59,6 @@ from .._replies import ReplyGate
 from .._tree_replies import (
     category_kind,
     disagreement_problems,
-    tree_reply_problem,
 )
 from ..ensemble._binning import ClientColumns, federated_bin_mapper
 from ..ensemble._boosting import (
@@ -933,26 +932,6 @@ def _one_machine(federation, X, y, sensitive, weight, seed):
     return model.fit(data.X, data.y, sample_weight=data.weight, **kwargs)
 
 
-def _agreeing(query, channel, rule):
-    """A ``check`` for ``channel.ask``: each answer's own rules, then ``rule``.
-
-    ``rule(sound, name)`` holds the answers that passed their own rules to
-    what the clients must share, naming each client that differs from the
-    others (:func:`disagreement_problems`).
-    """
-
-    def check(answers):
-        problems = {
-            k: tree_reply_problem(query, answer, channel.ledger[k])
-            for k, answer in answers.items()
-        }
-        sound = {k: a for k, a in answers.items() if problems[k] is None}
-        problems.update(rule(sound, channel.gate.name))
-        return problems
-
-    return check
-
-
 def _schema_disagreements(answers, name):
     """Clients whose table is not the others': columns and dtypes."""
     schemas = {
@@ -1119,9 +1098,7 @@ def federated_trees(
     while True:
         try:
             query = {"kind": "describe", "weighted": sample_weighted}
-            described = channel.ask(
-                query, check=_agreeing(query, channel, _schema_disagreements)
-            )
+            described = channel.ask(query, across=_schema_disagreements)
             break
         except Restart:
             continue
@@ -1178,10 +1155,7 @@ def federated_trees(
                 "grouped": penalised or constrained,
                 "resampled": resampled,
             }
-            prepared = channel.ask(
-                query,
-                check=_agreeing(query, channel, _categorical_disagreements(columns)),
-            )
+            prepared = channel.ask(query, across=_categorical_disagreements(columns))
             break
         except Restart:
             continue

@@ -346,3 +346,65 @@ def test_early_stopping_aggregation_is_refused_off_the_trees():
     )
     with pytest.raises(ValueError, match="early_stopping_aggregation='median'"):
         federation.fit(np.zeros((4, 1)), [0, 1, 0, 1], clients=[0, 0, 1, 1])
+
+
+# -- bin edges: the others' scale -----------------------------------------------
+
+
+def _shifted_columns(monkeypatch, shift, feature=0):
+    """Client 2 answers every bin-edge query for its values plus ``shift``."""
+    original = TreeFederationClient.answer
+
+    def answer(self, query):
+        if (
+            query["kind"] in ("bin summary", "counts at most", "weight at most")
+            and self.y.shape[0] == SIZES[2]
+            and not getattr(self, "shifted", False)
+        ):
+            self.shifted = True
+            self.columns.columns[feature] = self.columns.columns[feature] + shift
+        return original(self, query)
+
+    monkeypatch.setattr(TreeFederationClient, "answer", answer)
+
+
+@pytest.mark.parametrize("backend", ["in-process", "flower"])
+def test_bin_summaries_far_beyond_the_others_range_are_named(
+    data, monkeypatch, backend
+):
+    # The others' values of feature 0 lie in about [-4, 4]: a client whose
+    # values all sit 1000 higher (consistent in every count it sends)
+    # would make the top edge 1000 and more.
+    _shifted_columns(monkeypatch, 1000.0)
+    with pytest.raises(
+        RuntimeError,
+        match=r"Client 2.* failed the tree query 'bin summary'.*feature 0's values "
+        r"reach 10\d\d\.\d+, more than 100 times the scale",
+    ):
+        _fit(_federation(), data, backend)
+
+
+def test_bin_summaries_far_beyond_are_left_out_with_skip(data, monkeypatch):
+    _shifted_columns(monkeypatch, 1000.0)
+    federation = _federation().set_params(on_client_error="skip")
+    fitted = federation.fit(data.data, data.target, clients=data.clients)
+    skipped = [r for r in fitted.history_ if r.get("stage")]
+    assert [(r["client"], r["stage"]) for r in skipped] == [
+        (2, "tree query 'bin summary'")
+    ]
+    edges = fitted.estimator_._bin_mapper.bin_thresholds_[0]
+    assert edges.max() < np.abs(data.data[:, 0]).max()
+
+
+def test_a_shift_within_the_rule_and_infinite_values_pass(data, monkeypatch):
+    # What the rule leaves: a shift of a few widths passes (its bound is
+    # 100 times the others' scale); an honest client's infinities (binned by
+    # scikit-learn) are compared by none.
+    X = data.data.copy()
+    X[data.clients == 2, 1] = np.where(
+        np.arange(SIZES[2]) % 50 == 0, np.inf, X[data.clients == 2, 1]
+    )
+    _shifted_columns(monkeypatch, 20.0)
+    fitted = clone(_federation()).fit(X, data.target, clients=data.clients)
+    assert not [r for r in fitted.history_ if r.get("stage")]
+    assert fitted.estimator_._bin_mapper.bin_thresholds_[0].max() > 15
