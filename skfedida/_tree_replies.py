@@ -171,8 +171,12 @@ class TreeLedger:
         Returns
         -------
         merged : dict of int to (ndarray, ndarray)
-            Per feature, every pivot it was asked at and its count there,
-            by pivot (and count, for equal pivots).
+            Per feature, the pivots it was asked at and its counts there,
+            by pivot (and count, for equal pivots): of each run of equal
+            counts only the first and last pivot, which decide every later
+            check as all of them would. A client's memory here is thus at
+            most two pivots per distinct count (its values plus one), not
+            one per pivot of the bisection's rounds.
         """
         features = np.asarray(query["features"], dtype=np.intp)
         pivots = np.asarray(query["pivots"], dtype=np.float64)
@@ -186,7 +190,10 @@ class TreeLedger:
             values = np.concatenate((known[0], pivots[asked]))
             at_pivots = np.concatenate((known[1], counts[asked]))
             order = np.lexsort((at_pivots, values))
-            merged[int(feature)] = (values[order], at_pivots[order])
+            values, at_pivots = values[order], at_pivots[order]
+            changes = at_pivots[1:] != at_pivots[:-1]
+            ends = np.concatenate(([True], changes)) | np.concatenate((changes, [True]))
+            merged[int(feature)] = (values[ends], at_pivots[ends])
         return merged
 
 
@@ -602,11 +609,16 @@ def _counts_at_most(query, answer, ledger, expected):
             "its counts at pivots outside its range disagree with its range "
             "(none below its minimum, all at or above its maximum)"
         )
-    for feature, (_, at_pivots) in ledger.merged_pivots(query, counts).items():
+    for feature, (at, at_pivots) in ledger.merged_pivots(query, counts).items():
         if np.any(np.diff(at_pivots) < 0):
             return (
                 f"its counts of feature {feature}'s values fall as the pivot "
                 "rises (across this round and its earlier ones)"
+            )
+        if np.any((at[1:] == at[:-1]) & (at_pivots[1:] != at_pivots[:-1])):
+            return (
+                f"it gave two counts of feature {feature}'s values at one pivot "
+                "(across this round and its earlier ones)"
             )
     return None
 
@@ -640,11 +652,18 @@ def _weight_at_most(query, answer, ledger, expected):
             "(none below its minimum, all at or above its maximum)"
         )
     merged = ledger.merged_pivots(query, weights, weights=True)
-    for feature, (_, at_pivots) in merged.items():
-        if np.any(np.diff(at_pivots) < -RTOL * max(at_pivots.max(initial=0), 1.0)):
+    for feature, (at, at_pivots) in merged.items():
+        slack = RTOL * max(at_pivots.max(initial=0), 1.0)
+        steps = np.diff(at_pivots)
+        if np.any(steps < -slack):
             return (
                 f"its weight of feature {feature}'s values falls as the pivot "
                 "rises (across this round and its earlier ones)"
+            )
+        if np.any((at[1:] == at[:-1]) & (steps > slack)):
+            return (
+                f"it gave two weights of feature {feature}'s values at one pivot "
+                "(across this round and its earlier ones)"
             )
     return None
 
@@ -916,43 +935,54 @@ def histogram_problems(query, answers, expected, shape=None):
         return problems, None
     features = query["features"]
     rows = None if features is None else np.asarray(features, dtype=np.intp)
-    # Stacked as raw bytes: numpy copies records field by field (20 times
-    # slower than the bytes).
-    stack = np.stack(
-        [np.ascontiguousarray(answers[k]["histograms"]).view(np.uint8) for k in formed]
-    ).view(HISTOGRAM_DTYPE)
-    checked = stack if rows is None else stack[:, rows]
+    # Each field of every client's records copied once into one contiguous
+    # array, (clients, features, bins): operations on the records' strided
+    # fields are 3 to 10 times slower than these copies, and every rule
+    # below reads them.
+    computed = slice(None) if rows is None else rows
+    n_computed = shape[0] if rows is None else rows.size
+    gradients, hessians, counts = (
+        np.empty((len(formed), n_computed, shape[1]), HISTOGRAM_DTYPE[field])
+        for field in ("sum_gradients", "sum_hessians", "count")
+    )
+    for i, k in enumerate(formed):
+        records = answers[k]["histograms"][computed]
+        gradients[i] = records["sum_gradients"]
+        hessians[i] = records["sum_hessians"]
+        counts[i] = records["count"]
     # A bin of no rows has sums of 0: a rule of each client's bins, which
     # the federation's sum hides where another client has rows in the bin.
-    # (Each field copied whole first: operations on the records' strided
-    # fields are 3 to 10 times slower than the copies.)
-    stray = (np.ascontiguousarray(checked["count"]) == 0) & (
-        (np.ascontiguousarray(checked["sum_gradients"]) != 0)
-        | (np.ascontiguousarray(checked["sum_hessians"]) != 0)
-    )
+    stray = (counts == 0) & ((gradients != 0) | (hessians != 0))
     for i in np.flatnonzero(stray.reshape(len(formed), -1).any(axis=1)):
         problems[formed[i]] = (
             "its histograms hold gradient or hessian sums in a bin where it "
             "counts no rows"
         )
-    # The federation's sums, one client after the other, over the features
-    # computed only (the builder leaves the others' memory as it found it).
-    # (A copy of the first client's, as raw bytes: numpy copies records
+    # The federation's sums, one client after the other (the order of every
+    # earlier release, so the same trees), over the features computed only:
+    # the builder leaves the others' memory as it found it, the first
+    # client's. (Its records copied as raw bytes: numpy copies records
     # field by field, 20 times slower.)
+    summed = [a[0].copy() for a in (gradients, hessians, counts)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(1, len(formed)):
+            for total_field, field in zip(
+                summed, (gradients, hessians, counts), strict=True
+            ):
+                total_field += field[i]
     total = (
         np.ascontiguousarray(answers[formed[0]]["histograms"])
         .view(np.uint8)
         .copy()
         .view(HISTOGRAM_DTYPE)
     )
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in formed[1:]:
-            histograms = answers[k]["histograms"]
-            for field in ("sum_gradients", "sum_hessians", "count"):
-                if rows is None:
-                    total[field] += histograms[field]
-                else:
-                    total[field][rows] += histograms[field][rows]
+    for name, values in zip(
+        ("sum_gradients", "sum_hessians", "count"), summed, strict=True
+    ):
+        if rows is None:
+            total[name] = values
+        else:
+            total[name][rows] = values
     limits = np.array(
         [
             (np.nan, np.inf, np.inf) if expected.get(k) is None else expected[k]
@@ -965,10 +995,12 @@ def histogram_problems(query, answers, expected, shape=None):
     # each client's (to name the one at fault) only when it fails. (Errors
     # of two clients that cancel exactly pass, as they leave the sum, all
     # the server uses, as honest clients' would be.)
-    whole = total[None] if rows is None else total[None][:, rows]
-    if _vectorised_problems(whole, limits.sum(axis=0, keepdims=True))[0] is None:
+    whole = [values[None] for values in summed]
+    if _vectorised_problems(*whole, limits.sum(axis=0, keepdims=True))[0] is None:
         return problems, total
-    for i, problem in enumerate(_vectorised_problems(checked, limits)):
+    for i, problem in enumerate(
+        _vectorised_problems(gradients, hessians, counts, limits)
+    ):
         problems[formed[i]] = problems[formed[i]] or problem
     if all(problems[k] is None for k in formed):  # a guard, not a case
         raise RuntimeError(
@@ -977,20 +1009,17 @@ def histogram_problems(query, answers, expected, shape=None):
     return problems, total
 
 
-def _vectorised_problems(checked, limits):
-    """Per stacked histogram array, its first problem (or None)."""
+def _vectorised_problems(gradients, hessians, counts, limits):
+    """Per stacked histogram (its fields' arrays), its first problem (or None)."""
     rows, bounds = limits[:, :1], limits[:, 1:]
     # The records' counts are unsigned integers: whole and >= 0 by dtype.
-    totals = checked["count"].sum(axis=2)
+    totals = counts.sum(axis=2)
     wrong_rows = (totals != rows) & ~np.isnan(rows)
     # Per array, feature and field (gradient, hessian): the bins' sum.
-    sums = np.stack(
-        (checked["sum_gradients"].sum(axis=2), checked["sum_hessians"].sum(axis=2)),
-        axis=2,
-    )
+    sums = np.stack((gradients.sum(axis=2), hessians.sum(axis=2)), axis=2)
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(sums).all(axis=(1, 2))
-        negative = checked["sum_hessians"].min(axis=(1, 2), initial=0.0) < 0
+        negative = hessians.min(axis=(1, 2), initial=0.0) < 0
         # float32 gradients round up to 6e-8 of a row's own bound.
         beyond = (np.abs(sums) > bounds[:, None, :] * (1 + 1e-6)).any(axis=1)
         drift = (
@@ -1000,7 +1029,7 @@ def _vectorised_problems(checked, limits):
         _histogram_problem(
             i, totals, rows, wrong_rows, finite, negative, beyond, drift, sums, bounds
         )
-        for i in range(checked.shape[0])
+        for i in range(gradients.shape[0])
     ]
 
 

@@ -17,8 +17,8 @@ MUTANTS = [
     Mutant(
         "a client's histogram counts are not added to the others'",
         TREE_REPLIES,
-        '            for field in ("sum_gradients", "sum_hessians", "count"):',
-        '            for field in ("sum_gradients", "sum_hessians"):',
+        "                summed, (gradients, hessians, counts), strict=True",
+        "                summed[:2], (gradients, hessians), strict=True",
         ENSEMBLE_TESTS,
         features=FEATURES,
     ),
@@ -83,17 +83,12 @@ MUTANTS += [
         features=FEATURES,
     ),
     Mutant(
-        "the clients' histograms of features outside a constraint set are added",
+        "a constraint set's summed histograms are the first client's alone",
         TREE_REPLIES,
-        "                    total[field][rows] += histograms[field][rows]\n",
-        "                    total[field] += histograms[field]\n",
+        "            total[name][rows] = values\n",
+        "            pass\n",
         ENSEMBLE_TESTS,
         features=FEATURES,
-        equivalent=(
-            "the sum's rows of features outside the node's constraint set are "
-            "never read: the splitter and the histogram subtraction read the "
-            "allowed features only, and the gate checks only those"
-        ),
     ),
 ]
 

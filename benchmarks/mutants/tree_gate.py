@@ -261,4 +261,30 @@ MUTANTS = [
         CONSISTENCY_TESTS,
         features=TREES_FEATURES,
     ),
+    Mutant(
+        "the ledger keeps only the first pivot of each run of counts",
+        TREE_REPLIES,
+        "            ends = np.concatenate(([True], changes)) | np.concatenate("
+        "(changes, [True]))",
+        "            ends = np.concatenate(([True], changes))",
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "a pivot asked again may get another count",
+        TREE_REPLIES,
+        "        if np.any((at[1:] == at[:-1]) & (at_pivots[1:] != at_pivots[:-1])):",
+        "        if False:",
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
+        "a client's empty bins are checked on the first client's histograms",
+        TREE_REPLIES,
+        '        gradients[i] = records["sum_gradients"]',
+        '        gradients[i] = answers[formed[0]]["histograms"][computed]'
+        '["sum_gradients"]',
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
 ]

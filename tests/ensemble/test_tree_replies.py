@@ -365,6 +365,62 @@ def test_bin_summaries_and_counts_are_checked():
     )
 
 
+def test_a_pivot_asked_again_must_get_the_same_count():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 1))
+    ledger = TreeLedger(rows=600)
+    summary = {"kind": "bin summary", "max_bins": 255}
+    ledger.record(summary, ClientColumns(X).answer(summary))
+    ask = {"kind": "counts at most", "features": np.array([0]), "pivots": [0.25]}
+    honest = ClientColumns(X).answer(ask)
+    ledger.record(ask, honest)
+    assert tree_reply_problem(ask, honest, ledger) is None
+    # Another count at the same pivot, with nothing asked between to fall.
+    other = {"counts": honest["counts"] + 1}
+    assert "two counts of feature 0's values at one pivot" in tree_reply_problem(
+        ask, other, ledger
+    )
+
+
+def test_the_ledger_keeps_two_pivots_per_count_however_many_rounds():
+    # A client of 8 rows asked at 2,000 pivots over 20 rounds: its ledger
+    # keeps the ends of each run of equal counts (at most 2 x 9), and every
+    # check decides as it would on all of them.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 1))
+    columns, ledger = ClientColumns(X), TreeLedger(rows=8)
+    summary = {"kind": "bin summary", "max_bins": 255}
+    ledger.record(summary, columns.answer(summary))
+    for _ in range(20):
+        pivots = rng.normal(size=100)
+        ask = {
+            "kind": "counts at most",
+            "features": np.zeros(100, int),
+            "pivots": pivots,
+        }
+        answer = columns.answer(ask)
+        assert tree_reply_problem(ask, answer, ledger) is None
+        ledger.record(ask, answer)
+    kept, counts = ledger.pivots[0]
+    assert kept.size <= 2 * 9
+    assert np.all(np.diff(counts) >= 0)
+    # A lie between the two kept ends of a run, inside the client's range,
+    # is still seen.
+    i = next(
+        i
+        for i in range(kept.size - 1)
+        if counts[i] == counts[i + 1] and 0 < counts[i] < 8 and kept[i] < kept[i + 1]
+    )
+    inner = {
+        "kind": "counts at most",
+        "features": np.array([0]),
+        "pivots": [(kept[i] + kept[i + 1]) / 2],
+    }
+    assert tree_reply_problem(inner, {"counts": counts[i : i + 1]}, ledger) is None
+    lie = {"counts": counts[i : i + 1] + 1}
+    assert "fall as the pivot rises" in tree_reply_problem(inner, lie, ledger)
+
+
 def test_a_corrupt_summary_stops_the_bin_edges():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(900, 2))
