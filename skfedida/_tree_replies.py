@@ -376,7 +376,17 @@ def category_kind(values):
 
     scikit-learn's encoders take a column of numbers or of strings, never
     both; ``None`` (a category of its own in a column of objects) goes with
-    either. None for a feature without categories.
+    either.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_categories,)
+        One feature's categories, as a client sends them.
+
+    Returns
+    -------
+    kind : {"numbers", "strings", "datetimes", "mixed"} or None
+        None for a feature without categories.
     """
     if values.dtype.kind in "biuf":
         return "numbers" if values.size else None
@@ -438,7 +448,7 @@ def disagreement_problems(values, name, problem):
 
 
 def summary_range_problems(answers, name=None):
-    """Clients whose bin summaries reach far beyond the others' range.
+    """Find the clients whose bin summaries reach far beyond the others' range.
 
     The preprocessing statistics' rule (``range_problem``): a client's
     claimed extremes of a feature may lie at most ``RANGE_FACTOR`` times

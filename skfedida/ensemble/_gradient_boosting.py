@@ -54,6 +54,22 @@ def preprocessed_columns(model, X, *, reset, owner=None):
 
     numpy's ``DTypePromotionError`` for a datetime column names no column;
     scikit-learn's boosted models and ours read X through here.
+
+    Parameters
+    ----------
+    model : HistGradientBoostingClassifier
+        The model (or its ``super()``) whose reading is asked.
+    X : array-like or DataFrame
+        The rows.
+    reset : bool
+        Whether the model's input columns are set (a fit) or checked.
+    owner : str, default=None
+        The estimator named in the error (by default the model's class).
+
+    Returns
+    -------
+    read
+        What ``_preprocess_X`` returns.
     """
     try:
         return model._preprocess_X(X, reset=reset)

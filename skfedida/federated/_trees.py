@@ -1359,6 +1359,7 @@ def median_should_stop(client_losses, which, n_iter_no_change, tol):
     Returns
     -------
     stop : bool
+        Whether the trees stop here.
     """
     reference_position = n_iter_no_change + 1
     if len(client_losses) < reference_position:
