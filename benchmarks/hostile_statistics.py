@@ -24,6 +24,7 @@ The fits are deterministic: one run is the figure.
 import warnings
 
 import numpy as np
+from _timing import header
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
 
@@ -116,6 +117,8 @@ def _stopping_rows(X, y, clients, test, lie):
 
 def main():
     X, y, clients, test = _data()
+    # No times here: the header says on what machine the one run ran.
+    print(header(1) + "\n")
     print("| lie | aggregation | honest AUROC | lied AUROC | honest | lied |")
     print("|---|---|---:|---:|---|---|")
     for name, rows in (

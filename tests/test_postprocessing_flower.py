@@ -108,3 +108,71 @@ def test_the_server_receives_only_counts_and_group_categories(data):
         assert counts.sum() == np.sum(data.clients == partition)
     with pytest.raises(TypeError, match="FederatedThresholdOptimizer"):
         make_server_app(federation, postprocessor=FairnessAwareROSE())
+
+
+def _with(bunch, **changes):
+    """A copy of ``bunch`` with some fields replaced."""
+    import copy
+
+    changed = copy.copy(bunch)
+    for name, value in changes.items():
+        setattr(changed, name, value)
+    return changed
+
+
+def test_a_group_of_one_label_is_refused_on_flower_as_in_process(data):
+    # Issue 46: fairlearn refuses a group whose rows have one label; so do
+    # both backends (the server's solver is the same).
+    name = next(iter(data.sensitive))
+    values = np.asarray(data.sensitive[name]).copy()
+    lone = values[0]
+    values[(values == lone) & (data.target == 1)] = values[values != lone][0]
+    one_label = _with(data, sensitive={**data.sensitive, name: values})
+    federation = _federation()
+    post = FederatedThresholdOptimizer(federation, random_state=0)
+    with pytest.raises(ValueError, match="has no positive rows"):
+        run_in_process(
+            make_server_app(federation, postprocessor=post),
+            make_client_app(federation, partition_loader(one_label)),
+            num_partitions=N_CLIENTS,
+        )
+    with pytest.raises(ValueError, match="has no positive rows"):
+        FederatedThresholdOptimizer(_federation(), random_state=0).fit(
+            one_label.data,
+            one_label.target,
+            clients=one_label.clients,
+            sensitive_features=one_label.sensitive,
+        )
+
+
+@pytest.mark.filterwarnings("ignore::skfedida.exceptions.DegenerateModelWarning")
+def test_scores_the_grid_cannot_rank_are_warned_of_on_flower(data):
+    # Probabilities of tiny spread (features scaled by 1e-4, one round:
+    # every row near the intercept's) put the rows in one bin, on both
+    # backends. (Flower's clients count probabilities only.)
+    from skfedida.exceptions import OperatingPointWarning
+
+    tiny = _with(data, data=data.data * 1e-4)
+
+    def federation():
+        return FederatedEstimator(
+            FairPenaltyLogisticRegression(fairness=0.0),
+            n_rounds=1,
+            local_epochs=1,
+            random_state=0,
+        )
+
+    post = FederatedThresholdOptimizer(federation(), random_state=0)
+    with pytest.warns(OperatingPointWarning, match="in the same bin"):
+        run_in_process(
+            make_server_app(federation(), postprocessor=post),
+            make_client_app(federation(), partition_loader(tiny)),
+            num_partitions=N_CLIENTS,
+        )
+    with pytest.warns(OperatingPointWarning, match="in the same bin"):
+        FederatedThresholdOptimizer(federation(), random_state=0).fit(
+            tiny.data,
+            tiny.target,
+            clients=tiny.clients,
+            sensitive_features=tiny.sensitive,
+        )
