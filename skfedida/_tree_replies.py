@@ -33,6 +33,7 @@ from ._compat import HISTOGRAM_DTYPE
 from ._replies import (
     RTOL,
     categories_problem,
+    consensus,
     count_array,
     count_scalar,
     range_problem,
@@ -174,9 +175,10 @@ class TreeLedger:
             Per feature, the pivots it was asked at and its counts there,
             by pivot (and count, for equal pivots): of each run of equal
             counts only the first and last pivot, which decide every later
-            check as all of them would. A client's memory here is thus at
-            most two pivots per distinct count (its values plus one), not
-            one per pivot of the bisection's rounds.
+            check of counts as all of them would (weights, compared with a
+            relative slack of ``RTOL``, to within that slack). A client's
+            memory here is thus at most two pivots per distinct count (its
+            values plus one), not one per pivot of the bisection's rounds.
         """
         features = np.asarray(query["features"], dtype=np.intp)
         pivots = np.asarray(query["pivots"], dtype=np.float64)
@@ -404,16 +406,18 @@ def category_kind(values):
     return kinds.pop() if kinds else None
 
 
-def disagreement_problems(values, name, problem):
-    """The problem of every client whose value is not the most common one.
+def disagreement_problems(values, name, problem, what, shown=str):
+    """The problem of every client whose value is not the strict majority's.
 
     A federation needs one reading of what its clients must share (columns,
     dtypes, categorical features, the kind of each feature's categories).
-    Where the clients differ, the value most of them hold is the
-    federation's (among equally common ones, that of the client listed
-    first): each other client is at fault, so that under
-    ``on_client_error="skip"`` one careless or hostile client is left out
-    instead of stopping the fit.
+    The value more than half of the clients with a say hold is the
+    federation's (``consensus``, the gate's rule for what all must share),
+    and each other client is at fault: under ``on_client_error="skip"`` one
+    careless or hostile client is left out instead of stopping the fit.
+    Without a strict majority (two clients that differ, say) the server
+    cannot tell which is right: :class:`NoConsensus` names every client
+    and what it said, whatever ``on_client_error`` says.
 
     Parameters
     ----------
@@ -425,25 +429,29 @@ def disagreement_problems(values, name, problem):
         ``problem(value, majority, holder)``: the problem of a client
         holding ``value`` where client ``holder`` (a name) holds the
         majority's.
+    what : str
+        What the clients must agree on, for the error without a majority.
+    shown : callable, default=str
+        How a value is written in that error.
 
     Returns
     -------
     problems : dict
         Per client at fault, its problem.
     """
-    counts = {}
-    for value in values.values():
-        if value is not None:
-            counts[value] = counts.get(value, 0) + 1
-    if len(counts) < 2:
+    said = {k: v for k, v in values.items() if v is not None}
+    if len(set(said.values())) < 2:
         return {}
-    top = max(counts.values())
-    majority = next(v for v in counts if counts[v] == top)
-    holder = name(next(k for k, v in values.items() if v == majority))
+    clients = list(said)
+    written = consensus(
+        [shown(said[k]) for k in clients], what, names=[name(k) for k in clients]
+    )
+    first = next(k for k in clients if shown(said[k]) == written)
+    majority, holder = said[first], name(first)
     return {
         k: problem(value, majority, holder)
-        for k, value in values.items()
-        if value is not None and value != majority
+        for k, value in said.items()
+        if value != majority
     }
 
 

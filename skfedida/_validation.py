@@ -171,12 +171,23 @@ def string_column_error(X, owner):
             where = (
                 f"X column {name!r}" if isinstance(name, str) else f"X column {name}"
             )
+            if "GradientBoosting" in owner:
+                # Boosted trees read categories themselves.
+                fix = (
+                    "Give the column pandas' category dtype "
+                    "(X[column].astype('category')): the trees read its "
+                    "categories (categorical_features='from_dtype')"
+                )
+            else:
+                fix = (
+                    "Encode the column first, e.g. with "
+                    "skfedida.preprocessing.FederatedOneHotEncoder (fitted from "
+                    "the clients' category counts; sklearn's OneHotEncoder on "
+                    "pooled rows) in a ColumnTransformer"
+                )
             return ValueError(
                 f"{where} holds strings (such as {example!r}), and {owner} "
-                "needs numbers. Encode the column first, e.g. with "
-                "skfedida.preprocessing.FederatedOneHotEncoder (fitted from the "
-                "clients' category counts; sklearn's OneHotEncoder on pooled "
-                "rows) in a ColumnTransformer; if it is a sensitive attribute, "
-                "pass it as sensitive_features or name it in sensitive= instead."
+                f"needs numbers. {fix}; if it is a sensitive attribute, pass it "
+                "as sensitive_features or name it in sensitive= instead."
             )
     return None

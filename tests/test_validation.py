@@ -220,6 +220,13 @@ def test_an_arrays_string_column_is_named_by_its_position():
     assert str(string_column_error(X, "m")).startswith("X column 1 holds strings")
 
 
+def test_boosted_trees_are_told_to_give_a_string_column_the_category_dtype():
+    X = pd.DataFrame({"income": [1.0, 2.0], "region": ["south", "north"]})
+    message = str(string_column_error(X, "FairHistGradientBoostingClassifier"))
+    assert "astype('category')" in message
+    assert "OneHotEncoder" not in message
+
+
 def test_a_column_of_objects_that_are_not_strings_keeps_the_generic_error():
     X = np.array([[1.0, {"a": 1}], [2.0, {"b": 2}]], dtype=object)
     assert string_column_error(X, "m") is None

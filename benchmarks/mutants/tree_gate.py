@@ -141,11 +141,11 @@ MUTANTS = [
         features=TREES_FEATURES,
     ),
     Mutant(
-        "the value a tie of clients shares is the last client's",
+        "what the clients must share is the last client's, not the majority's",
         TREE_REPLIES,
-        "    majority = next(v for v in counts if counts[v] == top)",
-        "    majority = [v for v in counts if counts[v] == top][-1]",
-        ("tests/federated/test_trees.py",),
+        "    written = consensus(\n",
+        "    written = shown(said[clients[-1]]) or consensus(\n",
+        CONSISTENCY_TESTS,
         features=TREES_FEATURES,
     ),
     Mutant(

@@ -950,6 +950,8 @@ def _schema_disagreements(answers, name):
             "every client the same columns, in the same order, of the same "
             "dtypes"
         ),
+        "the columns and their dtypes",
+        _schema_text,
     )
 
 
@@ -983,6 +985,8 @@ def _categorical_disagreements(columns):
                 "reads the columns' dtypes): give every client the same "
                 "dtypes, or set categorical_features explicitly"
             ),
+            "which columns are categorical",
+            lambda flags: str(named(flags)),
         )
         agreeing = {k: a for k, a in answers.items() if k not in problems}
         if not agreeing:
@@ -1003,6 +1007,7 @@ def _categorical_disagreements(columns):
                         f"{holder}'s are {majority}: give every client that "
                         "column with the same type of values"
                     ),
+                    f"the type of column {column!r}'s categories",
                 )
             )
         return problems
@@ -1244,6 +1249,7 @@ def federated_trees(
     model.do_early_stopping_ = do_early_stopping
     model._use_validation_data = fraction is not None
     model.train_score_, model.validation_score_ = [], []
+    model._client_losses = []
     _boost_model(
         model,
         channel,
@@ -1315,6 +1321,9 @@ def _continued(
         )
     model.train_score_ = list(model.train_score_)
     model.validation_score_ = list(model.validation_score_)
+    # The median rule's history goes on as scikit-learn's scores do (a model
+    # fitted before the rule kept one starts it anew).
+    model._client_losses = list(getattr(model, "_client_losses", []))
     model._monotonic_cst_remapped = monotonic_constraints(model)
     if "fairness" in model.get_params():
         model.n_groups_ = (
@@ -1403,8 +1412,8 @@ def _boost_model(
         model._baseline_prediction = np.array([[baseline]])
 
     # Per tree, each client's own (training, validation) losses: what the
-    # median rule reads.
-    client_losses = []
+    # median rule reads (kept on the model, so that a warm start goes on).
+    client_losses = model._client_losses
 
     def on_iteration(predictors, scores):
         stop = False

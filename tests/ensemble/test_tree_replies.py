@@ -382,6 +382,24 @@ def test_a_pivot_asked_again_must_get_the_same_count():
     )
 
 
+def test_a_pivot_asked_again_must_get_the_same_weight():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 1))
+    weight = rng.uniform(0.5, 2.0, size=600)
+    columns, ledger = ClientColumns(X, weight), TreeLedger(rows=600)
+    summary = {"kind": "bin summary", "max_bins": 255, "weighted": True}
+    ledger.record(summary, columns.answer(summary))
+    ask = {"kind": "weight at most", "features": np.array([0]), "pivots": [0.25]}
+    honest = columns.answer(ask)
+    assert tree_reply_problem(ask, honest, ledger) is None
+    ledger.record(ask, honest)
+    assert tree_reply_problem(ask, honest, ledger) is None
+    other = {"weights": honest["weights"] * 1.01}
+    assert "two weights of feature 0's values at one pivot" in tree_reply_problem(
+        ask, other, ledger
+    )
+
+
 def test_the_ledger_keeps_two_pivots_per_count_however_many_rounds():
     # A client of 8 rows asked at 2,000 pivots over 20 rounds: its ledger
     # keeps the ends of each run of equal counts (at most 2 x 9), and every

@@ -408,3 +408,28 @@ def test_a_shift_within_the_rule_and_infinite_values_pass(data, monkeypatch):
     fitted = clone(_federation()).fit(X, data.target, clients=data.clients)
     assert not [r for r in fitted.history_ if r.get("stage")]
     assert fitted.estimator_._bin_mapper.bin_thresholds_[0].max() > 15
+
+
+def test_two_clients_that_differ_stop_the_fit_naming_both(data, frame, monkeypatch):
+    # No strict majority: the server cannot tell the careless client from the
+    # honest one, so "skip" cannot choose either.
+    from skfedida._replies import NoConsensus
+
+    _lying(monkeypatch, "describe", _other_dtypes)
+    two = data.clients > 0
+    federation = _federation().set_params(on_client_error="skip")
+    with pytest.raises(NoConsensus, match=r"Client 1 says .*; Client 2 says"):
+        federation.fit(frame[two], data.target[two], clients=data.clients[two])
+
+
+def test_the_median_rule_goes_on_across_a_warm_start(data):
+    # As scikit-learn's scores: 30 trees, then a warm start to 40 stops
+    # where one fit of 40 does, two trees on (not n_iter_no_change + 1
+    # trees after the start, as a history begun anew would).
+    whole = _fit(_stopping("median"), data, "in-process")
+    warm = _stopping("median").set_params(warm_start=True, estimator__max_iter=30)
+    warm.fit(data.data, data.target, clients=data.clients)
+    assert warm.estimator_.n_iter_ == 30
+    warm.set_params(estimator__max_iter=40)
+    warm.fit(data.data, data.target, clients=data.clients)
+    assert warm.estimator_.n_iter_ == whole.estimator_.n_iter_ == 32

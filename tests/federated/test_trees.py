@@ -15,6 +15,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 
+from skfedida._replies import NoConsensus
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier
 from skfedida.federated import DifferentialPrivacy, FederatedEstimator, evaluate_clients
@@ -116,11 +117,12 @@ def test_clients_with_different_dtypes_are_named(data):
                 prior_correction=None,
             )
         )
-    # Of two clients, the first's table is the federation's.
+    # Of two clients neither is a majority: the server cannot tell which is
+    # right, and names both (also under on_client_error="skip").
     with pytest.raises(
-        RuntimeError,
-        match=r"Client 1 failed the tree query 'describe'.* other columns or "
-        r"dtypes than Client 0's \(.*kind: float64 against .*kind: category\)",
+        NoConsensus,
+        match=r"No strict majority of the clients agrees on the columns and their "
+        r"dtypes: Client 0 says '.*kind: category'; Client 1 says '.*kind: float64'",
     ):
         federated_trees(_trees(), TreeChannel(in_process(members), 2))
 
