@@ -101,10 +101,11 @@ class TreeLedger:
         self.leaf_cells = None
         #: Its per-feature value counts and ranges (bin edges' summary).
         self.summary = None
-        #: Per feature, the (pivot, count) pairs it answered, sorted.
-        self.pivots = {}
-        #: Per feature, the (pivot, weight at or below it) pairs, sorted.
-        self.weight_pivots = {}
+        #: The (feature, pivot, count) triples it answered, as three arrays
+        #: sorted by feature, pivot and count (``merged_pivots``).
+        self.pivots = _NO_PIVOTS
+        #: The same of its weights at or below each pivot.
+        self.weight_pivots = _NO_PIVOTS
         #: Its "start" answer (rows, weights per cell, label sums).
         self.start = None
         #: Its "prepare" answer (rows after resampling, categories).
@@ -130,12 +131,12 @@ class TreeLedger:
             self.rows = int(answer["n"])
         elif kind == "bin summary":
             self.summary = answer
-            self.pivots, self.weight_pivots = {}, {}
+            self.pivots, self.weight_pivots = _NO_PIVOTS, _NO_PIVOTS
         elif kind == "counts at most":
-            self.pivots.update(self.merged_pivots(query, answer["counts"]))
+            self.pivots = self._checked_merge(query, answer["counts"])
         elif kind == "weight at most":
-            self.weight_pivots.update(
-                self.merged_pivots(query, answer["weights"], weights=True)
+            self.weight_pivots = self._checked_merge(
+                query, answer["weights"], weights=True
             )
         elif kind == "start":
             self.start = answer
@@ -158,7 +159,7 @@ class TreeLedger:
             self.leaf_cells = None
 
     def merged_pivots(self, query, counts, weights=False):
-        """Per feature asked, its pivots and counts so far with these, sorted.
+        """Merge its pivots and counts so far with these, sorted, in three arrays.
 
         Parameters
         ----------
@@ -171,32 +172,47 @@ class TreeLedger:
 
         Returns
         -------
-        merged : dict of int to (ndarray, ndarray)
-            Per feature, the pivots it was asked at and its counts there,
-            by pivot (and count, for equal pivots): of each run of equal
+        features, pivots, counts : ndarray
+            Every (feature, pivot, count) it was asked and answered, sorted
+            by feature, pivot and count: of each feature's run of equal
             counts only the first and last pivot, which decide every later
             check of counts as all of them would (weights, compared with a
             relative slack of ``RTOL``, to within that slack). A client's
-            memory here is thus at most two pivots per distinct count (its
-            values plus one), not one per pivot of the bisection's rounds.
+            memory here is thus at most two pivots per feature and distinct
+            count (its values plus one), not one per pivot of the
+            bisection's rounds; one sort of all features at once.
         """
-        features = np.asarray(query["features"], dtype=np.intp)
-        pivots = np.asarray(query["pivots"], dtype=np.float64)
         dtype = np.float64 if weights else np.int64
-        counts = np.asarray(counts, dtype=dtype)
-        earlier = self.weight_pivots if weights else self.pivots
-        merged = {}
-        for feature in np.unique(features):
-            asked = features == feature
-            known = earlier.get(int(feature), (np.empty(0), np.empty(0, dtype)))
-            values = np.concatenate((known[0], pivots[asked]))
-            at_pivots = np.concatenate((known[1], counts[asked]))
-            order = np.lexsort((at_pivots, values))
-            values, at_pivots = values[order], at_pivots[order]
-            changes = at_pivots[1:] != at_pivots[:-1]
-            ends = np.concatenate(([True], changes)) | np.concatenate((changes, [True]))
-            merged[int(feature)] = (values[ends], at_pivots[ends])
+        known = self.weight_pivots if weights else self.pivots
+        # (Sorted by feature and pivot only: equal pivots keep their order,
+        # known first, which the checks read as well.)
+        features = np.concatenate(
+            (known[0], np.asarray(query["features"], dtype=np.intp))
+        )
+        pivots = np.concatenate(
+            (known[1], np.asarray(query["pivots"], dtype=np.float64))
+        )
+        at_pivots = np.concatenate((known[2], np.asarray(counts, dtype=dtype)))
+        order = np.lexsort((pivots, features))
+        features, pivots, at_pivots = features[order], pivots[order], at_pivots[order]
+        changes = (features[1:] != features[:-1]) | (at_pivots[1:] != at_pivots[:-1])
+        ends = np.concatenate(([True], changes)) | np.concatenate((changes, [True]))
+        merged = features[ends], pivots[ends], at_pivots[ends]
+        # The check of an answer merges it; its record, right after, reuses
+        # that merge (the query itself is kept, so its id is not reused).
+        self._last_merge = (query, weights, merged)
         return merged
+
+    def _checked_merge(self, query, counts, weights=False):
+        last = getattr(self, "_last_merge", None)
+        if last is not None and last[0] is query and last[1] == weights:
+            self._last_merge = None
+            return last[2]
+        return self.merged_pivots(query, counts, weights)
+
+
+#: No pivot asked yet: (features, pivots, counts).
+_NO_PIVOTS = (np.empty(0, np.intp), np.empty(0), np.empty(0, np.int64))
 
 
 #: Keys of every answer, by query kind (the scores' keys by "score").
@@ -627,17 +643,21 @@ def _counts_at_most(query, answer, ledger, expected):
             "its counts at pivots outside its range disagree with its range "
             "(none below its minimum, all at or above its maximum)"
         )
-    for feature, (at, at_pivots) in ledger.merged_pivots(query, counts).items():
-        if np.any(np.diff(at_pivots) < 0):
-            return (
-                f"its counts of feature {feature}'s values fall as the pivot "
-                "rises (across this round and its earlier ones)"
-            )
-        if np.any((at[1:] == at[:-1]) & (at_pivots[1:] != at_pivots[:-1])):
-            return (
-                f"it gave two counts of feature {feature}'s values at one pivot "
-                "(across this round and its earlier ones)"
-            )
+    merged, at, at_pivots = ledger.merged_pivots(query, counts)
+    same = merged[1:] == merged[:-1]
+    steps = np.diff(at_pivots)
+    falling = np.flatnonzero(same & (steps < 0))
+    if falling.size:
+        return (
+            f"its counts of feature {merged[falling[0]]}'s values fall as the "
+            "pivot rises (across this round and its earlier ones)"
+        )
+    twice = np.flatnonzero(same & (at[1:] == at[:-1]) & (steps != 0))
+    if twice.size:
+        return (
+            f"it gave two counts of feature {merged[twice[0]]}'s values at one "
+            "pivot (across this round and its earlier ones)"
+        )
     return None
 
 
@@ -669,20 +689,25 @@ def _weight_at_most(query, answer, ledger, expected):
             "its weights at pivots outside its range disagree with its range "
             "(none below its minimum, all at or above its maximum)"
         )
-    merged = ledger.merged_pivots(query, weights, weights=True)
-    for feature, (at, at_pivots) in merged.items():
-        slack = RTOL * max(at_pivots.max(initial=0), 1.0)
-        steps = np.diff(at_pivots)
-        if np.any(steps < -slack):
-            return (
-                f"its weight of feature {feature}'s values falls as the pivot "
-                "rises (across this round and its earlier ones)"
-            )
-        if np.any((at[1:] == at[:-1]) & (steps > slack)):
-            return (
-                f"it gave two weights of feature {feature}'s values at one pivot "
-                "(across this round and its earlier ones)"
-            )
+    merged, at, at_pivots = ledger.merged_pivots(query, weights, weights=True)
+    same = merged[1:] == merged[:-1]
+    # The slack of a feature: RTOL of its whole weight (every weight at a
+    # pivot is a part of it).
+    whole = np.asarray(ledger.summary["weight"], dtype=np.float64)[merged[1:]]
+    slack = RTOL * np.maximum(whole, 1.0)
+    steps = np.diff(at_pivots)
+    falling = np.flatnonzero(same & (steps < -slack))
+    if falling.size:
+        return (
+            f"its weight of feature {merged[falling[0]]}'s values falls as the "
+            "pivot rises (across this round and its earlier ones)"
+        )
+    twice = np.flatnonzero(same & (at[1:] == at[:-1]) & (np.abs(steps) > slack))
+    if twice.size:
+        return (
+            f"it gave two weights of feature {merged[twice[0]]}'s values at one "
+            "pivot (across this round and its earlier ones)"
+        )
     return None
 
 

@@ -191,8 +191,8 @@ MUTANTS += [
     Mutant(
         "counts at pivots may fall as the pivot rises",
         TREE_REPLIES,
-        "        if np.any(np.diff(at_pivots) < 0):",
-        "        if False:",
+        "    falling = np.flatnonzero(same & (steps < 0))",
+        "    falling = np.flatnonzero(same & (steps < steps))",
         GATE_TESTS,
         features=("reply:tree_bin_edges",),
     ),

@@ -264,17 +264,17 @@ MUTANTS = [
     Mutant(
         "the ledger keeps only the first pivot of each run of counts",
         TREE_REPLIES,
-        "            ends = np.concatenate(([True], changes)) | np.concatenate("
+        "        ends = np.concatenate(([True], changes)) | np.concatenate("
         "(changes, [True]))",
-        "            ends = np.concatenate(([True], changes))",
+        "        ends = np.concatenate(([True], changes))",
         GATE_TESTS,
         features=TREES_FEATURES,
     ),
     Mutant(
         "a pivot asked again may get another count",
         TREE_REPLIES,
-        "        if np.any((at[1:] == at[:-1]) & (at_pivots[1:] != at_pivots[:-1])):",
-        "        if False:",
+        "    twice = np.flatnonzero(same & (at[1:] == at[:-1]) & (steps != 0))",
+        "    twice = np.flatnonzero(same & (at[1:] == at[:-1]) & (steps != steps))",
         GATE_TESTS,
         features=TREES_FEATURES,
     ),

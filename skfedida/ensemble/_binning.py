@@ -122,17 +122,25 @@ class ClientColumns:
         features = np.asarray(query["features"], dtype=np.intp)
         pivots = np.asarray(query["pivots"], dtype=np.float64)
         counts = np.empty(features.shape[0], dtype=np.int64)
-        for feature in np.unique(features):
-            asked = features == feature
-            counts[asked] = np.searchsorted(
-                self.columns[feature], pivots[asked], side="right"
-            )
-        if query["kind"] == "counts at most":
+        weighted = query["kind"] != "counts at most"
+        weights = np.zeros(features.shape[0]) if weighted else None
+        # The pivots of one feature at a time (one sort, no mask of every
+        # pivot per feature): a search of its sorted values each.
+        order = np.argsort(features, kind="stable")
+        starts = np.flatnonzero(np.diff(features[order])) + 1
+        for asked in np.split(order, starts):
+            if not asked.size:
+                continue
+            feature = features[asked[0]]
+            found = np.searchsorted(self.columns[feature], pivots[asked], side="right")
+            counts[asked] = found
+            if weighted and found.any():  # (a feature without values has 0)
+                cumulative = self._cumulative(feature)
+                weights[asked] = np.where(
+                    found > 0, cumulative[np.maximum(found - 1, 0)], 0.0
+                )
+        if not weighted:
             return {"counts": counts}
-        weights = np.zeros(features.shape[0])
-        for i, (feature, count) in enumerate(zip(features, counts, strict=True)):
-            if count:
-                weights[i] = self._cumulative(feature)[count - 1]
         return {"weights": weights}
 
     def _cumulative(self, feature):

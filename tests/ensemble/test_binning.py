@@ -216,3 +216,18 @@ def test_small_columns_bin_as_scikit_learn_bins_them(seed):
 def test_n_bins_outside_scikit_learn_s_range_is_refused(n_bins):
     with pytest.raises(ValueError, match="n_bins must be an integer from 3 to 256"):
         federated_bin_mapper([ClientColumns(np.zeros((4, 1)))], n_bins=n_bins)
+
+
+def test_counts_and_weights_at_pivots_of_features_in_any_order():
+    # Pivots of several features interleaved, one feature without values:
+    # each answer is its own feature's count (weight) at or below the pivot.
+    X = np.array([[1.0, np.nan], [2.0, np.nan], [3.0, np.nan]])
+    columns = ClientColumns(X, np.array([1.0, 2.0, 3.0]))
+    query = {
+        "features": np.array([1, 0, 0, 1, 0]),
+        "pivots": np.array([5.0, 1.5, 0.0, 0.0, 3.0]),
+    }
+    counts = columns.answer({**query, "kind": "counts at most"})["counts"]
+    np.testing.assert_array_equal(counts, [0, 1, 0, 0, 3])
+    weights = columns.answer({**query, "kind": "weight at most"})["weights"]
+    np.testing.assert_array_equal(weights, [0.0, 1.0, 0.0, 0.0, 6.0])

@@ -419,7 +419,8 @@ def test_the_ledger_keeps_two_pivots_per_count_however_many_rounds():
         answer = columns.answer(ask)
         assert tree_reply_problem(ask, answer, ledger) is None
         ledger.record(ask, answer)
-    kept, counts = ledger.pivots[0]
+    features, kept, counts = ledger.pivots
+    assert np.all(features == 0)
     assert kept.size <= 2 * 9
     assert np.all(np.diff(counts) >= 0)
     # A lie between the two kept ends of a run, inside the client's range,
