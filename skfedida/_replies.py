@@ -1339,6 +1339,31 @@ class ReplyGate:
 RANGE_FACTOR = 100.0
 
 
+def range_problems(extremes):
+    """Every client whose extremes lie too far beyond the others' range.
+
+    Parameters
+    ----------
+    extremes : dict
+        Per client index, its per-feature minima and maxima, arrays of
+        floats (NaN where it has no value: no say there).
+
+    Returns
+    -------
+    problems : dict
+        Per client at fault, its problem (``range_problem``); none with
+        fewer than two clients, which have no others to compare with.
+    """
+    if len(extremes) < 2:
+        return {}
+    found = {}
+    for k in extremes:
+        problem = range_problem(k, extremes)
+        if problem is not None:
+            found[k] = problem
+    return found
+
+
 def range_problem(k, extremes):
     """Client k's extremes against the other clients' combined range.
 

@@ -23,7 +23,7 @@ from ._replies import (
     consensus,
     count_array,
     count_scalar,
-    range_problem,
+    range_problems,
     real_array,
     squares_problem,
     sum_within_extremes_problem,
@@ -159,7 +159,7 @@ def _across_clients(name, query, replies, problems):
     of squares, the range of the extremes) must be finite: an overflow is
     the failure of the client whose values dominate it. (b) A client's
     claimed extremes must lie within ``RANGE_FACTOR`` widths of the other
-    clients' combined range's scale (``range_problem``).
+    clients' combined range's scale (``range_problems``).
     """
     ok = [k for k, problem in problems if problem is None]
     found = {}
@@ -172,11 +172,7 @@ def _across_clients(name, query, replies, problems):
         if (name, query.get("statistic")) in _RANGED
         and np.ndim(replies[k][1]["min"]) == 1
     }
-    if len(extremes) >= 2:
-        for k in extremes:
-            problem = range_problem(k, extremes)
-            if problem is not None:
-                found[k] = problem
+    found.update(range_problems(extremes))
     ok = [k for k in ok if k not in found]
     for key, what in (
         ("sum", "sum"),

@@ -36,7 +36,7 @@ from ._replies import (
     consensus,
     count_array,
     count_scalar,
-    range_problem,
+    range_problems,
     real_array,
 )
 from .metrics._operating_point import score_bins
@@ -106,6 +106,9 @@ class TreeLedger:
         self.pivots = _NO_PIVOTS
         #: The same of its weights at or below each pivot.
         self.weight_pivots = _NO_PIVOTS
+        #: The last merge a check made, (query, weights, merged): its record
+        #: right after reuses it.
+        self._last_merge = None
         #: Its "start" answer (rows, weights per cell, label sums).
         self.start = None
         #: Its "prepare" answer (rows after resampling, categories).
@@ -198,13 +201,12 @@ class TreeLedger:
         changes = (features[1:] != features[:-1]) | (at_pivots[1:] != at_pivots[:-1])
         ends = np.concatenate(([True], changes)) | np.concatenate((changes, [True]))
         merged = features[ends], pivots[ends], at_pivots[ends]
-        # The check of an answer merges it; its record, right after, reuses
-        # that merge (the query itself is kept, so its id is not reused).
+        # (The query itself is kept, so no later query can pass for it.)
         self._last_merge = (query, weights, merged)
         return merged
 
     def _checked_merge(self, query, counts, weights=False):
-        last = getattr(self, "_last_merge", None)
+        last = self._last_merge
         if last is not None and last[0] is query and last[1] == weights:
             self._last_merge = None
             return last[2]
@@ -474,7 +476,7 @@ def disagreement_problems(values, name, problem, what, shown=str):
 def summary_range_problems(answers, name=None):
     """Find the clients whose bin summaries reach far beyond the others' range.
 
-    The preprocessing statistics' rule (``range_problem``): a client's
+    The preprocessing statistics' rule (``range_problems``): a client's
     claimed extremes of a feature may lie at most ``RANGE_FACTOR`` times
     the scale of the other clients' combined range beyond it. Its summary
     sets the bin edges, so without the rule one client shifting all its
@@ -501,14 +503,7 @@ def summary_range_problems(answers, name=None):
             np.where(np.isfinite(low), low, np.nan),
             np.where(np.isfinite(high), high, np.nan),
         )
-    if len(extremes) < 2:
-        return {}
-    found = {}
-    for k in extremes:
-        problem = range_problem(k, extremes)
-        if problem is not None:
-            found[k] = problem
-    return found
+    return range_problems(extremes)
 
 
 def _categories_problem(values, n, what):
@@ -643,22 +638,7 @@ def _counts_at_most(query, answer, ledger, expected):
             "its counts at pivots outside its range disagree with its range "
             "(none below its minimum, all at or above its maximum)"
         )
-    merged, at, at_pivots = ledger.merged_pivots(query, counts)
-    same = merged[1:] == merged[:-1]
-    steps = np.diff(at_pivots)
-    falling = np.flatnonzero(same & (steps < 0))
-    if falling.size:
-        return (
-            f"its counts of feature {merged[falling[0]]}'s values fall as the "
-            "pivot rises (across this round and its earlier ones)"
-        )
-    twice = np.flatnonzero(same & (at[1:] == at[:-1]) & (steps != 0))
-    if twice.size:
-        return (
-            f"it gave two counts of feature {merged[twice[0]]}'s values at one "
-            "pivot (across this round and its earlier ones)"
-        )
-    return None
+    return _pivot_order_problem(ledger.merged_pivots(query, counts), 0.0, "counts")
 
 
 def _weight_at_most(query, answer, ledger, expected):
@@ -689,24 +669,34 @@ def _weight_at_most(query, answer, ledger, expected):
             "its weights at pivots outside its range disagree with its range "
             "(none below its minimum, all at or above its maximum)"
         )
-    merged, at, at_pivots = ledger.merged_pivots(query, weights, weights=True)
-    same = merged[1:] == merged[:-1]
+    merged = ledger.merged_pivots(query, weights, weights=True)
     # The slack of a feature: RTOL of its whole weight (every weight at a
     # pivot is a part of it).
-    whole = np.asarray(ledger.summary["weight"], dtype=np.float64)[merged[1:]]
-    slack = RTOL * np.maximum(whole, 1.0)
-    steps = np.diff(at_pivots)
+    whole = np.asarray(ledger.summary["weight"], dtype=np.float64)[merged[0][1:]]
+    return _pivot_order_problem(merged, RTOL * np.maximum(whole, 1.0), "weights")
+
+
+def _pivot_order_problem(merged, slack, what):
+    """A client's counts (weights) at pivots that fall as the pivot rises.
+
+    ``merged`` is the ledger's (features, pivots, values), sorted; two
+    neighbours of one feature must not fall by more than ``slack``, and at
+    one pivot must not differ by more than it.
+    """
+    features, pivots, values = merged
+    same = features[1:] == features[:-1]
+    steps = np.diff(values)
     falling = np.flatnonzero(same & (steps < -slack))
     if falling.size:
         return (
-            f"its weight of feature {merged[falling[0]]}'s values falls as the "
-            "pivot rises (across this round and its earlier ones)"
+            f"its {what} of feature {features[falling[0]]}'s values fall as "
+            "the pivot rises (across this round and its earlier ones)"
         )
-    twice = np.flatnonzero(same & (at[1:] == at[:-1]) & (np.abs(steps) > slack))
+    twice = np.flatnonzero(same & (pivots[1:] == pivots[:-1]) & (np.abs(steps) > slack))
     if twice.size:
         return (
-            f"it gave two weights of feature {merged[twice[0]]}'s values at one "
-            "pivot (across this round and its earlier ones)"
+            f"it gave two {what} of feature {features[twice[0]]}'s values at "
+            "one pivot (across this round and its earlier ones)"
         )
     return None
 

@@ -12,6 +12,8 @@ sparse matrices, object arrays), so users' errors and warnings are unchanged.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from sklearn import get_config
 from sklearn.utils import assert_all_finite
@@ -112,6 +114,25 @@ def sample_weight_of(sample_weight, X, *, allow_all_zero_weights=False):
         ensure_non_negative=True,
         allow_all_zero_weights=allow_all_zero_weights,
     )
+
+
+@contextlib.contextmanager
+def columns_named_on_error(X, owner):
+    """Turn a conversion's error on an unusable column into one naming it.
+
+    Around a conversion of ``X`` to numbers (``check_array``,
+    ``validate_data``, a boosted model's ``_preprocess_X``): its TypeError
+    or ValueError becomes :func:`unusable_column_error`'s, which names the
+    column and what to do, where there is one; any other error is left as
+    it is.
+    """
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        clear = unusable_column_error(X, owner)
+        if clear is None:
+            raise
+        raise clear from error
 
 
 def unusable_column_error(X, owner):

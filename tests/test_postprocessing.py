@@ -397,9 +397,10 @@ def test_tolerance_is_used_in_full_and_below_one_grid_step(fitted):
 def test_balanced_accuracy_of_a_group_with_one_label_is_undefined(fitted):
     """Balanced accuracy needs a group's TPR and FPR, so both of its labels.
 
-    With demographic parity (defined for any group) and balanced accuracy, a
-    group without positives is an error naming it; per client, a client whose
-    rows of a group have one label takes the federation's rule for it.
+    With balanced accuracy (as under every constraint and objective, as
+    fairlearn does), a group without positives is an error naming it; per
+    client, a client whose rows of a group have one label takes the
+    federation's rule for it.
     """
     X, y, groups, clients, model = fitted
     only_negative = groups.copy()

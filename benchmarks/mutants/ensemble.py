@@ -191,7 +191,7 @@ MUTANTS += [
     Mutant(
         "counts at pivots may fall as the pivot rises",
         TREE_REPLIES,
-        "    falling = np.flatnonzero(same & (steps < 0))",
+        "    falling = np.flatnonzero(same & (steps < -slack))",
         "    falling = np.flatnonzero(same & (steps < steps))",
         GATE_TESTS,
         features=("reply:tree_bin_edges",),

@@ -273,8 +273,10 @@ MUTANTS = [
     Mutant(
         "a pivot asked again may get another count",
         TREE_REPLIES,
-        "    twice = np.flatnonzero(same & (at[1:] == at[:-1]) & (steps != 0))",
-        "    twice = np.flatnonzero(same & (at[1:] == at[:-1]) & (steps != steps))",
+        "    twice = np.flatnonzero(same & (pivots[1:] == pivots[:-1]) & "
+        "(np.abs(steps) > slack))",
+        "    twice = np.flatnonzero(same & (pivots[1:] == pivots[:-1]) & "
+        "(steps != steps))",
         GATE_TESTS,
         features=TREES_FEATURES,
     ),

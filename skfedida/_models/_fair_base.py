@@ -47,8 +47,8 @@ from .._groups import (
 from .._minibatch import epoch_minibatches, epochs_per_call, minibatch_bounds
 from .._validation import (
     checked_float_matrix,
+    columns_named_on_error,
     sample_weight_of,
-    unusable_column_error,
 )
 from ..exceptions import (
     DataScaleWarning,
@@ -453,7 +453,7 @@ class BaseFairClassifier(
         if self.sensitive is None:
             if not reset and (X_plain := checked_float_matrix(self, X)) is not None:
                 return X_plain, sensitive_features
-            try:
+            with columns_named_on_error(X, type(self).__name__):
                 X_model = validate_data(
                     self,
                     X,
@@ -461,11 +461,6 @@ class BaseFairClassifier(
                     accept_sparse="csr",
                     dtype=[np.float64, np.float32],
                 )
-            except (TypeError, ValueError) as error:
-                clear = unusable_column_error(X, type(self).__name__)
-                if clear is None:
-                    raise
-                raise clear from error
             if reset:
                 self.model_feature_names_ = self._input_names(X_model.shape[1])
             return X_model, sensitive_features
@@ -487,18 +482,13 @@ class BaseFairClassifier(
             dropped = column_positions(X, self.sensitive, "sensitive")
             names = self._input_names(X.shape[1])
             self.model_feature_names_ = np.delete(names, dropped)
-        try:
+        with columns_named_on_error(X_model, type(self).__name__):
             X_model = check_array(
                 X_model,
                 accept_sparse="csr",
                 dtype=[np.float64, np.float32],
                 input_name="X (without the sensitive columns)",
             )
-        except (TypeError, ValueError) as error:
-            clear = unusable_column_error(X_model, type(self).__name__)
-            if clear is None:
-                raise
-            raise clear from error
         return X_model, S
 
     def _input_names(self, n_features):

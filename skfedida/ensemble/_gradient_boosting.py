@@ -42,7 +42,7 @@ from .._models._constraints import (
     fairness_levers,
     forget_constraint,
 )
-from .._validation import unusable_column_error
+from .._validation import columns_named_on_error
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ._boosting import BoostingClient, boost
 
@@ -71,13 +71,8 @@ def preprocessed_columns(model, X, *, reset, owner=None):
     read
         What ``_preprocess_X`` returns.
     """
-    try:
+    with columns_named_on_error(X, owner or type(model).__name__):
         return model._preprocess_X(X, reset=reset)
-    except (TypeError, ValueError) as error:
-        clear = unusable_column_error(X, owner or type(model).__name__)
-        if clear is None:
-            raise
-        raise clear from error
 
 
 class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClassifier):

@@ -47,7 +47,7 @@ from .._replies import (
     claims_summary,
     initialisation_reply_problem,
 )
-from .._validation import is_plain_array, unusable_column_error
+from .._validation import columns_named_on_error, is_plain_array
 from ..exceptions import (
     ClientDataWarning,
     InactivePenaltyWarning,
@@ -1173,13 +1173,8 @@ strategy, default="mean"
         if self.sensitive is not None or is_boosted_trees(self.estimator):
             # Boosted trees read their own columns (categories, NaN).
             return X
-        try:
+        with columns_named_on_error(X, type(self).__name__):
             return check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
-        except (TypeError, ValueError) as error:  # name the column and its encoder
-            clear = unusable_column_error(X, type(self).__name__)
-            if clear is None:
-                raise
-            raise clear from error
 
     # -- the federation -------------------------------------------------------
 
