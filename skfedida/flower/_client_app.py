@@ -429,10 +429,12 @@ def make_client_app(federation, load_data, *, classes=None):
         # A federation of boosted trees: this client's answer to one query of
         # the server's fit, from its own rows; what it keeps between queries
         # (binned rows, scores, node partitions) stays in this process.
-        plan = plan_for_run(federation, context.run_config)
         query = decode(message.content["config"]["query"])
         rows = node_rows(context)
         if query["kind"] == "describe":
+            # The plan (a validated copy of the federation, about 1 ms) once
+            # per fit, not once per query of every tree.
+            plan = plan_for_run(federation, context.run_config)
             partition, n_partitions = _node_partition(context)
             # The seed FederatedEstimator draws for the client at this place.
             seeds = plan.client_seeds(n_partitions)
