@@ -24,8 +24,6 @@ gradients for its rows: as a model update, the server has to take them.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from scipy.special import expit
 
@@ -46,8 +44,8 @@ __all__ = [
     "TreeLedger",
     "category_kind",
     "disagreement_problems",
+    "grow_problems",
     "histogram_problems",
-    "split_problems",
     "summary_range_problems",
     "tree_reply_problem",
 ]
@@ -235,9 +233,6 @@ _KEYS = {
     "counts at most": {"counts"},
     "weight at most": {"weights"},
     "start": {"n", "label_sums", "cell_weight", "has_missing", "n_val"},
-    "gradients": {"n"},
-    "histograms": {"histograms"},
-    "split": {"left", "right"},
     "leaf cells": {"cells"},
 }
 _SCORE_KEYS = {True: {"score_sums", "loss", "val_loss"}, False: {"score_sums"}}
@@ -888,21 +883,6 @@ def _rate_histograms_problem(query, answer, ledger):
     return None
 
 
-def _gradients(query, answer, ledger, expected):
-    problem = _started(ledger)
-    if problem is not None:
-        return problem
-    n, problem = count_scalar(answer["n"], "its row count")
-    if problem is None and n != int(ledger.start["n"]):
-        problem = f"it grows a tree on {n} rows; it started with {ledger.start['n']}"
-    return problem
-
-
-def _histograms(query, answer, ledger, expected):
-    problems, _ = histogram_problems(query, {0: answer}, {0: expected})
-    return problems[0]
-
-
 #: How far a feature's histogram sums may drift from another feature's, as
 #: a share of the client's largest possible sum of absolute gradients (or
 #: hessians): the round-off of adding n float32 values in float64 is about
@@ -910,20 +890,20 @@ def _histograms(query, answer, ledger, expected):
 DRIFT = 1e-8
 
 
-def histogram_problems(query, answers, expected, shape=None):
+def histogram_problems(query, answers, expected, shape=None, layout=None):
     """Every client's histograms of a node checked at once, and their sum.
 
     Asked for every node grown, so the checks are a few vectorised passes
-    over the (features x bins) sums: the counts are
-    the client's rows of the node in every feature; the sums are finite,
-    the hessian sums >= 0; no feature's gradient (hessian) sum exceeds the
-    largest the client's rows can reach (``bounds``); and all features' sums
-    agree, as they bin the same rows, to ``DRIFT`` of that largest sum.
+    over the bins' sums: the counts are the client's rows of the node in
+    every feature; the sums are finite, the hessian sums >= 0; no feature's
+    gradient (hessian) sum exceeds the largest the client's rows can reach
+    (``bounds``); and all features' sums agree, as they bin the same rows,
+    to ``DRIFT`` of that largest sum.
 
     Parameters
     ----------
     query : dict
-        The ``"histograms"`` query (its ``features``).
+        The histograms asked (its ``features``: those computed, or None).
     answers : dict
         Client index to its answer (keys not yet checked).
     expected : dict
@@ -931,16 +911,22 @@ def histogram_problems(query, answers, expected, shape=None):
         of the node, and the largest sums of absolute gradients and of
         hessians its rows can have (None: unknown).
     shape : tuple of int, default=None
-        ``(n_features, n_bins)`` of the federation's bins: every answer's
-        shape (None: the first well-formed answer's, for a lone check).
+        Every answer's shape: ``(n_features, n_bins)`` of the federation's
+        bins, or ``(layout.size,)`` (None: the first well-formed answer's,
+        for a lone check).
+    layout : BinLayout, default=None
+        The compact form the histograms come in
+        (:class:`~skfedida.ensemble._growing.BinLayout`); None: every
+        feature's ``n_bins`` bins, ``(n_features, n_bins)``.
 
     Returns
     -------
     problems : dict of int to str or None
         Per client index, what is wrong with its answer (None: nothing).
-    total : ndarray of HISTOGRAM_DTYPE of shape (n_features, n_bins)
+    total : ndarray of HISTOGRAM_DTYPE
         The well-formed answers' histograms summed, in the order of
-        ``answers`` (None when none is well-formed).
+        ``answers``, in their shape (None when none is well-formed); the
+        features not computed hold zeros.
     """
     problems, formed = {}, []
     # The server's own shape: one client's answer cannot set it (a wrong one
@@ -955,7 +941,9 @@ def histogram_problems(query, answers, expected, shape=None):
             or histograms.dtype != HISTOGRAM_DTYPE
         ):
             problems[k] = "its histograms are not an array of histogram records"
-        elif histograms.ndim != 2 or (shape is not None and histograms.shape != shape):
+        elif histograms.ndim != (2 if layout is None else 1) or (
+            shape is not None and histograms.shape != shape
+        ):
             problems[k] = (
                 f"its histograms have shape {histograms.shape}; {shape} (features "
                 "x bins) are needed"
@@ -966,36 +954,46 @@ def histogram_problems(query, answers, expected, shape=None):
             formed.append(k)
     if not formed:
         return problems, None
-    features = query["features"]
-    rows = None if features is None else np.asarray(features, dtype=np.intp)
-    # Each field of every client's records copied once into one contiguous
-    # array, (clients, features, bins): operations on the records' strided
+    if layout is None:
+        # Every feature's bins, one after the other: a layout of its own.
+        n_features, n_bins = shape
+        positions, offsets = _bins_of(
+            query["features"], np.arange(n_features) * n_bins, n_bins
+        )
+    else:
+        positions, offsets = layout.of_features(query["features"])
+    features = (
+        np.arange(offsets.shape[0])
+        if query["features"] is None
+        else np.asarray(query["features"], dtype=np.intp)
+    )
+    # Each field of every client's computed bins copied once into one
+    # contiguous array, (clients, bins): operations on the records' strided
     # fields are 3 to 10 times slower than these copies, and every rule
     # below reads them.
-    computed = slice(None) if rows is None else rows
-    n_computed = shape[0] if rows is None else rows.size
+    n_computed = (
+        int(np.prod(shape)) if isinstance(positions, slice) else positions.shape[0]
+    )
     gradients, hessians, counts = (
-        np.empty((len(formed), n_computed, shape[1]), HISTOGRAM_DTYPE[field])
+        np.empty((len(formed), n_computed), HISTOGRAM_DTYPE[field])
         for field in ("sum_gradients", "sum_hessians", "count")
     )
     for i, k in enumerate(formed):
-        records = answers[k]["histograms"][computed]
+        records = answers[k]["histograms"].reshape(-1)[positions]
         gradients[i] = records["sum_gradients"]
         hessians[i] = records["sum_hessians"]
         counts[i] = records["count"]
     # A bin of no rows has sums of 0: a rule of each client's bins, which
     # the federation's sum hides where another client has rows in the bin.
     stray = (counts == 0) & ((gradients != 0) | (hessians != 0))
-    for i in np.flatnonzero(stray.reshape(len(formed), -1).any(axis=1)):
+    for i in np.flatnonzero(stray.any(axis=1)):
         problems[formed[i]] = (
             "its histograms hold gradient or hessian sums in a bin where it "
             "counts no rows"
         )
     # The federation's sums, one client after the other (the order of every
-    # earlier release, so the same trees), over the features computed only:
-    # the builder leaves the others' memory as it found it, the first
-    # client's. (Its records copied as raw bytes: numpy copies records
-    # field by field, 20 times slower.)
+    # earlier release, so the same trees), over the features computed only;
+    # the others are zeros, as scikit-learn's builder leaves them unread.
     summed = [a[0].copy() for a in (gradients, hessians, counts)]
     with np.errstate(over="ignore", invalid="ignore"):
         for i in range(1, len(formed)):
@@ -1003,19 +1001,12 @@ def histogram_problems(query, answers, expected, shape=None):
                 summed, (gradients, hessians, counts), strict=True
             ):
                 total_field += field[i]
-    total = (
-        np.ascontiguousarray(answers[formed[0]]["histograms"])
-        .view(np.uint8)
-        .copy()
-        .view(HISTOGRAM_DTYPE)
-    )
+    total = np.zeros(shape, HISTOGRAM_DTYPE)
+    flat = total.reshape(-1)
     for name, values in zip(
         ("sum_gradients", "sum_hessians", "count"), summed, strict=True
     ):
-        if rows is None:
-            total[name] = values
-        else:
-            total[name][rows] = values
+        flat[name][positions] = values
     limits = np.array(
         [
             (np.nan, np.inf, np.inf) if expected.get(k) is None else expected[k]
@@ -1029,10 +1020,15 @@ def histogram_problems(query, answers, expected, shape=None):
     # of two clients that cancel exactly pass, as they leave the sum, all
     # the server uses, as honest clients' would be.)
     whole = [values[None] for values in summed]
-    if _vectorised_problems(*whole, limits.sum(axis=0, keepdims=True))[0] is None:
+    if (
+        _vectorised_problems(
+            *whole, offsets, features, limits.sum(axis=0, keepdims=True)
+        )[0]
+        is None
+    ):
         return problems, total
     for i, problem in enumerate(
-        _vectorised_problems(gradients, hessians, counts, limits)
+        _vectorised_problems(gradients, hessians, counts, offsets, features, limits)
     ):
         problems[formed[i]] = problems[formed[i]] or problem
     if all(problems[k] is None for k in formed):  # a guard, not a case
@@ -1042,17 +1038,37 @@ def histogram_problems(query, answers, expected, shape=None):
     return problems, total
 
 
-def _vectorised_problems(gradients, hessians, counts, limits):
-    """Per stacked histogram (its fields' arrays), its first problem (or None)."""
+def _bins_of(features, offsets, n_bins):
+    """Flat bins of ``features`` (None: all) of equal width, and their offsets."""
+    if features is None:
+        return slice(None), offsets
+    features = np.asarray(features, dtype=np.intp)
+    positions = (features[:, None] * n_bins + np.arange(n_bins)).reshape(-1)
+    return positions, np.arange(features.shape[0]) * n_bins
+
+
+def _vectorised_problems(gradients, hessians, counts, offsets, features, limits):
+    """Per stacked histogram (its fields' bins), its first problem (or None).
+
+    ``offsets`` are where each computed feature's bins start, ``features``
+    those features' indices (named in the problems).
+    """
     rows, bounds = limits[:, :1], limits[:, 1:]
-    # The records' counts are unsigned integers: whole and >= 0 by dtype.
-    totals = counts.sum(axis=2)
+    # The records' counts are unsigned integers: whole and >= 0 by dtype;
+    # added in 64 bits, so that no sum wraps around to the rows' count.
+    totals = np.add.reduceat(counts, offsets, axis=1, dtype=np.uint64)
     wrong_rows = (totals != rows) & ~np.isnan(rows)
     # Per array, feature and field (gradient, hessian): the bins' sum.
-    sums = np.stack((gradients.sum(axis=2), hessians.sum(axis=2)), axis=2)
+    sums = np.stack(
+        (
+            np.add.reduceat(gradients, offsets, axis=1),
+            np.add.reduceat(hessians, offsets, axis=1),
+        ),
+        axis=2,
+    )
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(sums).all(axis=(1, 2))
-        negative = hessians.min(axis=(1, 2), initial=0.0) < 0
+        negative = hessians.min(axis=1, initial=0.0) < 0
         # float32 gradients round up to 6e-8 of a row's own bound.
         beyond = (np.abs(sums) > bounds[:, None, :] * (1 + 1e-6)).any(axis=1)
         drift = (
@@ -1060,21 +1076,31 @@ def _vectorised_problems(gradients, hessians, counts, limits):
         ) > DRIFT * bounds
     return [
         _histogram_problem(
-            i, totals, rows, wrong_rows, finite, negative, beyond, drift, sums, bounds
+            i,
+            totals,
+            rows,
+            wrong_rows,
+            finite,
+            negative,
+            beyond,
+            drift,
+            sums,
+            bounds,
+            features,
         )
         for i in range(gradients.shape[0])
     ]
 
 
 def _histogram_problem(
-    i, totals, rows, wrong_rows, finite, negative, beyond, drift, sums, bounds
+    i, totals, rows, wrong_rows, finite, negative, beyond, drift, sums, bounds, features
 ):
     """Client i's first problem among the vectorised checks, or None."""
     if wrong_rows[i].any():
         j = int(np.flatnonzero(wrong_rows[i])[0])
         return (
-            f"its histogram of feature {j} counts {int(totals[i, j])} rows of "
-            f"the node; it has {int(rows[i, 0])} there"
+            f"its histogram of feature {int(features[j])} counts "
+            f"{int(totals[i, j])} rows of the node; it has {int(rows[i, 0])} there"
         )
     if not finite[i]:
         return "its histograms hold NaN or infinity (or sums beyond float64)"
@@ -1096,46 +1122,123 @@ def _histogram_problem(
     return None
 
 
-def _whole(value):
-    return isinstance(value, numbers.Integral) and not isinstance(
-        value, bool | np.bool_
-    )
+def grow_problems(query, answers, splits, sources, bounds, layout):
+    """Every client's answer to a ``"grow"`` round checked at once.
 
-
-def _split(query, answer, ledger, expected):
-    left, right = answer["left"], answer["right"]
-    if not (_whole(left) and _whole(right) and left >= 0 and right >= 0):
-        return f"its rows of the children ({left!r}, {right!r}) are not two counts"
-    if expected is not None and left + right != expected:
-        return (
-            f"its children hold {left} + {right} rows; it has {int(expected)} "
-            "in the node split"
-        )
-    return None
-
-
-def split_problems(answers, expected):
-    """Every client's partition of a node checked: ``{k: problem}``.
+    A round makes splits (each client's rows of a node partitioned between
+    two children) and sums histograms of nodes. Each client's partition
+    must keep its rows of the node split (whole counts, ``left + right``
+    its rows there); each histogram passes :func:`histogram_problems`
+    against the client's rows of its node (a child of this round's splits:
+    as it partitioned them). When every answer passes, the federation's
+    children hold the rows the split's histograms put there (the grower
+    counted them before the round): a partition that disagrees with its
+    histograms, which no single answer shows, stops the fit.
 
     Parameters
     ----------
+    query : dict
+        The ``"grow"`` query (its ``splits`` and ``histograms``).
     answers : dict
-        Client index to its ``"split"`` answer.
-    expected : dict
-        Client index to its rows of the node split.
+        Client index to its answer.
+    splits : list of tuple
+        Per split of the query, ``(rows, left)``: each client's rows of the
+        node split (client index to count), and the federation's rows of the
+        left child.
+    sources : list
+        Per histogram asked, its node's rows: ``(j, side)`` for a child of
+        the query's ``j``-th split (0 left, 1 right), or client index to
+        count.
+    bounds : dict
+        Client index to ``(gradient bound, hessian bound)`` of its rows.
+    layout : BinLayout
+        The compact form of every histogram
+        (:class:`~skfedida.ensemble._growing.BinLayout`).
 
     Returns
     -------
     problems : dict of int to str or None
         Per client index, what is wrong with its answer (None: nothing).
+    totals : list of ndarray of HISTOGRAM_DTYPE
+        Per histogram asked, the clients' sum in the compact form (None when
+        a client's answer has a problem).
     """
+    n_splits, n_asked = len(query["splits"]), len(query["histograms"])
+    shape = (layout.size,)
     problems = {}
     for k, answer in answers.items():
-        if type(answer) is dict and answer.keys() == _KEYS["split"]:
-            problems[k] = _split(None, answer, None, expected.get(k))
-        else:
-            problems[k] = tree_reply_problem({"kind": "split"}, answer, None)
-    return problems
+        problems[k] = _grow_form_problem(answer, n_splits, n_asked, shape)
+        if problems[k] is None:
+            children = answer["splits"]
+            rows = np.array([split[0].get(k, 0) for split in splits], dtype=np.int64)
+            wrong = np.flatnonzero(children.sum(axis=1) != rows)
+            if wrong.size:
+                j = int(wrong[0])
+                problems[k] = (
+                    f"its children hold {int(children[j, 0])} + "
+                    f"{int(children[j, 1])} rows; it has {int(rows[j])} in the "
+                    "node split"
+                )
+    sound = [k for k in answers if problems[k] is None]
+    totals = []
+    for i, source in enumerate(sources):
+        expected = {
+            k: (
+                (
+                    int(answers[k]["splits"][source])
+                    if isinstance(source, tuple)
+                    else source.get(k, 0)
+                ),
+                *bounds[k],
+            )
+            for k in sound
+            if k in bounds
+        }
+        found, total = histogram_problems(
+            query["histograms"][i],
+            {k: {"histograms": answers[k]["histograms"][i]} for k in sound},
+            expected,
+            shape=shape,
+            layout=layout,
+        )
+        for k, problem in found.items():
+            problems[k] = problems[k] or problem
+        totals.append(total)
+    if any(problem is not None for problem in problems.values()):
+        return problems, [None] * n_asked
+    for j, (_, left) in enumerate(splits):
+        held = sum(int(answers[k]["splits"][j, 0]) for k in answers)
+        if held != left:
+            raise RuntimeError(
+                f"The clients' partitions of node {query['splits'][j]['node']} "
+                f"put {held} rows in its left child; their histograms put "
+                f"{left} there. A client's partition disagrees with its "
+                "histograms, and no single answer shows which: the fit stops."
+            )
+    return problems, totals
+
+
+def _grow_form_problem(answer, n_splits, n_asked, shape):
+    """What is wrong with a ``"grow"`` answer's keys, types and shapes."""
+    if type(answer) is not dict or answer.keys() != {"splits", "histograms"}:
+        return "its answer is not a grow answer (splits and histograms)"
+    children, histograms = answer["splits"], answer["histograms"]
+    if (
+        not isinstance(children, np.ndarray)
+        or children.dtype.kind not in "iu"
+        or children.shape != (n_splits, 2)
+    ):
+        return f"its rows of the children are not {n_splits} pairs of counts"
+    if np.any(children < 0):
+        return "its rows of the children hold a negative count"
+    if not isinstance(histograms, np.ndarray) or histograms.dtype != HISTOGRAM_DTYPE:
+        return "its histograms are not an array of histogram records"
+    if histograms.shape != (n_asked, *shape):
+        return (
+            f"its histograms have shape {histograms.shape}; {(n_asked, *shape)} "
+            "(nodes x the bins that can hold rows) are needed"
+        )
+    return None
 
 
 def _leaf_cells(query, answer, ledger, expected):
@@ -1179,9 +1282,6 @@ _RULES = {
     "weight at most": _weight_at_most,
     "start": _start,
     "init": _scores,
-    "gradients": _gradients,
-    "histograms": _histograms,
-    "split": _split,
     "leaf cells": _leaf_cells,
     "apply": _scores,
 }

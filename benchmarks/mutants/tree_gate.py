@@ -22,7 +22,7 @@ MUTANTS = [
     Mutant(
         "a bin of no rows may keep its sums",
         TREE_REPLIES,
-        "    for i in np.flatnonzero(stray.reshape(len(formed), -1).any(axis=1)):",
+        "    for i in np.flatnonzero(stray.any(axis=1)):",
         "    for i in ():",
         GATE_TESTS,
         features=TREES_FEATURES,

@@ -38,18 +38,24 @@ from __future__ import annotations
 import numpy as np
 from sklearn import config_context
 
-from .._compat import G_H_DTYPE, X_BINNED_DTYPE, HalfBinomialLoss, TreePredictor
+from .._compat import (
+    G_H_DTYPE,
+    HISTOGRAM_DTYPE,
+    X_BINNED_DTYPE,
+    HalfBinomialLoss,
+    TreePredictor,
+)
 from .._models._constraints import rate_histograms, term_gradient
 from .._replies import ReplyGate
 from .._tree_replies import (
     RECORDED,
     TreeLedger,
-    histogram_problems,
-    split_problems,
+    grow_problems,
     tree_reply_problem,
 )
 from ..penalty import group_penalty
 from ._growing import (
+    BinLayout,
     ClientRows,
     FederatedTreeGrower,
     NodeRows,
@@ -154,9 +160,9 @@ class BoostingClient:
         ----------
         query : dict
             ``query["kind"]`` is one of ``"start"``, ``"init"``,
-            ``"gradients"``, ``"histograms"``, ``"split"``, ``"leaf
-            cells"`` and ``"apply"`` (the module's docstring says when each
-            is asked); the other keys are its arguments.
+            ``"grow"``, ``"leaf cells"`` and ``"apply"`` (the module's
+            docstring says when each is asked); the other keys are its
+            arguments.
 
         Returns
         -------
@@ -273,18 +279,33 @@ class BoostingClient:
         self.tree = ClientRows(
             self.X_binned, self.gradients, self.hessians, **self.binning
         )
-        return {"n": self.n_samples}
 
-    def _histograms(self, query):
-        return {
-            "histograms": self.tree.node_histograms(query["node"], query["features"])
-        }
+    def _grow(self, query):
+        """One round of growing a tree: splits made, then histograms summed.
 
-    def _split(self, query):
-        left, right = self.tree.split(
-            query["node"], query["split"], query["left"], query["right"]
-        )
-        return {"left": left, "right": right}
+        ``query["gradients"]`` (the penalty's and the constraint's terms),
+        when not None, starts a tree first: its rows' gradients, all of
+        them the root. Then each of ``query["splits"]`` partitions a node's
+        rows between two new node ids, in order, and each of
+        ``query["histograms"]`` is a node's histograms (of its features),
+        in their compact form (:class:`~skfedida.ensemble._growing.BinLayout`).
+        """
+        if query["gradients"] is not None:
+            self._gradients(query["gradients"])
+        splits = query["splits"]
+        children = np.empty((len(splits), 2), dtype=np.int64)
+        for i, split in enumerate(splits):
+            children[i] = self.tree.split(
+                split["node"], split["split"], split["left"], split["right"]
+            )
+        asked = query["histograms"]
+        layout = self.tree.layout
+        histograms = np.empty((len(asked), layout.size), dtype=HISTOGRAM_DTYPE)
+        for i, node in enumerate(asked):
+            histograms[i] = layout.compact(
+                self.tree.node_histograms(node["node"], node["features"])
+            )
+        return {"splits": children, "histograms": histograms}
 
     def _leaf_cells(self, query):
         """Per leaf, the weight of the client's rows in each cell."""
@@ -414,9 +435,7 @@ def newton_leaf_values(sum_gradients, sum_hessians, l2, curvature, scale):
 BoostingClient._ANSWERS = {
     "start": BoostingClient._start,
     "init": BoostingClient._init,
-    "gradients": BoostingClient._gradients,
-    "histograms": BoostingClient._histograms,
-    "split": BoostingClient._split,
+    "grow": BoostingClient._grow,
     "leaf cells": BoostingClient._leaf_cells,
     "apply": BoostingClient._apply,
 }
@@ -483,22 +502,29 @@ class TreeChannel:
     unit_weights : bool, default=False
         Whether every client's rows weigh 1 each in the loss (the server
         then holds their weights to their counts of rows).
+    ahead : bool, default=True
+        Whether the splits the grower will make anyway are made ahead, in
+        the rounds it needs (:meth:`_ahead_of`): the same trees in fewer
+        rounds.
     """
 
-    def __init__(self, send, n_clients, gate=None, rows=None, unit_weights=False):
+    def __init__(
+        self, send, n_clients, gate=None, rows=None, unit_weights=False, ahead=True
+    ):
         self.send = send
+        self.ahead = ahead
         self.gate = ReplyGate() if gate is None else gate
         self.active = [k for k in range(n_clients) if k not in self.gate.left_out]
         self.ledger = {
             k: TreeLedger(None if rows is None else int(rows[k]), unit_weights)
             for k in range(n_clients)
         }
-        self._next_node = 0
+        self._new_tree()
         #: Per client, the largest sums of absolute gradients and of hessians
         #: its rows can have in this tree (``tree_bounds``).
         self.bounds = {}
-        #: (features, bins) of every histogram answer (the federation's bins).
-        self.histogram_shape = None
+        #: The compact form of every histogram answer (the federation's bins).
+        self.layout = None
 
     def tree_bounds(self, started, penalty, constraint=None):
         """Bound every client's gradient and hessian sums for the next tree.
@@ -597,49 +623,161 @@ class TreeChannel:
         self._next_node += 1
         return self._next_node
 
-    def root(self, answers):
-        """The root node of a tree: every client's rows (its ``gradients`` answer)."""
+    def start_tree(self, started, penalty=None, constraint=None):
+        """The root of a new tree: every active client's rows.
+
+        The clients compute the tree's gradients (with the penalty's and the
+        constraint's terms) in the round that asks for the root's
+        histograms: no round of their own.
+        """
+        self._new_tree()
+        self._gradients = {"penalty": penalty, "constraint": constraint}
+        return NodeRows(0, {k: int(started[k]["n"]) for k in self.active})
+
+    def _new_tree(self):
         self._next_node = 0
-        return NodeRows(0, {k: int(answer["n"]) for k, answer in answers.items()})
+        #: Splits chosen whose partitions the clients have not yet made:
+        #: (node split, left child, right child, split message).
+        self._pending = []
+        #: Per node id, its children, split ahead of the grower.
+        self._made = {}
+        #: Per (node id, features), its summed histograms, asked ahead.
+        self._ahead = {}
+        #: The tree's gradients' terms, until the clients computed them.
+        self._gradients = None
+        #: The grower of the tree (set by it), whose next splits are made ahead.
+        self.grower = None
 
     def histograms(self, rows, features=None):
-        """The clients' histograms of a node, summed."""
-        query = {"kind": "histograms", "node": rows.node, "features": features}
+        """The clients' histograms of a node, summed.
+
+        Asked in one round with every split not yet made, and, ahead of
+        the grower, with the splits of the nodes it will split next
+        (:meth:`_ahead_of`) and their smaller children's histograms.
+        """
+        key = (rows.node, _features_key(features))
+        if key in self._ahead:
+            return self._ahead.pop(key)
+        asked = [(rows, features), *self._ahead_of(self.grower)]
+        totals = self._round(asked)
+        for (child, child_features), total in zip(asked[1:], totals[1:], strict=True):
+            self._ahead[(child.node, _features_key(child_features))] = total
+        return totals[0]
+
+    def split(self, rows, split_info):
+        """A node's two children, the clients' rows partitioned by the split.
+
+        The partition is made in the next round (with the histograms the
+        grower asks next, or :meth:`flush`); the children's rows are known
+        meanwhile from the histograms the split was found on.
+        """
+        made = self._made.pop(rows.node, None)
+        if made is not None:
+            return made
+        return self._children(rows, split_info)
+
+    def flush(self):
+        """Make the splits not yet made (before the leaves are used)."""
+        if self._pending or self._gradients is not None:
+            self._round([])
+
+    def _children(self, rows, split_info):
+        left = NodeRows(self.node(), None, int(split_info.n_samples_left))
+        right = NodeRows(self.node(), None, int(split_info.n_samples_right))
+        self._pending.append((rows, left, right, split_message(split_info)))
+        return left, right
+
+    def _ahead_of(self, grower):
+        """Splits the grower will make whatever the next histograms hold.
+
+        Every splittable node is split by the grower in the end, unless the
+        tree reaches ``max_leaf_nodes`` first: the nodes of highest gain
+        within that budget are split now, in the round the grower needs
+        anyway, and their smaller children's histograms (when a child may
+        be split) asked with it. The grower reads them later from here, so
+        the tree is the one grown a split at a time; a split made ahead but
+        never used leaves its node a leaf with the same rows. With
+        interaction constraints only the splits are made ahead (a child's
+        features depend on its ancestors' constraints).
+        """
+        if grower is None or not self.ahead or not grower.splittable_nodes:
+            return []
+        nodes = sorted(
+            node
+            for node in grower.splittable_nodes
+            if node.sample_indices.node not in self._made
+        )
+        if grower.max_leaf_nodes is not None:
+            # The grower's leaves once the node it splits now is split, and
+            # once each split made ahead is used.
+            leaves = (
+                len(grower.finalized_leaves)
+                + len(grower.splittable_nodes)
+                + 2
+                + len(self._made)
+            )
+            nodes = nodes[: max(grower.max_leaf_nodes - leaves, 0)]
+        asked = []
+        for node in nodes:
+            left, right = self._children(node.sample_indices, node.split_info)
+            self._made[node.sample_indices.node] = (left, right)
+            if (
+                grower.interaction_cst is not None
+                or (grower.max_depth is not None and node.depth + 1 >= grower.max_depth)
+                or max(left.shape[0], right.shape[0]) < 2 * grower.min_samples_leaf
+            ):
+                continue
+            asked.append((left if left.shape[0] < right.shape[0] else right, None))
+        return asked
+
+    def _round(self, asked):
+        """One "grow" round: the pending splits made, ``asked``'s histograms."""
+        splits = self._pending
+        query = {
+            "kind": "grow",
+            "gradients": self._gradients,
+            "splits": [
+                {
+                    "node": rows.node,
+                    "left": left.node,
+                    "right": right.node,
+                    "split": message,
+                }
+                for rows, left, right, message in splits
+            ],
+            "histograms": [
+                {"node": rows.node, "features": features} for rows, features in asked
+            ],
+        }
+        # Each histogram's rows: a child of this round's splits, or known.
+        children = {
+            child.node: (j, side)
+            for j, (_, left, right, _) in enumerate(splits)
+            for side, child in enumerate((left, right))
+        }
         checked = {}
 
         def check(answers):
-            problems, checked["total"] = histogram_problems(
+            problems, checked["totals"] = grow_problems(
                 query,
                 answers,
-                {
-                    k: (rows.counts[k], *self.bounds[k])
-                    for k in answers
-                    if k in rows.counts and k in self.bounds
-                },
-                shape=self.histogram_shape,
+                splits=[(rows.counts, left.shape[0]) for rows, left, _, _ in splits],
+                sources=[children.get(rows.node, rows.counts) for rows, _ in asked],
+                bounds=self.bounds,
+                layout=self.layout,
             )
             return problems
 
-        self.ask(query, check=check)
-        return checked["total"]
+        answers = self.ask(query, check=check)
+        self._pending, self._gradients = [], None
+        for j, (_, left, right, _) in enumerate(splits):
+            left.counts = {k: int(a["splits"][j, 0]) for k, a in answers.items()}
+            right.counts = {k: int(a["splits"][j, 1]) for k, a in answers.items()}
+        return [self.layout.expand(total) for total in checked["totals"]]
 
-    def split(self, rows, split_info):
-        """A node's two children, the clients' rows partitioned by the split."""
-        left, right = self.node(), self.node()
-        answers = self.ask(
-            {
-                "kind": "split",
-                "node": rows.node,
-                "left": left,
-                "right": right,
-                "split": split_message(split_info),
-            },
-            check=lambda answers: split_problems(answers, rows.counts),
-        )
-        return (
-            NodeRows(left, {k: int(a["left"]) for k, a in answers.items()}),
-            NodeRows(right, {k: int(a["right"]) for k, a in answers.items()}),
-        )
+
+def _features_key(features):
+    return None if features is None else tuple(np.asarray(features).tolist())
 
 
 def _as_channel(clients):
@@ -886,10 +1024,8 @@ def _grow(
         loss_weight = sum(float(started[k]["label_sums"][1]) for k in active)
         term["scale"] = loss_weight / float(histograms.sum())
     channel.tree_bounds(started, penalty, term)
-    channel.histogram_shape = (len(binning["is_categorical"]), binning["n_bins"])
-    root = channel.root(
-        channel.ask({"kind": "gradients", "penalty": penalty, "constraint": term})
-    )
+    channel.layout = BinLayout(binning["n_bins"], binning["n_bins_non_missing"])
+    root = channel.start_tree(started, penalty, term)
     grower = FederatedTreeGrower(
         channel,
         root,
@@ -901,6 +1037,7 @@ def _grow(
         **grower_params,
     )
     grower.grow()
+    channel.flush()
     leaves = grower.finalized_leaves
     if penalty is not None:
         answers = channel.ask(

@@ -17,8 +17,17 @@ differs only by the order in which each bin's sums are added (round-off).
 A node's rows (:class:`NodeRows`) are its id and each client's count of
 rows in it; the grower reads only their total (``shape``). Each client keeps
 its own rows of every node (:class:`ClientRows`), and the server reaches
-them only by messages (``split`` and ``histograms`` of a node id), so the
-same grower runs in one process or over a network.
+them only by messages (splits of node ids and histograms of node ids), so
+the same grower runs in one process or over a network.
+
+Rounds, not arithmetic, set the time of a fit across sites. A split and the
+histograms of the smaller child it makes go in one round (the children's
+rows are known before the round from the histograms the split was found
+on), and so do the splits the grower will make later whatever the next
+histograms hold: the nodes already waiting to be split, up to
+``max_leaf_nodes``. The grower then reads their children and histograms
+without a round. It still runs scikit-learn's best-first loop, so the trees
+are the same.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from .._compat import (
 )
 
 __all__ = [
+    "BinLayout",
     "ClientRows",
     "FederatedTreeGrower",
     "NodeRows",
@@ -55,14 +65,75 @@ class NodeRows:
     ----------
     node : int
         The node's id in this tree's messages (the root is 0).
-    counts : dict of int to int
-        Per client index, its rows in the node.
+    counts : dict of int to int or None
+        Per client index, its rows in the node; None while the clients have
+        not yet made the split that creates it (``total`` is then the
+        federation's count, from the histograms the split was found on).
+    total : int, default=None
+        The node's rows, when ``counts`` is None.
     """
 
-    def __init__(self, node, counts):
+    def __init__(self, node, counts, total=None):
         self.node = node
         self.counts = counts
-        self.shape = (int(sum(counts.values())),)
+        self.shape = (int(sum(counts.values()) if total is None else total),)
+
+
+class BinLayout:
+    """Where a histogram's bins that can hold rows lie, for sending it compactly.
+
+    A feature's bins past its ``n_bins_non_missing`` hold no row of any
+    client (every client bins with the federation's edges): a histogram
+    travels as each feature's first ``n_bins_non_missing`` bins and its
+    missing values' bin, one after the other (a one-hot column: 3 records of
+    256). The server adds the clients' histograms in that form and expands
+    the sum once (the other bins are zeros, as scikit-learn's builder leaves
+    them), so the grower reads the same histograms.
+
+    Parameters
+    ----------
+    n_bins : int
+        Bins per feature, the missing values' bin (the last) included.
+    n_bins_non_missing : array-like of int of shape (n_features,)
+        Bins of values per feature.
+    """
+
+    def __init__(self, n_bins, n_bins_non_missing):
+        n_bins = int(n_bins)
+        values = np.asarray(n_bins_non_missing, dtype=np.intp)
+        widths = values + 1
+        n_features = values.shape[0]
+        #: Per feature, where its bins start in the compact form.
+        self.offsets = np.concatenate(([0], np.cumsum(widths)[:-1])).astype(np.intp)
+        within = np.arange(widths.sum()) - np.repeat(self.offsets, widths)
+        # Each feature's last compact bin is its missing values' bin.
+        within[self.offsets + values] = n_bins - 1
+        #: Per compact bin, its place in the flat (n_features * n_bins) array.
+        self.bins = np.repeat(np.arange(n_features) * n_bins, widths) + within
+        self.full_shape = (n_features, n_bins)
+        self.size = int(self.bins.shape[0])
+
+    def compact(self, histograms):
+        """A (n_features, n_bins) histogram's bins that can hold rows."""
+        return histograms.reshape(-1)[self.bins]
+
+    def expand(self, compact):
+        """The (n_features, n_bins) histogram of a compact one (zeros elsewhere)."""
+        full = np.zeros(self.full_shape[0] * self.full_shape[1], compact.dtype)
+        full[self.bins] = compact
+        return full.reshape(self.full_shape)
+
+    def of_features(self, features):
+        """The compact bins of ``features`` (None: all), and their offsets there."""
+        if features is None:
+            return slice(None), self.offsets
+        features = np.asarray(features, dtype=np.intp)
+        widths = np.diff(np.append(self.offsets, self.size))[features]
+        starts = self.offsets[features]
+        positions = np.repeat(starts - np.cumsum(widths) + widths, widths) + np.arange(
+            widths.sum()
+        )
+        return positions, np.concatenate(([0], np.cumsum(widths)[:-1])).astype(np.intp)
 
 
 class ClientRows:
@@ -103,6 +174,8 @@ class ClientRows:
     ):
         X_binned = np.asfortranarray(X_binned, dtype=X_BINNED_DTYPE)
         self.n_samples = X_binned.shape[0]
+        #: Where its histograms' bins that can hold rows lie.
+        self.layout = BinLayout(n_bins, n_bins_non_missing)
         # Hessians are never constant here: scikit-learn's log-loss has one
         # per row. The histograms take the threads scikit-learn's fit takes
         # (on a client's own machine, its cores).
@@ -191,9 +264,9 @@ class ClientRows:
             split["is_categorical"],
             split["left_cat_bitset"],
         )
-        rows_left, rows_right, _ = self.splitter.split_indices(
-            info, self.nodes.pop(node)
-        )
+        # The node keeps its rows (the same rows, now ordered by child): a
+        # split the server made ahead of its grower may leave it a leaf.
+        rows_left, rows_right, _ = self.splitter.split_indices(info, self.nodes[node])
         self.nodes[left], self.nodes[right] = rows_left, rows_right
         return rows_left.shape[0], rows_right.shape[0]
 
@@ -264,7 +337,8 @@ class FederatedTreeGrower(TreeGrower):
     channel : object
         The server's side of the messages: ``histograms(rows, features)``
         returns the clients' summed histograms of a node, ``split(rows,
-        split_info)`` its two children's :class:`NodeRows` (see
+        split_info)`` its two children's :class:`NodeRows`, and ``grower``
+        is set to the grower (see
         ``skfedida.ensemble._boosting.TreeChannel``).
     root : NodeRows
         The root node: every client's rows of this tree.
@@ -302,4 +376,7 @@ class FederatedTreeGrower(TreeGrower):
         )
         self.splitter = _FederatedSplitter(self.splitter, self._channel, self._root)
         self.X_binned = _RowsShape((self._n_samples, self.n_features))
+        # The channel reads the grower's splittable nodes to make their
+        # splits ahead, in the round of a split the grower needs now.
+        self._channel.grower = self
         super()._initialize_root()

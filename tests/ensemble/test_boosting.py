@@ -7,6 +7,7 @@ server computes from the clients' cell sums; a generic solver for the
 leaves' Newton step; and the single-client fit for the federated one.
 """
 
+import collections
 import itertools
 
 import numpy as np
@@ -17,7 +18,9 @@ from skfedida._groups import encode_groups
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble._boosting import (
     BoostingClient,
+    TreeChannel,
     boost,
+    in_process,
     newton_leaf_values,
     penalty_cell_gradient,
     penalty_leaf_curvature,
@@ -262,3 +265,99 @@ def test_interaction_constraints_over_clients_are_scikit_learns(data):
         )
     for ours, theirs in zip(predictors, reference._predictors, strict=True):
         np.testing.assert_array_equal(ours[0].nodes, theirs[0].nodes)
+
+
+class _Rounds:
+    """The in-process transport, counting each kind of query and the splits made."""
+
+    def __init__(self, clients):
+        self.send = in_process(clients)
+        self.kinds = collections.Counter()
+        self.splits = 0
+
+    def __call__(self, query, active):
+        self.kinds[query["kind"]] += 1
+        self.splits += len(query.get("splits", ()))
+        return self.send(query, active)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"max_leaf_nodes": None, "max_depth": 4},
+        {"max_leaf_nodes": 8, "min_samples_leaf": 200},
+        {"monotonic_cst": [1, -1, 0, 0, 0, 0], "l2_regularization": 0.5},
+        {"max_features": 0.5},
+        {"interaction_cst": [{0, 1}, {2, 3, 4}, {5}]},
+    ],
+    ids=[
+        "defaults",
+        "depth-wise",
+        "few-leaves",
+        "monotonic",
+        "features",
+        "interactions",
+    ],
+)
+def test_splits_made_ahead_give_scikit_learns_trees_in_fewer_rounds(data, params):
+    # The grower's next splits are made in the rounds it needs anyway: the
+    # same trees as one split a round (and as scikit-learn's pooled fit),
+    # in fewer rounds; a split made ahead and never used costs no round.
+    reference = HistGradientBoostingClassifier(
+        max_iter=5, early_stopping=False, random_state=0, **params
+    ).fit(data.data, data.target)
+    n_features = data.data.shape[1]
+    options = {
+        "max_leaf_nodes": 31,
+        "max_depth": None,
+        "min_samples_leaf": 20,
+        "l2_regularization": 0.0,
+        "max_features": 1.0,
+        "interaction_cst": None,
+        **params,
+        "monotonic_cst": np.asarray(params.get("monotonic_cst", [0] * n_features)),
+    }
+    parts = [np.flatnonzero(data.clients == k) for k in np.unique(data.clients)]
+    transports, fits = {}, {}
+    for ahead in (True, False):
+        clients = [
+            BoostingClient(
+                reference._bin_mapper.transform(data.data[p]), data.target[p]
+            )
+            for p in parts
+        ]
+        transports[ahead] = _Rounds(clients)
+        channel = TreeChannel(transports[ahead], len(clients), ahead=ahead)
+        _, fits[ahead] = boost(
+            channel,
+            bin_mapper=reference._bin_mapper,
+            is_categorical=np.zeros(n_features, np.uint8),
+            max_iter=5,
+            learning_rate=0.1,
+            # scikit-learn's feature stream for random_state=0.
+            feature_rng=np.random.default_rng(
+                np.random.RandomState(0).randint(np.iinfo(np.uint32).max, size=2)[1]
+            ),
+            **options,
+        )
+    for ahead, one_by_one, theirs in zip(
+        fits[True], fits[False], reference._predictors, strict=True
+    ):
+        np.testing.assert_array_equal(ahead[0].nodes, theirs[0].nodes)
+        np.testing.assert_array_equal(one_by_one[0].nodes, theirs[0].nodes)
+    rounds = {ahead: t.kinds["grow"] / 5 for ahead, t in transports.items()}
+    internal = sum((tree[0].nodes["is_leaf"] == 0).sum() for tree in fits[True]) / 5
+    # One split at a time: a round per split, and one for the root (a split
+    # whose children are both leaves waits for the next round).
+    assert rounds[False] <= internal + 1
+    if params.get("interaction_cst") is None and internal > 2:
+        assert rounds[True] < rounds[False]
+    if params.get("max_leaf_nodes", 31) is None:
+        # Every node is split in the end: about a round per level (a level
+        # takes two when the grower splits a child before its parent's
+        # sibling, made ahead, is used).
+        assert rounds[True] <= 2 * params["max_depth"] < rounds[False]
+    # A split made ahead and never used: at most one per split made later.
+    assert transports[True].splits <= 2 * 5 * internal
+    assert transports[False].splits == 5 * internal

@@ -19,6 +19,7 @@ from skfedida._tree_replies import TreeLedger, histogram_problems, tree_reply_pr
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble._binning import ClientColumns, federated_bin_mapper
 from skfedida.ensemble._boosting import BoostingClient, TreeChannel, boost, in_process
+from skfedida.ensemble._growing import BinLayout
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,11 @@ class _Corrupt:
         if query["kind"] == self.kind:
             self.seen += 1
             if self.seen > self.after:
-                answer = self.change(answer)
+                answer = (
+                    self.change(answer, self.client.tree.layout)
+                    if getattr(self.change, "reads_layout", False)
+                    else self.change(answer)
+                )
         return answer
 
 
@@ -97,12 +102,59 @@ def _boost(data, clients, gate=None, fairness=1.0, score=False, **params):
 
 
 def _histograms(change):
-    def corrupt(answer):
+    # The first histogram of a "grow" answer changed as (features x bins),
+    # then sent compactly again (an answer of splits only is left as it is).
+    def corrupt(answer, layout):
+        if not len(answer["histograms"]):
+            return answer
         histograms = answer["histograms"].copy()
-        change(histograms)
-        return {"histograms": histograms}
+        full = layout.expand(histograms[0])
+        change(full)
+        histograms[0] = layout.compact(full)
+        return {**answer, "histograms": histograms}
+
+    corrupt.reads_layout = True
+    return corrupt
+
+
+def _children(change):
+    # The first partition of a "grow" answer changed.
+    def corrupt(answer):
+        if not len(answer["splits"]):
+            return answer
+        return {**answer, "splits": change(answer["splits"].copy())}
 
     return corrupt
+
+
+def _lost_row(children):
+    children[0, 0] -= 1
+    return children
+
+
+class _MovingRow:
+    """A client that moves a row between two children no histogram is asked of.
+
+    Its own rows of the node are kept, and no histogram of its shows the
+    move: only the federation's count of the children, from the histograms
+    the split was found on, does.
+    """
+
+    def __init__(self, client):
+        self.client, self.moved = client, 0
+
+    def answer(self, query):
+        answer = self.client.answer(query)
+        if query["kind"] != "grow":
+            return answer
+        asked = {node["node"] for node in query["histograms"]}
+        for j, split in enumerate(query["splits"]):
+            if not {split["left"], split["right"]} & asked and answer["splits"][j, 1]:
+                children = answer["splits"].copy()
+                children[j] += (1, -1)
+                self.moved += 1
+                return {**answer, "splits": children}
+        return answer
 
 
 def _set(field, value, where=(0, 0)):
@@ -139,39 +191,39 @@ def _moved_between_leaves(answer):
 
 BROKEN = {
     "a histogram counts a row too many": (
-        "histograms",
+        "grow",
         _histograms(_add("count", 1)),
         "counts",
     ),
     "a histogram holds NaN": (
-        "histograms",
+        "grow",
         _histograms(_set("sum_gradients", np.nan)),
         "NaN or infinity",
     ),
     "a negative hessian": (
-        "histograms",
+        "grow",
         _histograms(_set("sum_hessians", -1.0)),
         "negative hessian",
     ),
     "a gradient beyond its weights": (
-        "histograms",
+        "grow",
         _histograms(_add("sum_gradients", 1e6)),
         "beyond",
     ),
     "one feature's gradients drift": (
-        "histograms",
+        "grow",
         _histograms(_add("sum_gradients", 1e-3, where=(1, 3))),
         "differ between features",
     ),
     "histograms of the wrong dtype": (
-        "histograms",
-        lambda a: {"histograms": a["histograms"]["count"].astype(float)},
+        "grow",
+        lambda a: {**a, "histograms": a["histograms"]["count"].astype(float)},
         "histogram records",
     ),
     "histograms of one feature": (
-        "histograms",
-        lambda a: {"histograms": a["histograms"][:1]},
-        "(features x bins) are needed",
+        "grow",
+        lambda a: {**a, "histograms": a["histograms"][:, :1]},
+        "the bins that can hold rows) are needed",
     ),
     "missing-value flags of one feature": (
         "start",
@@ -179,14 +231,14 @@ BROKEN = {
         "one per feature",
     ),
     "a partition loses a row": (
-        "split",
-        lambda a: {"left": a["left"] - 1, "right": a["right"]},
+        "grow",
+        _children(_lost_row),
         "children hold",
     ),
     "a partition count is not whole": (
-        "split",
-        lambda a: {"left": a["left"] + 0.5, "right": a["right"]},
-        "not two counts",
+        "grow",
+        _children(lambda children: children + 0.5),
+        "pairs of counts",
     ),
     "its rows are not those declared": (
         "start",
@@ -209,17 +261,12 @@ BROKEN = {
         "do not add up",
     ),
     "an extra key": (
-        "gradients",
+        "grow",
         lambda a: {**a, "rows": [1, 2]},
-        "unexpected ['rows']",
-    ),
-    "a tree grown on other rows": (
-        "gradients",
-        lambda a: {"n": a["n"] - 1},
-        "grows a tree on",
+        "not a grow answer",
     ),
     "a bin of no rows keeps its sums": (
-        "histograms",
+        "grow",
         _histograms(_emptied_bin),
         "where it counts no rows",
     ),
@@ -300,10 +347,22 @@ def test_a_client_whose_answer_raises_is_named_with_the_cause(data):
     def fail(answer):
         raise MemoryError("no room for the histograms")
 
-    clients[0] = _Corrupt(clients[0], "histograms", fail)
+    clients[0] = _Corrupt(clients[0], "grow", fail)
     with pytest.raises(RuntimeError, match="Client 0 failed the tree query") as error:
         _boost(data, clients)
     assert isinstance(error.value.__cause__, MemoryError)
+
+
+@pytest.mark.parametrize("policy", ["raise", "skip"])
+def test_a_partition_that_disagrees_with_the_histograms_stops_the_fit(data, policy):
+    # A row moved from one child to the other keeps the client's own total:
+    # only the federation's count of the child, known from the histograms
+    # the split was found on, shows it, and it names no client.
+    clients = _clients(data)
+    clients[1] = _MovingRow(clients[1])
+    with pytest.raises(RuntimeError, match="disagrees with its histograms"):
+        _boost(data, clients, gate=ReplyGate(policy))
+    assert clients[1].moved == 1
 
 
 def test_a_tree_grown_again_without_a_client_draws_the_same_features(data):
@@ -313,7 +372,7 @@ def test_a_tree_grown_again_without_a_client_draws_the_same_features(data):
     for _ in range(2):
         clients = _clients(data)
         clients[1] = _Corrupt(
-            clients[1], "histograms", _histograms(_add("count", 1)), after=3
+            clients[1], "grow", _histograms(_add("count", 1)), after=3
         )
         results.append(_boost(data, clients, gate=ReplyGate("skip")))
     for ours, theirs in zip(results[0][1], results[1][1], strict=True):
@@ -481,7 +540,7 @@ def test_a_lone_client_s_wrong_shape_is_named_not_run(data):
     # client alone cannot make the grower read a histogram of another shape.
     clients = _clients(data)[:1]
     clients[0] = _Corrupt(
-        clients[0], "histograms", lambda a: {"histograms": a["histograms"][:1]}
+        clients[0], "grow", lambda a: {**a, "histograms": a["histograms"][:, :1]}
     )
     with pytest.raises(RuntimeError, match="Client 0 failed the tree query"):
         _boost(data, clients, fairness=0.0, max_iter=2)
@@ -497,8 +556,11 @@ def test_features_outside_a_constraint_are_sent_as_zeros(data):
 
         def answer(self, query):
             answer = self.client.answer(query)
-            if query["kind"] == "histograms" and query["features"] is not None:
-                sent.append((query["features"], answer["histograms"].copy()))
+            for asked, histograms in zip(
+                query.get("histograms", ()), answer.get("histograms", ()), strict=True
+            ):
+                if asked["features"] is not None:
+                    sent.append((asked["features"], histograms.copy()))
             return answer
 
     clients = [Recording(c) for c in _clients(data, fairness=0.0)]
@@ -508,3 +570,54 @@ def test_features_outside_a_constraint_are_sent_as_zeros(data):
     for features, histograms in sent:
         others = np.setdiff1d(np.arange(n_features), features)
         assert not histograms[others].view(np.uint8).any()
+
+
+@pytest.mark.parametrize("features", [None, [2, 0]])
+@pytest.mark.parametrize("broken", [None, "count", "sum_gradients", "stray"])
+def test_compact_histograms_are_checked_and_summed_as_full_ones(features, broken):
+    # A histogram travels as the bins that can hold rows: the same problems
+    # and, expanded, the same sum as its (features x bins) form.
+    rng = np.random.default_rng(4)
+    layout = BinLayout(6, [2, 5, 1])
+    full = {}
+    for k in range(3):
+        h = np.zeros(layout.full_shape, HISTOGRAM_DTYPE)
+        flat = h.reshape(-1)
+        ends = np.append(layout.offsets[1:], layout.size)
+        for start, stop in zip(layout.offsets, ends, strict=True):
+            counts = rng.multinomial(40, np.ones(stop - start) / (stop - start))
+            flat["count"][layout.bins[start:stop]] = counts
+            flat["sum_hessians"][layout.bins[start:stop]] = counts * 0.25
+            flat["sum_gradients"][layout.bins[start:stop]] = counts * 0.5
+        full[k] = h
+    if broken == "count":
+        full[1]["count"][2, 0] += 1
+    elif broken == "sum_gradients":
+        full[1]["sum_gradients"][0, 1] += 5.0
+    elif broken == "stray":
+        empty = np.flatnonzero(full[1]["count"][1] == 0)
+        if not empty.size:
+            full[1]["count"][1, 0] -= 1
+            full[1]["count"][1, 1] += 1
+            empty = np.array([0])
+        full[1]["sum_gradients"][1, empty[0]] = 0.1
+    expected = {k: (40, 1e3, 1e3) for k in range(3)}
+    query = {"features": features}
+    problems, total = histogram_problems(
+        query, {k: {"histograms": h} for k, h in full.items()}, expected
+    )
+    compact_problems, compact_total = histogram_problems(
+        query,
+        {k: {"histograms": layout.compact(h)} for k, h in full.items()},
+        expected,
+        shape=(layout.size,),
+        layout=layout,
+    )
+    assert compact_problems == problems
+    # (Feature 1's bins are not read when only features 2 and 0 are computed.)
+    assert (problems[1] is None) == (
+        broken is None or (broken == "stray" and features is not None)
+    )
+    np.testing.assert_array_equal(
+        layout.expand(compact_total).view(np.uint8), total.view(np.uint8)
+    )

@@ -318,8 +318,8 @@ def test_a_client_answering_wrongly_is_named_or_skipped(data, monkeypatch):
 
     def answer(self, query):
         out = original(self, query)
-        if query["kind"] == "split" and self.seed == broken_seed:
-            out = {"left": out["left"] + 1, "right": out["right"]}
+        if query["kind"] == "grow" and query["splits"] and self.seed == broken_seed:
+            out = {**out, "splits": out["splits"] + [1, 0]}
         return out
 
     federation = FederatedEstimator(_trees(), random_state=0)
@@ -328,7 +328,7 @@ def test_a_client_answering_wrongly_is_named_or_skipped(data, monkeypatch):
     )
     broken_seed = int(seeds.client_seeds_[1])
     monkeypatch.setattr(TreeFederationClient, "answer", answer)
-    with pytest.raises(RuntimeError, match="Client 1 failed the tree query 'split'"):
+    with pytest.raises(RuntimeError, match="Client 1 failed the tree query 'grow'"):
         federation.fit(data.data, data.target, clients=data.clients)
     federation.set_params(on_client_error="skip").fit(
         data.data, data.target, clients=data.clients
@@ -337,7 +337,7 @@ def test_a_client_answering_wrongly_is_named_or_skipped(data, monkeypatch):
     assert skipped == [
         {
             "round": 0,
-            "stage": "tree query 'split'",
+            "stage": "tree query 'grow'",
             "client": 1,
             "skipped": skipped[0]["skipped"],
         }
@@ -592,8 +592,8 @@ def test_a_warm_start_refuses_a_client_left_out_and_another_strategy(data, monke
 
     def answer(self, query):
         out = original(self, query)
-        if query["kind"] == "split" and self.seed == broken:
-            out = {"left": out["left"] + 1, "right": out["right"]}
+        if query["kind"] == "grow" and query["splits"] and self.seed == broken:
+            out = {**out, "splits": out["splits"] + [1, 0]}
         return out
 
     federation = FederatedEstimator(
