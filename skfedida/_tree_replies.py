@@ -229,7 +229,7 @@ _KEYS = {
     "prepare": {"n", "class_counts", "is_categorical", "categories"},
     "encode": {"n", "n_val"},
     "bins": {"n"},
-    "bin summary": {"n", "min", "max", "distinct"},
+    "bin summary": {"n", "min", "max", "distinct", "at_most"},
     "counts at most": {"counts"},
     "weight at most": {"weights"},
     "start": {"n", "label_sums", "cell_weight", "has_missing", "n_val"},
@@ -268,7 +268,7 @@ def tree_reply_problem(query, answer, ledger, expected=None):
     elif kind == "start" and query["rates"]:
         keys = keys | {"rate_cell_weight"}
     elif kind == "bin summary" and query.get("weighted"):
-        keys = keys | {"weight"}
+        keys = keys | {"weight", "weight_at_most"}
     if not isinstance(answer, dict):
         return f"its answer is a {type(answer).__name__}, not a {kind!r} answer"
     if set(answer) != keys:
@@ -591,6 +591,57 @@ def _bin_summary(query, answer, ledger, expected):
                 f"feature {j}'s distinct values are not sorted, distinct values "
                 "from its minimum to its maximum"
             )
+    return _at_most_problem(query, answer, n)
+
+
+def _at_most_problem(query, answer, n):
+    """Counts (weights) at or below each distinct value: rising to its total.
+
+    The server answers this client's pivots from them (it is asked none),
+    so they hold it to what pivots would: every distinct value has rows,
+    and the counts end at its count of values (the weights at its weight).
+    """
+    distinct = answer["distinct"]
+    weighted = query.get("weighted")
+    keys = ("at_most", "weight_at_most") if weighted else ("at_most",)
+    for key in keys:
+        if not isinstance(answer[key], list) or len(answer[key]) != len(distinct):
+            return f"its {key} is not a list with one entry per feature"
+    for j, values in enumerate(distinct):
+        at_most = answer["at_most"][j]
+        if values is None:
+            if at_most is not None or (
+                weighted and answer["weight_at_most"][j] is not None
+            ):
+                return f"feature {j} sends counts at its values but not its values"
+            continue
+        size = np.asarray(values).shape[0]
+        counts, problem = count_array(
+            at_most, f"feature {j}'s counts at its values", shape=(size,)
+        )
+        if problem is not None:
+            return problem
+        if size and (
+            counts[0] < 1 or np.any(counts[1:] <= counts[:-1]) or counts[-1] != n[j]
+        ):
+            return (
+                f"feature {j}'s counts at its values do not rise, by at least 1 "
+                f"a value, to its {int(n[j])} values"
+            )
+        if weighted:
+            weights, problem = real_array(
+                answer["weight_at_most"][j],
+                f"feature {j}'s weights at its values",
+                shape=(size,),
+            )
+            if problem is not None:
+                return problem
+            if size and (
+                weights[0] <= 0
+                or np.any(weights[1:] < weights[:-1])
+                or weights[-1] != float(answer["weight"][j])
+            ):
+                return f"feature {j}'s weights at its values do not rise to its weight"
     return None
 
 
@@ -967,22 +1018,20 @@ def histogram_problems(query, answers, expected, shape=None, layout=None):
         if query["features"] is None
         else np.asarray(query["features"], dtype=np.intp)
     )
-    # Each field of every client's computed bins copied once into one
-    # contiguous array, (clients, bins): operations on the records' strided
-    # fields are 3 to 10 times slower than these copies, and every rule
-    # below reads them.
-    n_computed = (
-        int(np.prod(shape)) if isinstance(positions, slice) else positions.shape[0]
-    )
+    # Every client's records stacked as raw bytes (one copy each: numpy
+    # copies records field by field, far slower), then each field of the
+    # computed bins copied once into one contiguous (clients, bins) array:
+    # operations on the records' strided fields are 3 to 10 times slower
+    # than these copies, and every rule below reads them.
+    raw = np.dtype((np.void, HISTOGRAM_DTYPE.itemsize))
+    stacked = np.empty((len(formed), int(np.prod(shape))), raw)
+    for i, k in enumerate(formed):
+        stacked[i] = answers[k]["histograms"].reshape(-1).view(raw)
+    records = stacked.view(HISTOGRAM_DTYPE)[:, positions]
     gradients, hessians, counts = (
-        np.empty((len(formed), n_computed), HISTOGRAM_DTYPE[field])
+        np.ascontiguousarray(records[field])
         for field in ("sum_gradients", "sum_hessians", "count")
     )
-    for i, k in enumerate(formed):
-        records = answers[k]["histograms"].reshape(-1)[positions]
-        gradients[i] = records["sum_gradients"]
-        hessians[i] = records["sum_hessians"]
-        counts[i] = records["count"]
     # A bin of no rows has sums of 0: a rule of each client's bins, which
     # the federation's sum hides where another client has rows in the bin.
     stray = (counts == 0) & ((gradients != 0) | (hessians != 0))
@@ -994,13 +1043,13 @@ def histogram_problems(query, answers, expected, shape=None, layout=None):
     # The federation's sums, one client after the other (the order of every
     # earlier release, so the same trees), over the features computed only;
     # the others are zeros, as scikit-learn's builder leaves them unread.
-    summed = [a[0].copy() for a in (gradients, hessians, counts)]
+    # (A reduction over the first axis of a C-ordered array adds the rows
+    # one after the other: the same order.)
     with np.errstate(over="ignore", invalid="ignore"):
-        for i in range(1, len(formed)):
-            for total_field, field in zip(
-                summed, (gradients, hessians, counts), strict=True
-            ):
-                total_field += field[i]
+        summed = [
+            np.add.reduce(field, axis=0, dtype=field.dtype)
+            for field in (gradients, hessians, counts)
+        ]
     total = np.zeros(shape, HISTOGRAM_DTYPE)
     flat = total.reshape(-1)
     for name, values in zip(

@@ -17,8 +17,8 @@ MUTANTS = [
     Mutant(
         "a client's histogram counts are not added to the others'",
         TREE_REPLIES,
-        "                summed, (gradients, hessians, counts), strict=True",
-        "                summed[:2], (gradients, hessians), strict=True",
+        "            for field in (gradients, hessians, counts)\n",
+        "            for field in (gradients, hessians, counts[:1])\n",
         ENSEMBLE_TESTS,
         features=FEATURES,
     ),

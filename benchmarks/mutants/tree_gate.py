@@ -283,9 +283,8 @@ MUTANTS = [
     Mutant(
         "a client's empty bins are checked on the first client's histograms",
         TREE_REPLIES,
-        '        gradients[i] = records["sum_gradients"]',
-        '        gradients[i] = answers[formed[0]]["histograms"][computed]'
-        '["sum_gradients"]',
+        '        stacked[i] = answers[k]["histograms"].reshape(-1).view(raw)',
+        '        stacked[i] = answers[formed[0]]["histograms"].reshape(-1).view(raw)',
         GATE_TESTS,
         features=TREES_FEATURES,
     ),

@@ -19,6 +19,12 @@ find without sending a row:
    at once, one message per client and round) the smallest pivot with
    enough values at or below it is the order statistic itself.
 
+A client with at most ``max_bins`` distinct values of every feature also
+sends, in step 1, its count of values at or below each (and, weighted, its
+running weight there): the server answers every pivot of that client itself
+and asks it none, so a federation of small clients bins in one round, not
+65, and the edges are the same.
+
 So the edges are scikit-learn's on the pooled rows (on at most
 ``subsample`` rows: above scikit-learn's 200,000 it draws a random subsample
 to bin from, where these edges stay those of all rows), bin for bin; as
@@ -27,9 +33,11 @@ partition picks either zero at a rank; the bisection, -0.0 below a negative
 minimum), which bins the same. A feature without a value on any client gets
 no edge (scikit-learn raises). What the server learns, per client and
 feature: the count of non-missing values and their range; all its distinct
-values when the client has at most ``max_bins`` of them, whether or not the
-pooled feature then takes percentiles (a client of few rows sends every
-value it has); and its counts of values at or below each pivot, one
+values and the count (weight) at or below each when the client has at most
+``max_bins`` of them, whether or not the pooled feature then takes
+percentiles (a client of few rows sends every value it has, and how many
+rows have it: what its root histograms show of the binned values anyway);
+and its counts of values at or below each pivot, one
 bisection per needed order statistic, at most 64 rounds for all features
 (per client: the server adds them up, no secure aggregation).
 
@@ -108,14 +116,16 @@ class ClientColumns:
         query : dict
             ``{"kind": "bin summary", "max_bins": m}``: per feature, its
             non-missing values' count and range, and its distinct values
-            when there are at most ``m`` of them (else None);
+            and its count at or below each when there are at most ``m`` of
+            them (else None);
             ``{"kind": "counts at most", "features": f, "pivots": v}``: how
             many of its values of feature ``f[i]`` are at most ``v[i]``.
 
         Returns
         -------
         answer : dict
-            ``{"n", "min", "max", "distinct"}`` or ``{"counts"}``.
+            ``{"n", "min", "max", "distinct", "at_most"}`` (and ``"weight"``,
+            ``"weight_at_most"`` weighted) or ``{"counts"}``.
         """
         if query["kind"] == "bin summary":
             return self._summary(int(query["max_bins"]), query.get("weighted"))
@@ -171,16 +181,112 @@ class ClientColumns:
             answer["min"][j], answer["max"][j] = column[0], column[-1]
             distinct = np.unique(column)
             answer["distinct"].append(distinct if distinct.size <= max_bins else None)
+        # Of few distinct values, also the count (and weight) at or below
+        # each: the server then answers every pivot of this client itself,
+        # and asks it none (a client of few rows costs no bisection round).
+        answer["at_most"] = []
+        if weighted:
+            answer["weight_at_most"] = []
+        for j, (column, distinct) in enumerate(
+            zip(self.columns, answer["distinct"], strict=True)
+        ):
+            if distinct is None:
+                answer["at_most"].append(None)
+                if weighted:
+                    answer["weight_at_most"].append(None)
+                continue
+            at_most = np.searchsorted(column, distinct, side="right").astype(np.int64)
+            answer["at_most"].append(at_most)
+            if weighted:
+                # Its own running weights at each value's last row: what it
+                # would answer at a pivot there.
+                cumulative = self._cumulative(j)
+                answer["weight_at_most"].append(
+                    cumulative[at_most - 1] if at_most.size else np.empty(0)
+                )
         return answer
 
 
-def _bisect(channel, features, kind, key, enough, low, high):
+class _Known:
+    """The clients whose pivots the server answers from their summaries.
+
+    A client that sent, for every feature with values, its distinct values
+    and its count (and weight) at or below each is asked no pivot: its
+    counts at any pivot are its count at the largest of its values at or
+    below it. Their counts are pooled once per feature (integers: in any
+    order), their weights added up client after client.
+
+    Parameters
+    ----------
+    answers : dict
+        Client index to its admitted ``"bin summary"`` answer.
+    weighted : bool
+        Whether the summaries carry weights.
+    """
+
+    def __init__(self, answers, weighted):
+        self.clients = {
+            k
+            for k, answer in answers.items()
+            if all(
+                values is not None or n == 0
+                for values, n in zip(answer["distinct"], answer["n"], strict=True)
+            )
+        }
+        known = [answers[k] for k in sorted(self.clients)]
+        n_features = len(next(iter(answers.values()))["n"]) if answers else 0
+        self.values, self.counts, self.weights = [], [], []
+        for j in range(n_features):
+            parts = [a for a in known if a["n"][j] > 0]
+            values = (
+                np.unique(np.concatenate([a["distinct"][j] for a in parts]))
+                if parts
+                else np.empty(0)
+            )
+            counts = np.zeros(values.shape[0], dtype=np.int64)
+            weights = np.zeros(values.shape[0])
+            for a in parts:
+                # Each client's count (weight) at or below every pooled value.
+                at = np.searchsorted(a["distinct"][j], values, side="right") - 1
+                inside = at >= 0
+                counts[inside] += np.asarray(a["at_most"][j])[at[inside]]
+                if weighted:
+                    weights[inside] += np.asarray(a["weight_at_most"][j])[at[inside]]
+            self.values.append(values)
+            # A leading 0: the count below the smallest value.
+            self.counts.append(np.concatenate(([0], counts)))
+            self.weights.append(np.concatenate(([0.0], weights)))
+
+    def at_most(self, key, features, pivots):
+        """The known clients' summed counts (or weights) at the pivots."""
+        pooled = self.counts if key == "counts" else self.weights
+        out = np.zeros(features.shape[0], dtype=pooled[0].dtype if pooled else float)
+        for feature in np.unique(features):
+            asked = features == feature
+            at = np.searchsorted(self.values[feature], pivots[asked], side="right")
+            out[asked] = pooled[feature][at]
+        return out
+
+
+def _pivot_sums(channel, kind, key, features, pivots, known):
+    """Every active client's ``key`` at the pivots, summed (known ones'
+    from their summaries, the others' asked)."""
+    query = {"kind": kind, "features": features, "pivots": pivots}
+    asked = [k for k in channel.active if k not in known.clients]
+    answers = channel.ask(query, only=asked) if asked else {}
+    sums = known.at_most(key, features, pivots)
+    for answer in answers.values():
+        sums = sums + answer[key]
+    return sums
+
+
+def _bisect(channel, features, kind, key, enough, low, high, known):
     """The first value of each feature at which ``enough(sums)`` holds.
 
     The clients' answers to ``kind`` queries (their ``key``, summed) at one
     pivot per entry per round: the interval (lo, hi] of ordered keys holding
     each value halves every round. ``enough`` must hold at ``high`` and not
-    below ``low``.
+    below ``low``. Clients in ``known`` (:class:`_Known`) are not asked.
     """
     lo = _ordered(np.asarray(low, dtype=np.float64)) - 1
     hi = _ordered(np.asarray(high, dtype=np.float64))
@@ -192,9 +298,7 @@ def _bisect(channel, features, kind, key, enough, low, high):
             return _from_ordered(hi)
         mid = lo // 2 + hi // 2 + (lo % 2 + hi % 2) // 2
         pivots = _from_ordered(mid)
-        answers = channel.ask({"kind": kind, "features": features, "pivots": pivots})
-        sums = sum(answer[key] for answer in answers.values())
-        met = enough(sums)
+        met = enough(_pivot_sums(channel, kind, key, features, pivots, known))
         hi = np.where(open_ & met, mid, hi)
         lo = np.where(open_ & ~met, mid, lo)
     # Each round halves every open interval, whatever the answers: only a
@@ -202,7 +306,7 @@ def _bisect(channel, features, kind, key, enough, low, high):
     raise RuntimeError("The bisection of a bin edge did not close in 64 rounds.")
 
 
-def _weighted_edges(channel, features, targets, low, high, counts):
+def _weighted_edges(channel, features, targets, low, high, counts, known):
     """scikit-learn's weighted percentiles (``average=True``), from the clients.
 
     Per entry: the first value ``v`` whose pooled weight at or below reaches
@@ -220,12 +324,10 @@ def _weighted_edges(channel, features, targets, low, high, counts):
         lambda weights: weights >= targets,
         low,
         high,
+        known,
     )
-    query = {"features": features, "pivots": first}
-    answers = channel.ask({"kind": "weight at most", **query})
-    weights = sum(answer["weights"] for answer in answers.values())
-    answers = channel.ask({"kind": "counts at most", **query})
-    ranks = sum(answer["counts"] for answer in answers.values())
+    weights = _pivot_sums(channel, "weight at most", "weights", features, first, known)
+    ranks = _pivot_sums(channel, "counts at most", "counts", features, first, known)
     exact = (weights - targets <= np.finfo(np.float64).eps) & (
         ranks < np.asarray(counts)
     )
@@ -237,13 +339,14 @@ def _weighted_edges(channel, features, targets, low, high, counts):
             ranks[exact],
             np.asarray(low)[exact],
             np.asarray(high)[exact],
+            known,
         )
         with np.errstate(over="ignore", invalid="ignore"):
             edges[exact] = (first[exact] + after) / 2
     return edges
 
 
-def _order_statistics(channel, features, ranks, low, high):
+def _order_statistics(channel, features, ranks, low, high, known):
     """Pooled order statistics of several features at once, by bisection.
 
     Entry i is the value of 0-based rank ``ranks[i]`` of feature
@@ -261,6 +364,7 @@ def _order_statistics(channel, features, ranks, low, high):
         lambda counts: counts >= ranks + 1,
         low,
         high,
+        known,
     )
 
 
@@ -383,6 +487,7 @@ def _bin_mapper(channel, n_bins, weighted=False):
         for a in answers.values()
     ]
     weights = [a["weight"] for a in answers.values()] if weighted else None
+    known = _Known(answers, weighted)
     n_features = len(summaries[0])
     mapper = BinMapper(n_bins=n_bins)
     mapper.is_categorical_ = np.zeros(n_features, dtype=np.uint8)
@@ -404,7 +509,7 @@ def _bin_mapper(channel, n_bins, weighted=False):
         ranks = np.concatenate([r for _, r, _, _ in requests])
         lows = np.concatenate([[low] * len(r) for _, r, low, _ in requests])
         highs = np.concatenate([[high] * len(r) for _, r, _, high in requests])
-        values = _order_statistics(channel, features, ranks, lows, highs)
+        values = _order_statistics(channel, features, ranks, lows, highs, known)
         for feature, rank, value in zip(features, ranks, values, strict=True):
             found.setdefault(int(feature), {})[int(rank)] = value
     weighted_plans = [
@@ -420,6 +525,7 @@ def _bin_mapper(channel, n_bins, weighted=False):
             np.repeat([plan[2] for _, plan in weighted_plans], sizes),
             np.repeat([plan[3] for _, plan in weighted_plans], sizes),
             np.repeat([plan[4] for _, plan in weighted_plans], sizes),
+            known,
         )
         for (feature, _), part in zip(
             weighted_plans, np.split(edges, np.cumsum(sizes)[:-1]), strict=True

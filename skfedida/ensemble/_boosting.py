@@ -202,6 +202,9 @@ class BoostingClient:
         """Start the raw scores at the federation's baseline; their sums."""
         baseline = float(query["baseline"])
         self.binning = query["binning"]
+        self.layout = BinLayout(
+            self.binning["n_bins"], self.binning["n_bins_non_missing"]
+        )
         self.raw = np.full(self.n_samples, baseline)
         if self.y_val is not None:
             self.raw_val = np.full(self.y_val.shape[0], baseline)
@@ -277,7 +280,11 @@ class BoostingClient:
             )
             self.gradients += pushed.astype(G_H_DTYPE)
         self.tree = ClientRows(
-            self.X_binned, self.gradients, self.hessians, **self.binning
+            self.X_binned,
+            self.gradients,
+            self.hessians,
+            **self.binning,
+            layout=self.layout,
         )
 
     def _grow(self, query):
@@ -301,10 +308,12 @@ class BoostingClient:
         asked = query["histograms"]
         layout = self.tree.layout
         histograms = np.empty((len(asked), layout.size), dtype=HISTOGRAM_DTYPE)
+        # (Copied as raw bytes: numpy copies records field by field.)
+        raw = histograms.view(np.dtype((np.void, HISTOGRAM_DTYPE.itemsize)))
         for i, node in enumerate(asked):
-            histograms[i] = layout.compact(
+            raw[i] = layout.compact(
                 self.tree.node_histograms(node["node"], node["features"])
-            )
+            ).view(raw.dtype)
         return {"splits": children, "histograms": histograms}
 
     def _leaf_cells(self, query):
@@ -563,7 +572,9 @@ class TreeChannel:
             for k, answer in started.items()
         }
 
-    def ask(self, query, *, expected=None, restart=True, check=None, across=None):
+    def ask(
+        self, query, *, expected=None, restart=True, check=None, across=None, only=None
+    ):
         """Every active client's admitted answer to ``query``, by index.
 
         ``expected`` holds, per client index, what the server alone knows
@@ -573,16 +584,17 @@ class TreeChannel:
         when given, then holds the answers that passed their own rules to
         one another (``{k: problem}`` for each client at fault; ``name(k)``
         names a client): what the clients must share, or a range against
-        the others'.
+        the others'. ``only``, when given, asks only those active clients.
         """
-        answers = self.send(query, list(self.active))
+        asked = [k for k in self.active if only is None or k in only]
+        answers = self.send(query, asked)
         kind = query["kind"]
         failed = {k for k, a in answers.items() if isinstance(a, Failed)}
         together = None
         if check is not None:
             together = check({k: a for k, a in answers.items() if k not in failed})
         problems = []
-        for k in self.active:
+        for k in asked:
             answer = answers.get(k)
             if k in failed:
                 if self.gate.on_client_error == "raise":
@@ -608,15 +620,16 @@ class TreeChannel:
             problems = [(k, found.get(k, problem)) for k, problem in problems]
         if any(problem is not None for _, problem in problems):
             admitted = self.gate.admit(f"tree query {kind!r}", problems)
-            dropped = [k for k in self.active if k not in admitted]
+            dropped = [k for k in asked if k not in admitted]
             self.gate.left_out.update(dropped)
-            self.active = admitted
+            self.active = [k for k in self.active if k not in dropped]
+            asked = [k for k in asked if k not in dropped]
             if restart:
                 raise Restart
         if kind in RECORDED:
-            for k in self.active:
+            for k in asked:
                 self.ledger[k].record(query, answers[k])
-        return {k: answers[k] for k in self.active}
+        return {k: answers[k] for k in asked}
 
     def node(self):
         """A new node id of the tree being grown."""

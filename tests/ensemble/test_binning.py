@@ -231,3 +231,43 @@ def test_counts_and_weights_at_pivots_of_features_in_any_order():
     np.testing.assert_array_equal(counts, [0, 1, 0, 0, 3])
     weights = columns.answer({**query, "kind": "weight at most"})["weights"]
     np.testing.assert_array_equal(weights, [0.0, 1.0, 0.0, 0.0, 6.0])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("split", ["small", "mixed"])
+def test_clients_of_few_values_are_asked_no_pivot(weighted, split):
+    # A client with at most max_bins distinct values of every feature sends
+    # its counts (and weights) at each: the server answers its pivots, so
+    # small clients cost no bisection round, and the edges are the pooled
+    # ones. Mixed: two large clients are still asked.
+    rng, X = _columns(2)
+    n = X.shape[0]
+    weight = rng.integers(1, 4, n).astype(float) if weighted else None
+    if split == "small":
+        ids = np.arange(n) % max(n // 120, 2)
+    else:
+        ids = np.where(np.arange(n) < n // 2, np.arange(n) % 2, 2 + np.arange(n) % 90)
+    parts = [np.flatnonzero(ids == k) for k in np.unique(ids)]
+
+    class Counting(ClientColumns):
+        asked = 0
+
+        def answer(self, query):
+            self.asked += query["kind"] != "bin summary"
+            return super().answer(query)
+
+    clients = [
+        Counting(X[rows], None if weight is None else weight[rows]) for rows in parts
+    ]
+    federated = federated_bin_mapper(clients, weighted=weighted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = BinMapper(n_bins=256).fit(X, sample_weight=weight)
+    for ours, theirs in zip(
+        federated.bin_thresholds_, reference.bin_thresholds_, strict=True
+    ):
+        np.testing.assert_array_equal(ours, theirs)
+    small = [c for c, rows in zip(clients, parts, strict=True) if rows.size <= 255]
+    assert small and all(c.asked == 0 for c in small)
+    large = [c for c, rows in zip(clients, parts, strict=True) if rows.size > 255]
+    assert all(c.asked > 0 for c in large) and (split == "mixed") == bool(large)

@@ -394,6 +394,21 @@ def test_bin_summaries_and_counts_are_checked():
     assert "not sorted" in tree_reply_problem(query, shuffled, TreeLedger(10))
     hidden = {**few, "distinct": [None, few["distinct"][1]]}
     assert "were not sent" in tree_reply_problem(query, hidden, TreeLedger(10))
+    # Its counts at its values, from which the server answers its pivots:
+    # rising by at least 1 a value to its count of values.
+    assert few["at_most"][0].tolist() == list(range(1, 11))
+    for lie in ([2] * 10, list(range(2, 12)), list(range(10))):
+        lying = {**few, "at_most": [np.array(lie), few["at_most"][1]]}
+        assert "do not rise" in tree_reply_problem(query, lying, TreeLedger(10))
+    orphan = {**good, "at_most": [np.arange(1, 4), None]}
+    assert "not its values" in tree_reply_problem(query, orphan, ledger)
+    weighted = {**query, "weighted": True}
+    heavy = ClientColumns(X[:10], weight=np.arange(1.0, 11.0)).answer(weighted)
+    assert tree_reply_problem(weighted, heavy, TreeLedger(10)) is None
+    light = {**heavy, "weight_at_most": [heavy["weight_at_most"][0] / 2, None]}
+    assert "weights at its values" in tree_reply_problem(
+        weighted, light, TreeLedger(10)
+    )
     too_many = {**good, "n": good["n"] + 1}
     assert "more than the 600 rows" in tree_reply_problem(query, too_many, ledger)
     ledger.record(query, good)
