@@ -20,9 +20,17 @@ stopping. Three fits:
   (``skfedida.flower.run_in_process``: the real ServerApp and ClientApps,
   no network), on ``--flower-trees`` trees: seconds per tree, query rounds
   per tree and milliseconds per query round (each round one message to and
-  from every client; a tree of ``max_leaf_nodes`` leaves takes two rounds
-  per split, best-first, and four more), checked to give the in-process
-  federation's trees.
+  from every client), checked to give the in-process federation's trees;
+- side by side on the raw Adult table (its string columns as pandas
+  categories), 5 clients, ``--flower-trees`` trees of 31 leaves: the
+  federation in-process and on Flower, and XGBoost's own federated training
+  (``benchmarks/_xgboost_federated.py``: a gRPC server and one process per
+  client on localhost, categories one-hot, trees of 31 leaves grown
+  best-first) where ``xgboost`` with its federated plugin is installed
+  (``pip install xgboost==3.2.0``; skipped, saying why, where not). Each
+  fit's rounds are counted (XGBoost's collective calls, each one round trip
+  to its server), and the wall time of both across sites is estimated for
+  a round trip of ``--rtt`` seconds: the measured time plus rounds x rtt.
 
 The issue's target: the federated fit within 3x scikit-learn's pooled fit.
 Times are the median (min) of ``--repeat`` fits after one warm-up, in one
@@ -32,7 +40,9 @@ process, one thread each where the library allows.
 import argparse
 
 import numpy as np
-from _timing import header, timed
+import pandas as pd
+from _timing import header, machine, timed
+from _xgboost_federated import unavailable_reason, xgboost_federated
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from skfedida._groups import encode_groups
@@ -49,7 +59,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-iter", type=int, default=100)
-    parser.add_argument("--flower-trees", type=int, default=10)
+    parser.add_argument("--flower-trees", type=int, default=20)
+    parser.add_argument("--rtt", type=float, default=0.02)
     args = parser.parse_args()
     train = load_adult("train")
     X, y = train.data.to_numpy(dtype=float), train.target.to_numpy()
@@ -155,6 +166,98 @@ def main():
         f"{rounds / args.flower_trees:.1f} query rounds per tree, "
         f"{1000 * seconds / rounds:.2f} ms per round."
     )
+    _side_by_side(args.flower_trees, args.rtt)
+
+
+def _side_by_side(n_trees, rtt):
+    """The raw table's federation in-process, on Flower and XGBoost's, printed."""
+    raw = load_adult("train", raw=True)
+    X = raw.data.copy()
+    for column in X.columns:
+        if X[column].dtype.kind not in "if":
+            X[column] = X[column].astype("category")
+    y, clients = raw.target.to_numpy(), raw.clients.to_numpy()
+    federation = _federation(n_trees)
+    federation.fit(X, y, clients=clients)  # warm-up (imports, caches)
+    in_process = timed(lambda: federation.fit(X, y, clients=clients), repeat=3)
+    seconds, rounds, same = _flower(X, y, clients, n_trees)
+    rows = [
+        ("skfedida, in-process", in_process.median, None),
+        (
+            "skfedida on Flower (run_in_process; same trees as in-process: "
+            + ("yes" if same else "NO")
+            + ")",
+            seconds,
+            rounds,
+        ),
+    ]
+    ids = np.unique(clients)
+    onehot = pd.get_dummies(X, dtype=float).to_numpy(dtype=np.float64)
+    xgb = xgboost_federated(
+        [(onehot[clients == k], y[clients == k].astype(float)) for k in ids],
+        n_trees=n_trees,
+        max_leaves=31,
+    )
+    if xgb is None:
+        reason = unavailable_reason()
+        print(f"\nXGBoost's federated mode: skipped ({reason}).")
+    else:
+        rows.append(
+            (
+                f"XGBoost {xgb['version']} federated (gRPC on localhost, one "
+                "process per client, categories one-hot)",
+                xgb["seconds"],
+                xgb["rounds"],
+            )
+        )
+    print(
+        f"\nRaw Adult ({len(y):,} rows, string columns as categories), "
+        f"{len(ids)} clients, {n_trees} trees of 31 leaves; {machine()}; "
+        "in-process the median of 3 runs, the others 1 run each. Across "
+        f"sites, estimated: the time measured plus rounds x {1000 * rtt:.0f} ms.\n"
+    )
+    print(
+        "| fit | s per tree | rounds per tree | ms per round | "
+        f"est. s per tree at {1000 * rtt:.0f} ms |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    for name, total, n_rounds in rows:
+        if n_rounds is None:
+            print(f"| {name} | {total / n_trees:.3f} | | | |")
+            continue
+        print(
+            f"| {name} | {total / n_trees:.3f} | {n_rounds / n_trees:.1f} | "
+            f"{1000 * total / n_rounds:.2f} | "
+            f"{(total + n_rounds * rtt) / n_trees:.3f} |"
+        )
+    if xgb is not None:
+        ours, theirs = seconds / n_trees, xgb["seconds"] / n_trees
+        print("\n| target | measured | met |")
+        print("|---|---:|:---:|")
+        print(
+            "| on Flower, s per tree at most XGBoost federated's | "
+            f"{ours:.3f} / {theirs:.3f} = {ours / theirs:.2f}x | "
+            f"{'yes' if ours <= theirs else 'NO'} |"
+        )
+
+
+def _federation(n_trees):
+    return FederatedEstimator(
+        FairHistGradientBoostingClassifier(
+            max_iter=n_trees, early_stopping=False, random_state=0
+        )
+    )
+
+
+def _partitions(X, y, clients):
+    """``load_data`` of a ClientApp: partition K holds the K-th client's rows."""
+    ids = np.unique(clients)  # partition K plays the K-th client id
+
+    def load(context):
+        rows = clients == ids[context.node_config["partition-id"]]
+        return {"X": X[rows], "y": y[rows]}
+
+    return load
 
 
 def _flower(X, y, clients, n_trees):
@@ -166,18 +269,8 @@ def _flower(X, y, clients, n_trees):
         run_in_process,
     )
 
-    federation = FederatedEstimator(
-        FairHistGradientBoostingClassifier(
-            max_iter=n_trees, early_stopping=False, random_state=0
-        )
-    )
-
-    ids = np.unique(clients)  # partition K plays the K-th client id
-
-    def load(context):
-        rows = clients == ids[context.node_config["partition-id"]]
-        return {"X": X[rows], "y": y[rows]}
-
+    federation = _federation(n_trees)
+    load = _partitions(X, y, clients)
     rounds = 0
     query = _server_app._query
 

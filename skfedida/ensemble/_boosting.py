@@ -488,6 +488,12 @@ def in_process(clients):
     return send
 
 
+#: At most this many bytes of histograms in one round's answers (all
+#: clients'), when more nodes could be asked ahead: the server holds them
+#: all at once.
+ROUND_BYTES = 16 * 2**20
+
+
 class TreeChannel:
     """The server's side of the trees' messages: queries out, gated answers in.
 
@@ -707,7 +713,8 @@ class TreeChannel:
         tree reaches ``max_leaf_nodes`` first: the nodes of highest gain
         within that budget are split now, in the round the grower needs
         anyway, and their smaller children's histograms (when a child may
-        be split) asked with it. The grower reads them later from here, so
+        be split) asked with it, as many as the round's answers hold within
+        ``ROUND_BYTES``. The grower reads them later from here, so
         the tree is the one grown a split at a time; a split made ahead but
         never used leaves its node a leaf with the same rows. With
         interaction constraints only the splits are made ahead (a child's
@@ -730,6 +737,12 @@ class TreeChannel:
                 + len(self._made)
             )
             nodes = nodes[: max(grower.max_leaf_nodes - leaves, 0)]
+        # The round's answers stay within ROUND_BYTES: every active client
+        # sends each histogram asked (many clients: fewer asked ahead).
+        room = ROUND_BYTES // max(
+            len(self.active) * self.layout.size * HISTOGRAM_DTYPE.itemsize, 1
+        )
+        nodes = nodes[: max(room - 1, 0)]
         asked = []
         for node in nodes:
             left, right = self._children(node.sample_indices, node.split_info)

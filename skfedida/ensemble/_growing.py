@@ -46,6 +46,7 @@ from .._compat import (
 )
 
 __all__ = [
+    "ROWS_FOR_THREADS",
     "BinLayout",
     "ClientRows",
     "FederatedTreeGrower",
@@ -81,7 +82,7 @@ class NodeRows:
 
 #: Binned values (rows x features) from which a client's histograms take
 #: more than one thread.
-_ROWS_FOR_THREADS = 100_000
+ROWS_FOR_THREADS = 100_000
 
 
 class BinLayout:
@@ -211,7 +212,7 @@ class ClientRows:
             # (Every thread adds its features' bins in row order: the same
             # sums.)
             openmp_effective_n_threads()
-            if X_binned.shape[0] * X_binned.shape[1] >= _ROWS_FOR_THREADS
+            if X_binned.shape[0] * X_binned.shape[1] >= ROWS_FOR_THREADS
             else 1,
         )
         # The splitter only partitions this client's rows; its split-finding

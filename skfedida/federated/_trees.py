@@ -71,6 +71,7 @@ from ..ensemble._boosting import (
     tree_predictor,
 )
 from ..ensemble._gradient_boosting import monotonic_constraints, preprocessed_columns
+from ..ensemble._growing import ROWS_FOR_THREADS
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ._client import (
     _client_seeds,
@@ -383,6 +384,10 @@ class TreeFederationClient:
 
     def _bins(self, query):
         mapper = bin_mapper_of(query)
+        if np.size(self.encoded) < ROWS_FOR_THREADS:
+            # A small client bins faster alone (see ClientRows), and its
+            # bins are the same.
+            mapper.set_params(n_threads=1)
         _, y, groups, weight, rate_weight = self.rows
         X_binned = mapper.transform(self.encoded)
         val = {}

@@ -16,6 +16,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 
 from skfedida._groups import encode_groups
 from skfedida.datasets import make_federated_classification
+from skfedida.ensemble import _boosting
 from skfedida.ensemble._boosting import (
     BoostingClient,
     TreeChannel,
@@ -361,3 +362,52 @@ def test_splits_made_ahead_give_scikit_learns_trees_in_fewer_rounds(data, params
     # A split made ahead and never used: at most one per split made later.
     assert transports[True].splits <= 2 * 5 * internal
     assert transports[False].splits == 5 * internal
+
+
+def test_a_round_asks_ahead_only_what_its_answers_hold(data, monkeypatch):
+    # Many clients' histograms of many nodes would all be held at once: the
+    # nodes asked ahead fit ROUND_BYTES, and none fits when one node's
+    # histograms fill it (a round per split, the same trees).
+    reference = HistGradientBoostingClassifier(
+        max_iter=3, early_stopping=False, random_state=0
+    ).fit(data.data, data.target)
+    parts = [np.flatnonzero(data.clients == k) for k in np.unique(data.clients)]
+    n_features = data.data.shape[1]
+    layout_bytes = sum(n + 1 for n in reference._bin_mapper.n_bins_non_missing_) * 20
+    fits = {}
+    for room in (1, 3, 10**9):
+        monkeypatch.setattr(_boosting, "ROUND_BYTES", room * len(parts) * layout_bytes)
+        clients = [
+            BoostingClient(
+                reference._bin_mapper.transform(data.data[p]), data.target[p]
+            )
+            for p in parts
+        ]
+        transport = _Rounds(clients)
+        asked = []
+        original = transport.__call__
+
+        def counting(query, active, original=original, asked=asked):
+            asked.append(len(query.get("histograms", ())))
+            return original(query, active)
+
+        _, trees = boost(
+            TreeChannel(counting, len(clients)),
+            bin_mapper=reference._bin_mapper,
+            is_categorical=np.zeros(n_features, np.uint8),
+            monotonic_cst=np.zeros(n_features, np.int8),
+            interaction_cst=None,
+            max_iter=3,
+            learning_rate=0.1,
+            max_leaf_nodes=31,
+            max_depth=None,
+            min_samples_leaf=20,
+            l2_regularization=0.0,
+            max_features=1.0,
+            feature_rng=np.random.default_rng(0),
+        )
+        fits[room] = (max(asked), sum(1 for n in asked if n) / 3)
+        for ours, theirs in zip(trees, reference._predictors, strict=True):
+            np.testing.assert_array_equal(ours[0].nodes, theirs[0].nodes)
+    assert fits[1][0] == 1 and fits[3][0] <= 3 < fits[10**9][0]
+    assert fits[1][1] > max(fits[3][1], fits[10**9][1])
