@@ -1171,7 +1171,7 @@ def _histogram_problem(
     return None
 
 
-def grow_problems(query, answers, splits, sources, bounds, layout):
+def grow_problems(query, answers, splits, sources, bounds, layout, asked=None):
     """Every client's answer to a ``"grow"`` round checked at once.
 
     A round makes splits (each client's rows of a node partitioned between
@@ -1203,6 +1203,10 @@ def grow_problems(query, answers, splits, sources, bounds, layout):
     layout : BinLayout
         The compact form of every histogram
         (:class:`~skfedida.ensemble._growing.BinLayout`).
+    asked : list of int, default=None
+        The clients asked (None: those in ``answers``). The federation's
+        children are counted only when every one of them answered: a client
+        that failed is left out, and the tree grown again without it.
 
     Returns
     -------
@@ -1220,7 +1224,10 @@ def grow_problems(query, answers, splits, sources, bounds, layout):
         if problems[k] is None:
             children = answer["splits"]
             rows = np.array([split[0].get(k, 0) for split in splits], dtype=np.int64)
-            wrong = np.flatnonzero(children.sum(axis=1) != rows)
+            # (Each count within the node's rows first: no sum can wrap.)
+            wrong = np.flatnonzero(
+                (children > rows[:, None]).any(axis=1) | (children.sum(axis=1) != rows)
+            )
             if wrong.size:
                 j = int(wrong[0])
                 problems[k] = (
@@ -1255,6 +1262,8 @@ def grow_problems(query, answers, splits, sources, bounds, layout):
         totals.append(total)
     if any(problem is not None for problem in problems.values()):
         return problems, [None] * n_asked
+    if asked is not None and set(asked) != set(answers):
+        return problems, totals
     for j, (_, left) in enumerate(splits):
         held = sum(int(answers[k]["splits"][j, 0]) for k in answers)
         if held != left:

@@ -249,9 +249,12 @@ class _Known:
                 # Each client's count (weight) at or below every pooled value.
                 at = np.searchsorted(a["distinct"][j], values, side="right") - 1
                 inside = at >= 0
-                counts[inside] += np.asarray(a["at_most"][j])[at[inside]]
+                # (As the gate admitted them: whole counts, real weights.)
+                counts[inside] += np.asarray(a["at_most"][j], np.int64)[at[inside]]
                 if weighted:
-                    weights[inside] += np.asarray(a["weight_at_most"][j])[at[inside]]
+                    weights[inside] += np.asarray(a["weight_at_most"][j], np.float64)[
+                        at[inside]
+                    ]
             self.values.append(values)
             # A leading 0: the count below the smallest value.
             self.counts.append(np.concatenate(([0], counts)))

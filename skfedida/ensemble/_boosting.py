@@ -782,11 +782,13 @@ class TreeChannel:
             for side, child in enumerate((left, right))
         }
         checked = {}
+        clients = list(self.active)
 
         def check(answers):
             problems, checked["totals"] = grow_problems(
                 query,
                 answers,
+                asked=clients,
                 splits=[(rows.counts, left.shape[0]) for rows, left, _, _ in splits],
                 sources=[children.get(rows.node, rows.counts) for rows, _ in asked],
                 bounds=self.bounds,

@@ -271,3 +271,29 @@ def test_clients_of_few_values_are_asked_no_pivot(weighted, split):
     assert small and all(c.asked == 0 for c in small)
     large = [c for c, rows in zip(clients, parts, strict=True) if rows.size > 255]
     assert all(c.asked > 0 for c in large) and (split == "mixed") == bool(large)
+
+
+def test_counts_at_values_sent_as_whole_floats_are_pooled():
+    # The gate admits whole numbers of any numeric dtype as counts: the
+    # server pools them as integers (no crash, the same edges).
+    _, X = _columns(3)
+
+    class Floats(ClientColumns):
+        def answer(self, query):
+            answer = super().answer(query)
+            if query["kind"] == "bin summary":
+                answer["at_most"] = [
+                    None if a is None else a.astype(float) for a in answer["at_most"]
+                ]
+            return answer
+
+    ids = np.arange(X.shape[0]) % max(X.shape[0] // 100, 2)
+    clients = [Floats(X[ids == k]) for k in np.unique(ids)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = BinMapper(n_bins=256).fit(X)
+    federated = federated_bin_mapper(clients)
+    for ours, theirs in zip(
+        federated.bin_thresholds_, reference.bin_thresholds_, strict=True
+    ):
+        np.testing.assert_array_equal(ours, theirs)

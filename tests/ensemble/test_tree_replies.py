@@ -636,3 +636,47 @@ def test_compact_histograms_are_checked_and_summed_as_full_ones(features, broken
     np.testing.assert_array_equal(
         layout.expand(compact_total).view(np.uint8), total.view(np.uint8)
     )
+
+
+class _FailingOnce:
+    """A client whose answer raises at the ``at``-th round carrying splits."""
+
+    def __init__(self, client, at=3):
+        self.client, self.at, self.seen = client, at, 0
+
+    def answer(self, query):
+        if query["kind"] == "grow" and query["splits"]:
+            self.seen += 1
+            if self.seen == self.at:
+                raise ConnectionError("the site went away")
+        return self.client.answer(query)
+
+
+@pytest.mark.parametrize("policy", ["raise", "skip"])
+def test_a_client_failing_mid_tree_is_named_or_left_out(data, policy):
+    # Its rows are in the split's histograms, so the federation's count of
+    # the children cannot be held against the others' partitions: it is
+    # named (raise), or left out and the tree grown again (skip).
+    clients = _clients(data)
+    clients[1] = _FailingOnce(clients[1])
+    gate = ReplyGate(policy)
+    if policy == "raise":
+        with pytest.raises(RuntimeError, match="Client 1 failed the tree query 'grow'"):
+            _boost(data, clients, gate=gate)
+        return
+    _, predictors = _boost(data, clients, gate=gate)
+    assert len(predictors) == 4 and gate.left_out == {1}
+
+
+def test_children_counts_that_wrap_around_are_named(data):
+    # Two counts of 2**63 add up, in 64 bits, to the node's rows.
+    def wrapped(answer):
+        children = answer["splits"].astype(np.uint64)
+        children[0] = (2**63, 2**63 + int(children[0].sum()))
+        return {**answer, "splits": children}
+
+    clients = _clients(data)
+    clients[1] = _Corrupt(clients[1], "grow", _children(lambda c: c), after=1)
+    clients[1].change = lambda a: wrapped(a) if len(a["splits"]) else a
+    with pytest.raises(RuntimeError, match="children hold"):
+        _boost(data, clients)
