@@ -128,21 +128,9 @@ def test_a_group_of_one_label_is_refused_on_flower_as_in_process(data):
     lone = values[0]
     values[(values == lone) & (data.target == 1)] = values[values != lone][0]
     one_label = _with(data, sensitive={**data.sensitive, name: values})
-    federation = _federation()
-    post = FederatedThresholdOptimizer(federation, random_state=0)
-    with pytest.raises(ValueError, match="has no positive rows"):
-        run_in_process(
-            make_server_app(federation, postprocessor=post),
-            make_client_app(federation, partition_loader(one_label)),
-            num_partitions=N_CLIENTS,
-        )
-    with pytest.raises(ValueError, match="has no positive rows"):
-        FederatedThresholdOptimizer(_federation(), random_state=0).fit(
-            one_label.data,
-            one_label.target,
-            clients=one_label.clients,
-            sensitive_features=one_label.sensitive,
-        )
+    for fit in _on_both_backends(_federation, one_label):
+        with pytest.raises(ValueError, match="has no positive rows"):
+            fit()
 
 
 @pytest.mark.filterwarnings("ignore::skfedida.exceptions.DegenerateModelWarning")
@@ -162,17 +150,31 @@ def test_scores_the_grid_cannot_rank_are_warned_of_on_flower(data):
             random_state=0,
         )
 
-    post = FederatedThresholdOptimizer(federation(), random_state=0)
-    with pytest.warns(OperatingPointWarning, match="in the same bin"):
+    for fit in _on_both_backends(federation, tiny):
+        with pytest.warns(OperatingPointWarning, match="in the same bin"):
+            fit()
+
+
+def _on_both_backends(federation, data):
+    """The threshold optimizer's fit on Flower, then in-process, as two calls.
+
+    ``federation()`` makes the federation; each fit has its own.
+    """
+
+    def on_flower():
+        post = FederatedThresholdOptimizer(federation(), random_state=0)
         run_in_process(
             make_server_app(federation(), postprocessor=post),
-            make_client_app(federation(), partition_loader(tiny)),
+            make_client_app(federation(), partition_loader(data)),
             num_partitions=N_CLIENTS,
         )
-    with pytest.warns(OperatingPointWarning, match="in the same bin"):
+
+    def in_process():
         FederatedThresholdOptimizer(federation(), random_state=0).fit(
-            tiny.data,
-            tiny.target,
-            clients=tiny.clients,
-            sensitive_features=tiny.sensitive,
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
         )
+
+    return on_flower, in_process

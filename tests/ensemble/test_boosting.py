@@ -41,7 +41,20 @@ def data():
     return data
 
 
-def _boost(data, bin_mapper, ids, *, weight=None, fairness=0.0, max_iter=15, **params):
+def _boost(
+    data,
+    bin_mapper,
+    ids,
+    *,
+    weight=None,
+    fairness=0.0,
+    max_iter=15,
+    transport=None,
+    ahead=True,
+    **params,
+):
+    # With a transport (a _Rounds), the clients are reached through a
+    # TreeChannel of it.
     parts = [np.flatnonzero(ids == k) for k in np.unique(ids)]
     clients = [
         BoostingClient(
@@ -68,7 +81,9 @@ def _boost(data, bin_mapper, ids, *, weight=None, fairness=0.0, max_iter=15, **p
         **params,
     }
     baseline, predictors = boost(
-        clients,
+        clients
+        if transport is None
+        else TreeChannel(transport.attach(clients), len(clients), ahead=ahead),
         bin_mapper=bin_mapper,
         fairness=fairness,
         n_groups=data.codes.n_groups,
@@ -271,15 +286,22 @@ def test_interaction_constraints_over_clients_are_scikit_learns(data):
 class _Rounds:
     """The in-process transport, counting each kind of query and the splits made."""
 
-    def __init__(self, clients):
-        self.send = in_process(clients)
+    def __init__(self):
         self.kinds = collections.Counter()
         self.splits = 0
+        #: Per query, the histograms it asked.
+        self.histograms = []
 
     def __call__(self, query, active):
         self.kinds[query["kind"]] += 1
         self.splits += len(query.get("splits", ()))
+        self.histograms.append(len(query.get("histograms", ())))
         return self.send(query, active)
+
+    def attach(self, clients):
+        """Reach these in-process clients; the transport itself."""
+        self.send = in_process(clients)
+        return self
 
 
 @pytest.mark.parametrize(
@@ -310,32 +332,18 @@ def test_splits_made_ahead_give_scikit_learns_trees_in_fewer_rounds(data, params
     ).fit(data.data, data.target)
     n_features = data.data.shape[1]
     options = {
-        "max_leaf_nodes": 31,
-        "max_depth": None,
-        "min_samples_leaf": 20,
-        "l2_regularization": 0.0,
-        "max_features": 1.0,
-        "interaction_cst": None,
         **params,
         "monotonic_cst": np.asarray(params.get("monotonic_cst", [0] * n_features)),
     }
-    parts = [np.flatnonzero(data.clients == k) for k in np.unique(data.clients)]
-    transports, fits = {}, {}
+    transports, fits = {True: _Rounds(), False: _Rounds()}, {}
     for ahead in (True, False):
-        clients = [
-            BoostingClient(
-                reference._bin_mapper.transform(data.data[p]), data.target[p]
-            )
-            for p in parts
-        ]
-        transports[ahead] = _Rounds(clients)
-        channel = TreeChannel(transports[ahead], len(clients), ahead=ahead)
-        _, fits[ahead] = boost(
-            channel,
-            bin_mapper=reference._bin_mapper,
-            is_categorical=np.zeros(n_features, np.uint8),
+        _, fits[ahead], _, _ = _boost(
+            data,
+            reference._bin_mapper,
+            data.clients,
             max_iter=5,
-            learning_rate=0.1,
+            transport=transports[ahead],
+            ahead=ahead,
             # scikit-learn's feature stream for random_state=0.
             feature_rng=np.random.default_rng(
                 np.random.RandomState(0).randint(np.iinfo(np.uint32).max, size=2)[1]
@@ -371,41 +379,19 @@ def test_a_round_asks_ahead_only_what_its_answers_hold(data, monkeypatch):
     reference = HistGradientBoostingClassifier(
         max_iter=3, early_stopping=False, random_state=0
     ).fit(data.data, data.target)
-    parts = [np.flatnonzero(data.clients == k) for k in np.unique(data.clients)]
-    n_features = data.data.shape[1]
-    layout_bytes = sum(n + 1 for n in reference._bin_mapper.n_bins_non_missing_) * 20
+    n_clients = np.unique(data.clients).size
+    # Each feature's bins of values and its missing values' bin, 20 bytes each
+    # (in Python integers: no overflow at the largest room).
+    mapper = reference._bin_mapper
+    layout_bytes = 20 * (int(mapper.n_bins_non_missing_.sum()) + data.data.shape[1])
     fits = {}
     for room in (1, 3, 10**9):
-        monkeypatch.setattr(_boosting, "ROUND_BYTES", room * len(parts) * layout_bytes)
-        clients = [
-            BoostingClient(
-                reference._bin_mapper.transform(data.data[p]), data.target[p]
-            )
-            for p in parts
-        ]
-        transport = _Rounds(clients)
-        asked = []
-        original = transport.__call__
-
-        def counting(query, active, original=original, asked=asked):
-            asked.append(len(query.get("histograms", ())))
-            return original(query, active)
-
-        _, trees = boost(
-            TreeChannel(counting, len(clients)),
-            bin_mapper=reference._bin_mapper,
-            is_categorical=np.zeros(n_features, np.uint8),
-            monotonic_cst=np.zeros(n_features, np.int8),
-            interaction_cst=None,
-            max_iter=3,
-            learning_rate=0.1,
-            max_leaf_nodes=31,
-            max_depth=None,
-            min_samples_leaf=20,
-            l2_regularization=0.0,
-            max_features=1.0,
-            feature_rng=np.random.default_rng(0),
+        monkeypatch.setattr(_boosting, "ROUND_BYTES", room * n_clients * layout_bytes)
+        transport = _Rounds()
+        _, trees, _, _ = _boost(
+            data, reference._bin_mapper, data.clients, max_iter=3, transport=transport
         )
+        asked = transport.histograms
         fits[room] = (max(asked), sum(1 for n in asked if n) / 3)
         for ours, theirs in zip(trees, reference._predictors, strict=True):
             np.testing.assert_array_equal(ours[0].nodes, theirs[0].nodes)
