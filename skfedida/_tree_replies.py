@@ -46,6 +46,7 @@ __all__ = [
     "disagreement_problems",
     "grow_problems",
     "histogram_problems",
+    "raw_records",
     "summary_range_problems",
     "tree_reply_problem",
 ]
@@ -1023,11 +1024,11 @@ def histogram_problems(query, answers, expected, shape=None, layout=None):
     # computed bins copied once into one contiguous (clients, bins) array:
     # operations on the records' strided fields are 3 to 10 times slower
     # than these copies, and every rule below reads them.
-    raw = np.dtype((np.void, HISTOGRAM_DTYPE.itemsize))
-    stacked = np.empty((len(formed), int(np.prod(shape))), raw)
+    stacked = np.empty((len(formed), int(np.prod(shape))), HISTOGRAM_DTYPE)
+    raw = raw_records(stacked)
     for i, k in enumerate(formed):
-        stacked[i] = answers[k]["histograms"].reshape(-1).view(raw)
-    records = stacked.view(HISTOGRAM_DTYPE)[:, positions]
+        raw[i] = raw_records(answers[k]["histograms"].reshape(-1))
+    records = stacked[:, positions]
     gradients, hessians, counts = (
         np.ascontiguousarray(records[field])
         for field in ("sum_gradients", "sum_hessians", "count")
@@ -1085,6 +1086,25 @@ def histogram_problems(query, answers, expected, shape=None, layout=None):
             "The federation's histograms fail the gate while every client's pass."
         )
     return problems, total
+
+
+def raw_records(records):
+    """A view of an array of records as raw bytes, one item per record.
+
+    Copies, gathers and scatters of it move each record's bytes at once,
+    where numpy moves records field by field (4 to 20 times slower).
+
+    Parameters
+    ----------
+    records : ndarray
+        An array of records (a structured dtype, such as histograms').
+
+    Returns
+    -------
+    raw : ndarray
+        The same memory, one void item per record.
+    """
+    return records.view(np.dtype((np.void, records.dtype.itemsize)))
 
 
 def _bins_of(features, offsets, n_bins):

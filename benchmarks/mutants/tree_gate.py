@@ -283,8 +283,8 @@ MUTANTS = [
     Mutant(
         "a client's empty bins are checked on the first client's histograms",
         TREE_REPLIES,
-        '        stacked[i] = answers[k]["histograms"].reshape(-1).view(raw)',
-        '        stacked[i] = answers[formed[0]]["histograms"].reshape(-1).view(raw)',
+        '        raw[i] = raw_records(answers[k]["histograms"].reshape(-1))',
+        '        raw[i] = raw_records(answers[formed[0]]["histograms"].reshape(-1))',
         GATE_TESTS,
         features=TREES_FEATURES,
     ),

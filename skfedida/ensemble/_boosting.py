@@ -51,6 +51,7 @@ from .._tree_replies import (
     RECORDED,
     TreeLedger,
     grow_problems,
+    raw_records,
     tree_reply_problem,
 )
 from ..penalty import group_penalty
@@ -308,12 +309,10 @@ class BoostingClient:
         asked = query["histograms"]
         layout = self.tree.layout
         histograms = np.empty((len(asked), layout.size), dtype=HISTOGRAM_DTYPE)
-        # (Copied as raw bytes: numpy copies records field by field.)
-        raw = histograms.view(np.dtype((np.void, HISTOGRAM_DTYPE.itemsize)))
+        raw = raw_records(histograms)
         for i, node in enumerate(asked):
-            raw[i] = layout.compact(
-                self.tree.node_histograms(node["node"], node["features"])
-            ).view(raw.dtype)
+            histogram = self.tree.node_histograms(node["node"], node["features"])
+            raw[i] = raw_records(layout.compact(histogram))
         return {"splits": children, "histograms": histograms}
 
     def _leaf_cells(self, query):
