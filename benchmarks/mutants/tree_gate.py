@@ -281,6 +281,14 @@ MUTANTS = [
         features=TREES_FEATURES,
     ),
     Mutant(
+        "a small client's counts at its values need not end at its count",
+        TREE_REPLIES,
+        "np.any(counts[1:] <= counts[:-1]) or counts[-1] != n[j]",
+        "np.any(counts[1:] <= counts[:-1])",
+        GATE_TESTS,
+        features=TREES_FEATURES,
+    ),
+    Mutant(
         "a client's empty bins are checked on the first client's histograms",
         TREE_REPLIES,
         '        raw[i] = raw_records(answers[k]["histograms"].reshape(-1))',
