@@ -17,8 +17,8 @@ MUTANTS = [
     Mutant(
         "a client's histogram counts are not added to the others'",
         TREE_REPLIES,
-        "            for field in (gradients, hessians, counts)\n",
-        "            for field in (gradients, hessians, counts[:1])\n",
+        '            ("count", counts),\n',
+        '            ("count", counts.clip(max=1)),\n',
         ENSEMBLE_TESTS,
         features=FEATURES,
     ),
@@ -85,8 +85,8 @@ MUTANTS += [
     Mutant(
         "the histograms' checks read the features a constraint leaves out",
         TREE_REPLIES,
-        '        positions, offsets = layout.of_features(query["features"])',
-        "        positions, offsets = layout.of_features(None)",
+        'positions, offsets = layout.of_features(query["histograms"][i]["features"])',
+        "positions, offsets = layout.of_features(None)",
         ENSEMBLE_TESTS,
         features=FEATURES,
     ),
@@ -165,18 +165,18 @@ MUTANTS += [
         features=("reply:tree_histograms",),
     ),
     Mutant(
-        "only the federation's sum of histograms is checked, never a client's",
+        "a client's wrong histograms are never named",
         TREE_REPLIES,
-        "        is None\n    ):\n        return problems, total",
-        "        is None\n        or True\n    ):\n        return problems, total",
+        "    for i in np.flatnonzero(flagged):\n",
+        "    for i in np.flatnonzero(flagged)[:0]:\n",
         GATE_TESTS,
         features=("reply:tree_histograms",),
     ),
     Mutant(
         "a partition may lose rows",
         TREE_REPLIES,
-        "(children.sum(axis=1) != rows)",
-        "(children.sum(axis=1) > rows)",
+        "        children.sum(axis=2) != rows.T\n",
+        "        children.sum(axis=2) > rows.T\n",
         GATE_TESTS,
         features=("reply:tree_split",),
     ),
@@ -191,7 +191,7 @@ MUTANTS += [
     Mutant(
         "children counts may wrap around to the node's rows",
         TREE_REPLIES,
-        "(children > rows[:, None]).any(axis=1) | (",
+        "(children > rows.T[:, :, None]).any(axis=2) | (",
         "(",
         GATE_TESTS,
         features=("reply:tree_split",),
@@ -346,6 +346,35 @@ MUTANTS += [
         "            stop = bool(on_tree(model)) or stop\n",
         "            on_tree(model)\n",
         TREE_FEDERATION_TESTS,
+        features=("FederatedEstimator",),
+    ),
+]
+# -- in-process clients grown together (issue 47) ------------------------------
+BATCH = "skfedida/ensemble/_batch.py"
+BATCH_TESTS = ("tests/ensemble/test_batch.py",)
+MUTANTS += [
+    Mutant(
+        "the batch sends missing values right where the split sends them left",
+        BATCH,
+        "            left |= values == self.missing_values_bin_idx\n",
+        "            pass\n",
+        BATCH_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a node split ahead but left a leaf holds only its left child's rows",
+        BATCH,
+        "        return np.concatenate((self._rows(left), self._rows(right)))\n",
+        "        return self._rows(left)\n",
+        BATCH_TESTS,
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "the batch answers for clients whose answers a test replaced",
+        TREES,
+        "    if TreeFederationClient.answer is not _OWN_ANSWER or any(\n",
+        "    if any(\n",
+        BATCH_TESTS,
         features=("FederatedEstimator",),
     ),
 ]

@@ -22,7 +22,7 @@ MUTANTS = [
     Mutant(
         "a bin of no rows may keep its sums",
         TREE_REPLIES,
-        "    for i in np.flatnonzero(stray.any(axis=1)):",
+        "    for i in np.flatnonzero(strays):",
         "    for i in ():",
         GATE_TESTS,
         features=TREES_FEATURES,
@@ -291,8 +291,10 @@ MUTANTS = [
     Mutant(
         "a client's empty bins are checked on the first client's histograms",
         TREE_REPLIES,
-        '        raw[i] = raw_records(answers[k]["histograms"].reshape(-1))',
-        '        raw[i] = raw_records(answers[formed[0]]["histograms"].reshape(-1))',
+        '            raw[i] = raw_records(answers[k]["histograms"].reshape(-1))',
+        "            raw[i] = raw_records(\n"
+        '                answers[clients[0]]["histograms"].reshape(-1)\n'
+        "            )",
         GATE_TESTS,
         features=TREES_FEATURES,
     ),

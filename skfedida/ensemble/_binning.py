@@ -244,17 +244,30 @@ class _Known:
                 else np.empty(0)
             )
             counts = np.zeros(values.shape[0], dtype=np.int64)
+            if parts:
+                # Each client's rows at each of its values (its count at or
+                # below it, less the count below), placed at that value among
+                # the pooled ones: their running sum is the pooled count at
+                # or below every value (whole numbers: in any order). (As the
+                # gate admitted them: whole counts, real weights.)
+                at_most = [np.asarray(a["at_most"][j], np.int64) for a in parts]
+                np.add.at(
+                    counts,
+                    np.searchsorted(
+                        values, np.concatenate([a["distinct"][j] for a in parts])
+                    ),
+                    np.concatenate([np.diff(c, prepend=0) for c in at_most]),
+                )
+                counts = np.cumsum(counts)
             weights = np.zeros(values.shape[0])
-            for a in parts:
-                # Each client's count (weight) at or below every pooled value.
+            for a in parts if weighted else ():
+                # Each client's weight at or below every pooled value, added
+                # client after client.
                 at = np.searchsorted(a["distinct"][j], values, side="right") - 1
                 inside = at >= 0
-                # (As the gate admitted them: whole counts, real weights.)
-                counts[inside] += np.asarray(a["at_most"][j], np.int64)[at[inside]]
-                if weighted:
-                    weights[inside] += np.asarray(a["weight_at_most"][j], np.float64)[
-                        at[inside]
-                    ]
+                weights[inside] += np.asarray(a["weight_at_most"][j], np.float64)[
+                    at[inside]
+                ]
             self.values.append(values)
             # A leading 0: the count below the smallest value.
             self.counts.append(np.concatenate(([0], counts)))

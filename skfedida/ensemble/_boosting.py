@@ -49,6 +49,7 @@ from .._models._constraints import rate_histograms, term_gradient
 from .._replies import ReplyGate
 from .._tree_replies import (
     RECORDED,
+    GrowAnswers,
     TreeLedger,
     grow_problems,
     raw_records,
@@ -56,10 +57,10 @@ from .._tree_replies import (
 )
 from ..penalty import group_penalty
 from ._growing import (
-    BinLayout,
     ClientRows,
     FederatedTreeGrower,
     NodeRows,
+    bin_layout,
     split_message,
 )
 
@@ -203,7 +204,7 @@ class BoostingClient:
         """Start the raw scores at the federation's baseline; their sums."""
         baseline = float(query["baseline"])
         self.binning = query["binning"]
-        self.layout = BinLayout(
+        self.layout = bin_layout(
             self.binning["n_bins"], self.binning["n_bins_non_missing"]
         )
         self.raw = np.full(self.n_samples, baseline)
@@ -256,6 +257,22 @@ class BoostingClient:
 
     def _gradients(self, query):
         """This tree's gradients and hessians; its rows become the root."""
+        self.tree_gradients(query)
+        self.tree = ClientRows(
+            self.X_binned,
+            self.gradients,
+            self.hessians,
+            **self.binning,
+            layout=self.layout,
+        )
+
+    def tree_gradients(self, query):
+        """This tree's gradients and hessians, in place.
+
+        The log-loss's, plus the penalty's and the rate constraint's terms
+        (``query["penalty"]``, ``query["constraint"]``: each None when
+        absent).
+        """
         self.loss.gradient_hessian(
             y_true=self.y,
             raw_prediction=self.raw,
@@ -280,13 +297,6 @@ class BoostingClient:
                 self.raw, self.cells, self.rate_weight, constraint
             )
             self.gradients += pushed.astype(G_H_DTYPE)
-        self.tree = ClientRows(
-            self.X_binned,
-            self.gradients,
-            self.hessians,
-            **self.binning,
-            layout=self.layout,
-        )
 
     def _grow(self, query):
         """One round of growing a tree: splits made, then histograms summed.
@@ -330,6 +340,14 @@ class BoostingClient:
         """Add each leaf's value to its rows' scores (and the tree's to validation)."""
         for value, node in zip(query["values"], query["leaves"], strict=True):
             self.raw[self.tree.nodes[node]] += value
+        return self.applied(query)
+
+    def applied(self, query):
+        """The scores' answer once the tree's values are added to its rows.
+
+        The tree's values are added to its validation rows' scores too, and
+        the node rows of the tree are forgotten.
+        """
         if self.raw_val is not None and query["tree"] is not None:
             predictor = tree_predictor(query["tree"])
             self.raw_val += predictor.predict_binned(
@@ -460,13 +478,18 @@ class Failed:
         self.error = error
 
 
-def in_process(clients):
+def in_process(clients, batch=None):
     """The transport of clients in this process: ``send(query, active)``.
 
     Parameters
     ----------
     clients : list
         Objects with an ``answer(query)`` method, by client index.
+    batch : object, default=None
+        Answers the query kinds in its ``kinds`` for all the clients asked
+        at once (``batch.answer(query, active)``,
+        :class:`~skfedida.ensemble._batch.ClientBatch`); None: each client
+        answers alone.
 
     Returns
     -------
@@ -476,6 +499,8 @@ def in_process(clients):
     """
 
     def send(query, active):
+        if batch is not None and query["kind"] in batch.kinds:
+            return batch.answer(query, active)
         answers = {}
         for k in active:
             try:
@@ -594,14 +619,23 @@ class TreeChannel:
         asked = [k for k in self.active if only is None or k in only]
         answers = self.send(query, asked)
         kind = query["kind"]
-        failed = {k for k, a in answers.items() if isinstance(a, Failed)}
+        # (Answers made together in this process cannot fail one by one.)
+        failed = (
+            set()
+            if isinstance(answers, GrowAnswers)
+            else {k for k, a in answers.items() if isinstance(a, Failed)}
+        )
         together = None
         if check is not None:
-            together = check({k: a for k, a in answers.items() if k not in failed})
+            together = check(
+                answers
+                if not failed
+                else {k: a for k, a in answers.items() if k not in failed}
+            )
         problems = []
         for k in asked:
-            answer = answers.get(k)
             if k in failed:
+                answer = answers[k]
                 if self.gate.on_client_error == "raise":
                     raise RuntimeError(
                         f"{self.gate.name(k)} failed the tree query {kind!r}: "
@@ -614,7 +648,7 @@ class TreeChannel:
             else:
                 problem = tree_reply_problem(
                     query,
-                    answer,
+                    answers.get(k),
                     self.ledger[k],
                     None if expected is None else expected.get(k),
                 )
@@ -634,6 +668,8 @@ class TreeChannel:
         if kind in RECORDED:
             for k in asked:
                 self.ledger[k].record(query, answers[k])
+        if len(answers) == len(asked):
+            return answers
         return {k: answers[k] for k in asked}
 
     def node(self):
@@ -797,9 +833,26 @@ class TreeChannel:
 
         answers = self.ask(query, check=check)
         self._pending, self._gradients = [], None
-        for j, (_, left, right, _) in enumerate(splits):
-            left.counts = {k: int(a["splits"][j, 0]) for k, a in answers.items()}
-            right.counts = {k: int(a["splits"][j, 1]) for k, a in answers.items()}
+        if splits:
+            stack = (
+                answers
+                if isinstance(answers, GrowAnswers)
+                else GrowAnswers(
+                    list(answers),
+                    np.array(
+                        [a["splits"] for a in answers.values()], dtype=np.uint64
+                    ).reshape(len(answers), len(splits), 2),
+                    [],
+                    0,
+                )
+            )
+            for j, (_, left, right, _) in enumerate(splits):
+                left.counts = dict(
+                    zip(stack.clients, stack.splits[:, j, 0].tolist(), strict=True)
+                )
+                right.counts = dict(
+                    zip(stack.clients, stack.splits[:, j, 1].tolist(), strict=True)
+                )
         return [self.layout.expand(total) for total in checked["totals"]]
 
 
@@ -1051,7 +1104,7 @@ def _grow(
         loss_weight = sum(float(started[k]["label_sums"][1]) for k in active)
         term["scale"] = loss_weight / float(histograms.sum())
     channel.tree_bounds(started, penalty, term)
-    channel.layout = BinLayout(binning["n_bins"], binning["n_bins_non_missing"])
+    channel.layout = bin_layout(binning["n_bins"], binning["n_bins_non_missing"])
     root = channel.start_tree(started, penalty, term)
     grower = FederatedTreeGrower(
         channel,

@@ -32,6 +32,8 @@ are the same.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._compat import (
@@ -52,6 +54,7 @@ __all__ = [
     "ClientRows",
     "FederatedTreeGrower",
     "NodeRows",
+    "bin_layout",
     "split_message",
 ]
 
@@ -149,6 +152,35 @@ class BinLayout:
         return positions, np.concatenate(([0], np.cumsum(widths)[:-1])).astype(np.intp)
 
 
+@functools.lru_cache(maxsize=8)
+def _cached_layout(n_bins, n_bins_non_missing):
+    return BinLayout(n_bins, n_bins_non_missing)
+
+
+def bin_layout(n_bins, n_bins_non_missing):
+    """The :class:`BinLayout` of these bins, one object for equal bins.
+
+    Every client of a federation bins with the same edges: in one process
+    they share one layout (its arrays are as long as the bins, per client
+    they would add up with the clients, not the rows).
+
+    Parameters
+    ----------
+    n_bins : int
+        Bins per feature, the missing values' bin included.
+    n_bins_non_missing : array-like of int of shape (n_features,)
+        Bins of values per feature.
+
+    Returns
+    -------
+    layout : BinLayout
+        Not to be changed (it is shared).
+    """
+    return _cached_layout(
+        int(n_bins), tuple(np.asarray(n_bins_non_missing, dtype=np.intp).tolist())
+    )
+
+
 class ClientRows:
     """One client's side of growing a tree: its binned rows and their sums.
 
@@ -192,7 +224,7 @@ class ClientRows:
         self.n_samples = X_binned.shape[0]
         #: Where its histograms' bins that can hold rows lie.
         self.layout = (
-            BinLayout(n_bins, n_bins_non_missing) if layout is None else layout
+            bin_layout(n_bins, n_bins_non_missing) if layout is None else layout
         )
         # Hessians are never constant here: scikit-learn's log-loss has one
         # per row. The histograms take the threads scikit-learn's fit takes

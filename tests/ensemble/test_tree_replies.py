@@ -171,6 +171,12 @@ def _add(field, value, where=(0, 0)):
     return change
 
 
+def _row_dropped(histograms):
+    # A row left out of a bin of several (no bin emptied, so no stray sums).
+    counts = histograms["count"][0]
+    counts[np.flatnonzero(counts >= 2)[0]] -= 1
+
+
 def _emptied_bin(histograms):
     # A bin's rows counted in the next non-empty bin, every total kept.
     counts = histograms["count"][0]
@@ -193,6 +199,11 @@ BROKEN = {
     "a histogram counts a row too many": (
         "grow",
         _histograms(_add("count", 1)),
+        "counts",
+    ),
+    "a histogram counts a row too few": (
+        "grow",
+        _histograms(_row_dropped),
         "counts",
     ),
     "a histogram holds NaN": (

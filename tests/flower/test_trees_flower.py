@@ -146,7 +146,9 @@ def test_what_crosses_is_no_row(data, monkeypatch):
     seen = []
     send = _boosting.in_process
 
-    def recording(clients):
+    def recording(clients, batch=None):
+        # Each client's own answers, as they cross a network (not those of
+        # the in-process batch, which stay in the process).
         inner = send(clients)
 
         def transport(query, active):
