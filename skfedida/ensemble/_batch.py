@@ -18,9 +18,12 @@ numpy over all their rows, and gives the same numbers each client would:
   row.
 
 ``tests/ensemble/test_batch.py`` checks the answers against each client's,
-bit for bit. The histograms come as :class:`~skfedida._tree_replies.
-SparseHistograms` (a client's bins that hold rows), which the gate checks
-and adds in the work of the rows, not of the clients times the bins.
+bit for bit. The clients in one process run this library's code on rows
+it validated, so an error in the batch is the fit's error, not one
+client's to be left out (``on_client_error`` still judges every answer).
+The histograms come as :class:`~skfedida._tree_replies.SparseHistograms`
+(a client's bins that hold rows), which the gate checks and adds in the
+work of the rows, not of the clients times the bins.
 """
 
 from __future__ import annotations
@@ -93,21 +96,28 @@ class ClientBatch:
     def _build(self):
         clients = list(self._members())
         self.clients = clients
-        sizes = np.array([client.n_samples for client in clients], dtype=np.intp)
+        # (None: a client left out before it binned its rows: none here.)
+        present = [client for client in clients if client is not None]
+        sizes = np.array(
+            [0 if client is None else client.n_samples for client in clients],
+            dtype=np.intp,
+        )
         self.starts = np.concatenate(([0], np.cumsum(sizes)))
         n_rows = int(self.starts[-1])
         #: Per row, its client's index.
         self.owner = np.repeat(np.arange(len(clients)), sizes)
-        n_features = clients[0].X_binned.shape[1]
+        n_features = present[0].X_binned.shape[1]
         self.X_binned = np.empty((n_rows, n_features), X_BINNED_DTYPE, order="F")
         self.gradients = np.empty(n_rows, G_H_DTYPE)
         self.hessians = np.empty(n_rows, G_H_DTYPE)
         self.raw = np.zeros(n_rows)
         self.row_weight = np.empty(n_rows)
-        with_cells = all(client.cells is not None for client in clients)
+        with_cells = all(client.cells is not None for client in present)
         self.cells = np.empty(n_rows, np.intp) if with_cells else None
         layout = None
         for k, client in enumerate(clients):
+            if client is None:
+                continue
             rows = slice(self.starts[k], self.starts[k + 1])
             self.X_binned[rows] = client.X_binned
             self.row_weight[rows] = client.row_weight
@@ -119,7 +129,7 @@ class ClientBatch:
                 self.raw[rows] = client.raw
                 client.raw = self.raw[rows]
                 layout = client.layout
-        self.missing_values_bin_idx = clients[0].missing_values_bin_idx
+        self.missing_values_bin_idx = present[0].missing_values_bin_idx
         self.size = layout.size
         # Per feature and bin, its place in a histogram's compact form.
         n_bins = layout.full_shape[1]
@@ -155,7 +165,8 @@ class ClientBatch:
         splits = query["splits"]
         children = np.empty((n, len(splits), 2), dtype=np.uint64)
         for j, split in enumerate(splits):
-            rows = self.nodes[split["node"]]
+            # A node split is read only through its children from here on.
+            rows = self.nodes.pop(split["node"])
             left = self._goes_left(rows, split["split"])
             self.nodes[split["left"]] = rows[left]
             self.nodes[split["right"]] = rows[~left]
@@ -247,7 +258,7 @@ class ClientBatch:
         # A slot per (node's client, bin of these features).
         size = int(widths.sum())
         starts = np.concatenate(([0], np.cumsum(widths)[:-1]))
-        within = self.position[features, self.X_binned[rows][:, features]] - (
+        within = self.position[features, self.X_binned[rows[:, None], features]] - (
             self.offsets[features] - starts
         )
         # One value per (row, feature), row after row: each bin's values

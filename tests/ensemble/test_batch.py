@@ -408,3 +408,32 @@ def test_pivots_are_ordered_as_lexsort_orders_them(seed):
     np.testing.assert_array_equal(
         _lexical_order(features, pivots), np.lexsort((pivots, features))
     )
+
+
+def test_a_client_left_out_before_binning_leaves_the_batch_the_others(
+    data, monkeypatch
+):
+    # It never binned its rows (no boosting client): the batch holds none
+    # of them, and the others' trees are those grown client by client.
+    prepare = federated_trees.TreeFederationClient._OWN["prepare"]
+    third = data.data[data.clients == 2]
+
+    def failing(self, query):
+        if np.array_equal(np.asarray(self.X), third, equal_nan=True):
+            raise ConnectionError("the site went away")
+        return prepare(self, query)
+
+    monkeypatch.setitem(federated_trees.TreeFederationClient._OWN, "prepare", failing)
+
+    def fit():
+        federation = _federation().set_params(on_client_error="skip")
+        return federation.fit(data.data, data.target, clients=data.clients)
+
+    together = fit()
+    assert [r["client"] for r in together.history_ if r.get("stage")] == [2]
+    monkeypatch.setattr(federated_trees, "_batch_of", lambda members, X: None)
+    alone = fit()
+    for a, b in zip(
+        together.estimator_._predictors, alone.estimator_._predictors, strict=True
+    ):
+        assert a[0].nodes.tobytes() == b[0].nodes.tobytes()
