@@ -658,7 +658,13 @@ class TreeChannel:
             found = across(sound, self.gate.name)
             problems = [(k, found.get(k, problem)) for k, problem in problems]
         if any(problem is not None for _, problem in problems):
-            admitted = self.gate.admit(f"tree query {kind!r}", problems)
+            # The active clients not asked (the server answers for them) are
+            # admitted: if every asked client fails, the fit goes on with
+            # them under "skip".
+            admitted = self.gate.admit(
+                f"tree query {kind!r}",
+                problems + [(k, None) for k in self.active if k not in asked],
+            )
             dropped = [k for k in asked if k not in admitted]
             self.gate.left_out.update(dropped)
             self.active = [k for k in self.active if k not in dropped]

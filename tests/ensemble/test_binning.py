@@ -16,9 +16,10 @@ import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from skfedida._compat import BinMapper
+from skfedida._replies import ReplyGate
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble._binning import ClientColumns, federated_bin_mapper
-from skfedida.ensemble._boosting import BoostingClient, boost
+from skfedida.ensemble._boosting import BoostingClient, TreeChannel, boost, in_process
 
 
 def _columns(seed):
@@ -293,6 +294,38 @@ def test_counts_at_values_sent_as_whole_floats_are_pooled():
         warnings.simplefilter("ignore", RuntimeWarning)
         reference = BinMapper(n_bins=256).fit(X)
     federated = federated_bin_mapper(clients)
+    for ours, theirs in zip(
+        federated.bin_thresholds_, reference.bin_thresholds_, strict=True
+    ):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_every_asked_client_failing_leaves_the_clients_answered_for():
+    # Under "skip", the large clients (the only ones asked pivots) both
+    # fail: the small ones, whose counts the server holds, still make the
+    # edges, those of their own rows.
+    _, X = _columns(4)
+    n = X.shape[0]
+    ids = np.where(np.arange(n) < n // 2, np.arange(n) % 2, 2 + np.arange(n) % 90)
+    parts = [np.flatnonzero(ids == k) for k in np.unique(ids)]
+
+    class Gone(ClientColumns):
+        def answer(self, query):
+            if query["kind"] == "counts at most":
+                raise ConnectionError("the site went away")
+            return super().answer(query)
+
+    clients = [
+        (Gone if k < 2 else ClientColumns)(X[rows]) for k, rows in enumerate(parts)
+    ]
+    gate = ReplyGate("skip")
+    federated = federated_bin_mapper(
+        TreeChannel(in_process(clients), len(clients), gate=gate)
+    )
+    assert gate.left_out == {0, 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = BinMapper(n_bins=256).fit(X[n // 2 :])
     for ours, theirs in zip(
         federated.bin_thresholds_, reference.bin_thresholds_, strict=True
     ):
