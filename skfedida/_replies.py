@@ -1342,6 +1342,11 @@ RANGE_FACTOR = 100.0
 def range_problems(extremes):
     """Every client whose extremes lie too far beyond the others' range.
 
+    Each client against the others' combined range (``range_problem``),
+    all at once: the others' minimum of a feature is the smaller of the
+    clients' before it and after it, so the work grows with the clients,
+    not with their pairs.
+
     Parameters
     ----------
     extremes : dict
@@ -1356,12 +1361,41 @@ def range_problems(extremes):
     """
     if len(extremes) < 2:
         return {}
-    found = {}
-    for k in extremes:
-        problem = range_problem(k, extremes)
-        if problem is not None:
-            found[k] = problem
-    return found
+    clients = list(extremes)
+    lows = np.stack([np.asarray(extremes[k][0], np.float64) for k in clients])
+    highs = np.stack([np.asarray(extremes[k][1], np.float64) for k in clients])
+    lo = _others(lows, np.fmin)
+    hi = _others(highs, np.fmax)
+    below, above = _beyond(lows, highs, lo, hi)
+    return {
+        k: _range_message(lows[i], highs[i], lo[i], hi[i], below[i], above[i])
+        for i, k in enumerate(clients)
+        if (below[i] | above[i]).any()
+    }
+
+
+def _others(values, pick):
+    """Per row, ``pick`` (fmin or fmax: NaN ignored) over every other row."""
+    edge = np.full((1, values.shape[1]), np.nan)
+    before = np.concatenate((edge, pick.accumulate(values[:-1], axis=0)))
+    after = np.concatenate((pick.accumulate(values[:0:-1], axis=0)[::-1], edge))
+    return pick(before, after)
+
+
+def _beyond(low, high, lo, hi):
+    """Where a client's extremes lie beyond the others' range [lo, hi]."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        # The others' scale: their range's width, or its largest magnitude
+        # where that is larger (values far from 0 with a narrow spread, or a
+        # single value, are honest too).
+        width = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi)))
+        # Where every other client holds only zeros (an indicator of a
+        # category only this client has, a rare amount), the others give no
+        # scale to compare with: nothing is bounded there.
+        scaled = width > 0
+        below = scaled & (low < lo - RANGE_FACTOR * width)
+        above = scaled & (high > hi + RANGE_FACTOR * width)
+    return below, above
 
 
 def range_problem(k, extremes):
@@ -1385,16 +1419,12 @@ def range_problem(k, extremes):
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN features
         lo = np.nanmin(np.stack([o[0] for o in others]), axis=0)
         hi = np.nanmax(np.stack([o[1] for o in others]), axis=0)
-        # The others' scale: their range's width, or its largest magnitude
-        # where that is larger (values far from 0 with a narrow spread, or a
-        # single value, are honest too).
-        width = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi)))
-        # Where every other client holds only zeros (an indicator of a
-        # category only this client has, a rare amount), the others give no
-        # scale to compare with: nothing is bounded there.
-        scaled = width > 0
-        below = scaled & (low < lo - RANGE_FACTOR * width)
-        above = scaled & (high > hi + RANGE_FACTOR * width)
+    below, above = _beyond(low, high, lo, hi)
+    return _range_message(low, high, lo, hi, below, above)
+
+
+def _range_message(low, high, lo, hi, below, above):
+    """The problem of a client's extremes beyond the others' (None: none)."""
     bad = np.flatnonzero(below | above)
     if not bad.size:
         return None

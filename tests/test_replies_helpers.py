@@ -26,6 +26,8 @@ from skfedida._replies import (
     failure_policy,
     named_histogram_problem,
     named_report_claim_problem,
+    range_problem,
+    range_problems,
     read_reply,
     training_round_problem,
     unless_malformed,
@@ -418,3 +420,29 @@ def test_discovery_reads_the_declared_rows_and_evaluation_rows():
 def test_discovery_refuses_rows_that_are_not_counts(metrics, words):
     *_, problem = discovery_problem(metrics)
     assert words in problem
+
+
+# -- range_problems -------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n_clients=st.integers(2, 12),
+    n_features=st.integers(1, 5),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_every_client_s_range_is_judged_as_alone_against_the_others(
+    n_clients, n_features, seed
+):
+    # All clients at once (leave-one-out minima and maxima) name exactly the
+    # clients, with exactly the messages, that one client at a time does:
+    # NaN (no values), zeros only, far values and ties included.
+    rng = np.random.default_rng(seed)
+    choices = np.array([np.nan, 0.0, 0.0, 1.0, -1.0, 5.0, 1e4, -1e5, 3.0])
+    extremes = {}
+    for k in range(n_clients):
+        low = rng.choice(choices, n_features)
+        high = np.where(np.isnan(low), np.nan, low + rng.choice([0.0, 1.0, 2e4], 1))
+        extremes[10 * k] = (low, high)
+    alone = {k: range_problem(k, extremes) for k in extremes}
+    assert range_problems(extremes) == {k: p for k, p in alone.items() if p}
