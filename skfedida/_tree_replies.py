@@ -1043,22 +1043,9 @@ def histogram_problems(query, answers, expected, shape=None, layout=None):
         )
     else:
         positions, offsets = layout.of_features(query["features"])
-    # Every client's records stacked as raw bytes (one copy each: numpy
-    # copies records field by field, far slower), then each field of the
-    # computed bins copied once into one contiguous (clients, bins) array:
-    # operations on the records' strided fields are 3 to 10 times slower
-    # than these copies.
-    stacked = np.empty((len(formed), size), HISTOGRAM_DTYPE)
-    raw = raw_records(stacked)
-    for i, k in enumerate(formed):
-        raw[i] = raw_records(answers[k]["histograms"].reshape(-1))
-    records = stacked[:, positions]
-    sparse = SparseHistograms.of_dense(
-        *(
-            np.ascontiguousarray(records[field])
-            for field in ("sum_gradients", "sum_hessians", "count")
-        ),
-        np.arange(size)[positions],
+    stacked = _stacked([answers[k]["histograms"] for k in formed], size)
+    sparse = SparseHistograms.of_records(
+        stacked[:, positions], np.arange(size)[positions]
     )
     limits = np.array(
         [
@@ -1111,15 +1098,13 @@ class SparseHistograms:
         self.counts = counts
 
     @classmethod
-    def of_dense(cls, gradients, hessians, counts, positions):
-        """The entries of (clients, bins) fields that are not all zero.
+    def of_records(cls, records, positions):
+        """The entries of (clients, bins) histogram records that are not all zero.
 
         Parameters
         ----------
-        gradients, hessians : ndarray of float64 of shape (n_clients, n_columns)
-            Each client's sums per column.
-        counts : ndarray of uint32 of shape (n_clients, n_columns)
-            Each client's rows per column.
+        records : ndarray of HISTOGRAM_DTYPE of shape (n_clients, n_columns)
+            Each client's records per column.
         positions : ndarray of int of shape (n_columns,)
             The columns' bins in the flat form.
 
@@ -1128,6 +1113,12 @@ class SparseHistograms:
         sparse : SparseHistograms
             The entries, client after client.
         """
+        # Each field copied once into one contiguous (clients, bins) array:
+        # operations on the records' strided fields are 3 to 10 times slower
+        # than these copies.
+        gradients, hessians, counts = (
+            np.ascontiguousarray(records[field]) for field in _FIELDS
+        )
         held = (counts != 0) | (gradients != 0) | (hessians != 0)
         client, column = np.nonzero(held)
         return cls(
@@ -1138,6 +1129,16 @@ class SparseHistograms:
             hessians[held],
             counts[held],
         )
+
+    def fields(self):
+        """The entries' sums and counts, in the order of ``_FIELDS``.
+
+        Returns
+        -------
+        gradients, hessians, counts : ndarray
+            The entries' gradient sums, hessian sums and rows.
+        """
+        return self.gradients, self.hessians, self.counts
 
     def kept(self, mask):
         """The entries where ``mask`` holds.
@@ -1221,7 +1222,7 @@ def checked_sum(sparse, features, positions, offsets, limits, size):
         cells = cells[kept]
     del kept
     client, position = sparse.client, sparse.position
-    gradients, hessians, counts = sparse.gradients, sparse.hessians, sparse.counts
+    gradients, hessians, counts = sparse.fields()
     cells += client * n_features
     # Per (client, feature): its rows (float64 holds any honest count
     # exactly), and its gradient and hessian sums.
@@ -1254,13 +1255,26 @@ def checked_sum(sparse, features, positions, offsets, limits, size):
     # a client's rows adds nothing, as its 0 added nothing).
     total = np.zeros(size, HISTOGRAM_DTYPE)
     with np.errstate(over="ignore", invalid="ignore"):
-        for name, values in (
-            ("sum_gradients", gradients),
-            ("sum_hessians", hessians),
-            ("count", counts),
-        ):
-            total[name] = _sums(position, values, size)
+        for field, values in zip(_FIELDS, sparse.fields(), strict=True):
+            total[field] = _sums(position, values, size)
     return problems, total
+
+
+#: The fields of a histogram record, in the order SparseHistograms holds them.
+_FIELDS = ("sum_gradients", "sum_hessians", "count")
+
+
+def _stacked(histograms, size):
+    """Clients' histogram records stacked, one row of ``size`` records each.
+
+    Copied as raw bytes, one copy a client: numpy copies records field by
+    field, far slower.
+    """
+    stacked = np.empty((len(histograms), size), HISTOGRAM_DTYPE)
+    raw = raw_records(stacked)
+    for i, histogram in enumerate(histograms):
+        raw[i] = raw_records(histogram.reshape(-1))
+    return stacked
 
 
 def _sums(index, values, length):
@@ -1426,28 +1440,15 @@ class GrowAnswers(Mapping):
         # Counts are whole and >= 0 (the form's rules): held in 64 unsigned
         # bits, so that no count changes.
         splits = np.empty((n, n_splits, 2), dtype=np.uint64)
-        stacked = np.empty((n, n_asked * size), HISTOGRAM_DTYPE)
-        raw = raw_records(stacked)
         for i, k in enumerate(clients):
             splits[i] = answers[k]["splits"]
-            raw[i] = raw_records(answers[k]["histograms"].reshape(-1))
-        stacked = stacked.reshape(n, n_asked, size)
+        stacked = _stacked(
+            [answers[k]["histograms"] for k in clients], n_asked * size
+        ).reshape(n, n_asked, size)
         columns = np.arange(size)
-        histograms = []
-        for i in range(n_asked):
-            # Each field copied once into one contiguous (clients, bins) array:
-            # operations on the records' strided fields are 3 to 10 times
-            # slower than these copies.
-            records = stacked[:, i]
-            histograms.append(
-                SparseHistograms.of_dense(
-                    *(
-                        np.ascontiguousarray(records[field])
-                        for field in ("sum_gradients", "sum_hessians", "count")
-                    ),
-                    columns,
-                )
-            )
+        histograms = [
+            SparseHistograms.of_records(stacked[:, i], columns) for i in range(n_asked)
+        ]
         return cls(clients, splits, histograms, size)
 
     def __getitem__(self, k):
@@ -1455,11 +1456,7 @@ class GrowAnswers(Mapping):
         histograms = np.zeros((len(self.histograms), self.size), HISTOGRAM_DTYPE)
         for node, sparse in enumerate(self.histograms):
             mine = sparse.client == i
-            for field, values in (
-                ("sum_gradients", sparse.gradients),
-                ("sum_hessians", sparse.hessians),
-                ("count", sparse.counts),
-            ):
+            for field, values in zip(_FIELDS, sparse.fields(), strict=True):
                 histograms[field][node, sparse.position[mine]] = values[mine]
         return {"splits": self.splits[i], "histograms": histograms}
 

@@ -17,8 +17,14 @@ MUTANTS = [
     Mutant(
         "a client's histogram counts are not added to the others'",
         TREE_REPLIES,
-        '            ("count", counts),\n',
-        '            ("count", counts.clip(max=1)),\n',
+        "        for field, values in zip(_FIELDS, sparse.fields(), strict=True):\n"
+        "            total[field] = _sums(position, values, size)\n",
+        "        for field, values in zip(_FIELDS, sparse.fields(), strict=True):\n"
+        "            total[field] = _sums(\n"
+        "                position,\n"
+        '                values.clip(max=1) if field == "count" else values,\n'
+        "                size,\n"
+        "            )\n",
         ENSEMBLE_TESTS,
         features=FEATURES,
     ),

@@ -291,10 +291,8 @@ MUTANTS = [
     Mutant(
         "a client's empty bins are checked on the first client's histograms",
         TREE_REPLIES,
-        '            raw[i] = raw_records(answers[k]["histograms"].reshape(-1))',
-        "            raw[i] = raw_records(\n"
-        '                answers[clients[0]]["histograms"].reshape(-1)\n'
-        "            )",
+        "        raw[i] = raw_records(histogram.reshape(-1))",
+        "        raw[i] = raw_records(histograms[0].reshape(-1))",
         GATE_TESTS,
         features=TREES_FEATURES,
     ),

@@ -130,15 +130,7 @@ class ClientBatch:
                 client.raw = self.raw[rows]
                 layout = client.layout
         self.missing_values_bin_idx = present[0].missing_values_bin_idx
-        self.size = layout.size
-        # Per feature and bin, its place in a histogram's compact form.
-        n_bins = layout.full_shape[1]
-        self.position = np.full(n_features * n_bins, -1, dtype=np.intp)
-        self.position[layout.bins] = np.arange(layout.size)
-        self.position = self.position.reshape(n_features, n_bins)
-        #: Per feature, where its bins start in the compact form, and how many.
-        self.offsets = layout.offsets
-        self.widths = np.diff(np.append(layout.offsets, layout.size))
+        self.layout = layout
         self.nodes = {}
         self.parts = {}
 
@@ -178,7 +170,7 @@ class ClientBatch:
             self._histograms(self.nodes[node["node"]], node["features"], places, n)
             for node in query["histograms"]
         ]
-        return GrowAnswers(asked, children, histograms, self.size)
+        return GrowAnswers(asked, children, histograms, self.layout.size)
 
     def _goes_left(self, rows, split):
         """Whether each row goes to the left child (scikit-learn's rule)."""
@@ -210,7 +202,7 @@ class ClientBatch:
         local = (np.cumsum(held) - 1)[place]
         gradients = self.gradients[rows].astype(np.float64)
         hessians = self.hessians[rows].astype(np.float64)
-        widths = self.widths[features]
+        widths = self.layout.widths[features]
         n_rows = rows.shape[0]
         # Dense over the node's clients (one slot per client and bin) when
         # that is not many more slots than values; else sorted.
@@ -254,13 +246,14 @@ class ClientBatch:
 
     def _chunk(self, rows, features, local, present, gradients, hessians, dense):
         """The entries of some features' bins: client, bin, sums and count."""
-        widths = self.widths[features]
+        layout = self.layout
+        widths = layout.widths[features]
         # A slot per (node's client, bin of these features).
         size = int(widths.sum())
         starts = np.concatenate(([0], np.cumsum(widths)[:-1]))
-        within = self.position[features, self.X_binned[rows[:, None], features]] - (
-            self.offsets[features] - starts
-        )
+        shift = layout.offsets[features] - starts
+        within = layout.compact_of[features, self.X_binned[rows[:, None], features]]
+        within -= shift
         # One value per (row, feature), row after row: each bin's values
         # come in its rows' order.
         keys = (local[:, None] * size + within).reshape(-1)
@@ -280,7 +273,7 @@ class ClientBatch:
             h = np.bincount(group, weights=h, minlength=slots.shape[0])
             counts = np.bincount(group, minlength=slots.shape[0])
         # Each slot's bin in the compact form.
-        bins = np.repeat(self.offsets[features] - starts, widths) + np.arange(size)
+        bins = np.repeat(shift, widths) + np.arange(size)
         return (
             present[slots // size].astype(np.int32),
             bins[slots % size].astype(np.int32),

@@ -842,25 +842,17 @@ class TreeChannel:
 
         answers = self.ask(query, check=check)
         self._pending, self._gradients = [], None
-        if splits:
-            stack = (
-                answers
-                if isinstance(answers, GrowAnswers)
-                else GrowAnswers(
-                    list(answers),
-                    np.array(
-                        [a["splits"] for a in answers.values()], dtype=np.uint64
-                    ).reshape(len(answers), len(splits), 2),
-                    [],
-                    0,
-                )
-            )
-            for j, (_, left, right, _) in enumerate(splits):
-                left.counts = dict(
-                    zip(stack.clients, stack.splits[:, j, 0].tolist(), strict=True)
-                )
-                right.counts = dict(
-                    zip(stack.clients, stack.splits[:, j, 1].tolist(), strict=True)
+        if isinstance(answers, GrowAnswers):
+            clients, held = answers.clients, answers.splits
+        else:
+            clients = list(answers)
+            held = np.array(
+                [a["splits"] for a in answers.values()], dtype=np.uint64
+            ).reshape(len(answers), len(splits), 2)
+        for j, (_, *children, _) in enumerate(splits):
+            for side, child in enumerate(children):
+                child.counts = dict(
+                    zip(clients, held[:, j, side].tolist(), strict=True)
                 )
         return [self.layout.expand(total) for total in checked["totals"]]
 

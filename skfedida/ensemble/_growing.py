@@ -124,6 +124,13 @@ class BinLayout:
         self.size = int(self.bins.shape[0])
         #: Whether every bin can hold rows (the compact form is the full one).
         self.whole = self.size == n_features * n_bins
+        #: Per feature, its bins in the compact form.
+        self.widths = widths
+        #: Per feature and bin, its place in the compact form (-1: a bin
+        #: that holds no row).
+        self.compact_of = np.full(n_features * n_bins, -1, dtype=np.intp)
+        self.compact_of[self.bins] = np.arange(self.size)
+        self.compact_of = self.compact_of.reshape(n_features, n_bins)
 
     def compact(self, histograms):
         """A (n_features, n_bins) histogram's bins that can hold rows."""
@@ -144,7 +151,7 @@ class BinLayout:
         if features is None:
             return slice(None), self.offsets
         features = np.asarray(features, dtype=np.intp)
-        widths = np.diff(np.append(self.offsets, self.size))[features]
+        widths = self.widths[features]
         starts = self.offsets[features]
         positions = np.repeat(starts - np.cumsum(widths) + widths, widths) + np.arange(
             widths.sum()
