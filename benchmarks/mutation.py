@@ -5,7 +5,9 @@ Run: ``python benchmarks/mutation.py [--set suite|blind|...|blind6|all]
 [--area AREA ...] [--module LIST ...] [--jobs 2] [--coverage] [--baseline]``
 
 Each mutant (``benchmarks/mutants/``) is one small, plausible mistake in the
-package: a wrong sign, a dropped check, a weight ignored, a seed re-used. For
+package: a wrong sign, a dropped check, a weight ignored, a seed re-used. It
+names the function it changes, not a file (``benchmarks/mutants/_locate.py``
+finds the file), so code can move between modules without breaking it. For
 each, the script copies the project's tracked files to a scratch folder,
 applies the mutation there (the working tree is never touched) and runs, with
 ``pytest -x``:
@@ -41,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mutants import BLIND, BLIND_SETS, BY_MODULE, SUITE, public_features
+from mutants._locate import apply
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,13 +124,12 @@ def run_mutant(mutant, files, timeout):
     scratch = _scratch_copy(files)
     start = time.perf_counter()
     try:
-        target = scratch / mutant.path
-        source = target.read_text(encoding="utf-8")
-        if source.count(mutant.original) != 1:
-            return mutant, "stale", 0, 0.0, "the original text is not found once"
-        target.write_text(
-            source.replace(mutant.original, mutant.mutated), encoding="utf-8"
-        )
+        try:
+            path, mutated = apply(mutant, scratch)
+        except LookupError as error:
+            return mutant, "stale", 0, 0.0, str(error)
+        target = scratch / path
+        target.write_text(mutated, encoding="utf-8")
         if target.suffix == ".pyx":
             # The scratch copy holds the built extension of the unmutated
             # loops: a compiled mutant must be built, or the tests would run
@@ -227,8 +229,8 @@ def main():
             if name == args.set:
                 break
             earlier += listed
-        seen = {(m.path, m.original, m.mutated) for m in earlier}
-        repeats = [m for m in mutants if (m.path, m.original, m.mutated) in seen]
+        seen = {(m.where, m.original, m.mutated) for m in earlier}
+        repeats = [m for m in mutants if (m.where, m.original, m.mutated) in seen]
         if repeats:
             print(
                 f"{len(repeats)} mutants of {args.set} repeat an earlier "
@@ -258,7 +260,7 @@ def main():
         print("baseline: the unmutated suite passes in a scratch copy")
 
     print(f"{len(mutants)} mutants, {args.jobs} at a time\n")
-    print("| mutant | file | result | caught by | stage | s |")
+    print("| mutant | where | result | caught by | stage | s |")
     print("|---|---|---|---|---:|---:|")
     outcomes = []
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -268,7 +270,7 @@ def main():
             if result == "survived":
                 detail = mutant.equivalent or "NOT CAUGHT"
             print(
-                f"| {mutant.name} | {mutant.path.removeprefix('skfedida/')} | "
+                f"| {mutant.name} | {mutant.where} | "
                 f"{result} | {detail} | {stage} | {seconds:.0f} |",
                 flush=True,
             )

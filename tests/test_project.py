@@ -5,6 +5,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = [
     "skfedida.metrics",
@@ -314,27 +316,29 @@ def test_every_mutant_still_applies_to_the_code():
     # found once as "stale" and does not run it: code that moves would
     # silently shrink what the mutation run checks (7 of 33 had gone stale
     # when the sampler and the aggregation moved into their own modules).
+    # Mutants name the definition they change, so a move between files keeps
+    # them; a rename, or a line moved out of its function, does not.
     mutants = _mutants()
+    from mutants._locate import apply
+
     every = mutants.SUITE + mutants.BLIND
-    stale = [
-        mutant.name
-        for mutant in every
-        if not (ROOT / mutant.path).is_file()
-        or (ROOT / mutant.path).read_text(encoding="utf-8").count(mutant.original) != 1
-    ]
-    assert stale == []
-    # A mutant that does not change the text, or breaks the file's syntax,
-    # would be "killed" by an import error and measure nothing.
-    broken = []
+    stale, broken = [], []
     for mutant in every:
+        try:
+            path, mutated = apply(mutant, ROOT)
+        except LookupError as error:
+            stale.append(f"{mutant.name}: {error}")
+            continue
+        # A mutant that does not change the text, or breaks the file's
+        # syntax, would be "killed" by an import error and measure nothing.
         if mutant.original == mutant.mutated:
             broken.append(mutant.name)
-        elif mutant.path.endswith(".py"):
-            source = (ROOT / mutant.path).read_text(encoding="utf-8")
+        elif path.endswith(".py"):
             try:
-                compile(source.replace(mutant.original, mutant.mutated), "m", "exec")
+                compile(mutated, "m", "exec")
             except SyntaxError:
                 broken.append(mutant.name)
+    assert stale == []
     assert broken == []
     missing_tests = {
         test for mutant in every for test in mutant.tests if not (ROOT / test).is_file()
@@ -346,8 +350,49 @@ def test_every_mutant_still_applies_to_the_code():
     # may repeat a mutant of the suite or of an earlier blind set: the runner
     # leaves those out of its rate.)
     for listed in (mutants.SUITE, *mutants.BLIND_SETS.values()):
-        edits = [(mutant.path, mutant.original, mutant.mutated) for mutant in listed]
+        edits = [(mutant.where, mutant.original, mutant.mutated) for mutant in listed]
         assert len(edits) == len(set(edits)), "one mutation is listed twice"
+
+
+def test_a_mutant_follows_its_function_to_another_module(tmp_path):
+    # The point of naming a definition: the same mutant applies after the
+    # function moves to another file, and is stale once it is renamed.
+    mutants = _mutants()
+    from mutants._locate import apply, locate
+
+    package = tmp_path / "skfedida"
+    (package / "sub").mkdir(parents=True)
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "_a.py").write_text(
+        "LIMIT = 3\n\n\ndef check(x):\n    return x < LIMIT\n\n\n"
+        "class Gate:\n    def check(self, x):\n        return x < LIMIT\n"
+    )
+    mutant = mutants.Mutant(
+        "bound off by one", "_a.check", "x < LIMIT", "x <= LIMIT", ()
+    )
+    path, mutated = apply(mutant, tmp_path)
+    # Only the named function changes, not the method with the same text.
+    assert path == "skfedida/_a.py"
+    assert mutated.count("x <= LIMIT") == 1
+    assert mutated.index("x <= LIMIT") < mutated.index("class Gate")
+    assert locate("Gate.check", tmp_path).name == "skfedida._a.Gate.check"
+    with pytest.raises(LookupError, match="2 definitions"):
+        locate("check", tmp_path)
+    moved = tmp_path / "moved"
+    (moved / "skfedida" / "sub").mkdir(parents=True)
+    (moved / "skfedida" / "sub" / "_b.py").write_text(
+        "def check(x):\n    return x < 3\n"
+    )
+    moved_mutant = mutants.Mutant("moved", "check", "x < 3", "x <= 3", ())
+    assert apply(moved_mutant, moved) == (
+        "skfedida/sub/_b.py",
+        "def check(x):\n    return x <= 3\n",
+    )
+    renamed = tmp_path / "renamed" / "skfedida"
+    renamed.mkdir(parents=True)
+    (renamed / "_b.py").write_text("def admit(x):\n    return x < 3\n")
+    with pytest.raises(LookupError, match="0 definitions"):
+        apply(moved_mutant, renamed.parent)
 
 
 def test_every_public_feature_has_a_mutant():

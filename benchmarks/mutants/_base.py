@@ -7,14 +7,17 @@ seconds when a focused test kills it and the suite's time only when none does.
 
 from dataclasses import dataclass
 
+from ._locate import locate
+
 
 @dataclass(frozen=True)
 class Mutant:
     #: The mistake, said as a user would see it.
     name: str
-    #: The file it changes, from the project root.
-    path: str
-    #: Text that occurs exactly once in the file, and what replaces it.
+    #: The qualified name of the function, method or class it changes
+    #: (``"TreeChannel._round"``): ``_locate.py`` finds its file.
+    where: str
+    #: Text that occurs exactly once in that definition, and what replaces it.
     original: str
     mutated: str
     #: The test files that cover the changed code (run first).
@@ -24,6 +27,11 @@ class Mutant:
     features: tuple = ()
     #: Why it cannot be caught, when it is equivalent to the original.
     equivalent: str = ""
+
+    @property
+    def path(self):
+        """The file that now holds the definition, from the project root."""
+        return locate(self.where).path
 
 
 METRICS_TESTS = (

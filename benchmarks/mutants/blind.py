@@ -61,7 +61,7 @@ MUTANTS = [
     # -- metrics --------------------------------------------------------------
     Mutant(
         name="blind: min_group_size drops groups of exactly min_group_size rows",
-        path="skfedida/metrics/_fairness.py",
+        where="rate",
         original="(self.sums[count] >= self.min_group_size)",
         mutated="(self.sums[count] > self.min_group_size)",
         tests=_METRICS,
@@ -69,7 +69,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: selection_rate ignores sample_weight",
-        path="skfedida/metrics/_operating_point.py",
+        where="selection_rate",
         original="return float(np.average(predicted, weights=weight))",
         mutated="return float(np.mean(predicted))",
         tests=(*_METRICS, *_SCORERS),
@@ -77,7 +77,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: federated_threshold keeps the tied block when it should not",
-        path="skfedida/metrics/_operating_point.py",
+        where="federated_threshold",
         original="cut = whole if point.tie_probability >= 0.5 else none",
         mutated="cut = whole if point.tie_probability < 0.5 else none",
         tests=_OPERATING_POINT,
@@ -85,7 +85,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: threshold scorer turns the scores around for the last class",
-        path="skfedida/metrics/_scorer.py",
+        where="_FairnessScorer._score",
         original='kwargs["flip"] = bool(positive != last)',
         mutated='kwargs["flip"] = bool(positive == last)',
         tests=(*_SCORERS, *_OPERATING_POINT),
@@ -93,7 +93,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: tradeoff scorer subtracts the ratio itself, not 1 - ratio",
-        path="skfedida/metrics/_scorer.py",
+        where="_TradeoffScorer._score",
         original="else 1.0 - signed",
         mutated="else signed",
         tests=_SCORERS,
@@ -101,7 +101,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: multi-class AUROC is NaN when the rows lack a class",
-        path="skfedida/metrics/_scores.py",
+        where="ovr_roc_auc",
         original="return float(np.nanmean(per_class)), per_class",
         mutated="return float(np.mean(per_class)), per_class",
         tests=(*_MULTICLASS, "tests/test_federated.py"),
@@ -110,7 +110,7 @@ MUTANTS = [
     # -- federated ------------------------------------------------------------
     Mutant(
         name="blind: FairFed raises the weight of clients far from the federation",
-        path="skfedida/federated/_aggregation.py",
+        where="FairFed.aggregate",
         original="omega - self.beta * (distance - distance.mean())",
         mutated="omega + self.beta * (distance - distance.mean())",
         tests=_AGGREGATION,
@@ -118,7 +118,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: QFedAvg steps away from the clients' updates",
-        path="skfedida/federated/_aggregation.py",
+        where="QFedAvg.aggregate",
         original="(np.subtract(g, w) * lipschitz)",
         mutated="(np.subtract(w, g) * lipschitz)",
         tests=_AGGREGATION,
@@ -126,7 +126,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: DP noise re-uses one seed every round",
-        path="skfedida/federated/_privacy.py",
+        where="noise_stream",
         original="[int(dp.noise_seed), int(round_number), 0x5EED]",
         mutated="[int(dp.noise_seed), 0x5EED]",
         tests=_PRIVACY,
@@ -134,7 +134,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: update clipping also stretches short updates to the bound",
-        path="skfedida/federated/_privacy.py",
+        where="_clipped",
         original="scale = min(1.0, bound / norm) if norm > 0 else 1.0",
         mutated="scale = bound / norm if norm > 0 else 1.0",
         tests=_PRIVACY,
@@ -142,7 +142,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: evaluate_clients summary sd divides by n, not n - 1",
-        path="skfedida/federated/_evaluation.py",
+        where="evaluate_clients",
         original='"sd": values.std(ddof=1),',
         mutated='"sd": values.std(ddof=0),',
         tests=_EVALUATION,
@@ -150,7 +150,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: the gate refuses a count equal to the rows it counts",
-        path="skfedida/_replies.py",
+        where="count_array",
         original="np.any(as_float > at_most)",
         mutated="np.any(as_float >= at_most)",
         tests=(*_GATE, "tests/test_preprocessing.py"),
@@ -166,7 +166,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: a client's extremes are compared with a range that holds them",
-        path="skfedida/_replies.py",
+        where="range_problem",
         original="others = [extremes[i] for i in extremes if i != k]",
         mutated="others = [extremes[i] for i in extremes]",
         tests=(*_PREPROCESSING, "tests/test_reply_gate_variants.py"),
@@ -180,7 +180,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: minibatch prior weights are the inverse of the correction",
-        path="skfedida/federated/_client.py",
+        where="_minibatch_prior_weights",
         original=(
             "ratio = np.divide(before, after, out=np.ones_like(before), "
             "where=after > 0)"
@@ -194,7 +194,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: a client trains every round from the same seed",
-        path="skfedida/federated/_client.py",
+        where="_round_seed",
         original="np.random.SeedSequence([int(client_seed), round_])",
         mutated="np.random.SeedSequence([int(client_seed)])",
         tests=_FEDERATED,
@@ -202,7 +202,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: rounds stopped early still count as run",
-        path="skfedida/federated/_server.py",
+        where="_Server.run",
         original='"rounds": first_round + rounds_run,',
         mutated='"rounds": first_round + n_rounds,',
         tests=("tests/test_callbacks.py", *_FEDERATED),
@@ -210,7 +210,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: federated_metrics_ averages clients unweighted",
-        path="skfedida/federated/_estimator.py",
+        where="_record_validation",
         original="weights.append(len(y_val))",
         mutated="weights.append(1)",
         tests=_FEDERATED,
@@ -218,7 +218,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: a Flower client personalises from the previous round's seed",
-        path="skfedida/federated/_plan.py",
+        where="FederationPlan.evaluate",
         original="np.random.RandomState(_round_seed(seed, round_)),",
         mutated="np.random.RandomState(_round_seed(seed, round_ - 1)),",
         tests=("tests/test_flower.py",),
@@ -226,7 +226,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: make_fedida does not pass batch_size to the federation",
-        path="skfedida/federated/_fedida.py",
+        where="make_fedida",
         original="        resample=resample,\n        batch_size=batch_size,\n",
         mutated="        resample=resample,\n",
         tests=(*_SELECTION, "tests/test_federated.py"),
@@ -234,7 +234,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: ClientStratifiedKFold ignores the outcome",
-        path="skfedida/federated/_split.py",
+        where="ClientStratifiedKFold.split",
         original=(
             "outcome = np.zeros(len(X), dtype=int) if y is None else np.asarray(y)"
         ),
@@ -244,7 +244,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: n_samples_seen of SGDClassifier is off by one",
-        path="skfedida/federated/_parameters.py",
+        where="n_samples_seen",
         original="return int(estimator.t_) - 1",
         mutated="return int(estimator.t_)",
         tests=("tests/test_parameters.py",),
@@ -253,7 +253,7 @@ MUTANTS = [
     # -- over-sampling --------------------------------------------------------
     Mutant(
         name="blind: ROSE bandwidth with Silverman's exponent 1/(p+2)",
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_silverman_factor",
         original="** (1.0 / (n_noised + 4))",
         mutated="** (1.0 / (n_noised + 2))",
         tests=_SAMPLER,
@@ -261,7 +261,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: covariance='full' divides by n - 1",
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_noise",
         original="covariance = centred.T @ centred / X_group.shape[0]",
         mutated="covariance = centred.T @ centred / (X_group.shape[0] - 1)",
         tests=_SAMPLER,
@@ -269,7 +269,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: vectorised minibatches cut subgroups with undersample=False",
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_subgroup_sizes",
         original="kept = np.minimum(counts, target) if undersample else counts",
         mutated="kept = np.minimum(counts, target)",
         tests=_SAMPLER,
@@ -278,7 +278,7 @@ MUTANTS = [
     # -- flower ---------------------------------------------------------------
     Mutant(
         name="blind: load_result accepts an unsigned file when given a key",
-        path="skfedida/flower/_result.py",
+        where="load_result",
         original=(
             "        if key is not None:\n"
             "            raise ValueError(\n"
@@ -294,7 +294,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: the ServerApp draws DP noise of the previous round",
-        path="skfedida/federated/_engine.py",
+        where="RoundEngine.aggregate",
         original="noise_rng=noise_stream(self.dp, round_number),",
         mutated="noise_rng=noise_stream(self.dp, round_number - 1),",
         tests=(*_PRIVACY, *_FLOWER),
@@ -311,7 +311,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: the ClientApp trains round k with round k + 1's seed",
-        path="skfedida/flower/_client_app.py",
+        where="make_client_app.train",
         original="            seed,\n            server_round - 1,\n",
         mutated="            seed,\n            server_round,\n",
         tests=_FLOWER,
@@ -320,7 +320,7 @@ MUTANTS = [
     # -- preprocessing --------------------------------------------------------
     Mutant(
         name="blind: FederatedStandardScaler variance divides by n - 1",
-        path="skfedida/preprocessing/_data.py",
+        where="FederatedStandardScaler._fit_rounds",
         original="squares / np.maximum(n, 1) - correction**2",
         mutated="squares / np.maximum(n - 1, 1) - correction**2",
         tests=_PREPROCESSING,
@@ -328,7 +328,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: imputer median of an even count takes the upper middle only",
-        path="skfedida/preprocessing/_data.py",
+        where="_median_rounds",
         original="for rank in sorted({(int(n[j]) - 1) // 2, int(n[j]) // 2}):",
         mutated="for rank in sorted({int(n[j]) // 2}):",
         tests=_PREPROCESSING,
@@ -336,7 +336,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: a client left out of one transformer answers the next",
-        path="skfedida/preprocessing/_base.py",
+        where="answers",
         original=(
             "asked = {k: reply for k, reply in enumerate(replies) "
             "if k not in gate.left_out}"
@@ -352,7 +352,7 @@ MUTANTS = [
     # -- postprocessing -------------------------------------------------------
     Mutant(
         name="blind: threshold optimizer weighs every group alike in the objective",
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="_solve",
         original="weights = sizes / sizes.sum()",
         mutated="weights = np.full(n_groups, 1.0 / n_groups)",
         tests=_POSTPROCESSING,
@@ -360,7 +360,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: balanced accuracy adds the FPR instead of the TNR",
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="_solve",
         original="y_obj = 0.5 * (tpr + 1.0 - fpr)",
         mutated="y_obj = 0.5 * (tpr + fpr)",
         tests=_POSTPROCESSING,
@@ -369,7 +369,7 @@ MUTANTS = [
     # -- estimators -----------------------------------------------------------
     Mutant(
         name="blind: standardized penalty's variance gradient lacks its factor 2",
-        path="skfedida/_models/_penalty.py",
+        where="_standardized_1d",
         original="variance_gradient = 2.0 * residual / total",
         mutated="variance_gradient = residual / total",
         tests=_PENALTY,
@@ -381,7 +381,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: the log-loss gradient ignores sample_weight",
-        path="skfedida/_models/_fair_base.py",
+        where="BaseFairClassifier._objective",
         original="score_gradient = weight * (expit(scores) - y) / total",
         mutated="score_gradient = (expit(scores) - y) / total",
         tests=_ESTIMATORS,
@@ -389,7 +389,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: fit's gradient multiplies by the column units",
-        path="skfedida/_models/_logistic.py",
+        where="fun",
         original="flat = (gradients[0] / units).ravel()",
         mutated="flat = (gradients[0] * units).ravel()",
         tests=_ESTIMATORS,
@@ -397,7 +397,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: early stopping keeps the last epoch, not the best",
-        path="skfedida/_models/_mlp.py",
+        where="FairMLPClassifier.fit",
         original=(
             "        if best_params is not None:\n            params = best_params\n"
         ),
@@ -407,7 +407,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: Adam's bias correction without the square root",
-        path="skfedida/_models/_mlp.py",
+        where="_Adam.step",
         original=(
             "correction = np.sqrt(1 - self.beta_2**self.t) / (1 - self.beta_1**self.t)"
         ),
@@ -417,7 +417,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: a column position equal to n_features wraps to column 0",
-        path="skfedida/_groups.py",
+        where="column_positions",
         original="if not -n_features <= key < n_features:",
         mutated="if not -n_features <= key <= n_features:",
         tests=("tests/test_groups.py", "tests/test_bad_input.py"),
@@ -429,7 +429,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: negative float64 sample weights pass the fast check",
-        path="skfedida/_validation.py",
+        where="sample_weight_of",
         original="        and not (sample_weight < 0).any()\n",
         mutated="",
         tests=("tests/test_bad_input_estimators.py", "tests/test_fair_estimators.py"),
@@ -438,7 +438,7 @@ MUTANTS = [
     # -- model selection ------------------------------------------------------
     Mutant(
         name="blind: lambda_range's bound includes the lambda that failed",
-        path="skfedida/model_selection.py",
+        where="lambda_range",
         original=(
             "bound = lambdas[len(scores) - 2] if stopped else lambdas[len(scores) - 1]"
         ),
@@ -448,7 +448,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: fairest_within picks the best performance among the eligible",
-        path="skfedida/model_selection.py",
+        where="_FairestWithin.__call__",
         original="order = np.lexsort((-perf[eligible], -fair[eligible]))",
         mutated="order = np.lexsort((-fair[eligible], -perf[eligible]))",
         tests=_SELECTION,
@@ -457,7 +457,7 @@ MUTANTS = [
     # -- datasets -------------------------------------------------------------
     Mutant(
         name="blind: client sizes round up the smallest remainders",
-        path="skfedida/datasets/_synthetic.py",
+        where="_client_sizes",
         original='np.argsort(sizes - exact, kind="stable")',
         mutated='np.argsort(exact - sizes, kind="stable")',
         tests=("tests/test_datasets.py",),
@@ -465,7 +465,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: load_adult(as_frame=False) orders dummies by first appearance",
-        path="skfedida/datasets/_adult.py",
+        where="_one_hot",
         original="categories = sorted(set(columns[name].tolist()))",
         mutated="categories = list(dict.fromkeys(columns[name].tolist()))",
         tests=("tests/test_datasets.py",),
@@ -474,7 +474,7 @@ MUTANTS = [
     # -- plotting -------------------------------------------------------------
     Mutant(
         name="blind: TradeoffDisplay sorts the values but not the disparities",
-        path="skfedida/plotting.py",
+        where="from_cv_results",
         original="                disparity[order],\n",
         mutated="                disparity,\n",
         tests=("tests/test_plotting.py",),
@@ -483,7 +483,7 @@ MUTANTS = [
     # -- warnings -------------------------------------------------------------
     Mutant(
         name="blind: an outlying update is compared with a median that holds it",
-        path="skfedida/exceptions.py",
+        where="warn_if_outlying_updates",
         original="others = _median_of_others(values)",
         mutated="others = np.full(values.shape, np.median(values))",
         tests=("tests/test_warnings.py", *_FEDERATED),

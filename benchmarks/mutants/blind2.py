@@ -61,7 +61,7 @@ MUTANTS = [
     # -- metrics ---------------------------------------------------------------
     Mutant(
         name="blind2: min_group_size leaves out groups of exactly that many rows",
-        path="skfedida/metrics/_fairness.py",
+        where="rate",
         original="usable = (den > 0) & (self.sums[count] >= self.min_group_size)",
         mutated="usable = (den > 0) & (self.sums[count] > self.min_group_size)",
         tests=_METRICS,
@@ -74,7 +74,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: soft=True accepts negative probabilities",
-        path="skfedida/metrics/_fairness.py",
+        where="_validated",
         original="if not np.all(np.isfinite(y_pred)) or y_pred.min() < 0 "
         "or y_pred.max() > 1:",
         mutated="if not np.all(np.isfinite(y_pred)) or y_pred.max() > 1:",
@@ -88,7 +88,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: group rates divide weighted counts by unweighted row counts",
-        path="skfedida/metrics/_fairness.py",
+        where="_class_group_sums",
         original='"weight": total(weight),',
         mutated='"weight": np.bincount(codes, minlength=n_groups).astype(float),',
         tests=_METRICS,
@@ -103,7 +103,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: threshold_at_rate interpolates from the wrong end of the bin",
-        path="skfedida/metrics/_operating_point.py",
+        where="threshold_at_rate",
         original="fraction = 0.0 if inside <= 0 else (above[j] - wanted) / inside",
         mutated="fraction = 0.0 if inside <= 0 else (wanted - above[j + 1]) / inside",
         tests=_OPERATING_POINT,
@@ -112,7 +112,7 @@ MUTANTS = [
     Mutant(
         name="blind2: OperatingPoint.decisions rounds the tied rows' count "
         "instead of drawing the remainder",
-        path="skfedida/metrics/_operating_point.py",
+        where="decisions",
         original="n_chosen = int(np.floor(wanted)) + int(rng.uniform() < wanted % 1)",
         mutated="n_chosen = int(np.round(wanted))",
         tests=_OPERATING_POINT + _SCORERS,
@@ -121,7 +121,7 @@ MUTANTS = [
     Mutant(
         name="blind2: make_tradeoff_scorer subtracts the signed score, not the "
         "disparity (adds a difference back)",
-        path="skfedida/metrics/_scorer.py",
+        where="_TradeoffScorer._score",
         original="return float(performance - self._weight * disparity)",
         mutated="return float(performance - self._weight * signed)",
         tests=_SCORERS,
@@ -130,7 +130,7 @@ MUTANTS = [
     Mutant(
         name="blind2: multi-class Brier score ignores the row weights (bootstrap "
         "draws all equal the point value)",
-        path="skfedida/metrics/_scores.py",
+        where="multiclass_brier",
         original="return float(np.dot(weight, errors) / weight.sum())",
         mutated="return float(np.mean(errors))",
         tests=("tests/test_multiclass.py", "tests/test_intervals.py"),
@@ -139,7 +139,7 @@ MUTANTS = [
     # -- federated: aggregation, privacy, evaluation ---------------------------
     Mutant(
         name="blind2: WeightedMean ignores the clients' row counts",
-        path="skfedida/federated/_aggregation.py",
+        where="WeightedMean.aggregate",
         original="return _weighted_sum(parameter_lists, weights / weights.sum())",
         mutated="return _weighted_sum(parameter_lists, "
         "np.full(len(weights), 1.0 / len(weights)))",
@@ -148,7 +148,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: TrimmedMean cuts one value too many from the top",
-        path="skfedida/federated/_aggregation.py",
+        where="_trim_mean",
         original="uppercut = nobs - lowercut",
         mutated="uppercut = nobs - lowercut - 1",
         tests=_FEDERATED,
@@ -156,7 +156,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: FairFed measures no gap with exactly two groups",
-        path="skfedida/metrics/_registry.py",
+        where="count_gap",
         original="float(np.ptp(rates[defined])) if defined.sum() >= 2 else 0.0",
         mutated="float(np.ptp(rates[defined])) if defined.sum() > 2 else 0.0",
         tests=_FEDERATED,
@@ -164,7 +164,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: DP noise stream re-used: the same noise every round",
-        path="skfedida/federated/_privacy.py",
+        where="noise_stream",
         original="return np.random.default_rng("
         "[int(dp.noise_seed), int(round_number), 0x5EED])",
         mutated="return np.random.default_rng([int(dp.noise_seed), 0x5EED])",
@@ -173,7 +173,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: privacy_.epsilon_by_round starts at round 0 (off by one round)",
-        path="skfedida/federated/_privacy.py",
+        where="spent",
         original="by_round = np.array([self.epsilon(r) for r in "
         "range(1, int(n_rounds) + 1)])",
         mutated="by_round = np.array([self.epsilon(r) for r in range(int(n_rounds))])",
@@ -183,7 +183,7 @@ MUTANTS = [
     Mutant(
         name="blind2: BCa bias correction counts draws tied with the estimate as "
         "above it",
-        path="skfedida/federated/_evaluation.py",
+        where="_bca_interval",
         original="np.count_nonzero(draws < estimate) + "
         "np.count_nonzero(draws <= estimate)",
         mutated="2 * np.count_nonzero(draws < estimate)",
@@ -193,7 +193,7 @@ MUTANTS = [
     # -- federated: the reply gate ---------------------------------------------
     Mutant(
         name="blind2: a training reply may report fewer rows than the client declared",
-        path="skfedida/_replies.py",
+        where="training_reply_problem",
         original="if declared_rows is not None and int(n_rows) != int(declared_rows):",
         mutated="if declared_rows is not None and int(n_rows) > int(declared_rows):",
         tests=_REPLIES,
@@ -201,7 +201,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: federated_metrics_ mean ignores the clients' validation rows",
-        path="skfedida/_replies.py",
+        where="claims_summary",
         original="summary[name] = float("
         "np.average(column[defined], weights=weights[defined]))",
         mutated="summary[name] = float(np.mean(column[defined]))",
@@ -211,7 +211,7 @@ MUTANTS = [
     Mutant(
         name="blind2: statistics range check scales by the others' width only, "
         "flagging honest clients far from zero",
-        path="skfedida/_replies.py",
+        where="_beyond",
         original="width = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi)))",
         mutated="width = hi - lo",
         tests=_PREPROCESSING + _REPLIES,
@@ -225,7 +225,7 @@ MUTANTS = [
     Mutant(
         name="blind2: prior-correction weights normalise the resampled shares by "
         "the original row count",
-        path="skfedida/federated/_client.py",
+        where="_prior_weights",
         original="    after = after / after.sum()\n",
         mutated="    after = after / before.sum()\n",
         tests=_CLIENT,
@@ -234,7 +234,7 @@ MUTANTS = [
     Mutant(
         name="blind2: a client's round seed ignores the round (every round "
         "re-uses the same stream)",
-        path="skfedida/federated/_client.py",
+        where="_round_seed",
         original="return int(np.random.SeedSequence([int(client_seed), round_])"
         ".generate_state(1)[0])",
         mutated="return int(np.random.SeedSequence([int(client_seed)])"
@@ -244,7 +244,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: in-process DP noise drawn for round r - 1 (Flower's is r)",
-        path="skfedida/federated/_engine.py",
+        where="RoundEngine.aggregate",
         original="noise_rng=noise_stream(self.dp, round_number),",
         mutated="noise_rng=noise_stream(self.dp, round_number - 1),",
         tests=(*_PRIVACY, "tests/test_flower.py"),
@@ -252,7 +252,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: local_epochs given per client accepts 0 epochs",
-        path="skfedida/federated/_estimator.py",
+        where="_client_epochs",
         original="if np.any(epochs < 1):",
         mutated="if np.any(epochs < 0):",
         tests=(*_FEDERATED, "tests/test_validate_params.py"),
@@ -260,7 +260,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: on Flower every client runs client 0's local_epochs",
-        path="skfedida/federated/_plan.py",
+        where="client",
         original="epochs = int(federation._client_epochs(n_partitions)[partition])",
         mutated="epochs = int(federation._client_epochs(n_partitions)[0])",
         tests=_FLOWER,
@@ -268,7 +268,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: ClientStratifiedKFold stratifies by client only, not outcome",
-        path="skfedida/federated/_split.py",
+        where="ClientStratifiedKFold.split",
         original="np.unique(outcome, return_inverse=True)[1],",
         mutated="np.unique(clients, return_inverse=True)[1],",
         tests=("tests/test_model_selection.py", "tests/test_federated.py"),
@@ -276,7 +276,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: set_parameters accepts arrays of the wrong shapes",
-        path="skfedida/federated/_parameters.py",
+        where="assign_parameters",
         original="    if len(parameters) != len(current) or any(\n"
         "        np.shape(new) != np.shape(old)\n"
         "        for new, old in zip(parameters, current, strict=False)\n"
@@ -288,7 +288,7 @@ MUTANTS = [
     Mutant(
         name="blind2: a pipeline federation takes n_features_in_ of the "
         "transformed rows",
-        path="skfedida/federated/_pipeline.py",
+        where="adopt",
         original='and name not in ("n_features_in_", "feature_names_in_")',
         mutated='and name not in ("feature_names_in_",)',
         tests=(*_PREPROCESSING, "tests/test_federated.py"),
@@ -297,7 +297,7 @@ MUTANTS = [
     # -- over-sampling -----------------------------------------------------------
     Mutant(
         name="blind2: Silverman's bandwidth exponent 1/(p+2) instead of 1/(p+4)",
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_silverman_factor",
         original="return (4.0 / ((n_noised + 2) * n_samples)) "
         "** (1.0 / (n_noised + 4))",
         mutated="return (4.0 / ((n_noised + 2) * n_samples)) ** (1.0 / (n_noised + 2))",
@@ -306,7 +306,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: ROSE noise uses the sample (n - 1) standard deviation",
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_noise",
         original="std = np.std(X_group, axis=0)",
         mutated="std = np.std(X_group, axis=0, ddof=1)",
         tests=_SAMPLER,
@@ -315,7 +315,7 @@ MUTANTS = [
     Mutant(
         name="blind2: vectorised n_target='mean' averages over every (group, "
         "label) cell, absent ones included",
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_subgroup_targets",
         original="value = counts.sum(axis=1) / np.maximum(n_present, 1)",
         mutated="value = counts.sum(axis=1) / counts.shape[1]",
         tests=("tests/test_minibatch_resampling.py", "tests/test_federated.py"),
@@ -325,7 +325,7 @@ MUTANTS = [
     Mutant(
         name="blind2: statistics codec no longer refuses non-string dict keys "
         "(JSON turns them into strings)",
-        path="skfedida/flower/_codec.py",
+        where="_codec._plain",
         original="        if not all(isinstance(key, str) for key in value):\n"
         '            raise TypeError(f"Only string keys can be sent; got '
         '{list(value)}.")\n',
@@ -335,7 +335,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: an empty result key is accepted",
-        path="skfedida/flower/_result.py",
+        where="_key_bytes",
         original="if not isinstance(key, bytes) or not key:",
         mutated="if not isinstance(key, bytes):",
         tests=("tests/test_result_file.py", "tests/test_flower.py"),
@@ -343,7 +343,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: a client declares no groups for its held-out rows",
-        path="skfedida/flower/_protocol.py",
+        where="group_declaration",
         original="    if part.train.held_out is not None:\n"
         '        sets.append(("held_out", part.train.held_out.groups))\n',
         mutated="",
@@ -352,7 +352,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: InProcessGrid.replies stays empty (pulled replies not recorded)",
-        path="skfedida/flower/_grid.py",
+        where="pull_messages",
         original="        self.replies.extend(replies)\n",
         mutated="",
         tests=("tests/test_flower.py", "tests/test_guard_flower.py"),
@@ -360,7 +360,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: model-path is written after the next-to-last round",
-        path="skfedida/flower/_client_app.py",
+        where="make_client_app.evaluate",
         original="if path and round_ == plan.n_rounds:",
         mutated="if path and round_ == plan.n_rounds - 1:",
         tests=_FLOWER,
@@ -368,7 +368,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: Flower class_prior_ ignores prior_aggregation (always mean)",
-        path="skfedida/flower/_server_app.py",
+        where="_federate",
         original="            plan.federation.prior_aggregation,\n",
         mutated="",
         tests=_FLOWER,
@@ -377,7 +377,7 @@ MUTANTS = [
     # -- preprocessing ---------------------------------------------------------------
     Mutant(
         name="blind2: FederatedStandardScaler variance divides by n - 1",
-        path="skfedida/preprocessing/_data.py",
+        where="FederatedStandardScaler._fit_rounds",
         original="var = np.where(n > 0, squares / np.maximum(n, 1) - correction**2, "
         "np.nan)",
         mutated="var = np.where(n > 0, squares / np.maximum(n - 1, 1) - "
@@ -388,7 +388,7 @@ MUTANTS = [
     Mutant(
         name="blind2: imputer's indicator keeps only features missing on every "
         "client (and for or)",
-        path="skfedida/preprocessing/_data.py",
+        where="FederatedSimpleImputer._fit_rounds",
         original="any_missing = np.logical_or.reduce",
         mutated="any_missing = np.logical_and.reduce",
         tests=_PREPROCESSING,
@@ -397,7 +397,7 @@ MUTANTS = [
     Mutant(
         name="blind2: a ColumnTransformer's remainder is not looked at (not "
         "federated, and a stateful one not refused)",
-        path="skfedida/preprocessing/_base.py",
+        where="federated_transformers",
         original="return found + federated_transformers(tree.remainder, "
         'f"{path}[remainder]")',
         mutated="return found",
@@ -407,7 +407,7 @@ MUTANTS = [
     # -- postprocessing --------------------------------------------------------------
     Mutant(
         name="blind2: predict ignores its random_state argument",
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="FederatedThresholdOptimizer.predict",
         original="self.random_state if random_state is None else random_state",
         mutated="self.random_state",
         tests=_POSTPROCESSING,
@@ -416,7 +416,7 @@ MUTANTS = [
     Mutant(
         name="blind2: equalized-odds accuracy weighs TPR by negatives and FPR by "
         "positives",
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="_solve_equalized_odds",
         original="score = (n_positive * lowest + n_negative * (1.0 - grid)) / n",
         mutated="score = (n_negative * lowest + n_positive * (1.0 - grid)) / n",
         tests=_POSTPROCESSING,
@@ -426,7 +426,7 @@ MUTANTS = [
     Mutant(
         name="blind2: individual penalty gradient forgets to leave out the row's "
         "own cell",
-        path="skfedida/_models/_penalty.py",
+        where="_individual_1d",
         original="offset = (2.0 / W) * (S_y - S)",
         mutated="offset = (2.0 / W) * S_y",
         tests=_PENALTY + _ESTIMATORS,
@@ -434,7 +434,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: standardized penalty's label means ignore sample_weight",
-        path="skfedida/_models/_penalty.py",
+        where="_standardized_1d",
         original="label_sum = np.bincount(labels, weights=weight * scores, "
         "minlength=cells.n_labels)",
         mutated="label_sum = np.bincount(labels, weights=scores, "
@@ -448,7 +448,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: L2 gradient is alpha * w instead of 2 alpha * w",
-        path="skfedida/_models/_fair_base.py",
+        where="BaseFairClassifier._objective",
         original="g += 2.0 * self.alpha * w",
         mutated="g += self.alpha * w",
         tests=(*_ESTIMATORS, "tests/test_sgd_compiled.py"),
@@ -457,7 +457,7 @@ MUTANTS = [
     Mutant(
         name="blind2: the standardized penalty's start run does not count "
         "against max_iter",
-        path="skfedida/_models/_logistic.py",
+        where="FairPenaltyLogisticRegression.fit",
         original='options["maxiter"] = max(self.max_iter - n_start, 1)',
         mutated='options["maxiter"] = self.max_iter',
         tests=_ESTIMATORS,
@@ -466,7 +466,7 @@ MUTANTS = [
     Mutant(
         name="blind2: early stopping keeps references, not copies, of the best "
         "parameters (restores the last epoch's)",
-        path="skfedida/_models/_mlp.py",
+        where="FairMLPClassifier.fit",
         original="best_params = [w.copy() for w in params]",
         mutated="best_params = list(params)",
         tests=_ESTIMATORS,
@@ -475,7 +475,7 @@ MUTANTS = [
     Mutant(
         name="blind2: NaN in an object array is not a missing value (labels, "
         "client ids)",
-        path="skfedida/_groups.py",
+        where="missing_mask",
         original="return np.equal(values, None) | (values != values)",
         mutated="return np.equal(values, None)",
         tests=("tests/test_groups.py", "tests/test_bad_input.py", *_ESTIMATORS),
@@ -484,7 +484,7 @@ MUTANTS = [
     Mutant(
         name="blind2: the fast path for fitted estimators skips the finiteness "
         "check of X",
-        path="skfedida/_validation.py",
+        where="checked_float_matrix",
         original='    if not get_config()["assume_finite"]:\n'
         '        assert_all_finite(X, input_name="X")\n',
         mutated="",
@@ -494,7 +494,7 @@ MUTANTS = [
     # -- model selection -------------------------------------------------------------
     Mutant(
         name="blind2: CoarseToFineSearchCV's fine grid has n_fine - 2 values",
-        path="skfedida/model_selection.py",
+        where="_run_search",
         original="fine = self._grid(left, right, self.n_fine + 2)[1:-1]",
         mutated="fine = self._grid(left, right, self.n_fine)",
         tests=("tests/test_model_selection.py",),
@@ -503,7 +503,7 @@ MUTANTS = [
     Mutant(
         name="blind2: CoarseToFineSearchCV's fine range wraps to the top when the "
         "best coarse value is the first",
-        path="skfedida/model_selection.py",
+        where="_run_search",
         original="left = coarse[max(i - 1, 0)]",
         mutated="left = coarse[i - 1]",
         tests=("tests/test_model_selection.py",),
@@ -512,7 +512,7 @@ MUTANTS = [
     # -- datasets --------------------------------------------------------------------
     Mutant(
         name="blind2: client sizes give the leftover rows to the smallest remainders",
-        path="skfedida/datasets/_synthetic.py",
+        where="_client_sizes",
         original='sizes[np.argsort(sizes - exact, kind="stable")[:remainder]] += 1',
         mutated='sizes[np.argsort(exact - sizes, kind="stable")[:remainder]] += 1',
         tests=("tests/test_datasets.py",),
@@ -520,7 +520,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: make_federated_classification accepts a prevalence above 1",
-        path="skfedida/datasets/_synthetic.py",
+        where="_per_client_table",
         original="        or (not probabilities and np.any(table > 1))\n",
         mutated="",
         tests=("tests/test_datasets.py",),
@@ -530,7 +530,7 @@ MUTANTS = [
     Mutant(
         name="blind2: TradeoffDisplay.from_cv_results leaves performance unsorted "
         "while values and disparity are sorted",
-        path="skfedida/plotting.py",
+        where="from_cv_results",
         original='np.asarray(cv_results[f"mean_test_{performance}"])[order],',
         mutated='np.asarray(cv_results[f"mean_test_{performance}"]),',
         tests=("tests/test_plotting.py",),

@@ -9,7 +9,7 @@ MUTANTS = [
         name=(
             "blind3: a ratio to the overall rate reports the best group, not the worst"
         ),
-        path="skfedida/metrics/_fairness.py",
+        where="_ratio",
         original="        return float(ratios.min())",
         mutated="        return float(ratios.max())",
         tests=("tests/test_metrics.py", "tests/test_metrics_parity.py"),
@@ -17,7 +17,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: TrimmedMean keeps one extra value at the top",
-        path="skfedida/federated/_aggregation.py",
+        where="_trim_mean",
         original="    uppercut = nobs - lowercut\n",
         mutated="    uppercut = nobs - lowercut + 1\n",
         tests=("tests/test_aggregation.py", "tests/test_federated.py"),
@@ -25,7 +25,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: FairFed moves weight towards the clients with the larger gap",
-        path="skfedida/federated/_aggregation.py",
+        where="FairFed.aggregate",
         original=(
             "omega = np.clip(omega - self.beta * (distance -"
             " distance.mean()), 0.0, None)"
@@ -39,7 +39,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: DP noise is not divided by the number of selected clients",
-        path="skfedida/federated/_privacy.py",
+        where="bounded_round",
         original="parameters.append(g + (total + noise) / n_selected)",
         mutated="parameters.append(g + total / n_selected + noise)",
         tests=("tests/test_federated.py", "tests/test_update_bounds.py"),
@@ -47,7 +47,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: client_fraction selects one client fewer than asked",
-        path="skfedida/federated/_client.py",
+        where="_select_clients",
         original="n_selected = max(1, round(client_fraction * n_clients))",
         mutated="n_selected = max(1, int(client_fraction * n_clients) - 1)",
         tests=("tests/test_federated.py", "tests/test_determinism.py"),
@@ -55,7 +55,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: a client's selection rate ignores its sample weights",
-        path="skfedida/federated/_evaluation.py",
+        where="_metric_values",
         original='values["selection_rate"] = float(np.dot(w, pred) / total)',
         mutated='values["selection_rate"] = float(np.mean(pred))',
         tests=("tests/test_federated.py", "tests/test_operating_point.py"),
@@ -65,7 +65,7 @@ MUTANTS = [
         name=(
             "blind3: the Flower ClientApp accepts partition-id equal to num-partitions"
         ),
-        path="skfedida/flower/_client_app.py",
+        where="_node_partition",
         original="and 0 <= partition < n_partitions",
         mutated="and 0 <= partition <= n_partitions",
         tests=("tests/test_flower.py", "tests/test_guard_flower.py"),
@@ -73,7 +73,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: FederatedStandardScaler adds the squared shift to the variance",
-        path="skfedida/preprocessing/_data.py",
+        where="FederatedStandardScaler._fit_rounds",
         original=(
             "var = np.where(n > 0, squares / np.maximum(n, 1) - correction**2, np.nan)"
         ),
@@ -85,7 +85,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: FederatedMinMaxScaler offsets from the top of feature_range",
-        path="skfedida/preprocessing/_data.py",
+        where="FederatedMinMaxScaler._fit_rounds",
         original="self.min_ = feature_range[0] - data_min * self.scale_",
         mutated="self.min_ = feature_range[1] - data_min * self.scale_",
         tests=("tests/test_preprocessing.py",),
@@ -96,7 +96,7 @@ MUTANTS = [
             "blind3: the threshold optimizer's selection"
             " rate counts only true positives"
         ),
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="_rates",
         original="selection = (tp + fp) / n if n > 0 else np.zeros_like(tp)",
         mutated="selection = tp / n if n > 0 else np.zeros_like(tp)",
         tests=("tests/test_postprocessing.py", "tests/test_postprocessing_flower.py"),
@@ -104,7 +104,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: n_target='median' resamples every subgroup to the mean size",
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_subgroup_targets",
         original="value = np.nanmedian(sizes, axis=1)",
         mutated="value = np.nanmean(sizes, axis=1)",
         tests=("tests/test_over_sampling.py",),
@@ -112,7 +112,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: n_target='group_mean' rounds each group's mean size down",
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_subgroup_targets",
         original="value = np.round(by_group.sum(axis=2) / np.maximum(n_present, 1))",
         mutated="value = np.floor(by_group.sum(axis=2) / np.maximum(n_present, 1))",
         tests=("tests/test_over_sampling.py",),
@@ -120,7 +120,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: the penalty gradient ignores sample weights",
-        path="skfedida/_models/_penalty.py",
+        where="_columns",
         original="        gradient = gradient * (\n",
         mutated="        gradient = gradient + 0 * (\n",
         tests=("tests/test_penalty.py", "tests/test_penalty_large_k.py"),
@@ -128,7 +128,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: fairest_within measures its tolerance from the worst candidate",
-        path="skfedida/model_selection.py",
+        where="_FairestWithin.__call__",
         original="best = perf[candidates].max()",
         mutated="best = perf[candidates].min()",
         tests=("tests/test_model_selection.py",),
@@ -136,7 +136,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: a class absent from the positive-weight rows still gets an AUROC",
-        path="skfedida/metrics/_scores.py",
+        where="ovr_roc_auc",
         original=(
             "held = codes if sample_weight is None else"
             " codes[np.asarray(sample_weight) > 0]"
@@ -147,7 +147,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: the overall rate divides the mean group numerator by the total",
-        path="skfedida/metrics/_fairness.py",
+        where="overall",
         original=(
             "return float(self.sums[numerator].sum() / total) if total > 0 else np.nan"
         ),
@@ -163,7 +163,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: a seeded DP run adds the same noise in every round",
-        path="skfedida/federated/_privacy.py",
+        where="noise_stream",
         original=(
             "np.random.default_rng([int(dp.noise_seed), int(round_number), 0x5EED])"
         ),
@@ -173,7 +173,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: a validation_fraction holding out every row is not refused",
-        path="skfedida/federated/_client.py",
+        where="_split_client",
         original="if y.shape[0] < 2 or n_held_out >= y.shape[0]:",
         mutated="if y.shape[0] < 2 or n_held_out > y.shape[0]:",
         tests=(
@@ -185,7 +185,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: the Flower ClientApp's first reply counts its evaluation rows",
-        path="skfedida/flower/_client_app.py",
+        where="initialise",
         original='metrics={"num-examples": int(part.train.n)},',
         mutated='metrics={"num-examples": int(part.n_evaluation)},',
         tests=("tests/test_flower.py", "tests/test_guard_flower.py"),
@@ -193,7 +193,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: the fairness penalty is skipped for a batch of just two groups",
-        path="skfedida/_models/_fair_base.py",
+        where="BaseFairClassifier._objective",
         original="if penalised and self.fairness > 0 and batch.n_groups > 1:",
         mutated="if penalised and self.fairness > 0 and batch.n_groups > 2:",
         tests=("tests/test_fair_estimators.py", "tests/test_penalty.py"),

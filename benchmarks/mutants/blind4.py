@@ -11,7 +11,7 @@ MUTANTS = [
             "blind4: TrimmedMean(beta=0.5) is accepted (with an even number "
             "of clients it cuts them all: a NaN model)"
         ),
-        path="skfedida/federated/_aggregation.py",
+        where="check_aggregation",
         original=(
             "isinstance(aggregation.beta, numbers.Real) and 0 <= aggregation.beta < 0.5"
         ),
@@ -38,7 +38,7 @@ MUTANTS = [
             "blind4: FairFed raises the weight of clients whose gap is far "
             "from the federation's"
         ),
-        path="skfedida/federated/_aggregation.py",
+        where="FairFed.aggregate",
         original=(
             "omega = np.clip(omega - self.beta * (distance - "
             "distance.mean()), 0.0, None)"
@@ -66,7 +66,7 @@ MUTANTS = [
             "blind4: prior_correction='weights' weighs resampled rows by q_c "
             "/ p_c instead of p_c / q_c"
         ),
-        path="skfedida/federated/_client.py",
+        where="_prior_weights",
         original=(
             "ratio = np.divide(before, after, out=np.ones(n_classes), where=after > 0)"
         ),
@@ -90,7 +90,7 @@ MUTANTS = [
             "blind4: a per-client local_epochs holding 0 is accepted (that "
             "client never trains)"
         ),
-        path="skfedida/federated/_estimator.py",
+        where="_client_epochs",
         original="if np.any(epochs < 1):",
         mutated="if np.any(epochs < 0):",
         tests=(
@@ -110,7 +110,7 @@ MUTANTS = [
             "blind4: strategy='central' never takes the trained parameters "
             "(the model stays untrained)"
         ),
-        path="skfedida/federated/_server.py",
+        where="_Server.run",
         original='if engine.communicates or self.strategy == "central":',
         mutated="if engine.communicates:",
         tests=(
@@ -129,7 +129,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: dp= is accepted with a median or trimmed-mean aggregation",
-        path="skfedida/federated/_privacy.py",
+        where="check_update_bound",
         original="if not isinstance(aggregator, WeightedMean):",
         mutated="if aggregator is None:",
         tests=(
@@ -146,7 +146,7 @@ MUTANTS = [
             "blind4: max_update_norm stretches small updates up to the bound "
             "instead of only shortening long ones"
         ),
-        path="skfedida/federated/_privacy.py",
+        where="_clipped",
         original="scale = min(1.0, bound / norm) if norm > 0 else 1.0",
         mutated="scale = bound / norm if norm > 0 else 1.0",
         tests=(
@@ -160,7 +160,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: evaluate_clients' summary sd is the population sd (ddof=0)",
-        path="skfedida/federated/_evaluation.py",
+        where="evaluate_clients",
         original='"sd": values.std(ddof=1),',
         mutated='"sd": values.std(ddof=0),',
         tests=(
@@ -179,7 +179,7 @@ MUTANTS = [
             "blind4: federated_metrics_' <name>_median is NaN as soon as one "
             "client's metric is undefined"
         ),
-        path="skfedida/_replies.py",
+        where="claims_summary",
         original='summary[f"{name}_median"] = float(np.median(column[defined]))',
         mutated='summary[f"{name}_median"] = float(np.median(column))',
         tests=(
@@ -198,7 +198,7 @@ MUTANTS = [
             "blind4: a client is refused when every other client's column "
             "holds only zeros"
         ),
-        path="skfedida/_replies.py",
+        where="_beyond",
         original="scaled = width > 0",
         mutated="scaled = width >= 0",
         tests=(
@@ -216,7 +216,7 @@ MUTANTS = [
             "blind4: make_client_app(classes=...) refuses a client lacking a "
             "class and accepts labels outside classes"
         ),
-        path="skfedida/federated/_plan.py",
+        where="_classes",
         original="unknown = np.setdiff1d(present, classes)",
         mutated="unknown = np.setdiff1d(classes, present)",
         tests=(
@@ -231,7 +231,7 @@ MUTANTS = [
             "blind4: a Flower client seeds its round with the 1-based round "
             "number (not the in-process model)"
         ),
-        path="skfedida/flower/_client_app.py",
+        where="make_client_app.train",
         original="            seed,\n            server_round - 1,\n",
         mutated="            seed,\n            server_round,\n",
         tests=(
@@ -248,7 +248,7 @@ MUTANTS = [
             "blind4: the Flower server accepts a DP target_delta of 1 / "
             "n_clients or more"
         ),
-        path="skfedida/flower/_server_app.py",
+        where="_federate",
         original="    check_target_delta(plan.federation.dp, n_clients)\n",
         mutated="",
         tests=(
@@ -262,7 +262,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: the run config's local-epochs is ignored by both Flower apps",
-        path="skfedida/flower/_protocol.py",
+        where="RUN_CONFIG_PARAMETERS",
         original='"local-epochs": "local_epochs",',
         mutated='"local_epochs": "local_epochs",',
         tests=(
@@ -279,7 +279,7 @@ MUTANTS = [
             "blind4: FederatedStandardScaler's var_ divides by n - 1 (not "
             "StandardScaler's)"
         ),
-        path="skfedida/preprocessing/_data.py",
+        where="FederatedStandardScaler._fit_rounds",
         original=(
             "var = np.where(n > 0, squares / np.maximum(n, 1) - correction**2, np.nan)"
         ),
@@ -300,7 +300,7 @@ MUTANTS = [
             "blind4: FederatedThresholdOptimizer's tolerance window is one "
             "grid step too narrow"
         ),
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="_best_with_tolerance",
         original="width = int(np.floor(tolerance / (grid[1] - grid[0]) + 1e-9)) + 1",
         mutated="width = int(np.floor(tolerance / (grid[1] - grid[0]) + 1e-9))",
         tests=(
@@ -313,7 +313,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: min_group_size leaves out groups of exactly min_group_size rows",
-        path="skfedida/metrics/_fairness.py",
+        where="rate",
         original="usable = (den > 0) & (self.sums[count] >= self.min_group_size)",
         mutated="usable = (den > 0) & (self.sums[count] > self.min_group_size)",
         tests=(
@@ -329,7 +329,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: soft=True accepts y_pred above 1",
-        path="skfedida/metrics/_fairness.py",
+        where="_validated",
         original=(
             "if not np.all(np.isfinite(y_pred)) or y_pred.min() < 0 or "
             "y_pred.max() > 1:"
@@ -351,7 +351,7 @@ MUTANTS = [
             "blind4: the multi-class Brier score averages the squared errors "
             "over classes instead of summing"
         ),
-        path="skfedida/metrics/_scores.py",
+        where="multiclass_brier",
         original="errors = np.sum((proba - truth) ** 2, axis=1)",
         mutated="errors = np.mean((proba - truth) ** 2, axis=1)",
         tests=(
@@ -365,7 +365,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: threshold=1.0 is accepted (a rule that selects nobody)",
-        path="skfedida/metrics/_operating_point.py",
+        where="check_threshold",
         original="and 0 < threshold < 1",
         mutated="and 0 < threshold <= 1",
         tests=(
@@ -386,7 +386,7 @@ MUTANTS = [
             "blind4: make_tradeoff_scorer adds the disparity to the "
             "performance instead of subtracting it"
         ),
-        path="skfedida/metrics/_scorer.py",
+        where="_TradeoffScorer._score",
         original="disparity = -signed if self._fairness._sign < 0 else 1.0 - signed",
         mutated="disparity = signed if self._fairness._sign < 0 else 1.0 - signed",
         tests=(
@@ -407,7 +407,7 @@ MUTANTS = [
             "blind4: lambda_range's client bound is the lambda that failed, "
             "not the last one that held"
         ),
-        path="skfedida/model_selection.py",
+        where="lambda_range",
         original=(
             "bound = lambdas[len(scores) - 2] if stopped else lambdas[len(scores) - 1]"
         ),
@@ -427,7 +427,7 @@ MUTANTS = [
             "blind4: FairnessAwareROSE accepts n_target of 0 for a subgroup "
             "(it is dropped)"
         ),
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_targets",
         original="if not isinstance(value, numbers.Integral) or value < 1:",
         mutated="if not isinstance(value, numbers.Integral) or value < 0:",
         tests=(
@@ -442,7 +442,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: predict_log_proba of a binary model has its two columns swapped",
-        path="skfedida/_models/_fair_base.py",
+        where="predict_log_proba",
         original="[-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)]",
         mutated="[-np.logaddexp(0.0, -scores), -np.logaddexp(0.0, scores)]",
         tests=(
@@ -462,7 +462,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: individual_penalty counts every cross-group pair twice",
-        path="skfedida/_models/_penalty.py",
+        where="_individual_1d",
         original="value = 0.5 * ordered.sum() / W",
         mutated="value = ordered.sum() / W",
         tests=(
@@ -478,7 +478,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: FairPenaltyLogisticRegression's alpha also shrinks the intercept",
-        path="skfedida/_models/_logistic.py",
+        where="FairPenaltyLogisticRegression._penalised",
         original="return [params[0]]",
         mutated="return params",
         tests=(
@@ -498,7 +498,7 @@ MUTANTS = [
             "blind4: FairMLPClassifier stops one epoch after "
             "n_iter_no_change epochs without improvement"
         ),
-        path="skfedida/_models/_mlp.py",
+        where="FairMLPClassifier.fit",
         original="if stalled >= self.n_iter_no_change:",
         mutated="if stalled > self.n_iter_no_change:",
         tests=(
@@ -517,7 +517,7 @@ MUTANTS = [
             "blind4: sensitive= a column position equal to the number of "
             "columns is accepted (wraps to column 0)"
         ),
-        path="skfedida/_groups.py",
+        where="column_positions",
         original="if not -n_features <= key < n_features:",
         mutated="if not -n_features <= key <= n_features:",
         tests=(
@@ -532,7 +532,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind4: make_federated_classification accepts a prevalence above 1",
-        path="skfedida/datasets/_synthetic.py",
+        where="_per_client_table",
         original=(
             "        or np.any(table < 0)\n        or (not probabilities and "
             "np.any(table > 1))\n"
@@ -546,7 +546,7 @@ MUTANTS = [
             "blind4: TradeoffDisplay.from_cv_results pairs sorted parameter "
             "values with unsorted disparities"
         ),
-        path="skfedida/plotting.py",
+        where="from_cv_results",
         original="                disparity[order],\n",
         mutated="                disparity,\n",
         tests=("tests/test_bad_input_models.py", "tests/test_plotting.py"),

@@ -11,7 +11,7 @@ MUTANTS = [
             "blind5: client ids with missing values are accepted when only "
             "some are missing"
         ),
-        path="skfedida/_groups.py",
+        where="client_ids",
         original="    if missing_mask(clients).any():",
         mutated="    if missing_mask(clients).all():",
         tests=(
@@ -28,7 +28,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind5: FairFed reports count the negative class as the positive rows",
-        path="skfedida/federated/_client.py",
+        where="_fairness_report",
         original="    positive = np.asarray(data.y) == classes[-1]",
         mutated="    positive = np.asarray(data.y) == classes[0]",
         tests=(
@@ -48,7 +48,7 @@ MUTANTS = [
             "blind5: FairMLPClassifier's intercept gradients are averaged "
             "over rows instead of summed"
         ),
-        path="skfedida/_models/_mlp.py",
+        where="FairMLPClassifier._backprop",
         original="            intercept_gradients[layer] = delta.sum(axis=0)",
         mutated="            intercept_gradients[layer] = delta.mean(axis=0)",
         tests=(
@@ -67,7 +67,7 @@ MUTANTS = [
             "blind5: prior_aggregation='median' normalises the counts over "
             "clients instead of classes"
         ),
-        path="skfedida/federated/_aggregation.py",
+        where="class_prior",
         original="    rates = counts / counts.sum(axis=1, keepdims=True)",
         mutated="    rates = counts / counts.sum(axis=0, keepdims=True)",
         tests=(
@@ -86,7 +86,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind5: FairnessAwareROSE adds noise to integer columns of a DataFrame",
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_noised_columns",
         original='            copied |= np.isin(kinds, ["categorical", "integer"])',
         mutated='            copied |= np.isin(kinds, ["categorical"])',
         tests=(
@@ -104,7 +104,7 @@ MUTANTS = [
             "blind5: privacy_.epsilon reports the epsilon of the first "
             "round, not of all rounds"
         ),
-        path="skfedida/federated/_privacy.py",
+        where="spent",
         original="            epsilon=float(by_round[-1]) if by_round.size else 0.0,",
         mutated="            epsilon=float(by_round[0]) if by_round.size else 0.0,",
         tests=(
@@ -121,7 +121,7 @@ MUTANTS = [
             "blind5: strategy='central' trains for the fewest clients' "
             "epochs instead of the most"
         ),
-        path="skfedida/federated/_estimator.py",
+        where="FederatedEstimator.fit",
         original="                np.array([epochs.max()]),",
         mutated="                np.array([epochs.min()]),",
         tests=(
@@ -141,7 +141,7 @@ MUTANTS = [
             "blind5: predict with fewer client ids than rows is accepted and "
             "returns fewer predictions"
         ),
-        path="skfedida/federated/_estimator.py",
+        where="_dispatch",
         original="        if clients.shape[0] != num_samples(X):",
         mutated="        if clients.shape[0] > num_samples(X):",
         tests=(
@@ -160,7 +160,7 @@ MUTANTS = [
         name=(
             "blind5: evaluate_clients accepts y holding labels the model does not know"
         ),
-        path="skfedida/federated/_evaluation.py",
+        where="evaluate_clients",
         original="    if unknown.any():",
         mutated="    if unknown.all():",
         tests=(
@@ -179,7 +179,7 @@ MUTANTS = [
             "blind5: evaluate_clients' summary counts clients whose metric "
             "is undefined in n_clients"
         ),
-        path="skfedida/federated/_evaluation.py",
+        where="evaluate_clients",
         original='            "n_clients": values.notna().sum(),',
         mutated='            "n_clients": len(values),',
         tests=(
@@ -197,7 +197,7 @@ MUTANTS = [
         name=(
             "blind5: FedAvg in-process weights every client the same, ignoring its rows"
         ),
-        path="skfedida/federated/_server.py",
+        where="_Server.run",
         original="                weights.append(replies[k][2])",
         mutated="                weights.append(1)",
         tests=(
@@ -219,7 +219,7 @@ MUTANTS = [
             "blind5: the Flower server selects clients with another seed "
             "than the in-process federation"
         ),
-        path="skfedida/federated/_plan.py",
+        where="FederationPlan.selection_stream",
         original="        return _selection_stream(seeds)",
         mutated="        return _selection_stream(seeds[::-1])",
         tests=(
@@ -234,7 +234,7 @@ MUTANTS = [
             "blind5: the Flower server rounds held-out rows down, refusing "
             "clients with validation_fraction"
         ),
-        path="skfedida/_replies.py",
+        where="declared_sets",
         original=(
             "0 if validation_fraction is None else "
             "math.ceil(validation_fraction * n_rows)"
@@ -258,7 +258,7 @@ MUTANTS = [
             "blind5: the Flower server sums a client's histogram over the "
             "wrong axis when checking it"
         ),
-        path="skfedida/_replies.py",
+        where="histogram_claim_problem",
         original=(
             "per_group = np.asarray(counts, np.float64).sum(axis=2).astype(np.int64)"
         ),
@@ -279,7 +279,7 @@ MUTANTS = [
             "blind5: Flower clients count histogram labels with the negative "
             "class as positive"
         ),
-        path="skfedida/flower/_client_app.py",
+        where="make_client_app.histograms",
         original="(np.asarray(y_eval) == part.classes[-1]).astype(np.intp)",
         mutated="(np.asarray(y_eval) == part.classes[0]).astype(np.intp)",
         tests=(
@@ -293,7 +293,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind5: the run config key 'seed' is ignored by the Flower apps",
-        path="skfedida/flower/_protocol.py",
+        where="RUN_CONFIG_PARAMETERS",
         original='    "seed": "random_state",',
         mutated='    "random-seed": "random_state",',
         tests=(
@@ -309,7 +309,7 @@ MUTANTS = [
         name=(
             "blind5: FederatedMinMaxScaler accepts an empty feature_range (min == max)"
         ),
-        path="skfedida/preprocessing/_data.py",
+        where="FederatedMinMaxScaler._fit_rounds",
         original="        if feature_range[0] >= feature_range[1]:",
         mutated="        if feature_range[0] > feature_range[1]:",
         tests=(
@@ -325,7 +325,7 @@ MUTANTS = [
             "blind5: FederatedSimpleImputer's indicator only marks features "
             "missing in every row"
         ),
-        path="skfedida/preprocessing/_data.py",
+        where="FederatedSimpleImputer._answer",
         original='            "any_missing": missing.any(axis=0),',
         mutated='            "any_missing": missing.all(axis=0),',
         tests=(
@@ -340,7 +340,7 @@ MUTANTS = [
         name=(
             "blind5: a Pipeline with a joblib Memory object is accepted in a federation"
         ),
-        path="skfedida/preprocessing/_base.py",
+        where="federated_transformers",
         original="        if tree.memory is not None:",
         mutated="        if isinstance(tree.memory, str):",
         tests=(
@@ -358,7 +358,7 @@ MUTANTS = [
             "blind5: tolerance with selection_rate=0.0 is accepted by "
             "FederatedThresholdOptimizer"
         ),
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="_check_options",
         original="        if self.tolerance and self.selection_rate is not None:",
         mutated="        if self.tolerance and self.selection_rate:",
         tests=(
@@ -374,7 +374,7 @@ MUTANTS = [
             "blind5: FederatedThresholdOptimizer counts the negative class's "
             "rows as positives"
         ),
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="FederatedThresholdOptimizer.fit",
         original="                (y[rows] == classes[1]).astype(np.intp),",
         mutated="                (y[rows] == classes[0]).astype(np.intp),",
         tests=(
@@ -387,7 +387,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind5: fairness metrics accept negative sample weights",
-        path="skfedida/metrics/_fairness.py",
+        where="_validated",
         original=(
             "sample_weight = check_sample_weight(sample_weight, y_true, "
             "ensure_non_negative=True)"
@@ -409,7 +409,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind5: weighted true positive counts ignore the sample weights",
-        path="skfedida/metrics/_fairness.py",
+        where="_class_group_sums",
         original='        "true_positive": total(weighted_positive * predicted),',
         mutated='        "true_positive": total(positive * predicted),',
         tests=(
@@ -428,7 +428,7 @@ MUTANTS = [
             "blind5: federated_operating_point's tie probability counts the "
             "tied block as already selected"
         ),
-        path="skfedida/metrics/_operating_point.py",
+        where="federated_operating_point",
         original="    above_block = above[j + 1]",
         mutated="    above_block = above[j]",
         tests=(
@@ -446,7 +446,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind5: fairest_within accepts an empty band (low == high)",
-        path="skfedida/model_selection.py",
+        where="_check_band",
         original="    if not 0 <= low < high <= 1:",
         mutated="    if not 0 <= low <= high <= 1:",
         tests=(

@@ -11,7 +11,7 @@ MUTANTS = [
             "blind6: QFedAvg moves the global parameters away from the "
             "clients' updates (sign of the step flipped)"
         ),
-        path="skfedida/federated/_aggregation.py",
+        where="QFedAvg.aggregate",
         original="            np.asarray(g - (d / sum_h))",
         mutated="            np.asarray(g + (d / sum_h))",
         tests=(
@@ -34,7 +34,7 @@ MUTANTS = [
             "blind6: validation AUROC in history_ is computed on the "
             "negative class's probability"
         ),
-        path="skfedida/federated/_client.py",
+        where="_validation_metrics",
         original="        scores = proba[:, 1]",
         mutated="        scores = proba[:, 0]",
         tests=(
@@ -55,7 +55,7 @@ MUTANTS = [
             "blind6: warm_start continues a federation under another "
             "strategy instead of refusing it"
         ),
-        path="skfedida/federated/_estimator.py",
+        where="_check_warm_start",
         original=(
             "        if type(self.estimator) is not fitted or self.strategy "
             '!= state["strategy"]:'
@@ -79,7 +79,7 @@ MUTANTS = [
             "blind6: bootstrap resamples ignore their weights for AUROC, so "
             "its interval collapses to the point"
         ),
-        path="skfedida/federated/_evaluation.py",
+        where="_metric_values",
         original="            roc_auc_score(y, proba, sample_weight=weight)",
         mutated="            roc_auc_score(y, proba)",
         tests=(
@@ -99,7 +99,7 @@ MUTANTS = [
             "blind6: make_fedida drops random_state: the federation it "
             "builds is not seeded"
         ),
-        path="skfedida/federated/_fedida.py",
+        where="make_fedida",
         original="        random_state=random_state,\n        **federated_params,",
         mutated="        **federated_params,",
         tests=(
@@ -116,7 +116,7 @@ MUTANTS = [
             "blind6: n_samples_seen reports t_ - 1 for MLPClassifier and t_ "
             "for SGDClassifier (layouts swapped)"
         ),
-        path="skfedida/federated/_parameters.py",
+        where="n_samples_seen",
         original='    if hasattr(estimator, "coefs_") and hasattr(estimator, "t_"):',
         mutated='    if hasattr(estimator, "coef_") and hasattr(estimator, "t_"):',
         tests=(
@@ -135,7 +135,7 @@ MUTANTS = [
             "blind6: no ClientDataWarning when the Pipeline step right "
             "before the federation was fitted on pooled rows"
         ),
-        path="skfedida/federated/_pipeline.py",
+        where="warn_if_pooled_preprocessing",
         original="                for i in range(position)",
         mutated="                for i in range(position - 1)",
         tests=(
@@ -152,7 +152,7 @@ MUTANTS = [
             "blind6: on Flower, clients with held-out rows report validation "
             "metrics on their training rows"
         ),
-        path="skfedida/federated/_plan.py",
+        where="client",
         original="            rows = train if held_out is None else held_out",
         mutated="            rows = train",
         tests=(
@@ -168,7 +168,7 @@ MUTANTS = [
             "blind6: DifferentialPrivacy accepts clipping_norm=0 (and "
             "noise_multiplier=0)"
         ),
-        path="skfedida/federated/_privacy.py",
+        where="_check",
         original="                or value <= 0",
         mutated="                or value < 0",
         tests=(
@@ -186,7 +186,7 @@ MUTANTS = [
             "blind6: federated_metrics_ gives NaN for a validation metric as "
             "soon as one client's is undefined"
         ),
-        path="skfedida/_replies.py",
+        where="claims_summary",
         original="        if defined.any() and weights[defined].sum() > 0:",
         mutated="        if defined.all() and weights[defined].sum() > 0:",
         tests=(
@@ -211,7 +211,7 @@ MUTANTS = [
             "blind6: warm_start rounds reuse the seeds of the first rounds "
             "(2 + 2 rounds != 4 rounds)"
         ),
-        path="skfedida/federated/_server.py",
+        where="_Server.run",
         original=(
             "            round_seeds = [_round_seed(seeds[k], round_) for k "
             "in selected]"
@@ -240,7 +240,7 @@ MUTANTS = [
             "blind6: ClientStratifiedKFold stratifies by outcome only, so a "
             "fold can miss a client"
         ),
-        path="skfedida/federated/_split.py",
+        where="ClientStratifiedKFold.split",
         original="        yield from inner.split(np.zeros(len(X)), strata.ravel())",
         mutated="        yield from inner.split(np.zeros(len(X)), outcome)",
         tests=(
@@ -257,7 +257,7 @@ MUTANTS = [
             "blind6: a Flower client declares its training rows as its "
             "evaluation rows at discovery"
         ),
-        path="skfedida/flower/_client_app.py",
+        where="discover",
         original=(
             '            declared["num-eval-rows"] = int(num_samples(loaded["X_eval"]))'
         ),
@@ -278,7 +278,7 @@ MUTANTS = [
             "blind6: run_in_process accepts more node_configs than "
             "partitions and silently runs extra nodes"
         ),
-        path="skfedida/flower/_grid.py",
+        where="run_in_process",
         original="    if len(extra) != num_partitions:",
         mutated="    if len(extra) < num_partitions:",
         tests=(
@@ -294,7 +294,7 @@ MUTANTS = [
             "blind6: the run config's num-server-rounds no longer overrides "
             "n_rounds on Flower"
         ),
-        path="skfedida/flower/_protocol.py",
+        where="RUN_CONFIG_PARAMETERS",
         original='    "num-server-rounds": "n_rounds",',
         mutated='    "num-rounds": "n_rounds",',
         tests=(
@@ -311,7 +311,7 @@ MUTANTS = [
             "blind6: a result key given as text (str) is refused; only bytes "
             "sign the result file"
         ),
-        path="skfedida/flower/_result.py",
+        where="_key_bytes",
         original='    if isinstance(key, str):\n        key = key.encode("utf-8")\n',
         mutated="",
         tests=(
@@ -326,7 +326,7 @@ MUTANTS = [
             "blind6: make_server_app takes any estimator with fit as "
             "postprocessor, failing only after training"
         ),
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="server_postprocessor",
         original="    if not isinstance(postprocessor, FederatedThresholdOptimizer):",
         mutated='    if not hasattr(postprocessor, "fit"):',
         tests=(
@@ -343,7 +343,7 @@ MUTANTS = [
             "blind6: FederatedSimpleImputer(strategy='mean') averages the "
             "clients' means, unweighted by their counts"
         ),
-        path="skfedida/preprocessing/_data.py",
+        where="FederatedSimpleImputer._fit_rounds",
         original='                statistics = sum(a["sum"] for a in answers) / n',
         mutated=(
             '                statistics = np.mean([a["sum"] / a["n"] for a '
@@ -362,7 +362,7 @@ MUTANTS = [
             "blind6: FederatedThresholdOptimizer accepts tolerance > 0 with "
             "equalized_odds and ignores it"
         ),
-        path="skfedida/postprocessing/_threshold_optimizer.py",
+        where="_check_options",
         original='        if self.tolerance and self._constraint == "equalized_odds":',
         mutated='        if self.tolerance and self._constraint == "equalized odds":',
         tests=(
@@ -378,7 +378,7 @@ MUTANTS = [
             "blind6: the equalized_odds_ratio scorer is negated, so searches "
             "prefer the least fair model"
         ),
-        path="skfedida/metrics/_registry.py",
+        where="METRICS",
         original=(
             '"ratio",\n            greater_is_better=True,\n            not_fairfed'
         ),
@@ -403,7 +403,7 @@ MUTANTS = [
             "blind6: lambda_range accepts a lambdas grid with repeated "
             "values (not strictly increasing)"
         ),
-        path="skfedida/model_selection.py",
+        where="lambda_range",
         original="        or np.any(np.diff(lambdas) <= 0)",
         mutated="        or np.any(np.diff(lambdas) < 0)",
         tests=(
@@ -421,7 +421,7 @@ MUTANTS = [
             "blind6: FairnessAwareROSE resamples y of a single class instead "
             "of refusing it"
         ),
-        path="skfedida/over_sampling/_fairness_aware_rose.py",
+        where="_fit_resample",
         original="        if len(classes) < 2:",
         mutated="        if len(classes) < 1:",
         tests=(
@@ -439,7 +439,7 @@ MUTANTS = [
             "blind6: partial_fit overwrites n_samples_seen_ with the last "
             "call's rows instead of adding them"
         ),
-        path="skfedida/_models/_fair_base.py",
+        where="_record_training",
         original=(
             "        self.n_samples_seen_ = "
             'getattr(self, "n_samples_seen_", 0) + n_rows'
@@ -462,7 +462,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind6: individual_penalty's gradient is wrong: its slope term is halved",
-        path="skfedida/_models/_penalty.py",
+        where="_individual_1d",
         original="    slope = (2.0 / W) * (N_y - n)",
         mutated="    slope = (1.0 / W) * (N_y - n)",
         tests=(
@@ -481,7 +481,7 @@ MUTANTS = [
             "blind6: average=True averages the coefficients of partial_fit's "
             "steps but keeps the last intercept"
         ),
-        path="skfedida/_models/_logistic.py",
+        where="FairPenaltyLogisticRegression._compiled_steps",
         original=(
             "            coef_work, intercept_work = coef_sum / n_steps, "
             "intercept_sum / n_steps"
@@ -504,7 +504,7 @@ MUTANTS = [
             "blind6: FairMLPClassifier(solver='adam') keeps the Adam moments "
             "of the previous fit on a new fit"
         ),
-        path="skfedida/_models/_mlp.py",
+        where="FairMLPClassifier.fit",
         original="            self._optimizer = None\n        validation = None",
         mutated="        validation = None",
         tests=(
@@ -523,7 +523,7 @@ MUTANTS = [
             "blind6: sensitive_features given together with sensitive= "
             "columns are used silently (columns kept as inputs)"
         ),
-        path="skfedida/_groups.py",
+        where="resolve_sensitive",
         original="    if sensitive is None:\n        return X, sensitive_features",
         mutated=(
             "    if sensitive is None or sensitive_features is not "
@@ -544,7 +544,7 @@ MUTANTS = [
             "blind6: make_federated_classification accepts a client size of "
             "0 (a client without rows)"
         ),
-        path="skfedida/datasets/_synthetic.py",
+        where="_client_sizes",
         original="            or np.any(weights <= 0)\n        ):",
         mutated="            or np.any(weights < 0)\n        ):",
         tests=("tests/test_bad_input_models.py", "tests/test_datasets.py"),
@@ -555,7 +555,7 @@ MUTANTS = [
             "blind6: TradeoffDisplay labels the x axis with the performance "
             "and the y axis with the disparity"
         ),
-        path="skfedida/plotting.py",
+        where="TradeoffDisplay.plot",
         original=(
             "        ax.set_xlabel(self.disparity_name)\n        "
             "ax.set_ylabel(self.performance_name)"
@@ -572,7 +572,7 @@ MUTANTS = [
             "blind6: a float64 sample_weight holding NaN is accepted by the "
             "estimators' fit"
         ),
-        path="skfedida/_validation.py",
+        where="sample_weight_of",
         original="        and np.isfinite(sample_weight).all()\n",
         mutated="",
         tests=(

@@ -8,19 +8,6 @@ the gate's rules for the new replies.
 
 from ._base import Mutant
 
-CONSTRAINTS = "skfedida/_models/_constraints.py"
-MLP = "skfedida/_models/_mlp.py"
-BASE = "skfedida/_models/_fair_base.py"
-LOGISTIC = "skfedida/_models/_logistic.py"
-BOOSTING = "skfedida/ensemble/_boosting.py"
-TREE_REPLIES = "skfedida/_tree_replies.py"
-ROUNDS = "skfedida/federated/_constraint_rounds.py"
-SERVER = "skfedida/federated/_server.py"
-CLIENT_APP = "skfedida/flower/_client_app.py"
-BINNING = "skfedida/ensemble/_binning.py"
-CLIENT = "skfedida/federated/_client.py"
-ESTIMATOR = "skfedida/federated/_estimator.py"
-TREE_FEDERATION = "skfedida/federated/_trees.py"
 WEIGHT_TESTS = ("tests/federated/test_sample_weight.py",)
 
 MACHINERY_TESTS = ("tests/test_rate_constraints.py",)
@@ -41,7 +28,7 @@ MUTANTS = [
     # -- the machinery ---------------------------------------------------------
     Mutant(
         "the multipliers step against the violation",
-        CONSTRAINTS,
+        "propose",
         "self.multipliers + MULTIPLIER_RATE * np.where(defined, violation, 0.0)",
         "self.multipliers - MULTIPLIER_RATE * np.where(defined, violation, 0.0)",
         MACHINERY_TESTS,
@@ -49,7 +36,7 @@ MUTANTS = [
     ),
     Mutant(
         "a multiplier can turn negative",
-        CONSTRAINTS,
+        "propose",
         "        np.maximum(multipliers, 0.0, out=multipliers)\n",
         "",
         MACHINERY_TESTS,
@@ -57,7 +44,7 @@ MUTANTS = [
     ),
     Mutant(
         "the multipliers' sum is not bounded",
-        CONSTRAINTS,
+        "propose",
         "        if total > self.bound:\n",
         "        if False:\n",
         MACHINERY_TESTS,
@@ -65,7 +52,7 @@ MUTANTS = [
     ),
     Mutant(
         "a pair with an undefined rate loses its multiplier",
-        CONSTRAINTS,
+        "propose",
         "            self.multipliers,\n        )\n        np.maximum(",
         "            0.0,\n        )\n        np.maximum(",
         MACHINERY_TESTS,
@@ -73,7 +60,7 @@ MUTANTS = [
     ),
     Mutant(
         "a pair with an undefined rate still pushes its groups",
-        CONSTRAINTS,
+        "_term",
         "    multipliers = np.where(defined[:, :, None] & defined[:, None, :], "
         "multipliers, 0.0)\n",
         "",
@@ -82,7 +69,7 @@ MUTANTS = [
     ),
     Mutant(
         "the smoothed rate's slope forgets the width",
-        CONSTRAINTS,
+        "_sigmoid_and_slope",
         "    return smoothed, smoothed * (1.0 - smoothed) / temperature",
         "    return smoothed, smoothed * (1.0 - smoothed)",
         MACHINERY_TESTS,
@@ -90,7 +77,7 @@ MUTANTS = [
     ),
     Mutant(
         "the term's gradient ignores the rows' weights",
-        CONSTRAINTS,
+        "term_gradient",
         "    return weight * coefficient[cells] * slope",
         "    return coefficient[cells] * slope",
         MACHINERY_TESTS,
@@ -98,7 +85,7 @@ MUTANTS = [
     ),
     Mutant(
         "a group's pushes are its multipliers' sum, not their balance",
-        CONSTRAINTS,
+        "_term",
         "balance = multipliers.sum(axis=2) - multipliers.sum(axis=1)",
         "balance = multipliers.sum(axis=2) + multipliers.sum(axis=1)",
         MACHINERY_TESTS,
@@ -106,7 +93,7 @@ MUTANTS = [
     ),
     Mutant(
         "a cell's coefficient is per group's weight, not per unit of the mean",
-        CONSTRAINTS,
+        "_term",
         '            balance[r] * point["total"],',
         "            balance[r],",
         MACHINERY_TESTS,
@@ -114,7 +101,7 @@ MUTANTS = [
     ),
     Mutant(
         "the cut's bin is selected whole",
-        CONSTRAINTS,
+        "read",
         "        selected = _above(histograms)[:, j + 1] + share * histograms[:, j]",
         "        selected = _above(histograms)[:, j]",
         MACHINERY_TESTS,
@@ -122,7 +109,7 @@ MUTANTS = [
     ),
     Mutant(
         "the threshold takes the bottom of the cut's bin, not its top",
-        CONSTRAINTS,
+        "_logit_at",
         "    probability = (j + 1 - share) / n_bins",
         "    probability = (j + share) / n_bins",
         MACHINERY_TESTS,
@@ -130,7 +117,7 @@ MUTANTS = [
     ),
     Mutant(
         "the width ignores the scores' spread",
-        CONSTRAINTS,
+        "read",
         "        temperature = max("
         "np.mean(half_widths) if half_widths else 0.0, bin_width)",
         "        temperature = bin_width",
@@ -139,7 +126,7 @@ MUTANTS = [
     ),
     Mutant(
         "prevalence is the share of negative rows",
-        CONSTRAINTS,
+        "set_prevalence",
         "self.target_rate = float(cell_weight[1::2].sum() / cell_weight.sum())",
         "self.target_rate = float(cell_weight[0::2].sum() / cell_weight.sum())",
         MACHINERY_TESTS,
@@ -147,7 +134,7 @@ MUTANTS = [
     ),
     Mutant(
         "FPR's rows are the positives",
-        CONSTRAINTS,
+        "_RATE_LABELS",
         '    "false_positive_rate": (0,),\n',
         '    "false_positive_rate": (1,),\n',
         MACHINERY_TESTS,
@@ -155,7 +142,7 @@ MUTANTS = [
     ),
     Mutant(
         "a proposed step is kept without a commit",
-        CONSTRAINTS,
+        "propose",
         "        self._pending = (point, multipliers)\n",
         (
             "        self._pending = (point, multipliers)\n"
@@ -167,7 +154,7 @@ MUTANTS = [
     # -- the trees ---------------------------------------------------------------
     Mutant(
         "the trees' gradients lack the constraint's term",
-        BOOSTING,
+        "tree_gradients",
         "            self.gradients += pushed.astype(G_H_DTYPE)\n",
         "            pass\n",
         TREE_TESTS,
@@ -175,7 +162,7 @@ MUTANTS = [
     ),
     Mutant(
         "the trees' term is per unit of the rates' weight, not the loss's",
-        BOOSTING,
+        "tree_gradients",
         '            pushed = float(constraint["scale"]) * term_gradient(',
         "            pushed = term_gradient(",
         TREE_TESTS,
@@ -183,7 +170,7 @@ MUTANTS = [
     ),
     Mutant(
         "the trees never keep a step of the multipliers",
-        BOOSTING,
+        "boost",
         "            if constraint is not None:\n                constraint.commit()\n",
         "",
         TREE_TESTS,
@@ -191,7 +178,7 @@ MUTANTS = [
     ),
     Mutant(
         "the trees' rates weigh class weights in",
-        BOOSTING,
+        "BoostingClient.__init__",
         "np.ones(n) if rate_weight is None else np.asarray(rate_weight, np.float64)",
         "self.row_weight",
         TREE_TESTS,
@@ -199,7 +186,7 @@ MUTANTS = [
     ),
     Mutant(
         "the gate takes histograms that do not add up to the client's cells",
-        TREE_REPLIES,
+        "_rate_histograms_problem",
         "histograms.sum(axis=1) - weights) > RTOL * weights.sum()):",
         "histograms.sum(axis=1) - weights) > np.inf):",
         TREE_TESTS,
@@ -207,7 +194,7 @@ MUTANTS = [
     ),
     Mutant(
         "the gate takes rows away from the baseline before the first tree",
-        TREE_REPLIES,
+        "_rate_histograms_problem",
         "        if np.any(np.delete(histograms, start, axis=1) != 0):",
         "        if False:",
         TREE_TESTS,
@@ -215,7 +202,7 @@ MUTANTS = [
     ),
     Mutant(
         "the gate takes a start without the cells' weights in the rates",
-        TREE_REPLIES,
+        "_tree_replies._start",
         "        if np.any(rate_cells < 0) or not rate_cells.sum() > 0:",
         "        if np.any(rate_cells < 0):",
         TREE_TESTS,
@@ -224,7 +211,7 @@ MUTANTS = [
     # -- the logistic model and the network -------------------------------------
     Mutant(
         "the models' objective lacks the term's value",
-        BASE,
+        "BaseFairClassifier._objective",
         "            value += term_value(scores, cells, term_weight, term) / total\n",
         "",
         MODEL_TESTS,
@@ -232,7 +219,7 @@ MUTANTS = [
     ),
     Mutant(
         "the models' gradient lacks the term",
-        BASE,
+        "BaseFairClassifier._objective",
         "            score_gradient += term_gradient(",
         "            score_gradient += 0 * term_gradient(",
         MODEL_TESTS,
@@ -240,7 +227,7 @@ MUTANTS = [
     ),
     Mutant(
         "a federation's term is read by group code, not label",
-        BASE,
+        "_term_rows",
         "        if batch.labels is None:  # codes already in the term's numbering",
         "        if True:",
         (*MODEL_TESTS, *FLOWER_TESTS),
@@ -248,7 +235,7 @@ MUTANTS = [
     ),
     Mutant(
         "a constraint on three classes is not refused",
-        BASE,
+        "_check_constraint_classes",
         "            and len(self.classes_) != 2\n        ):",
         "            and len(self.classes_) < 2\n        ):",
         MODEL_TESTS,
@@ -256,7 +243,7 @@ MUTANTS = [
     ),
     Mutant(
         "the logistic fit keeps its last round, not its best",
-        LOGISTIC,
+        "_constrained_lbfgs",
         "            (r for r in rounds if r[0] <= least + BEST_ROUND_SLACK),\n",
         "            rounds[-1:],\n",
         MODEL_TESTS,
@@ -265,7 +252,7 @@ MUTANTS = [
     # -- the server's rounds -------------------------------------------------------
     Mutant(
         "the server's term never reaches the clients' training",
-        SERVER,
+        "_Server.run",
         "                trainer.rate_term = constraint.step(",
         "                constraint.step(",
         MODEL_TESTS,
@@ -273,7 +260,7 @@ MUTANTS = [
     ),
     Mutant(
         "the server sums the clients' counts by position, not group label",
-        ROUNDS,
+        "summed",
         "            positions = [self._index[tuple(label)] for label in labels]",
         "            positions = list(range(len(labels)))",
         (*MODEL_TESTS, *FLOWER_TESTS),
@@ -281,7 +268,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client's counts of undeclared groups pass",
-        ROUNDS,
+        "problem",
         "        if unknown:\n            return",
         "        if False:\n            return",
         MODEL_TESTS,
@@ -289,7 +276,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client's counts pass the gate unchecked",
-        SERVER,
+        "_rate_histograms",
         "            problem = constraint.problem(result, self.ledger, k, data[k].n)",
         "            problem = None",
         MODEL_TESTS,
@@ -297,7 +284,7 @@ MUTANTS = [
     ),
     Mutant(
         "a Flower node trains without the round's term",
-        CLIENT_APP,
+        "make_client_app.train",
         "            rate_term=None if term is None else decode(term),",
         "            rate_term=None,",
         FLOWER_TESTS,
@@ -306,7 +293,7 @@ MUTANTS = [
     # -- rows' weights ----------------------------------------------------------
     Mutant(
         "a weighted edge never averages an exact target with the next value",
-        BINNING,
+        "_weighted_edges",
         "    exact = (weights - targets <= np.finfo(np.float64).eps) & (",
         "    exact = (weights - targets < 0) & (",
         WEIGHT_TESTS,
@@ -314,7 +301,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client bins its rows of weight 0",
-        BINNING,
+        "ClientColumns.__init__",
         "            keep &= weight != 0\n",
         "",
         WEIGHT_TESTS,
@@ -322,7 +309,7 @@ MUTANTS = [
     ),
     Mutant(
         "a resampled row forgets its seed row's weight",
-        CLIENT,
+        "_client._resample",
         "else data.weight[sampler.sample_indices_]",
         "else None",
         WEIGHT_TESTS,
@@ -330,7 +317,7 @@ MUTANTS = [
     ),
     Mutant(
         "the prior correction counts rows, not their weights",
-        CLIENT,
+        "_prior_weights",
         "    before = np.bincount(y_codes, weights=weight, minlength=n_classes)",
         "    before = np.bincount(y_codes, minlength=n_classes)",
         WEIGHT_TESTS,
@@ -338,7 +325,7 @@ MUTANTS = [
     ),
     Mutant(
         "the class prior counts rows, not their weights",
-        ESTIMATOR,
+        "_class_prior",
         "            if data[k].weight is None",
         "            if True",
         WEIGHT_TESTS,
@@ -346,7 +333,7 @@ MUTANTS = [
     ),
     Mutant(
         "the trees' class prior counts rows, not their weights",
-        TREE_FEDERATION,
+        "_trees._declared",
         '            "class_weights", answer["class_counts"]',
         '            "class_counts", answer["class_counts"]',
         WEIGHT_TESTS,
@@ -355,7 +342,7 @@ MUTANTS = [
     # -- from the review of the whole change -----------------------------------
     Mutant(
         "the low-rate band reaches the extreme rows",
-        CONSTRAINTS,
+        "read",
         "            if margin <= edge <= 1 - margin\n",
         "            if 0 <= edge <= 1\n",
         MACHINERY_TESTS,
@@ -363,7 +350,7 @@ MUTANTS = [
     ),
     Mutant(
         "the constrained L-BFGS says nothing when max_iter runs out",
-        LOGISTIC,
+        "_constrained_lbfgs",
         "        if not settled and n_iter >= budget:",
         "        if False:",
         MODEL_TESTS,
@@ -371,7 +358,7 @@ MUTANTS = [
     ),
     Mutant(
         "the network's stopping rule watches the Lagrangian",
-        MLP,
+        "FairMLPClassifier.fit",
         "            if self._constrains(batch):\n                # The epoch's",
         "            if False:\n                # The epoch's",
         MODEL_TESTS,
@@ -379,7 +366,7 @@ MUTANTS = [
     ),
     Mutant(
         "a changed constraint keeps stepping the old multipliers",
-        BASE,
+        "_step_own_constraint",
         "        if constraint is not None and constraint.asked != "
         "constraint_request(self):",
         "        if False:",
@@ -388,7 +375,7 @@ MUTANTS = [
     ),
     Mutant(
         "a constraint set to None keeps its multipliers",
-        BASE,
+        "_under_constraint",
         "                # set_params(constraints=None) since: no stale multipliers.\n"
         "                forget_constraint(self)\n",
         "                # set_params(constraints=None) since: no stale multipliers.\n"
@@ -398,7 +385,7 @@ MUTANTS = [
     ),
     Mutant(
         "a federated model's partial_fit restarts the multipliers from zero",
-        BASE,
+        "_step_own_constraint",
         "multipliers=self._carried_multipliers(len(known))",
         "multipliers=None",
         MODEL_TESTS,
@@ -406,7 +393,7 @@ MUTANTS = [
     ),
     Mutant(
         "the trees' federation takes weights the trees did not request",
-        ESTIMATOR,
+        "FederatedEstimator.fit",
         "            self._check_weight_routing(sample_weight)\n"
         "            return fit_trees(",
         "            return fit_trees(",
@@ -415,7 +402,7 @@ MUTANTS = [
     ),
     Mutant(
         "a sampler's rows weigh in the trees' rates as resampled",
-        TREE_FEDERATION,
+        "TreeFederationClient._prepare",
         "data.weight, _rate_weight(rows, data))",
         "data.weight, data.weight)",
         TREE_TESTS,
@@ -423,7 +410,7 @@ MUTANTS = [
     ),
     Mutant(
         "column-mode clients count no groups for the server's constraint",
-        ROUNDS,
+        "rows_groups",
         "    return estimator.check_rows(data.X)[2]\n",
         "    return None\n",
         (*MODEL_TESTS, *FLOWER_TESTS),

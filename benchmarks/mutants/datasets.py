@@ -7,7 +7,7 @@ DATASETS_TESTS = ("tests/test_datasets.py",)
 MUTANTS = [
     Mutant(
         "load_adult(raw=True) keeps the income text among the predictors",
-        "skfedida/datasets/_adult.py",
+        "_NOT_PREDICTORS",
         '_NOT_PREDICTORS = {*_SENSITIVE, _TARGET, "income", "split", "client"}',
         '_NOT_PREDICTORS = {*_SENSITIVE, _TARGET, "split", "client"}',
         DATASETS_TESTS,
@@ -15,7 +15,7 @@ MUTANTS = [
     ),
     Mutant(
         "load_adult(as_frame=False) returns every split's sensitive values",
-        "skfedida/datasets/_adult.py",
+        "_load_arrays",
         "sensitive={name: columns[name][rows] for name in _SENSITIVE},",
         "sensitive={name: columns[name] for name in _SENSITIVE},",
         DATASETS_TESTS,
@@ -23,7 +23,7 @@ MUTANTS = [
     ),
     Mutant(
         "heterogeneity concentrates the clients' shares instead of spreading them",
-        "skfedida/datasets/_synthetic.py",
+        "make_federated_classification",
         "concentration = proportions / heterogeneity",
         "concentration = proportions * heterogeneity",
         DATASETS_TESTS,
@@ -31,7 +31,7 @@ MUTANTS = [
     ),
     Mutant(
         "every client's groups are drawn with the first client's shares",
-        "skfedida/datasets/_synthetic.py",
+        "make_federated_classification",
         'np.searchsorted(cumulative[k], uniforms[rows], side="right")',
         'np.searchsorted(cumulative[0], uniforms[rows], side="right")',
         DATASETS_TESTS,
@@ -39,7 +39,7 @@ MUTANTS = [
     ),
     Mutant(
         "group proportions are not normalised to shares",
-        "skfedida/datasets/_synthetic.py",
+        "_per_client_table",
         "        table = table / totals\n",
         "",
         DATASETS_TESTS,
@@ -47,7 +47,7 @@ MUTANTS = [
     ),
     Mutant(
         "make_roc_like lists the genders in the other order than its tables",
-        "skfedida/datasets/_synthetic.py",
+        "make_roc_like",
         '"gender": ["Male", "Female"],',
         '"gender": ["Female", "Male"],',
         DATASETS_TESTS,
@@ -55,7 +55,7 @@ MUTANTS = [
     ),
     Mutant(
         "make_roc_like's default size is mistyped",
-        "skfedida/datasets/_synthetic.py",
+        "_ROC_N_SAMPLES",
         "_ROC_N_SAMPLES = 7425",
         "_ROC_N_SAMPLES = 7245",
         DATASETS_TESTS,

@@ -14,7 +14,7 @@ MUTANTS = [
     # -- the penalties (penalty.py) ------------------------------------------
     Mutant(
         "group penalty value doubled",
-        "skfedida/_models/_penalty.py",
+        "_group_1d",
         "value = max(value / W, 0.0)",
         "value = max(2.0 * value / W, 0.0)",
         PENALTY_TESTS,
@@ -22,7 +22,7 @@ MUTANTS = [
     ),
     Mutant(
         "group penalty gradient: wrong sign of one moment",
-        "skfedida/_models/_penalty.py",
+        "_group_1d",
         "R = np.concatenate((-M[:L, L:].T, M[:L, :L])) * (2.0 / W)",
         "R = np.concatenate((M[:L, L:].T, M[:L, :L])) * (2.0 / W)",
         PENALTY_TESTS,
@@ -30,7 +30,7 @@ MUTANTS = [
     ),
     Mutant(
         "individual penalty counts ordered pairs",
-        "skfedida/_models/_penalty.py",
+        "_individual_1d",
         "value = 0.5 * ordered.sum() / W",
         "value = ordered.sum() / W",
         PENALTY_TESTS,
@@ -38,7 +38,7 @@ MUTANTS = [
     ),
     Mutant(
         "individual penalty gradient: other groups' sum added",
-        "skfedida/_models/_penalty.py",
+        "_individual_1d",
         "slope.ravel()[index] * scores - offset.ravel()[index]",
         "slope.ravel()[index] * scores + offset.ravel()[index]",
         PENALTY_TESTS,
@@ -46,7 +46,7 @@ MUTANTS = [
     ),
     Mutant(
         "standardized penalty: variance gradient added, not subtracted",
-        "skfedida/_models/_penalty.py",
+        "_standardized_1d",
         "return ratio, (gradient - ratio * variance_gradient) / variance",
         "return ratio, (gradient + ratio * variance_gradient) / variance",
         PENALTY_TESTS,
@@ -54,7 +54,7 @@ MUTANTS = [
     ),
     Mutant(
         "standardized penalty: variance around the overall mean, not the label's",
-        "skfedida/_models/_penalty.py",
+        "_standardized_1d",
         "residual = scores - label_mean[labels]",
         "residual = scores - np.average(scores, weights=weight)",
         PENALTY_TESTS,
@@ -62,7 +62,7 @@ MUTANTS = [
     ),
     Mutant(
         "penalties ignore the row weights in the group sizes",
-        "skfedida/_models/_penalty.py",
+        "_Cells.__init__",
         "self.weight = np.ones(n_rows) if sample_weight is None else sample_weight",
         "self.weight = np.ones(n_rows)",
         PENALTY_TESTS,
@@ -70,7 +70,7 @@ MUTANTS = [
     ),
     Mutant(
         "pair weights normalised by ordered pairs",
-        "skfedida/_models/_penalty.py",
+        "_pair_normaliser",
         "return 0.5 * (totals.sum() ** 2 - np.dot(totals, totals)), totals",
         "return totals.sum() ** 2 - np.dot(totals, totals), totals",
         PENALTY_TESTS,
@@ -78,7 +78,7 @@ MUTANTS = [
     ),
     Mutant(
         "class_weight ignored in the multi-class penalty's value",
-        "skfedida/_models/_penalty.py",
+        "_columns",
         "value += class_weight[column] * column_value",
         "value += column_value",
         PENALTY_TESTS,
@@ -86,7 +86,7 @@ MUTANTS = [
     ),
     Mutant(
         "row weights left out of the penalty's gradient",
-        "skfedida/_models/_penalty.py",
+        "_columns",
         "    if sample_weight is not None:\n        gradient = gradient * (",
         "    if False:\n        gradient = gradient * (",
         PENALTY_TESTS,
@@ -95,7 +95,7 @@ MUTANTS = [
     # -- the objective and training (_fair_base.py) --------------------------
     Mutant(
         "fairness weight doubled in the objective's value",
-        "skfedida/_models/_fair_base.py",
+        "BaseFairClassifier._objective",
         "value += self.fairness * penalty",
         "value += 2.0 * self.fairness * penalty",
         ESTIMATOR_TESTS,
@@ -103,7 +103,7 @@ MUTANTS = [
     ),
     Mutant(
         "fairness weight doubled in the objective's gradient",
-        "skfedida/_models/_fair_base.py",
+        "BaseFairClassifier._objective",
         "score_gradient += self.fairness * penalty_gradient",
         "score_gradient += 2.0 * self.fairness * penalty_gradient",
         ESTIMATOR_TESTS,
@@ -111,7 +111,7 @@ MUTANTS = [
     ),
     Mutant(
         "Armijo accepts any decrease",
-        "skfedida/_models/_fair_base.py",
+        "BaseFairClassifier._armijo_step",
         "if trial_value <= value - ARMIJO * step * squared_norm:",
         "if trial_value <= value:",
         ESTIMATOR_TESTS,
@@ -119,7 +119,7 @@ MUTANTS = [
     ),
     Mutant(
         "weighted log-loss divided by the row count, not the weights' sum",
-        "skfedida/_models/_fair_base.py",
+        "BaseFairClassifier._objective",
         "y, weight, total = batch.y, batch.weight, batch.weight_sum or 1.0",
         "y, weight, total = batch.y, batch.weight, batch.y.shape[0] or 1.0",
         ESTIMATOR_TESTS,
@@ -127,7 +127,7 @@ MUTANTS = [
     ),
     Mutant(
         "multi-class penalty taken of the logits uncentred",
-        "skfedida/_models/_fair_base.py",
+        "_centred_logits",
         "    return scores - scores.mean(axis=1, keepdims=True)\n",
         "    return scores\n",
         MULTICLASS_TESTS,
@@ -135,7 +135,7 @@ MUTANTS = [
     ),
     Mutant(
         "predict_log_proba's columns swapped",
-        "skfedida/_models/_fair_base.py",
+        "predict_log_proba",
         "[-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)]",
         "[-np.logaddexp(0.0, -scores), -np.logaddexp(0.0, scores)]",
         ESTIMATOR_TESTS,
@@ -143,7 +143,7 @@ MUTANTS = [
     ),
     Mutant(
         "SensitiveFeaturesWarning only for more groups than rows",
-        "skfedida/_models/_fair_base.py",
+        "_groups_of",
         "groups.n_groups > max(n_samples // 2, 1)",
         "groups.n_groups > max(n_samples, 1)",
         WARNING_TESTS,
@@ -151,7 +151,7 @@ MUTANTS = [
     ),
     Mutant(
         "no InactivePenaltyWarning for a single group",
-        "skfedida/_models/_fair_base.py",
+        "_groups_of",
         "if warn and groups.n_groups < 2 and levers:",
         "if warn and groups.n_groups < 1 and levers:",
         WARNING_TESTS,
@@ -159,7 +159,7 @@ MUTANTS = [
     ),
     Mutant(
         "DataScaleWarning for a network only when every feature is too large",
-        "skfedida/_models/_fair_base.py",
+        "warn_if_unscaled",
         "if largest is not None and scale.size and scale.max() > largest:",
         "if largest is not None and scale.size and scale.min() > largest:",
         GUARD_TESTS,
@@ -167,7 +167,7 @@ MUTANTS = [
     ),
     Mutant(
         "DataScaleWarning's scale ratio a hundred times too lax",
-        "skfedida/_models/_fair_base.py",
+        "_SCALE_RATIO",
         "_SCALE_RATIO = 1e4",
         "_SCALE_RATIO = 1e6",
         GUARD_TESTS,
@@ -176,7 +176,7 @@ MUTANTS = [
     # -- the logistic model (linear_model.py) --------------------------------
     Mutant(
         "L2 term on the intercept too",
-        "skfedida/_models/_logistic.py",
+        "FairPenaltyLogisticRegression._penalised",
         "return [params[0]]",
         "return [params[0], params[1]]",
         ESTIMATOR_TESTS,
@@ -184,7 +184,7 @@ MUTANTS = [
     ),
     Mutant(
         "fit ignores tol",
-        "skfedida/_models/_logistic.py",
+        "FairPenaltyLogisticRegression.fit",
         '"gtol": self.tol,',
         '"gtol": 1e-6,',
         GUARD_TESTS,
@@ -192,7 +192,7 @@ MUTANTS = [
     ),
     Mutant(
         "fit ignores warm_start",
-        "skfedida/_models/_logistic.py",
+        "FairPenaltyLogisticRegression.fit",
         '                self.warm_start\n                and hasattr(self, "coef_")',
         '                False\n                and hasattr(self, "coef_")',
         GUARD_TESTS,
@@ -200,7 +200,7 @@ MUTANTS = [
     ),
     Mutant(
         "partial_fit's compiled steps ignore alpha",
-        "skfedida/_models/_logistic.py",
+        "FairPenaltyLogisticRegression._compiled_steps",
         "            float(self.alpha),\n            PENALTY_CODES[self.penalty],",
         "            0.0,\n            PENALTY_CODES[self.penalty],",
         ("tests/test_sgd_compiled.py",),
@@ -208,7 +208,7 @@ MUTANTS = [
     ),
     Mutant(
         "huge columns' coefficients not scaled back from their units",
-        "skfedida/_models/_logistic.py",
+        "unpack",
         "coef = theta[:n_coef].reshape(n_outputs, n_features) / units",
         "coef = theta[:n_coef].reshape(n_outputs, n_features)",
         SCALE_TESTS,
@@ -217,7 +217,7 @@ MUTANTS = [
     # -- the network (neural_network.py) -------------------------------------
     Mutant(
         "Glorot factors of logistic and other activations swapped",
-        "skfedida/_models/_mlp.py",
+        "FairMLPClassifier._initial_parameters",
         'factor = 2.0 if self.activation == "logistic" else 6.0',
         'factor = 6.0 if self.activation == "logistic" else 2.0',
         GUARD_TESTS,
@@ -225,7 +225,7 @@ MUTANTS = [
     ),
     Mutant(
         "Adam without bias correction",
-        "skfedida/_models/_mlp.py",
+        "_Adam.step",
         "correction = np.sqrt(1 - self.beta_2**self.t) / (1 - self.beta_1**self.t)",
         "correction = 1.0",
         GUARD_TESTS,
@@ -233,7 +233,7 @@ MUTANTS = [
     ),
     Mutant(
         "tanh derivative taken as 1 - a",
-        "skfedida/_models/_mlp.py",
+        "_ACTIVATIONS",
         '"tanh": (np.tanh, lambda z, a: 1.0 - a**2),',
         '"tanh": (np.tanh, lambda z, a: 1.0 - a),',
         ESTIMATOR_TESTS,
@@ -241,7 +241,7 @@ MUTANTS = [
     ),
     Mutant(
         "early stopping keeps the last epoch, not the best",
-        "skfedida/_models/_mlp.py",
+        "FairMLPClassifier.fit",
         "        if best_params is not None:\n            params = best_params\n",
         "",
         GUARD_TESTS,
@@ -249,7 +249,7 @@ MUTANTS = [
     ),
     Mutant(
         "n_iter_no_change needs one more stalled epoch",
-        "skfedida/_models/_mlp.py",
+        "FairMLPClassifier.fit",
         "if stalled >= self.n_iter_no_change:",
         "if stalled > self.n_iter_no_change:",
         GUARD_TESTS,
@@ -258,7 +258,7 @@ MUTANTS = [
     # -- groups and inputs (_groups.py, _validation.py) -----------------------
     Mutant(
         "compact numbers the present groups from 1",
-        "skfedida/_groups.py",
+        "SensitiveGroups.compact",
         "lookup = np.cumsum(present, dtype=np.intp) - 1\n        labels = tuple(",
         "lookup = np.cumsum(present, dtype=np.intp)\n        labels = tuple(",
         ("tests/test_groups.py",),
@@ -266,7 +266,7 @@ MUTANTS = [
     ),
     Mutant(
         "negative sample weights accepted",
-        "skfedida/_validation.py",
+        "sample_weight_of",
         "and not (sample_weight < 0).any()",
         "and True",
         GUARD_TESTS,
@@ -279,7 +279,7 @@ CHECKED_TESTS = ("tests/_models/test_checked_entries.py",)
 MUTANTS += [
     Mutant(
         "train_epochs runs averaged epochs in one loop call",
-        "skfedida/_models/_fair_base.py",
+        "_train_epochs",
         "            or self.average\n",
         "",
         CHECKED_TESTS,
@@ -287,7 +287,7 @@ MUTANTS += [
     ),
     Mutant(
         "train_minibatches trains on X's rows in order, not on rows",
-        "skfedida/_models/_fair_base.py",
+        "steps",
         "                average=False,\n                order=rows,",
         "                average=False,\n                order=None,",
         CHECKED_TESTS,
@@ -299,7 +299,7 @@ MUTANTS += [
 MUTANTS += [
     Mutant(
         "the HTML repr links a class to its private module's page",
-        "skfedida/_doc_links.py",
+        "public_module",
         "            return module.__name__\n",
         "            return None\n",
         ("tests/test_project.py",),

@@ -27,7 +27,7 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 MUTANTS = [
     Mutant(
         "expected accuracy counts a tied row as right when selected",
-        "skfedida/federated/_evaluation.py",
+        "_metric_values",
         "np.dot(w, y * pred + (1 - y) * (1 - pred))",
         "np.dot(w, y * pred + (1 - y) * (pred < 1))",
         OPERATING_POINT_TESTS,
@@ -35,7 +35,7 @@ MUTANTS = [
     ),
     Mutant(
         "a group a client did not declare is accepted",
-        "skfedida/_replies.py",
+        "_declared_problem",
         "            if label not in declared:\n",
         "            if label not in declared and False:\n",
         GATE_TESTS,
@@ -47,7 +47,7 @@ MUTANTS = [
     ),
     Mutant(
         "consensus takes a plurality, not a strict majority",
-        "skfedida/_replies.py",
+        "consensus",
         "if 2 * counts[best] > len(keys):",
         "if counts[best] >= 1:",
         GATE_TESTS,
@@ -55,7 +55,7 @@ MUTANTS = [
     ),
     Mutant(
         "extremes far beyond the other clients' are accepted",
-        "skfedida/_replies.py",
+        "_beyond",
         "below = scaled & (low < lo - RANGE_FACTOR * width)",
         "below = scaled & (low < lo - 1e300 * width)",
         GATE_TESTS,
@@ -68,7 +68,7 @@ MUTANTS = [
     ),
     Mutant(
         "prior_aggregation='median' takes the clients' mean share",
-        "skfedida/federated/_aggregation.py",
+        "class_prior",
         "median = np.median(rates, axis=0)",
         "median = np.mean(rates, axis=0)",
         GATE_TESTS,
@@ -76,7 +76,7 @@ MUTANTS = [
     ),
     Mutant(
         "FairFed keeps groups smaller than min_group_size",
-        "skfedida/metrics/_registry.py",
+        "count_gap",
         "defined & (_FROM_COUNTS[rate.count](totals) >= min_group_size)",
         "defined",
         GATE_TESTS,
@@ -84,7 +84,7 @@ MUTANTS = [
     ),
     Mutant(
         "a resampled minibatch past batch_size is split into several steps",
-        "skfedida/federated/_client.py",
+        "_step",
         "        estimator.batch_size = data.n\n",
         "",
         MINIBATCH_TESTS,
@@ -92,7 +92,7 @@ MUTANTS = [
     ),
     Mutant(
         "client seeds ignore random_state",
-        "skfedida/federated/_client.py",
+        "_client_seeds",
         "return check_random_state(random_state).randint(",
         "return check_random_state(0).randint(",
         FEDERATED_TESTS,
@@ -100,7 +100,7 @@ MUTANTS = [
     ),
     Mutant(
         "round seed ignores the round",
-        "skfedida/federated/_client.py",
+        "_round_seed",
         "np.random.SeedSequence([int(client_seed), round_])",
         "np.random.SeedSequence([int(client_seed), 0])",
         FEDERATED_TESTS,
@@ -108,7 +108,7 @@ MUTANTS = [
     ),
     Mutant(
         "FedAvg averages with uniform weights, not n_k / n",
-        "skfedida/federated/_aggregation.py",
+        "WeightedMean.aggregate",
         "return _weighted_sum(parameter_lists, weights / weights.sum())",
         "return _weighted_sum(parameter_lists, np.ones_like(weights) / weights.size)",
         FEDERATED_TESTS,
@@ -116,7 +116,7 @@ MUTANTS = [
     ),
     Mutant(
         "median aggregation is the mean",
-        "skfedida/federated/_aggregation.py",
+        "Median.aggregate",
         "np.asarray(np.median(np.stack(layers), axis=0))",
         "np.asarray(np.mean(np.stack(layers), axis=0))",
         ("tests/test_aggregation.py",),
@@ -124,7 +124,7 @@ MUTANTS = [
     ),
     Mutant(
         "trimmed mean cuts nothing",
-        "skfedida/federated/_aggregation.py",
+        "_trim_mean",
         "lowercut = int(cut_fraction * nobs)",
         "lowercut = 0",
         ("tests/test_aggregation.py",),
@@ -132,7 +132,7 @@ MUTANTS = [
     ),
     Mutant(
         "Per-FedAvg meta-step in the wrong direction",
-        "skfedida/federated/_client.py",
+        "_per_fedavg_epoch",
         "[t - (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)]",
         "[t + (a - s) for t, a, s in zip(theta, adapted, stepped, strict=True)]",
         FEDERATED_TESTS,
@@ -140,7 +140,7 @@ MUTANTS = [
     ),
     Mutant(
         "prior-correction weights inverted",
-        "skfedida/federated/_client.py",
+        "_prior_weights",
         "ratio = np.divide(before, after, out=np.ones(n_classes), where=after > 0)",
         "ratio = np.divide(after, before, out=np.ones(n_classes), where=before > 0)",
         FEDERATED_TESTS,
@@ -148,7 +148,7 @@ MUTANTS = [
     ),
     Mutant(
         "bootstrap ignores the resample weights",
-        "skfedida/federated/_evaluation.py",
+        "evaluate_clients",
         "metrics, y_k, proba_k, pred_k, S_k, weight, min_group_size",
         "metrics, y_k, proba_k, pred_k, S_k, None, min_group_size",
         EVALUATION_TESTS,
@@ -156,7 +156,7 @@ MUTANTS = [
     ),
     Mutant(
         "interval = min/max of the draws, ignoring confidence",
-        "skfedida/federated/_evaluation.py",
+        "evaluate_clients",
         "np.quantile(finite, [tail, 1 - tail])",
         "np.quantile(finite, [0.0, 1.0])",
         EVALUATION_TESTS,
@@ -164,7 +164,7 @@ MUTANTS = [
     ),
     Mutant(
         "Brier score as mean absolute error",
-        "skfedida/federated/_evaluation.py",
+        "_metric_values",
         'values["brier"] = float(np.dot(w, (proba - y) ** 2) / total)',
         'values["brier"] = float(np.dot(w, np.abs(proba - y)) / total)',
         EVALUATION_TESTS,
@@ -173,7 +173,7 @@ MUTANTS = [
     # -- issue 32: survivors of the mutation run -------------------------------
     Mutant(
         "FairFed's weights restart from n_k / n every round",
-        "skfedida/federated/_aggregation.py",
+        "FairFed.aggregate",
         "previous.get(k, w / weights.sum())",
         "w / weights.sum()",
         AGGREGATION_TESTS,
@@ -181,7 +181,7 @@ MUTANTS = [
     ),
     Mutant(
         "seeded DP noise ignores the round (the same noise every round)",
-        "skfedida/federated/_privacy.py",
+        "noise_stream",
         "[int(dp.noise_seed), int(round_number), 0x5EED]",
         "[int(dp.noise_seed), 0, 0x5EED]",
         PRIVACY_TESTS,
@@ -189,7 +189,7 @@ MUTANTS = [
     ),
     Mutant(
         "the accountant is given noise_multiplier * clipping_norm, not z",
-        "skfedida/federated/_privacy.py",
+        "epsilon",
         "gaussian(float(self.noise_multiplier)), int(n_rounds)",
         "gaussian(self.noise_multiplier * self.clipping_norm), int(n_rounds)",
         PRIVACY_TESTS,
@@ -197,7 +197,7 @@ MUTANTS = [
     ),
     Mutant(
         "a negative training loss is accepted",
-        "skfedida/_replies.py",
+        "training_reply_problem",
         "or not np.isfinite(loss) or loss < 0:",
         "or not np.isfinite(loss):",
         REPLY_TESTS,
@@ -205,7 +205,7 @@ MUTANTS = [
     ),
     Mutant(
         "threshold='prevalence' matches the evaluation rows' prevalence",
-        "skfedida/federated/_evaluation.py",
+        "_rate_of",
         "return float(y_positive.mean()) if prior is None else prior",
         "return float(y_positive.mean())",
         GUARD_TESTS,
@@ -213,7 +213,7 @@ MUTANTS = [
     ),
     Mutant(
         "BCa's bias correction does not count ties with the estimate half",
-        "skfedida/federated/_evaluation.py",
+        "_bca_interval",
         "np.count_nonzero(draws < estimate) + np.count_nonzero(draws <= estimate)",
         "np.count_nonzero(draws < estimate) + np.count_nonzero(draws < estimate)",
         INTERVAL_TESTS,
@@ -221,7 +221,7 @@ MUTANTS = [
     ),
     Mutant(
         "the bootstrap stream is re-seeded for every client",
-        "skfedida/federated/_evaluation.py",
+        "evaluate_clients",
         "        y_k, proba_k, pred_k = y_positive[idx], proba[idx], pred[idx]\n",
         "        rng = check_random_state(random_state)\n"
         "        y_k, proba_k, pred_k = y_positive[idx], proba[idx], pred[idx]\n",
@@ -231,7 +231,7 @@ MUTANTS = [
     # -- the server: rounds, selection, failures, history ----------------------
     Mutant(
         "a federation runs one round fewer than n_rounds",
-        "skfedida/federated/_server.py",
+        "_progress",
         "        return bar, bar\n    return range(n_rounds), None",
         "        return bar, bar\n    return range(n_rounds - 1), None",
         SERVER_TESTS,
@@ -239,7 +239,7 @@ MUTANTS = [
     ),
     Mutant(
         "a fit stopped early records n_rounds rounds as run",
-        "skfedida/federated/_server.py",
+        "_Server.run",
         '"rounds": first_round + rounds_run,',
         '"rounds": first_round + n_rounds,',
         SERVER_TESTS,
@@ -247,7 +247,7 @@ MUTANTS = [
     ),
     Mutant(
         "client_fraction selects the same clients every round",
-        "skfedida/federated/_server.py",
+        "_Server.run",
         "selected = engine.select(selection_rng, n_clients)",
         "selected = engine.select(selection_stream(seeds), n_clients)",
         SERVER_TESTS,
@@ -255,7 +255,7 @@ MUTANTS = [
     ),
     Mutant(
         "every write to a round's record starts a new record",
-        "skfedida/_replies.py",
+        "record_of",
         "found = self._by_key.get(key)",
         "found = None",
         (*SERVER_TESTS, "tests/test_flower.py"),
@@ -263,7 +263,7 @@ MUTANTS = [
     ),
     Mutant(
         "a skipped client's record names the round before",
-        "skfedida/federated/_engine.py",
+        "_admit",
         "record=lambda k: self.records.record(round_number, k),\n"
         "            what=what,",
         "record=lambda k: self.records.record(round_number - 1, k),\n"
@@ -273,7 +273,7 @@ MUTANTS = [
     ),
     Mutant(
         "on_client_error='skip' records a failed reply but still uses it",
-        "skfedida/_replies.py",
+        "failure_policy",
         "return [k for k, reason, _ in outcomes if reason is None]",
         "return [k for k, reason, _ in outcomes]",
         REPLY_GATE_TESTS,
@@ -281,7 +281,7 @@ MUTANTS = [
     ),
     Mutant(
         "strategy='local' averages the clients' models with equal weights",
-        "skfedida/federated/_server.py",
+        "global_model",
         "[parameter_arrays(m) for m in models], [d.n for d in data]",
         "[parameter_arrays(m) for m in models], [1 for d in data]",
         SERVER_TESTS,
@@ -289,7 +289,7 @@ MUTANTS = [
     ),
     Mutant(
         "federated_metrics_ weighs every client the same, not by its rows",
-        "skfedida/federated/_estimator.py",
+        "_record_validation",
         "            weights.append(len(y_val))\n",
         "            weights.append(1)\n",
         SERVER_TESTS,
@@ -297,7 +297,7 @@ MUTANTS = [
     ),
     Mutant(
         "strategy='local' validates the global model, not each client's own",
-        "skfedida/federated/_estimator.py",
+        "_record_validation",
         'model = models[k] if self.strategy == "local" else scratch',
         "model = scratch",
         SERVER_TESTS,
@@ -305,7 +305,7 @@ MUTANTS = [
     ),
     Mutant(
         "warm_start gives the clients' models the estimator's random_state",
-        "skfedida/federated/_estimator.py",
+        "_carry_parameters_over",
         '        params.pop("random_state", None)\n',
         "",
         SERVER_TESTS,
@@ -314,7 +314,7 @@ MUTANTS = [
     # -- aggregators -----------------------------------------------------------
     Mutant(
         "FedAvg's shares are divided by the number of clients, not the rows",
-        "skfedida/federated/_aggregation.py",
+        "WeightedMean.aggregate",
         "return _weighted_sum(parameter_lists, weights / weights.sum())",
         "return _weighted_sum(parameter_lists, weights / weights.size)",
         AGGREGATION_TESTS,
@@ -322,7 +322,7 @@ MUTANTS = [
     ),
     Mutant(
         "the median does not count as bounding a client's update",
-        "skfedida/federated/_privacy.py",
+        "updates_bounded",
         "or isinstance(federation._aggregator, Median | TrimmedMean)",
         "or isinstance(federation._aggregator, TrimmedMean)",
         PRIVACY_TESTS,
@@ -330,7 +330,7 @@ MUTANTS = [
     ),
     Mutant(
         "the trimmed mean cuts only the low end",
-        "skfedida/federated/_aggregation.py",
+        "_trim_mean",
         "    uppercut = nobs - lowercut\n",
         "    uppercut = nobs\n",
         AGGREGATION_TESTS,
@@ -338,7 +338,7 @@ MUTANTS = [
     ),
     Mutant(
         "TrimmedMean accepts beta=0.5, which cuts every value",
-        "skfedida/federated/_aggregation.py",
+        "check_aggregation",
         "0 <= aggregation.beta < 0.5",
         "0 <= aggregation.beta <= 0.5",
         AGGREGATION_TESTS,
@@ -346,7 +346,7 @@ MUTANTS = [
     ),
     Mutant(
         "QFedAvg's Lipschitz estimate is the step, not its inverse",
-        "skfedida/federated/_aggregation.py",
+        "QFedAvg.aggregate",
         "lipschitz = 1.0 / self.client_learning_rate",
         "lipschitz = self.client_learning_rate",
         AGGREGATION_TESTS,
@@ -354,7 +354,7 @@ MUTANTS = [
     ),
     Mutant(
         "QFedAvg's step size leaves out the q-term of h",
-        "skfedida/federated/_aggregation.py",
+        "QFedAvg.aggregate",
         "self.q * np.float_power(float(loss) + 1e-10, self.q - 1) * norm",
         "0.0 * norm",
         AGGREGATION_TESTS,
@@ -362,7 +362,7 @@ MUTANTS = [
     ),
     Mutant(
         "FairFed's distance to the federation's gap is signed",
-        "skfedida/federated/_aggregation.py",
+        "FairFed.aggregate",
         "distance = np.abs(global_gap - local_gaps)",
         "distance = global_gap - local_gaps",
         AGGREGATION_TESTS,
@@ -370,7 +370,7 @@ MUTANTS = [
     ),
     Mutant(
         "FairFed's eod gap is the smaller of the TPR and FPR gaps",
-        "skfedida/metrics/_registry.py",
+        "count_gap",
         "return max(gaps)",
         "return min(gaps)",
         AGGREGATION_TESTS,
@@ -378,7 +378,7 @@ MUTANTS = [
     ),
     Mutant(
         "FairFed warns about too few groups only when there are none",
-        "skfedida/federated/_aggregation.py",
+        "FairFed.aggregate",
         'np.count_nonzero(np.asarray(total["n"]) >= self.min_group_size) < 2',
         'np.count_nonzero(np.asarray(total["n"]) >= self.min_group_size) < 1',
         AGGREGATION_TESTS,
@@ -387,7 +387,7 @@ MUTANTS = [
     # -- bounded updates and differential privacy ------------------------------
     Mutant(
         "the private mean divides by the replying clients, not the selected",
-        "skfedida/federated/_privacy.py",
+        "bounded_round",
         "parameters.append(g + (total + noise) / n_selected)",
         "parameters.append(g + (total + noise) / len(parameter_lists))",
         PRIVACY_TESTS,
@@ -395,7 +395,7 @@ MUTANTS = [
     ),
     Mutant(
         "the DP noise's scale leaves out clipping_norm",
-        "skfedida/federated/_privacy.py",
+        "bounded_round",
         "scale = float(dp.noise_multiplier) * float(dp.clipping_norm)",
         "scale = float(dp.noise_multiplier)",
         PRIVACY_TESTS,
@@ -403,7 +403,7 @@ MUTANTS = [
     ),
     Mutant(
         "target_delta of exactly 1 / n_clients is accepted",
-        "skfedida/federated/_privacy.py",
+        "_check",
         "if n_clients is not None and delta * n_clients >= 1:",
         "if n_clients is not None and delta * n_clients > 1:",
         (*PRIVACY_TESTS, "tests/test_guard_federated.py"),
@@ -411,7 +411,7 @@ MUTANTS = [
     ),
     Mutant(
         "max_update_norm scales short updates up to the bound",
-        "skfedida/federated/_privacy.py",
+        "_clipped",
         "scale = min(1.0, bound / norm) if norm > 0 else 1.0",
         "scale = bound / norm if norm > 0 else 1.0",
         PRIVACY_TESTS,
@@ -419,7 +419,7 @@ MUTANTS = [
     ),
     Mutant(
         "max_update_norm='median' clips at the mean norm",
-        "skfedida/federated/_privacy.py",
+        "bounded_round",
         "bound = float(np.median(norms))",
         "bound = float(np.mean(norms))",
         PRIVACY_TESTS,
@@ -428,7 +428,7 @@ MUTANTS = [
     # -- evaluate_clients ------------------------------------------------------
     Mutant(
         "intervals are 95% whatever confidence= says",
-        "skfedida/federated/_evaluation.py",
+        "evaluate_clients",
         "    tail = (1 - confidence) / 2\n",
         "    tail = 0.025\n",
         (*INTERVAL_TESTS, "tests/test_guard_federated.py"),
@@ -436,7 +436,7 @@ MUTANTS = [
     ),
     Mutant(
         "the summary's sd across clients is the population sd",
-        "skfedida/federated/_evaluation.py",
+        "evaluate_clients",
         '"sd": values.std(ddof=1),',
         '"sd": values.std(ddof=0),',
         (*EVALUATION_TESTS, "tests/test_guard_federated.py"),
@@ -444,7 +444,7 @@ MUTANTS = [
     ),
     Mutant(
         "point estimates ignore min_group_size",
-        "skfedida/federated/_evaluation.py",
+        "evaluate_clients",
         "metrics, y_k, proba_k, pred_k, S_k, None, min_group_size",
         "metrics, y_k, proba_k, pred_k, S_k, None, 1",
         (*EVALUATION_TESTS, "tests/test_guard_federated.py"),
@@ -453,7 +453,7 @@ MUTANTS = [
     # -- ClientStratifiedKFold -------------------------------------------------
     Mutant(
         "ClientStratifiedKFold stratifies by client only, not client x outcome",
-        "skfedida/federated/_split.py",
+        "ClientStratifiedKFold.split",
         "np.unique(outcome, return_inverse=True)[1],",
         "np.zeros(len(X), dtype=int),",
         SERVER_TESTS,
@@ -461,7 +461,7 @@ MUTANTS = [
     ),
     Mutant(
         "ClientStratifiedKFold ignores shuffle and random_state",
-        "skfedida/federated/_split.py",
+        "ClientStratifiedKFold.split",
         "n_splits=self.n_splits, shuffle=self.shuffle, random_state=self.random_state",
         "n_splits=self.n_splits",
         SERVER_TESTS,
@@ -470,7 +470,7 @@ MUTANTS = [
     # -- the parameter protocol ------------------------------------------------
     Mutant(
         "get_parameters returns the estimator's own arrays, not copies",
-        "skfedida/federated/_parameters.py",
+        "parameter_arrays",
         "np.array(array, dtype=np.float64, copy=True)",
         "np.asarray(array, dtype=np.float64)",
         PARAMETER_TESTS,
@@ -478,7 +478,7 @@ MUTANTS = [
     ),
     Mutant(
         "get_parameters interleaves a network's weights and biases",
-        "skfedida/federated/_parameters.py",
+        "_held_arrays",
         "return [*estimator.coefs_, *estimator.intercepts_]",
         "return [a for pair in zip(estimator.coefs_, estimator.intercepts_)"
         " for a in pair]",
@@ -487,7 +487,7 @@ MUTANTS = [
     ),
     Mutant(
         "set_parameters keeps the caller's arrays, not copies",
-        "skfedida/federated/_parameters.py",
+        "assign_parameters",
         "copies = [np.array(p, dtype=np.float64, copy=True) for p in parameters]",
         "copies = [np.asarray(p, dtype=np.float64) for p in parameters]",
         PARAMETER_TESTS,
@@ -495,7 +495,7 @@ MUTANTS = [
     ),
     Mutant(
         "set_parameters accepts arrays of the same size in another shape",
-        "skfedida/federated/_parameters.py",
+        "assign_parameters",
         "np.shape(new) != np.shape(old)",
         "np.size(new) != np.size(old)",
         PARAMETER_TESTS,
@@ -503,7 +503,7 @@ MUTANTS = [
     ),
     Mutant(
         "n_samples_seen counts SGDClassifier's t_ as rows",
-        "skfedida/federated/_parameters.py",
+        "n_samples_seen",
         "return int(estimator.t_) - 1",
         "return int(estimator.t_)",
         PARAMETER_TESTS,
@@ -512,7 +512,7 @@ MUTANTS = [
     # -- make_fedida -----------------------------------------------------------
     Mutant(
         "make_fedida's default sampler is the paper's, not n_target='group_mean'",
-        "skfedida/federated/_fedida.py",
+        "make_fedida",
         'FairnessAwareROSE(n_target="group_mean", sensitive=sensitive)',
         "FairnessAwareROSE(sensitive=sensitive)",
         FEDIDA_TESTS,
@@ -520,7 +520,7 @@ MUTANTS = [
     ),
     Mutant(
         "make_fedida does not give batch_size to the federation",
-        "skfedida/federated/_fedida.py",
+        "make_fedida",
         "        batch_size=batch_size,\n        sensitive=sensitive,\n        n_jobs",
         "        sensitive=sensitive,\n        n_jobs",
         FEDIDA_TESTS,
@@ -528,7 +528,7 @@ MUTANTS = [
     ),
     Mutant(
         "make_fedida's network ignores hidden_layer_sizes",
-        "skfedida/federated/_fedida.py",
+        "make_fedida",
         'hidden_layer_sizes=hidden_layer_sizes, solver="sgd", **common',
         'solver="sgd", **common',
         FEDIDA_TESTS,
@@ -537,7 +537,7 @@ MUTANTS = [
     # -- warnings --------------------------------------------------------------
     Mutant(
         "no InactivePenaltyWarning when the sensitive attribute has one value",
-        "skfedida/federated/_estimator.py",
+        "_warn_if_penalty_inactive",
         "elif groups is not None and groups.n_groups == 1:",
         "elif groups is not None and groups.n_groups == 0:",
         WARNING_TESTS,
@@ -545,7 +545,7 @@ MUTANTS = [
     ),
     Mutant(
         "no ClientDataWarning for a client with a single class",
-        "skfedida/federated/_estimator.py",
+        "FederatedEstimator.fit",
         "if np.unique(client.y).size < 2:",
         "if np.unique(client.y).size < 1:",
         WARNING_TESTS,
@@ -553,7 +553,7 @@ MUTANTS = [
     ),
     Mutant(
         "no ClientDataWarning when predicting for clients not seen in fit",
-        "skfedida/federated/_estimator.py",
+        "_dispatch",
         "        if unknown:\n            warnings.warn(",
         "        if False:\n            warnings.warn(",
         WARNING_TESTS,
@@ -561,7 +561,7 @@ MUTANTS = [
     ),
     Mutant(
         "the degenerate-model check counts only the last client's decisions",
-        "skfedida/federated/_estimator.py",
+        "_warn_if_degenerate",
         "counts += np.bincount(predicted, minlength=len(self.classes_))",
         "counts = np.bincount(predicted, minlength=len(self.classes_))",
         WARNING_TESTS,
@@ -569,7 +569,7 @@ MUTANTS = [
     ),
     Mutant(
         "the degenerate-model warning names the wrong class",
-        "skfedida/federated/_estimator.py",
+        "_warn_if_degenerate",
         "warn_if_degenerate(shares[-1], type(self).__name__)",
         "warn_if_degenerate(shares[0], type(self).__name__)",
         WARNING_TESTS,
@@ -577,7 +577,7 @@ MUTANTS = [
     ),
     Mutant(
         "a report warns about random decisions only past half the rows tied",
-        "skfedida/federated/_evaluation.py",
+        "_RANDOM_SHARE",
         "_RANDOM_SHARE = 0.1\n",
         "_RANDOM_SHARE = 0.5\n",
         OPERATING_POINT_TESTS,
@@ -585,7 +585,7 @@ MUTANTS = [
     ),
     Mutant(
         "outlying updates are never warned about",
-        "skfedida/federated/_estimator.py",
+        "FederatedEstimator.fit",
         "warn_if_outlying_updates(self.history_, bounded=updates_bounded(self))",
         "warn_if_outlying_updates(self.history_, bounded=True)",
         PRIVACY_TESTS,
@@ -594,7 +594,7 @@ MUTANTS = [
     # -- replies the server checks ---------------------------------------------
     Mutant(
         "a training reply may claim more rows than the client declared",
-        "skfedida/_replies.py",
+        "training_reply_problem",
         "    if declared_rows is not None and int(n_rows) != int(declared_rows):\n",
         "    if declared_rows is not None and int(n_rows) < int(declared_rows):\n",
         REPLY_GATE_TESTS,
@@ -602,7 +602,7 @@ MUTANTS = [
     ),
     Mutant(
         "a training reply's parameters may be of another dtype",
-        "skfedida/_replies.py",
+        "training_reply_problem",
         "        if array.dtype != np.asarray(expected).dtype:\n",
         "        if array.dtype.kind != np.asarray(expected).dtype.kind:\n",
         REPLY_GATE_TESTS,
@@ -610,7 +610,7 @@ MUTANTS = [
     ),
     Mutant(
         "evaluation metrics have no upper bound",
-        "skfedida/_replies.py",
+        "evaluation_reply_problem",
         "np.isnan(value) or 0.0 <= value <= _METRIC_UPPER.get(name, 1.0)",
         "np.isnan(value) or 0.0 <= value",
         REPLY_GATE_TESTS,
@@ -618,7 +618,7 @@ MUTANTS = [
     ),
     Mutant(
         "an evaluation reply may count other rows than declared",
-        "skfedida/_replies.py",
+        "evaluation_reply_problem",
         "if declared_rows is not None and int(value) != int(declared_rows):",
         "if declared_rows is not None and int(value) > int(declared_rows):",
         REPLY_GATE_TESTS,
@@ -626,7 +626,7 @@ MUTANTS = [
     ),
     Mutant(
         "class counts need not add up to the declared rows",
-        "skfedida/_replies.py",
+        "initialisation_reply_problem",
         "    if int(counts.sum()) != int(declared_rows):\n        return (\n"
         '            f"its class counts',
         "    if int(counts.sum()) > int(declared_rows):\n        return (\n"
@@ -636,7 +636,7 @@ MUTANTS = [
     ),
     Mutant(
         "fractional counts are accepted",
-        "skfedida/_replies.py",
+        "count_array",
         "    if np.any(as_float != np.floor(as_float)):\n",
         "    if np.any(as_float < np.floor(as_float)):\n",
         REPLY_GATE_TESTS,
@@ -644,7 +644,7 @@ MUTANTS = [
     ),
     Mutant(
         "a histogram need not count every declared evaluation row",
-        "skfedida/_replies.py",
+        "histogram_reply_problem",
         "    if int(array.sum()) != int(declared_rows):\n",
         "    if int(array.sum()) > int(declared_rows):\n",
         REPLY_GATE_TESTS,
@@ -652,7 +652,7 @@ MUTANTS = [
     ),
     Mutant(
         "a histogram's counts may exceed the rows in one bin",
-        "skfedida/_replies.py",
+        "histogram_reply_problem",
         "        shape=(n_groups, 2, n_bins),\n        at_most=declared_rows,\n",
         "        shape=(n_groups, 2, n_bins),\n",
         REPLY_GATE_TESTS,
@@ -660,7 +660,7 @@ MUTANTS = [
     ),
     Mutant(
         "a fairness report may hold more true positives than decisions",
-        "skfedida/_replies.py",
+        "fairness_report_problem",
         'if np.any(tp > counts["selected"]) or np.any(tp > counts["n_positive"]):',
         'if np.any(tp > counts["n_positive"]):',
         REPLY_GATE_TESTS,
@@ -668,7 +668,7 @@ MUTANTS = [
     ),
     Mutant(
         "a fairness report need not count the declared rows",
-        "skfedida/_replies.py",
+        "fairness_report_problem",
         '    if int(counts["n"].sum()) != int(declared_rows):\n',
         '    if int(counts["n"].sum()) > int(declared_rows):\n',
         REPLY_GATE_TESTS,
@@ -676,7 +676,7 @@ MUTANTS = [
     ),
     Mutant(
         "in-process FairFed reports are not checked",
-        "skfedida/federated/_server.py",
+        "_outcome",
         "            if len(report) > 0\n",
         "            if len(report) > 1\n",
         REPLY_GATE_TESTS,
@@ -684,7 +684,7 @@ MUTANTS = [
     ),
     Mutant(
         "declared rows per group need not add up to the set's rows",
-        "skfedida/_replies.py",
+        "group_declaration_problem",
         "        if int(counts.sum()) != int(sizes[rowset]):\n",
         "        if int(counts.sum()) > int(sizes[rowset]):\n",
         REPLY_GATE_TESTS,
@@ -692,7 +692,7 @@ MUTANTS = [
     ),
     Mutant(
         "groups may be declared for a set of rows the client does not have",
-        "skfedida/_replies.py",
+        "group_declaration_problem",
         "        if rowset not in sizes:\n",
         "        if rowset not in sizes and False:\n",
         REPLY_GATE_TESTS,
@@ -706,11 +706,10 @@ FLOWER_STRATEGY_TESTS = (
     "tests/flower/test_plain_flower_server.py",
     "tests/test_flower.py",
 )
-AGGREGATION = "skfedida/federated/_aggregation.py"
 MUTANTS += [
     Mutant(
         "a Flower strategy's moments start afresh every round",
-        AGGREGATION,
+        "FlowerStrategyAggregator.aggregate",
         "        if stored is None or stored[0] != fingerprint:\n",
         "        if True:\n",
         FLOWER_STRATEGY_TESTS,
@@ -718,7 +717,7 @@ MUTANTS += [
     ),
     Mutant(
         "a fit trains the user's own strategy object",
-        AGGREGATION,
+        "FlowerStrategyAggregator.aggregate",
         "stored = (fingerprint, copy.deepcopy(self.strategy))",
         "stored = (fingerprint, self.strategy)",
         FLOWER_STRATEGY_TESTS,
@@ -726,7 +725,7 @@ MUTANTS += [
     ),
     Mutant(
         "a fit moves Python's global random stream",
-        AGGREGATION,
+        "_quiet_and_unseeded_state_kept",
         "        random.setstate(state)\n",
         "        pass\n",
         FLOWER_STRATEGY_TESTS,
@@ -734,7 +733,7 @@ MUTANTS += [
     ),
     Mutant(
         "the Flower ServerApp runs FedAvg for a user's Flower strategy",
-        "skfedida/flower/_server_app.py",
+        "_aggregate_train.aggregate",
         "            if self.plan.aggregator.runs_as_flower_strategy:\n",
         "            if not engine.reporting:\n",
         FLOWER_STRATEGY_TESTS,
@@ -743,11 +742,10 @@ MUTANTS += [
 ]
 
 # -- issue 35: FedProx's proximal term in the clients' training ----------------
-FAIR_BASE = "skfedida/_models/_fair_base.py"
 MUTANTS += [
     Mutant(
         "FedProx's term is left out of the gradient",
-        FAIR_BASE,
+        "BaseFairClassifier._objective",
         "                g += mu * (w - a)\n",
         "                pass\n",
         FLOWER_STRATEGY_TESTS,
@@ -755,7 +753,7 @@ MUTANTS += [
     ),
     Mutant(
         "FedProx's term counts the full square, not half",
-        FAIR_BASE,
+        "BaseFairClassifier._objective",
         "            value += 0.5 * mu * distance\n",
         "            value += mu * distance\n",
         FLOWER_STRATEGY_TESTS,
@@ -763,7 +761,7 @@ MUTANTS += [
     ),
     Mutant(
         "the compiled loops run without FedProx's term",
-        FAIR_BASE,
+        "proximal_loop_inputs",
         '    proximal = estimator.__dict__.get("_proximal")\n    if proximal is None:',
         "    proximal = None\n    if proximal is None:",
         FLOWER_STRATEGY_TESTS,
@@ -771,7 +769,7 @@ MUTANTS += [
     ),
     Mutant(
         "the compiled network's gradient leaves FedProx's term out",
-        "skfedida/_models/_sgd_fast.pyx",
+        "_Network.evaluate",
         "                gradient[i] += self.mu * (params[i] - self.anchor[i])\n",
         "                pass\n",
         FLOWER_STRATEGY_TESTS,
@@ -779,7 +777,7 @@ MUTANTS += [
     ),
     Mutant(
         "the compiled linear trial judges the intercepts before the step",
-        "skfedida/_models/_sgd_fast.pyx",
+        "_Affine.trial",
         "                self.trial_coef, d, self.gradient, step\n",
         "                self.trial_coef, d, NULL, step\n",
         FLOWER_STRATEGY_TESTS,
@@ -787,7 +785,7 @@ MUTANTS += [
     ),
     Mutant(
         "a node ignores the proximal term Flower's FedProx sends",
-        "skfedida/flower/_client_app.py",
+        "make_client_app.train",
         'proximal_mu = config.get("proximal-mu")',
         "proximal_mu = None",
         ("tests/flower/test_plain_flower_server.py",),
@@ -797,7 +795,7 @@ MUTANTS += [
 MUTANTS += [
     Mutant(
         "a warm start keeps the old strategy after set_params(aggregation=...)",
-        AGGREGATION,
+        "FlowerStrategyAggregator.aggregate",
         "        if stored is None or stored[0] != fingerprint:\n",
         "        if stored is None:\n",
         FLOWER_STRATEGY_TESTS,
@@ -805,7 +803,7 @@ MUTANTS += [
     ),
     Mutant(
         "a client's reply comes from a node of its place in the round",
-        AGGREGATION,
+        "FlowerStrategyAggregator.aggregate",
         "range(1, n_clients + 1) if clients is None else [k + 1 for k in clients]",
         "range(1, n_clients + 1)",
         FLOWER_STRATEGY_TESTS,

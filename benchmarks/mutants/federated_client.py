@@ -2,7 +2,6 @@
 
 from ._base import Mutant
 
-FILE = "skfedida/federated/_client.py"
 CLIENT_TESTS = ("tests/test_guard_client.py",)
 MINIBATCH_TESTS = ("tests/test_minibatch_resampling.py",)
 FEDERATED_TESTS = ("tests/test_federated.py", "tests/test_determinism.py")
@@ -10,7 +9,7 @@ FEDERATED_TESTS = ("tests/test_federated.py", "tests/test_determinism.py")
 MUTANTS = [
     Mutant(
         "FairFed report on the training rows despite validation_fraction",
-        FILE,
+        "_reporting_client_round",
         "rows = data if data.held_out is None else data.held_out",
         "rows = data",
         CLIENT_TESTS,
@@ -18,7 +17,7 @@ MUTANTS = [
     ),
     Mutant(
         "FairFed report's decisions are the labels",
-        FILE,
+        "_fairness_report",
         '"selected": count(decided.astype(float)),',
         '"selected": count(positive.astype(float)),',
         CLIENT_TESTS,
@@ -26,7 +25,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client's round seed ignores the round",
-        FILE,
+        "_round_seed",
         "np.random.SeedSequence([int(client_seed), round_])",
         "np.random.SeedSequence([int(client_seed)])",
         CLIENT_TESTS,
@@ -34,7 +33,7 @@ MUTANTS = [
     ),
     Mutant(
         "held-out rows not stratified by label",
-        FILE,
+        "_split_client",
         "stratify = y if class_counts.size > 1 and class_counts.min() > 1 else None",
         "stratify = None",
         CLIENT_TESTS,
@@ -42,7 +41,7 @@ MUTANTS = [
     ),
     Mutant(
         "a short last minibatch's prior weights divide by batch_size",
-        FILE,
+        "_minibatch_prior_weights",
         "        / size_before[:, None]\n",
         "        / batch_size\n",
         MINIBATCH_TESTS,
@@ -50,7 +49,7 @@ MUTANTS = [
     ),
     Mutant(
         "per-minibatch path never shuffles the client's rows",
-        FILE,
+        "_batches",
         "        order = random_state.permutation(data.n)\n        return [",
         "        order = np.arange(data.n)\n        return [",
         CLIENT_TESTS,
@@ -58,7 +57,7 @@ MUTANTS = [
     ),
     Mutant(
         "clients' validation Brier score is the mean absolute error",
-        FILE,
+        "_validation_metrics",
         '"brier": float(np.average((scores - positive) ** 2, weights=weight)),',
         '"brier": float(np.average(np.abs(scores - positive), weights=weight)),',
         CLIENT_TESTS,
@@ -66,7 +65,7 @@ MUTANTS = [
     ),
     Mutant(
         "clients' validation selection rate counts the negative class",
-        FILE,
+        "_validation_metrics",
         "np.average(predicted == classes[-1], weights=weight)",
         "np.average(predicted == classes[0], weights=weight)",
         CLIENT_TESTS,
@@ -74,7 +73,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client fraction's count truncated, not rounded",
-        FILE,
+        "_select_clients",
         "n_selected = max(1, round(client_fraction * n_clients))",
         "n_selected = max(1, int(client_fraction * n_clients))",
         CLIENT_TESTS,
@@ -87,7 +86,7 @@ EPOCH_TESTS = ("tests/federated/test_resampled_epochs.py",)
 MUTANTS += [
     Mutant(
         "the resampled epochs weigh every row 1 under prior correction",
-        "skfedida/federated/_client.py",
+        "_epochs",
         "row_weight[call_rows] = weight[begin:stop]",
         "row_weight[call_rows] = 1.0",
         EPOCH_TESTS,

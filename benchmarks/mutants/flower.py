@@ -6,12 +6,6 @@ so a mistake in what the apps send, check or record shows as a difference.
 
 from ._base import Mutant
 
-SERVER = "skfedida/flower/_server_app.py"
-CLIENT = "skfedida/flower/_client_app.py"
-CODEC = "skfedida/flower/_codec.py"
-GRID = "skfedida/flower/_grid.py"
-RESULT = "skfedida/flower/_result.py"
-PROTOCOL = "skfedida/flower/_protocol.py"
 FLOWER_TESTS = ("tests/test_flower.py",)
 GUARD_TESTS = ("tests/test_guard_flower.py",)
 RESULT_TESTS = ("tests/test_result_file.py",)
@@ -22,7 +16,7 @@ MUTANTS = [
     # -- the ServerApp ---------------------------------------------------------
     Mutant(
         "server app checks only the replies that arrived",
-        SERVER,
+        "_outcomes",
         "for node in self.expected[message_type]:",
         "for node in by_node:",
         GUARD_TESTS,
@@ -30,7 +24,7 @@ MUTANTS = [
     ),
     Mutant(
         "a skipped evaluation is not recorded",
-        "skfedida/_replies.py",
+        "skip",
         'record(k)["evaluation_skipped"] = reason',
         "pass",
         GUARD_TESTS,
@@ -38,7 +32,7 @@ MUTANTS = [
     ),
     Mutant(
         "server app's private mean divides by the replies, not the selected",
-        SERVER,
+        "_aggregate_train",
         "n_selected=len(self.expected[MessageType.TRAIN]),",
         "n_selected=len(replies),",
         GUARD_TESTS,
@@ -46,7 +40,7 @@ MUTANTS = [
     ),
     Mutant(
         "server app ignores the run config's overrides",
-        SERVER,
+        "main",
         "plan_for_run(federation, context.run_config),",
         "plan_for_run(federation, {}),",
         FLOWER_TESTS,
@@ -54,7 +48,7 @@ MUTANTS = [
     ),
     Mutant(
         "server app ignores the run config's result-key",
-        SERVER,
+        "main",
         'key = context.run_config.get("result-key", result_key)',
         "key = result_key",
         RESULT_TESTS + GUARD_TESTS,
@@ -62,7 +56,7 @@ MUTANTS = [
     ),
     Mutant(
         "server app starts from the last client's initial model",
-        SERVER,
+        "_federate",
         'initial_arrays=replies[admitted[0]]["arrays"],',
         'initial_arrays=replies[admitted[-1]]["arrays"],',
         FLOWER_TESTS,
@@ -70,7 +64,7 @@ MUTANTS = [
     ),
     Mutant(
         "server app reports all loaded rows as client_sizes_",
-        SERVER,
+        "_federate",
         'client_sizes=[sizes["train"] for sizes, _, _ in declared],',
         'client_sizes=[sizes["rows"] for sizes, _, _ in declared],',
         FLOWER_TESTS,
@@ -78,7 +72,7 @@ MUTANTS = [
     ),
     Mutant(
         "server app's evaluation summary unweighted",
-        SERVER,
+        "_weighted_metrics",
         "weights.append(float(metrics[weight_key]))",
         "weights.append(1.0)",
         FLOWER_TESTS,
@@ -87,7 +81,7 @@ MUTANTS = [
     # -- the ClientApp ---------------------------------------------------------
     Mutant(
         "client app weighs its evaluation by its training rows",
-        CLIENT,
+        "make_client_app.evaluate",
         'metrics["num-examples"] = int(part.n_evaluation)',
         'metrics["num-examples"] = int(part.train.n)',
         FLOWER_TESTS,
@@ -95,7 +89,7 @@ MUTANTS = [
     ),
     Mutant(
         "client app replies with its evaluation rows as its training rows",
-        CLIENT,
+        "make_client_app.train",
         'metrics={"num-examples": int(n_rows), "train-loss": float(loss)},',
         'metrics={"num-examples": int(part.n_evaluation), "train-loss": float(loss)},',
         FLOWER_TESTS,
@@ -103,7 +97,7 @@ MUTANTS = [
     ),
     Mutant(
         "client app sends its FairFed counts in the wrong order",
-        CLIENT,
+        "make_client_app.train",
         "[counts[key] for key in _REPORT_KEYS]",
         "[counts[key] for key in sorted(_REPORT_KEYS)]",
         FLOWER_TESTS,
@@ -111,7 +105,7 @@ MUTANTS = [
     ),
     Mutant(
         "client app writes its model after the first round",
-        CLIENT,
+        "make_client_app.evaluate",
         "if path and round_ == plan.n_rounds:",
         "if path and round_ == 1:",
         FLOWER_TESTS,
@@ -119,7 +113,7 @@ MUTANTS = [
     ),
     Mutant(
         "run config local-epochs not read",
-        PROTOCOL,
+        "RUN_CONFIG_PARAMETERS",
         '    "local-epochs": "local_epochs",\n',
         "",
         FLOWER_TESTS,
@@ -128,7 +122,7 @@ MUTANTS = [
     # -- the statistics codec --------------------------------------------------
     Mutant(
         "codec decodes an array without its dtype",
-        CODEC,
+        "_restore",
         'array = np.array(value["data"], dtype=np.dtype(kind))',
         'array = np.array(value["data"])',
         GUARD_TESTS + PIPELINE_TESTS,
@@ -136,7 +130,7 @@ MUTANTS = [
     ),
     Mutant(
         "codec decodes a numpy scalar as a Python one",
-        CODEC,
+        "_restore",
         'return np.array(value["value"], dtype=_dtype(value["__scalar__"]))[()]',
         'return value["value"]',
         GUARD_TESTS + PIPELINE_TESTS,
@@ -144,7 +138,7 @@ MUTANTS = [
     ),
     Mutant(
         "codec decodes a tuple as a list",
-        CODEC,
+        "_restore",
         'return tuple(_restore(item) for item in value["__tuple__"])',
         'return [_restore(item) for item in value["__tuple__"]]',
         GUARD_TESTS + PIPELINE_TESTS,
@@ -153,7 +147,7 @@ MUTANTS = [
     # -- the in-process grid and runner ----------------------------------------
     Mutant(
         "InProcessGrid keeps a failed ClientApp's changes to its state",
-        GRID,
+        "_deliver",
         "context = copy.deepcopy(self.contexts[node])",
         "context = self.contexts[node]",
         GUARD_TESTS + FLOWER_TESTS,
@@ -161,7 +155,7 @@ MUTANTS = [
     ),
     Mutant(
         "InProcessGrid returns a pulled reply again",
-        GRID,
+        "pull_messages",
         "replies = [self._pending.pop(i) for i in message_ids if i in self._pending]",
         "replies = [self._pending[i] for i in message_ids if i in self._pending]",
         GUARD_TESTS + FLOWER_TESTS,
@@ -169,7 +163,7 @@ MUTANTS = [
     ),
     Mutant(
         "run_in_process drops the nodes' extra config",
-        GRID,
+        "run_in_process",
         '{**config, "partition-id": k, "num-partitions": num_partitions}',
         '{"partition-id": k, "num-partitions": num_partitions}',
         FLOWER_TESTS,
@@ -177,7 +171,7 @@ MUTANTS = [
     ),
     Mutant(
         "run_in_process ignores the run config's result-key",
-        GRID,
+        "run_in_process",
         'key = result_key if result_key is not None else run_config.get("result-key")',
         "key = result_key",
         RESULT_TESTS + GUARD_TESTS,
@@ -186,7 +180,7 @@ MUTANTS = [
     # -- the result file ---------------------------------------------------------
     Mutant(
         "load_result does not check an unsigned file's digest",
-        RESULT,
+        "load_result",
         "if not hmac.compare_digest(digest, hashlib.sha256(data).digest()):",
         "if not hmac.compare_digest(digest, digest):",
         RESULT_TESTS,
@@ -194,7 +188,7 @@ MUTANTS = [
     ),
     Mutant(
         "load_result loads an unsigned file when given a key",
-        RESULT,
+        "load_result",
         "        if key is not None:\n            raise ValueError(",
         "        if False:\n            raise ValueError(",
         RESULT_TESTS,
@@ -207,7 +201,7 @@ PLAIN_TESTS = ("tests/flower/test_plain_flower_server.py",)
 MUTANTS += [
     Mutant(
         "a node that sets itself up takes client 0's seed",
-        "skfedida/flower/_client_app.py",
+        "start_without_skfedida_server",
         "seed = int(plan.client_seeds(n_partitions)[partition])",
         "seed = int(plan.client_seeds(n_partitions)[0])",
         PLAIN_TESTS,
@@ -215,7 +209,7 @@ MUTANTS += [
     ),
     Mutant(
         "settings only skfedida's server applies are dropped silently",
-        "skfedida/flower/_client_app.py",
+        "start_without_skfedida_server",
         "        if server_side:\n",
         "        if False:\n",
         PLAIN_TESTS,

@@ -21,7 +21,7 @@ _DIFFERENCES = (
 MUTANTS = [
     Mutant(
         "FPR min_group_size counts all rows, not negatives",
-        "skfedida/metrics/_registry.py",
+        "RATES",
         'count="n_negative",',
         'count="n",',
         METRICS_TESTS,
@@ -35,7 +35,7 @@ MUTANTS = [
     ),
     Mutant(
         "difference is max, not max - min",
-        "skfedida/metrics/_fairness.py",
+        "_difference",
         "return float(defined.max() - defined.min())",
         "return float(defined.max())",
         METRICS_TESTS,
@@ -51,7 +51,7 @@ MUTANTS = [
     ),
     Mutant(
         "DPR of all-zero rates is 0, not 1",
-        "skfedida/metrics/_fairness.py",
+        "_ratio",
         "return 1.0 if highest == 0 else float(defined.min() / highest)",
         "return 0.0 if highest == 0 else float(defined.min() / highest)",
         METRICS_TESTS,
@@ -63,7 +63,7 @@ MUTANTS = [
     ),
     Mutant(
         "selection rate ignores sample weights",
-        "skfedida/metrics/_registry.py",
+        "RATES",
         'numerator="predicted",\n            denominator="weight",',
         'numerator="predicted",\n            denominator="n",',
         METRICS_TESTS,
@@ -76,7 +76,7 @@ MUTANTS = [
     ),
     Mutant(
         "threshold_at_rate does not interpolate within its bin",
-        "skfedida/metrics/_operating_point.py",
+        "threshold_at_rate",
         "fraction = 0.0 if inside <= 0 else (above[j] - wanted) / inside",
         "fraction = 0.0",
         OPERATING_POINT_TESTS,
@@ -84,7 +84,7 @@ MUTANTS = [
     ),
     Mutant(
         "score_histogram puts 1.0 in the wrong bin",
-        "skfedida/metrics/_operating_point.py",
+        "score_bins",
         "return np.minimum((scores * n_bins).astype(np.intp), n_bins - 1)",
         "return np.minimum((scores * n_bins).astype(np.intp), n_bins - 2)",
         OPERATING_POINT_TESTS,
@@ -92,7 +92,7 @@ MUTANTS = [
     ),
     Mutant(
         "tied rows all selected, not with the probability that meets the rate",
-        "skfedida/metrics/_operating_point.py",
+        "expected_decisions",
         "decisions[self._tied(scores)] = self.tie_probability",
         "decisions[self._tied(scores)] = 1.0",
         OPERATING_POINT_TESTS,
@@ -100,7 +100,7 @@ MUTANTS = [
     ),
     Mutant(
         "narrowing stops at a bin of one float value plus its neighbour",
-        "skfedida/metrics/_operating_point.py",
+        "federated_operating_point",
         "if n_rows[j] <= 1 or block_high - block_low <= 1:",
         "if n_rows[j] <= 1 or block_high - block_low <= 2:",
         OPERATING_POINT_TESTS,
@@ -108,7 +108,7 @@ MUTANTS = [
     ),
     Mutant(
         "the first grid leaves out a score of 1.0",
-        "skfedida/metrics/_operating_point.py",
+        "_TOP",
         "_TOP = int(ordinal(1.0)) + 1",
         "_TOP = int(ordinal(1.0))",
         OPERATING_POINT_TESTS,
@@ -116,7 +116,7 @@ MUTANTS = [
     ),
     Mutant(
         "set_score_request drops the scorer's sensitive_features request",
-        "skfedida/metrics/_scorer.py",
+        "set_score_request",
         "if param not in kwargs and alias is not None:",
         "if param not in kwargs and alias is None:",
         OPERATING_POINT_TESTS,
@@ -124,7 +124,7 @@ MUTANTS = [
     ),
     Mutant(
         "a threshold scorer guesses the favourable label of string classes",
-        "skfedida/metrics/_scorer.py",
+        "_FairnessScorer._score",
         'numeric.dtype.kind in "biuf" and np.isin(numeric, [-1, 0, 1]).all()',
         "True",
         OPERATING_POINT_TESTS,
@@ -132,7 +132,7 @@ MUTANTS = [
     ),
     Mutant(
         "score_histogram ignores sample_weight",
-        "skfedida/metrics/_operating_point.py",
+        "score_histogram",
         "return np.bincount(bins, weights=weight, minlength=n_bins)",
         "return np.bincount(bins, minlength=n_bins).astype(np.float64)",
         OPERATING_POINT_TESTS,
@@ -140,7 +140,7 @@ MUTANTS = [
     ),
     Mutant(
         "ratio to overall of 0 against 0 is 0, not parity",
-        "skfedida/metrics/_fairness.py",
+        "_ratio",
         "ratios = np.where(high == 0, 1.0, low / np.where(high == 0, 1.0, high))",
         "ratios = np.where(high == 0, 0.0, low / np.where(high == 0, 1.0, high))",
         _METRICS,
@@ -149,7 +149,7 @@ MUTANTS = [
     # -- disparities ----------------------------------------------------------
     Mutant(
         "a difference to the overall rate keeps its sign",
-        "skfedida/metrics/_fairness.py",
+        "_difference",
         "return float(np.max(np.abs(defined - overall)))",
         "return float(np.max(defined - overall))",
         _METRICS,
@@ -157,7 +157,7 @@ MUTANTS = [
     ),
     Mutant(
         "a ratio to the overall rate is not inverted for a group above it",
-        "skfedida/metrics/_fairness.py",
+        "_ratio",
         "        high = np.maximum(defined, overall)\n"
         "        low = np.minimum(defined, overall)\n",
         "        high = np.full_like(defined, overall)\n        low = defined\n",
@@ -166,7 +166,7 @@ MUTANTS = [
     ),
     Mutant(
         "false positives are the predicted positives minus the positives",
-        "skfedida/metrics/_fairness.py",
+        "_class_group_sums",
         'sums["false_positive"] = sums["predicted"] - sums["true_positive"]',
         'sums["false_positive"] = sums["predicted"] - sums["positive"]',
         _METRICS,
@@ -180,7 +180,7 @@ MUTANTS = [
     ),
     Mutant(
         "a group's positives for min_group_size are weighted, not counted",
-        "skfedida/metrics/_fairness.py",
+        "_class_group_sums",
         '"n_positive": total(positive),',
         '"n_positive": total(weighted_positive),',
         _METRICS,
@@ -193,7 +193,7 @@ MUTANTS = [
     ),
     Mutant(
         "a soft PPV's min_group_size counts the scores, not the rows",
-        "skfedida/metrics/_fairness.py",
+        "_class_group_sums",
         'sums["n_predicted"] = total((predicted > 0).astype(float))',
         'sums["n_predicted"] = total(predicted)',
         _METRICS,
@@ -201,7 +201,7 @@ MUTANTS = [
     ),
     Mutant(
         "equalized odds leaves out the FPR",
-        "skfedida/metrics/_registry.py",
+        "_EQUALIZED_ODDS_RATES",
         '_EQUALIZED_ODDS_RATES = ("true_positive_rate", "false_positive_rate")',
         '_EQUALIZED_ODDS_RATES = ("true_positive_rate",)',
         _METRICS,
@@ -209,15 +209,15 @@ MUTANTS = [
     ),
     Mutant(
         "the equalized odds ratio takes the larger of the two ratios",
-        "skfedida/metrics/_fairness.py",
-        "else np.min(values))\n\n\ndef _group_sums(",
-        "else np.max(values))\n\n\ndef _group_sums(",
+        "_combine",
+        'if kind == "difference" else np.min(values))',
+        'if kind == "difference" else np.max(values))',
         _METRICS,
         features=("equalized_odds_ratio",),
     ),
     Mutant(
         "equal opportunity compares the groups' FPRs",
-        "skfedida/metrics/_registry.py",
+        "METRICS",
         '"equal_opportunity_difference", None, ("true_positive_rate",)',
         '"equal_opportunity_difference", None, ("false_positive_rate",)',
         _METRICS,
@@ -225,7 +225,7 @@ MUTANTS = [
     ),
     Mutant(
         "fairness_summary takes the largest DPR over classes",
-        "skfedida/metrics/_fairness.py",
+        "_worst_over_classes",
         'DISPARITIES[key].kind,\n            "worst_case",',
         '"difference",\n            "worst_case",',
         _METRICS,
@@ -233,7 +233,7 @@ MUTANTS = [
     ),
     Mutant(
         "fairness_summary's EOD hides an undefined FPR difference",
-        "skfedida/metrics/_fairness.py",
+        "_combine",
         'return float(np.max(values) if kind == "difference"',
         'return float(max(values) if kind == "difference"',
         _METRICS,
@@ -241,7 +241,7 @@ MUTANTS = [
     ),
     Mutant(
         "group_report gives no reason for an undefined rate",
-        "skfedida/metrics/_fairness.py",
+        "left_out",
         "reasons[self.sums[denominator] <= 0]",
         "reasons[self.sums[denominator] < 0]",
         _METRICS,
@@ -249,7 +249,7 @@ MUTANTS = [
     ),
     Mutant(
         "group_report's extra metrics ignore sample_weight",
-        "skfedida/metrics/_fairness.py",
+        "apply",
         'kwargs = {} if weight is None else {"sample_weight": weight[rows]}',
         "kwargs = {}",
         _METRICS,
@@ -258,7 +258,7 @@ MUTANTS = [
     # -- scorers --------------------------------------------------------------
     Mutant(
         "the DPR scorer is negated as if lower were better",
-        "skfedida/metrics/_registry.py",
+        "METRICS",
         '"ratio",\n            greater_is_better=True,\n            summary=True,',
         '"ratio",\n            greater_is_better=False,\n            summary=True,',
         _METRICS,
@@ -266,7 +266,7 @@ MUTANTS = [
     ),
     Mutant(
         "a threshold scorer selects the scores equal to the threshold",
-        "skfedida/metrics/_scorer.py",
+        "_AtThreshold.__call__",
         "decisions = (y_score > self.threshold).astype(np.int64)",
         "decisions = (y_score >= self.threshold).astype(np.int64)",
         (*OPERATING_POINT_TESTS, "tests/test_scorers.py"),
@@ -274,7 +274,7 @@ MUTANTS = [
     ),
     Mutant(
         "the trade-off scorer's performance ignores sample_weight",
-        "skfedida/metrics/_scorer.py",
+        "_TradeoffScorer._score",
         'performance_kwargs["sample_weight"] = kwargs["sample_weight"]',
         "pass",
         _METRICS,
@@ -282,7 +282,7 @@ MUTANTS = [
     ),
     Mutant(
         "the trade-off scorer ignores its weight",
-        "skfedida/metrics/_scorer.py",
+        "_TradeoffScorer._score",
         "return float(performance - self._weight * disparity)",
         "return float(performance - disparity)",
         _METRICS,
@@ -291,7 +291,7 @@ MUTANTS = [
     # -- operating points -----------------------------------------------------
     Mutant(
         "selection_rate counts the true positives, not the predicted",
-        "skfedida/metrics/_operating_point.py",
+        "selection_rate",
         "_, predicted, weight = _check_targets(",
         "predicted, _, weight = _check_targets(",
         OPERATING_POINT_TESTS,
@@ -299,7 +299,7 @@ MUTANTS = [
     ),
     Mutant(
         "selection_rate drops its pos_label",
-        "skfedida/metrics/_operating_point.py",
+        "selection_rate",
         "y_true, y_pred, sample_weight, pos_label, soft=False",
         "y_true, y_pred, sample_weight, None, soft=False",
         OPERATING_POINT_TESTS,
@@ -307,7 +307,7 @@ MUTANTS = [
     ),
     Mutant(
         "threshold_at_rate accepts negative counts",
-        "skfedida/metrics/_operating_point.py",
+        "_summed_histograms",
         "bad = ~np.isfinite(array) | (array < 0)",
         "bad = ~np.isfinite(array)",
         OPERATING_POINT_TESTS,
@@ -315,7 +315,7 @@ MUTANTS = [
     ),
     Mutant(
         "the tie probability is counted from the block's top",
-        "skfedida/metrics/_operating_point.py",
+        "federated_operating_point",
         "else float(np.clip((wanted - above_block) / in_block, 0, 1))",
         "else float(np.clip((above[j] - wanted) / in_block, 0, 1))",
         OPERATING_POINT_TESTS,
@@ -328,7 +328,7 @@ MUTANTS = [
     ),
     Mutant(
         "rows above a narrowed grid count one each, whatever their weight",
-        "skfedida/metrics/_operating_point.py",
+        "federated_operating_point",
         "above_high += float(w[order >= high].sum())",
         "above_high += float((order >= high).sum())",
         OPERATING_POINT_TESTS,
@@ -336,7 +336,7 @@ MUTANTS = [
     ),
     Mutant(
         "a score at the tied block's lower edge is not in the block",
-        "skfedida/metrics/_operating_point.py",
+        "_tied",
         "return (scores >= self.threshold) & (scores < self.upper)",
         "return (scores > self.threshold) & (scores < self.upper)",
         OPERATING_POINT_TESTS,
@@ -344,7 +344,7 @@ MUTANTS = [
     ),
     Mutant(
         "OperatingPoint.decisions never draws the fractional tied row",
-        "skfedida/metrics/_operating_point.py",
+        "decisions",
         "n_chosen = int(np.floor(wanted)) + int(rng.uniform() < wanted % 1)",
         "n_chosen = int(np.floor(wanted))",
         OPERATING_POINT_TESTS,
@@ -352,7 +352,7 @@ MUTANTS = [
     ),
     Mutant(
         "federated_threshold's cut above the block leaves out its upper edge",
-        "skfedida/metrics/_operating_point.py",
+        "federated_threshold",
         "none = float(np.nextafter(point.upper, -np.inf))",
         "none = point.upper",
         OPERATING_POINT_TESTS,
@@ -360,7 +360,7 @@ MUTANTS = [
     ),
     Mutant(
         "federated_threshold's cut below the block leaves out its lower edge",
-        "skfedida/metrics/_operating_point.py",
+        "federated_threshold",
         "float(np.nextafter(point.threshold, -np.inf)) if point.threshold > 0 else 0.0",
         "point.threshold",
         OPERATING_POINT_TESTS,

@@ -2,7 +2,6 @@
 
 from ._base import SELECTION_TESTS, Mutant
 
-FILE = "skfedida/model_selection.py"
 SEARCH = ("CoarseToFineSearchCV",)
 RANGE = ("lambda_range",)
 RULE = ("fairest_within",)
@@ -10,7 +9,7 @@ RULE = ("fairest_within",)
 MUTANTS = [
     Mutant(
         "one fine candidate too few",
-        FILE,
+        "_run_search",
         "fine = self._grid(left, right, self.n_fine + 2)[1:-1]",
         "fine = self._grid(left, right, self.n_fine + 1)[1:-1]",
         SELECTION_TESTS,
@@ -18,7 +17,7 @@ MUTANTS = [
     ),
     Mutant(
         "fine window half as wide",
-        FILE,
+        "_run_search",
         "right = coarse[min(i + 1, len(coarse) - 1)]",
         "right = coarse[i]",
         SELECTION_TESTS,
@@ -26,7 +25,7 @@ MUTANTS = [
     ),
     Mutant(
         "log spacing read as exponents",
-        FILE,
+        "_grid",
         "return np.geomspace(low, high, n)",
         "return np.logspace(low, high, n)",
         SELECTION_TESTS,
@@ -34,7 +33,7 @@ MUTANTS = [
     ),
     Mutant(
         "an integer parameter's grid truncated, not rounded",
-        FILE,
+        "_rounded",
         "return np.unique(np.rint(values).astype(np.int64))",
         "return np.unique(np.floor(values).astype(np.int64))",
         SELECTION_TESTS,
@@ -42,7 +41,7 @@ MUTANTS = [
     ),
     Mutant(
         "fine values equal to coarse ones evaluated again",
-        FILE,
+        "_run_search",
         "fine = fine[~np.isclose(fine[:, None], coarse[None, :]).any(axis=1)]",
         "fine = fine[~np.equal(fine[:, None], coarse[None, :]).all(axis=1)]",
         SELECTION_TESTS,
@@ -50,7 +49,7 @@ MUTANTS = [
     ),
     Mutant(
         "fairest_within ignores the upper end of the band",
-        FILE,
+        "_FairestWithin.__call__",
         "usable = (rate >= low) & (rate <= high)",
         "usable = rate >= low",
         SELECTION_TESTS,
@@ -58,7 +57,7 @@ MUTANTS = [
     ),
     Mutant(
         "fairest_within ignores its tolerance",
-        FILE,
+        "_FairestWithin.__call__",
         "eligible = candidates[perf[candidates] >= best - self.tolerance]",
         "eligible = candidates[perf[candidates] >= best]",
         SELECTION_TESTS,
@@ -66,7 +65,7 @@ MUTANTS = [
     ),
     Mutant(
         "fairest_within breaks ties toward the worse performance",
-        FILE,
+        "_FairestWithin.__call__",
         "order = np.lexsort((-perf[eligible], -fair[eligible]))",
         "order = np.lexsort((perf[eligible], -fair[eligible]))",
         SELECTION_TESTS,
@@ -74,7 +73,7 @@ MUTANTS = [
     ),
     Mutant(
         "fairest_within's best taken over the degenerate candidates too",
-        FILE,
+        "_FairestWithin.__call__",
         "best = perf[candidates].max()",
         "best = perf.max()",
         SELECTION_TESTS,
@@ -82,7 +81,7 @@ MUTANTS = [
     ),
     Mutant(
         "lambda_range takes the value that failed as the bound",
-        FILE,
+        "lambda_range",
         "bound = lambdas[len(scores) - 2] if stopped else lambdas[len(scores) - 1]",
         "bound = lambdas[len(scores) - 1]",
         SELECTION_TESTS,
@@ -90,7 +89,7 @@ MUTANTS = [
     ),
     Mutant(
         "lambda_range's range ends at the largest client bound",
-        FILE,
+        "lambda_range",
         'high = min(record["bound"] for record in per_client)',
         'high = max(record["bound"] for record in per_client)',
         SELECTION_TESTS,
@@ -98,7 +97,7 @@ MUTANTS = [
     ),
     Mutant(
         "lambda_range compares with the tolerance of the previous score",
-        FILE,
+        "_client_lambda_path",
         "if score < tolerance * baseline:",
         "if score < tolerance * scores[-2]:",
         SELECTION_TESTS,
@@ -106,7 +105,7 @@ MUTANTS = [
     ),
     Mutant(
         "lambda_range keeps the band when the baseline is degenerate",
-        FILE,
+        "_client_lambda_path",
         "                if _outside_band(model, X_valid, band):\n"
         "                    # Unpenalised",
         "                if False:\n                    # Unpenalised",
@@ -115,7 +114,7 @@ MUTANTS = [
     ),
     Mutant(
         "a collapse of the scores is not a degenerate model",
-        FILE,
+        "_client_lambda_path",
         "_score_spread(model, X_valid) < _COLLAPSED_SPREAD * baseline_spread",
         "_score_spread(model, X_valid) < 0.0 * baseline_spread",
         (*SELECTION_TESTS, "tests/test_multiclass.py"),
@@ -123,7 +122,7 @@ MUTANTS = [
     ),
     Mutant(
         "a multi-class model is degenerate by its rarest class",
-        FILE,
+        "_outside_band",
         "return float(counts.max() / pred.shape[0]) > band[1]",
         "return float(counts.min() / pred.shape[0]) < band[0]",
         ("tests/test_model_selection.py",),
@@ -131,7 +130,7 @@ MUTANTS = [
     ),
     Mutant(
         "no DegenerateModelWarning for collapsed scores",
-        FILE,
+        "lambda_range",
         'if reason in ("selection rate", "score spread"):',
         'if reason == "selection rate":',
         (*SELECTION_TESTS, "tests/test_multiclass.py"),
@@ -139,7 +138,7 @@ MUTANTS = [
     ),
     Mutant(
         "no EmptyRangeWarning for an empty range",
-        FILE,
+        "lambda_range",
         "    if high == 0:\n        first = next(",
         "    if high < 0:\n        first = next(",
         (*SELECTION_TESTS, "tests/test_warnings.py"),

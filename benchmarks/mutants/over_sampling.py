@@ -3,13 +3,11 @@
 from ._base import MINIBATCH_TESTS, SAMPLER_TESTS, Mutant
 
 ROSE = ("FairnessAwareROSE",)
-ROSE_FILE = "skfedida/over_sampling/_fairness_aware_rose.py"
-MINIBATCH_FILE = "skfedida/over_sampling/_minibatches.py"
 
 MUTANTS = [
     Mutant(
         "undersampling draws with replacement",
-        ROSE_FILE,
+        "_resample_groups",
         "rows = rows[random_state.permutation(size)[:n_kept_rows]]",
         "rows = rows[random_state.randint(0, size, size=n_kept_rows)]",
         SAMPLER_TESTS,
@@ -17,7 +15,7 @@ MUTANTS = [
     ),
     Mutant(
         "a per-subgroup shrinkage dict is ignored",
-        ROSE_FILE,
+        "_shrinkages",
         "return {k: given.get(k, 0.0) for k in keys}",
         "return dict.fromkeys(keys, 1.0)",
         SAMPLER_TESTS,
@@ -25,7 +23,7 @@ MUTANTS = [
     ),
     Mutant(
         'covariance="full" ignores shrinkage',
-        ROSE_FILE,
+        "_noise",
         "return scale * (draws @ factor.T) * unit",
         "return (draws @ factor.T) * unit",
         SAMPLER_TESTS,
@@ -33,7 +31,7 @@ MUTANTS = [
     ),
     Mutant(
         "Silverman's factor with p + 1",
-        ROSE_FILE,
+        "_silverman_factor",
         "return (4.0 / ((n_noised + 2) * n_samples)) ** (1.0 / (n_noised + 4))",
         "return (4.0 / ((n_noised + 1) * n_samples)) ** (1.0 / (n_noised + 4))",
         SAMPLER_TESTS,
@@ -41,7 +39,7 @@ MUTANTS = [
     ),
     Mutant(
         'n_target="group_mean" rounds the group\'s mean down',
-        ROSE_FILE,
+        "_subgroup_targets",
         "value = np.round(by_group.sum(axis=2) / np.maximum(n_present, 1))",
         "value = np.floor(by_group.sum(axis=2) / np.maximum(n_present, 1))",
         SAMPLER_TESTS,
@@ -49,7 +47,7 @@ MUTANTS = [
     ),
     Mutant(
         "a float n_target is a fraction of the smallest subgroup",
-        ROSE_FILE,
+        "_subgroup_targets",
         "value = np.round(float(n_target) * counts.max(axis=1))",
         "value = np.round(float(n_target) * np.where(present, counts, np.inf).min(1))",
         SAMPLER_TESTS,
@@ -57,7 +55,7 @@ MUTANTS = [
     ),
     Mutant(
         '"auto" copies a column when any value is 0 or 1',
-        ROSE_FILE,
+        "_noised_columns",
         "binary = ((block == 0.0) | (block == 1.0)).all(axis=0)",
         "binary = ((block == 0.0) | (block == 1.0)).any(axis=0)",
         SAMPLER_TESTS,
@@ -65,7 +63,7 @@ MUTANTS = [
     ),
     Mutant(
         "kept rows not in their input order",
-        ROSE_FILE,
+        "_resample_groups",
         "kept = np.sort(np.concatenate(kept))",
         "kept = np.concatenate(kept)",
         SAMPLER_TESTS,
@@ -73,7 +71,7 @@ MUTANTS = [
     ),
     Mutant(
         "diag noise scaled by the variance, not the standard deviation",
-        ROSE_FILE,
+        "_diagonal_noise",
         "    draws *= scale * std\n    return draws",
         "    draws *= scale * std**2\n    return draws",
         SAMPLER_TESTS,
@@ -81,7 +79,7 @@ MUTANTS = [
     ),
     Mutant(
         "no sensitive attributes warns a plain UserWarning",
-        ROSE_FILE,
+        "_fit_resample",
         "                InactiveGroupBalancingWarning,\n                stacklevel",
         "                UserWarning,\n                stacklevel",
         (
@@ -96,7 +94,7 @@ MUTANTS = [
     # -- every minibatch of an epoch at once (_minibatches.py) ----------------
     Mutant(
         'per-minibatch "group_mean" counts absent cells in the mean',
-        ROSE_FILE,
+        "_subgroup_targets",
         "value = np.round(by_group.sum(axis=2) / np.maximum(n_present, 1))",
         "value = np.round(by_group.sum(axis=2) / n_labels)",
         MINIBATCH_TESTS,
@@ -104,7 +102,7 @@ MUTANTS = [
     ),
     Mutant(
         "a short last minibatch's bandwidth uses batch_size",
-        MINIBATCH_FILE,
+        "resample_minibatches",
         "batch_of, rows_per_batch = epoch_minibatches(n_samples, batch_size, epochs)",
         "batch_of, rows_per_batch = epoch_minibatches(n_samples, batch_size, epochs)"
         "\n    rows_per_batch = np.full(n_batches, batch_size)",
@@ -113,7 +111,7 @@ MUTANTS = [
     ),
     Mutant(
         "per-minibatch resampling ignores undersample=False",
-        ROSE_FILE,
+        "_subgroup_sizes",
         "kept = np.minimum(counts, target) if undersample else counts",
         "kept = np.minimum(counts, target)",
         (*SAMPLER_TESTS, *MINIBATCH_TESTS),
@@ -121,7 +119,7 @@ MUTANTS = [
     ),
     Mutant(
         "a minibatch of one class is balanced too",
-        MINIBATCH_FILE,
+        "resample_minibatches",
         "mixed = (label_counts > 0).sum(axis=1) > 1",
         "mixed = (label_counts > 0).sum(axis=1) > 0",
         MINIBATCH_TESTS,
@@ -129,7 +127,7 @@ MUTANTS = [
     ),
     Mutant(
         "per-minibatch noise ignores shrinkage",
-        MINIBATCH_FILE,
+        "_noise_scale",
         "scale = (float(sampler.shrinkage) * bandwidth[new_cells // n_cells])[:, None]",
         "scale = bandwidth[new_cells // n_cells][:, None]",
         MINIBATCH_TESTS,
@@ -137,7 +135,7 @@ MUTANTS = [
     ),
     Mutant(
         "per-minibatch n_target as a fraction ignores the largest subgroup",
-        ROSE_FILE,
+        "_subgroup_targets",
         "value = np.round(float(n_target) * counts.max(axis=1))",
         "value = np.round(float(n_target) * counts.sum(axis=1))",
         (*SAMPLER_TESTS, *MINIBATCH_TESTS),

@@ -7,7 +7,7 @@ PLOTTING_TESTS = ("tests/test_plotting.py",)
 MUTANTS = [
     Mutant(
         "ClientMetricsDisplay draws the interval columns as metrics",
-        "skfedida/plotting.py",
+        "ClientMetricsDisplay.plot",
         'else [c for c in first.columns if not c.endswith(("_low", "_high"))]',
         "else list(first.columns)",
         PLOTTING_TESTS,
@@ -15,7 +15,7 @@ MUTANTS = [
     ),
     Mutant(
         "ClientMetricsDisplay reads each report's clients in its own order",
-        "skfedida/plotting.py",
+        "ClientMetricsDisplay.plot",
         "table = report.per_client.loc[clients]",
         "table = report.per_client",
         PLOTTING_TESTS,
@@ -23,7 +23,7 @@ MUTANTS = [
     ),
     Mutant(
         "TradeoffDisplay draws performance along the disparity axis",
-        "skfedida/plotting.py",
+        "TradeoffDisplay.plot",
         'ax.plot(disparity, performance, "o-", label=name)',
         'ax.plot(performance, disparity, "o-", label=name)',
         PLOTTING_TESTS,
@@ -31,7 +31,7 @@ MUTANTS = [
     ),
     Mutant(
         "TradeoffDisplay.from_cv_results negates the disparity when told not to",
-        "skfedida/plotting.py",
+        "from_cv_results",
         "            if negated_fairness:\n",
         "            if not negated_fairness:\n",
         PLOTTING_TESTS,
@@ -41,11 +41,10 @@ MUTANTS = [
 
 # -- issue 35: the plot of a FederatedThresholdOptimizer's rules --------------
 THRESHOLD_PLOT_TESTS = ("tests/test_threshold_plot.py",)
-OPERATING_POINTS = "skfedida/postprocessing/_threshold_optimizer.py"
 MUTANTS += [
     Mutant(
         "a group's point is its first threshold, not its randomised rule",
-        OPERATING_POINTS,
+        "operating_points",
         "(1 - p_constant) * (p * r[first] + (1 - p) * r[second])",
         "(1 - p_constant) * r[first]",
         THRESHOLD_PLOT_TESTS,
@@ -53,7 +52,7 @@ MUTANTS += [
     ),
     Mutant(
         "a group's objective is read at its first threshold only",
-        OPERATING_POINTS,
+        "operating_points",
         "chosen_y = p * accuracy[first] + (1 - p) * accuracy[second]",
         "chosen_y = accuracy[first]",
         THRESHOLD_PLOT_TESTS,
@@ -61,7 +60,7 @@ MUTANTS += [
     ),
     Mutant(
         "a named client's curves are the federation's counts",
-        OPERATING_POINTS,
+        "operating_points",
         "        histograms = post.client_histograms_[k]\n",
         "        histograms = post.histograms_\n",
         THRESHOLD_PLOT_TESTS,

@@ -7,7 +7,7 @@ POSTPROCESSING_TESTS = ("tests/test_postprocessing.py",)
 MUTANTS = [
     Mutant(
         "the trade-off hull keeps collinear points as vertices",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "_upper_hull",
         "            if cross >= 0:\n",
         "            if cross > 0:\n",
         POSTPROCESSING_TESTS,
@@ -15,7 +15,7 @@ MUTANTS = [
     ),
     Mutant(
         "tolerance's window is one grid step narrower than the tolerance",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "_best_with_tolerance",
         "width = int(np.floor(tolerance / (grid[1] - grid[0]) + 1e-9)) + 1",
         "width = int(np.floor(tolerance / (grid[1] - grid[0]) + 1e-9))",
         POSTPROCESSING_TESTS,
@@ -23,7 +23,7 @@ MUTANTS = [
     ),
     Mutant(
         "a one-label group is not refused",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "_solve",
         "undefined = bool(np.isnan(tpr[0]) or np.isnan(fpr[0]))",
         "undefined = bool(np.isnan(tpr[0]) and np.isnan(fpr[0]))",
         POSTPROCESSING_TESTS,
@@ -31,7 +31,7 @@ MUTANTS = [
     ),
     Mutant(
         "a matched selection_rate averages the groups' rates unweighted",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "_solve",
         "overall = np.nansum(selection_curves * weights[:, None], axis=0)",
         "overall = np.nanmean(selection_curves, axis=0)",
         POSTPROCESSING_TESTS,
@@ -39,7 +39,7 @@ MUTANTS = [
     ),
     Mutant(
         "a score in a threshold's own bin fails the threshold",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "_positive_probability",
         "above_first = binned >= np.round(thresholds[:, 0] * self.n_bins)",
         "above_first = binned > np.round(thresholds[:, 0] * self.n_bins)",
         POSTPROCESSING_TESTS,
@@ -47,7 +47,7 @@ MUTANTS = [
     ),
     Mutant(
         "equalized odds mixes a group with the constant from the origin",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "_solve_equalized_odds",
         'rules["p_constant"][g] = (own - tpr) / (own - fpr)',
         'rules["p_constant"][g] = (own - tpr) / own',
         POSTPROCESSING_TESTS,
@@ -55,7 +55,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client's counts put the label on the group's axis",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "client_histogram",
         "cells = (groups * 2 + labels) * n_bins + score_bins(scores, n_bins)",
         "cells = (labels * n_groups + groups) * n_bins + score_bins(scores, n_bins)",
         POSTPROCESSING_TESTS,
@@ -63,7 +63,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client's counts need not hold the rows it declared in each group",
-        "skfedida/_replies.py",
+        "_claim_per_group",
         "        labels=per_group.sum(axis=0),\n"
         "        groups=dict(zip(labels, per_group, strict=True)),\n    )",
         "        labels=None,\n        groups=None,\n    )",
@@ -77,7 +77,7 @@ INTEROP_TESTS = ("tests/test_threshold_interop.py",)
 MUTANTS += [
     Mutant(
         "a plain classifier's fit is sent sensitive_features it does not name",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "_fit_params",
         'if takes("sensitive_features"):',
         "if True:",
         INTEROP_TESTS,
@@ -85,7 +85,7 @@ MUTANTS += [
     ),
     Mutant(
         "score ignores sample_weight",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "score",
         "accuracy_score(y, decisions, sample_weight=sample_weight)",
         "accuracy_score(y, decisions)",
         INTEROP_TESTS,
@@ -93,7 +93,7 @@ MUTANTS += [
     ),
     Mutant(
         "fairlearn's TNR parity takes TPR parity's rule",
-        "skfedida/metrics/_registry.py",
+        "CONSTRAINT_ALIASES",
         '"true_negative_rate_parity": "false_positive_rate_parity",',
         '"true_negative_rate_parity": "true_positive_rate_parity",',
         INTEROP_TESTS,
@@ -101,7 +101,7 @@ MUTANTS += [
     ),
     Mutant(
         "selection_rate='model' keeps the prevalence",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "_target_rate",
         'if self.selection_rate == "prevalence":',
         'if self.selection_rate in ("prevalence", "model"):',
         INTEROP_TESTS,
@@ -109,7 +109,7 @@ MUTANTS += [
     ),
     Mutant(
         "predict_method='decision_function' bins the raw margin",
-        "skfedida/postprocessing/_threshold_optimizer.py",
+        "FederatedThresholdOptimizer._scores",
         "return expit(np.asarray(self.estimator_.decision_function(X), float))",
         "return np.asarray(self.estimator_.decision_function(X), float)",
         INTEROP_TESTS,

@@ -3,14 +3,13 @@
 from ._base import GATE_TESTS, Mutant
 
 PREPROCESSING_TESTS = ("tests/test_preprocessing.py",)
-_REPLIES = "skfedida/_statistics_replies.py"
 #: One lie at a time against each rule, then the gate's own tests.
 _REPLY_TESTS = ("tests/test_guard_preprocessing_replies.py", *GATE_TESTS)
 
 MUTANTS = [
     Mutant(
         "a sparse column's implicit zeros subtract their squared deviations",
-        "skfedida/preprocessing/_data.py",
+        "FederatedStandardScaler._answer",
         "+ implicit * shift**2,",
         "- implicit * shift**2,",
         PREPROCESSING_TESTS,
@@ -18,7 +17,7 @@ MUTANTS = [
     ),
     Mutant(
         "a sparse column's implicit zeros add the mean to the sum of deviations",
-        "skfedida/preprocessing/_data.py",
+        "FederatedStandardScaler._answer",
         "- implicit * shift,",
         "+ implicit * shift,",
         PREPROCESSING_TESTS,
@@ -26,7 +25,7 @@ MUTANTS = [
     ),
     Mutant(
         "a sparse column's implicit zeros are not counted",
-        "skfedida/preprocessing/_data.py",
+        "FederatedStandardScaler._answer",
         "n = np.array([values.size + implicit for values, implicit in columns])",
         "n = np.array([values.size for values, implicit in columns])",
         PREPROCESSING_TESTS,
@@ -34,7 +33,7 @@ MUTANTS = [
     ),
     Mutant(
         "the scaler's n_samples_seen_ is the largest count of any feature",
-        "skfedida/preprocessing/_data.py",
+        "FederatedStandardScaler._fit_rounds",
         "self.n_samples_seen_ = n[0] if n.min() == n.max() else n",
         "self.n_samples_seen_ = n.max()",
         PREPROCESSING_TESTS,
@@ -42,7 +41,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client's minimum of a column with a missing value is NaN",
-        "skfedida/preprocessing/_data.py",
+        "FederatedMinMaxScaler._answer",
         '"min": np.nanmin(X, axis=0),',
         '"min": np.min(X, axis=0),',
         PREPROCESSING_TESTS,
@@ -50,7 +49,7 @@ MUTANTS = [
     ),
     Mutant(
         "the min-max scaler's n_samples_seen_ is the first client's rows",
-        "skfedida/preprocessing/_data.py",
+        "FederatedMinMaxScaler._fit_rounds",
         'self.n_samples_seen_ = int(sum(int(a["n"]) for a in answers))',
         'self.n_samples_seen_ = int(answers[0]["n"])',
         PREPROCESSING_TESTS,
@@ -58,7 +57,7 @@ MUTANTS = [
     ),
     Mutant(
         "the min-max shift leaves out the feature range's minimum",
-        "skfedida/preprocessing/_data.py",
+        "FederatedMinMaxScaler._fit_rounds",
         "self.min_ = feature_range[0] - data_min * self.scale_",
         "self.min_ = -data_min * self.scale_",
         PREPROCESSING_TESTS,
@@ -66,7 +65,7 @@ MUTANTS = [
     ),
     Mutant(
         "the encoder's categories are the first client's",
-        "skfedida/preprocessing/_data.py",
+        "FederatedOneHotEncoder._fit_rounds",
         "union = unique_values(\n"
         '                    np.concatenate([a["categories"][j] for a in answers])\n'
         "                )",
@@ -76,7 +75,7 @@ MUTANTS = [
     ),
     Mutant(
         "a category's count is the last client's, not the sum",
-        "skfedida/preprocessing/_data.py",
+        "FederatedOneHotEncoder._fit_rounds",
         '                np.add.at(total, positions, answer["counts"][j])\n'
         "            self.categories_.append(union)",
         '                total[positions] = answer["counts"][j]\n'
@@ -86,7 +85,7 @@ MUTANTS = [
     ),
     Mutant(
         "min_frequency as a share counts the first client's rows",
-        "skfedida/preprocessing/_data.py",
+        "FederatedOneHotEncoder._fit_rounds",
         'n_samples = int(sum(int(a["n"]) for a in answers))',
         'n_samples = int(answers[0]["n"])',
         PREPROCESSING_TESTS,
@@ -94,7 +93,7 @@ MUTANTS = [
     ),
     Mutant(
         "the imputer's median of an even count is the lower middle",
-        "skfedida/preprocessing/_data.py",
+        "_median_rounds",
         "statistics[j] = np.mean(ranks)",
         "statistics[j] = ranks[0]",
         PREPROCESSING_TESTS,
@@ -102,7 +101,7 @@ MUTANTS = [
     ),
     Mutant(
         "keep_empty_features fills the empty features the other way round",
-        "skfedida/preprocessing/_data.py",
+        "FederatedSimpleImputer._fit_rounds",
         "statistics[empty] = 0 if self.keep_empty_features else np.nan",
         "statistics[empty] = np.nan if self.keep_empty_features else 0",
         PREPROCESSING_TESTS,
@@ -110,7 +109,7 @@ MUTANTS = [
     ),
     Mutant(
         "the missing indicator keeps only features every client misses",
-        "skfedida/preprocessing/_data.py",
+        "FederatedSimpleImputer._fit_rounds",
         'any_missing = np.logical_or.reduce([a["any_missing"] for a in answers])',
         'any_missing = np.logical_and.reduce([a["any_missing"] for a in answers])',
         PREPROCESSING_TESTS,
@@ -118,7 +117,7 @@ MUTANTS = [
     ),
     Mutant(
         "most_frequent breaks a tie for the largest value",
-        "skfedida/preprocessing/_data.py",
+        "_most_frequent",
         "statistics.append(union[np.argmax(total)])",
         "statistics.append(union[len(total) - 1 - np.argmax(total[::-1])])",
         PREPROCESSING_TESTS,
@@ -127,7 +126,7 @@ MUTANTS = [
     # -- the gate's rules for the statistics replies --------------------------
     Mutant(
         "a scaler's sums are not checked against its extremes",
-        _REPLIES,
+        "_standard_scaler",
         '        return sum_within_extremes_problem(n, total, low, high, "its sums")\n'
         "    problem = _same_counts(n, earlier)\n",
         "        return None\n    problem = _same_counts(n, earlier)\n",
@@ -136,7 +135,7 @@ MUTANTS = [
     ),
     Mutant(
         "a scaler's second round may count other values than its first",
-        _REPLIES,
+        "_standard_scaler",
         "    problem = _same_counts(n, earlier)\n"
         "    if problem is not None:\n"
         "        return problem\n"
@@ -147,7 +146,7 @@ MUTANTS = [
     ),
     Mutant(
         "a scaler's sum of deviations need not be its first sum moved",
-        _REPLIES,
+        "_standard_scaler",
         "off = np.abs(shifted - expected) > RTOL * n * magnitude + 1e-300",
         "off = np.zeros(shifted.shape, dtype=bool)",
         _REPLY_TESTS,
@@ -155,7 +154,7 @@ MUTANTS = [
     ),
     Mutant(
         "a min-max client may count other rows than it declared",
-        _REPLIES,
+        "_min_max_scaler",
         "    if rows is not None and n != rows:\n"
         '        return f"it counts {n} rows; it declared {rows}"\n'
         "    # A feature all missing",
@@ -165,7 +164,7 @@ MUTANTS = [
     ),
     Mutant(
         "a min-max client's minimum may lie above its maximum",
-        _REPLIES,
+        "_min_max_scaler",
         "    if np.any(low > high):\n"
         '        return "a feature\'s minimum is above its maximum"\n',
         "",
@@ -174,7 +173,7 @@ MUTANTS = [
     ),
     Mutant(
         "an encoder's category counts may add up to fewer rows",
-        _REPLIES,
+        "_one_hot_encoder",
         "if column.sum() > n or (auto and column.sum() != n):",
         "if column.sum() > n:",
         _REPLY_TESTS,
@@ -182,7 +181,7 @@ MUTANTS = [
     ),
     Mutant(
         "an encoder's categories need not be its categories parameter",
-        _REPLIES,
+        "is_the_parameter",
         "if auto or _same_values(",
         "if True or _same_values(",
         _REPLY_TESTS,
@@ -190,7 +189,7 @@ MUTANTS = [
     ),
     Mutant(
         "an imputer's missing-value flags need not match its counts",
-        _REPLIES,
+        "_simple_imputer",
         "if rows is not None and not np.array_equal(missing, n < rows):",
         "if False:",
         _REPLY_TESTS,
@@ -198,7 +197,7 @@ MUTANTS = [
     ),
     Mutant(
         "an imputer's value counts may add up to fewer values",
-        _REPLIES,
+        "_simple_imputer",
         "if column.sum() != n[j]:",
         "if column.sum() > n[j]:",
         _REPLY_TESTS,
@@ -206,7 +205,7 @@ MUTANTS = [
     ),
     Mutant(
         "a median interval's counts leave out the counts below it",
-        _REPLIES,
+        "_simple_imputer",
         "if count + inside.sum() > n[j]:",
         "if inside.sum() > n[j]:",
         _REPLY_TESTS,
@@ -214,7 +213,7 @@ MUTANTS = [
     ),
     Mutant(
         "an imputer's object flag need not be the other clients'",
-        _REPLIES,
+        "_simple_imputer",
         '    if bool(answer["object"]) != bool(is_object):\n'
         "        return \"its 'object' flag is not the other clients'\"\n",
         "",
@@ -227,7 +226,7 @@ MUTANTS = [
 MUTANTS += [
     Mutant(
         "the federated transformers request no clients",
-        "skfedida/preprocessing/_base.py",
+        "FederatedTransformerMixin",
         '    __metadata_request__fit = {"clients": True}',
         "    __metadata_request__fit = {}",
         ("tests/test_preprocessing.py",),
@@ -235,7 +234,7 @@ MUTANTS += [
     ),
     Mutant(
         "the median scaler takes the mean of the clients' statistics",
-        "skfedida/preprocessing/_data.py",
+        "_median_of_clients",
         "present, np.nanmedian(np.where(present, per_value, 0.0), axis=0), 0.0",
         "present, np.nanmean(np.where(present, per_value, 0.0), axis=0), 0.0",
         PREPROCESSING_TESTS,
@@ -243,7 +242,7 @@ MUTANTS += [
     ),
     Mutant(
         "a client without values of a feature has a say of 0 in its median",
-        "skfedida/preprocessing/_data.py",
+        "_median_of_clients",
         "    per_value = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)",
         "    per_value = sums / np.maximum(counts, 1)",
         PREPROCESSING_TESTS,
@@ -251,7 +250,7 @@ MUTANTS += [
     ),
     Mutant(
         "the median scaler's variance is the pooled one",
-        "skfedida/preprocessing/_data.py",
+        "FederatedStandardScaler._fit_rounds",
         "            var = np.where(n > 0, spread, np.nan)",
         "            var = var",
         PREPROCESSING_TESTS,

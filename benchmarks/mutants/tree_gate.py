@@ -8,12 +8,6 @@ their modules' tests missed.
 
 from ._base import Mutant
 
-TREE_REPLIES = "skfedida/_tree_replies.py"
-BOOSTING = "skfedida/ensemble/_boosting.py"
-TREES = "skfedida/federated/_trees.py"
-REPLIES = "skfedida/_replies.py"
-OPERATING_POINT = "skfedida/metrics/_operating_point.py"
-THRESHOLDS = "skfedida/postprocessing/_threshold_optimizer.py"
 GATE_TESTS = ("tests/ensemble/test_tree_replies.py",)
 CONSISTENCY_TESTS = ("tests/federated/test_tree_consistency.py",)
 TREES_FEATURES = ("FairHistGradientBoostingClassifier", "FederatedEstimator")
@@ -21,7 +15,7 @@ TREES_FEATURES = ("FairHistGradientBoostingClassifier", "FederatedEstimator")
 MUTANTS = [
     Mutant(
         "a bin of no rows may keep its sums",
-        TREE_REPLIES,
+        "checked_sum",
         "    for i in np.flatnonzero(strays):",
         "    for i in ():",
         GATE_TESTS,
@@ -29,7 +23,7 @@ MUTANTS = [
     ),
     Mutant(
         "score sums are read, not recounted",
-        TREE_REPLIES,
+        "_tree_replies._scores",
         "        problem = _recounted_scores_problem(query, sums, ledger)\n",
         "        pass\n",
         GATE_TESTS,
@@ -37,7 +31,7 @@ MUTANTS = [
     ),
     Mutant(
         "a tree's score sums are recounted without its leaves",
-        TREE_REPLIES,
+        "_recounted_scores_problem",
         "        recount = ledger.score_sums + values @ ledger.leaf_cells\n",
         "        recount = ledger.score_sums\n",
         GATE_TESTS,
@@ -45,7 +39,7 @@ MUTANTS = [
     ),
     Mutant(
         "a leaf's cell weights are not its rows there",
-        TREE_REPLIES,
+        "_tree_replies._leaf_cells",
         "        if ledger.unit_weights and np.any(held != rows):",
         "        if False:",
         GATE_TESTS,
@@ -53,7 +47,7 @@ MUTANTS = [
     ),
     Mutant(
         "the server never passes a client's rows per leaf",
-        BOOSTING,
+        "_boosting._grow",
         "                k: [leaf.sample_indices.counts.get(k, 0) for leaf in leaves]",
         "                k: None",
         GATE_TESTS,
@@ -61,7 +55,7 @@ MUTANTS = [
     ),
     Mutant(
         "weights of 1 need not be counts",
-        TREE_REPLIES,
+        "_unit_start_problem",
         "    if not counts or np.any(cells != np.round(cells)):",
         "    if False:",
         GATE_TESTS,
@@ -69,7 +63,7 @@ MUTANTS = [
     ),
     Mutant(
         "the label sums need not be the rows prepared",
-        TREE_REPLIES,
+        "_unit_start_problem",
         "    if not positives - n_val <= positive <= positives:",
         "    if False:",
         CONSISTENCY_TESTS,
@@ -77,7 +71,7 @@ MUTANTS = [
     ),
     Mutant(
         "prepare's rows per label need not be those described",
-        TREE_REPLIES,
+        "_tree_replies._prepare",
         "        if counts.tolist() != declared:",
         "        if False:",
         CONSISTENCY_TESTS,
@@ -85,7 +79,7 @@ MUTANTS = [
     ),
     Mutant(
         "the federation never says its rows weigh 1",
-        TREES,
+        "federated_trees",
         "        ledger.unit_weights = unit_weights\n",
         "        pass\n",
         CONSISTENCY_TESTS,
@@ -94,7 +88,7 @@ MUTANTS = [
     # -- the issue's six survivors ---------------------------------------------
     Mutant(
         "the penalty's per-row gradient forgets the row's weight",
-        BOOSTING,
+        "tree_gradients",
         '                float(penalty["scale"])\n                * self.row_weight\n',
         '                float(penalty["scale"])\n',
         ("tests/ensemble/test_fair_hist_gradient_boosting.py",),
@@ -102,7 +96,7 @@ MUTANTS = [
     ),
     Mutant(
         "validation rows may disagree with the federation's early stopping",
-        TREE_REPLIES,
+        "_tree_replies._encode",
         '    if (query["validation_fraction"] is None) != (n_val == 0):',
         "    if False:",
         CONSISTENCY_TESTS,
@@ -110,7 +104,7 @@ MUTANTS = [
     ),
     Mutant(
         "the training prevalence ignores a pipeline's last step",
-        OPERATING_POINT,
+        "training_prevalence",
         "    for candidate in (estimator, last):",
         "    for candidate in (estimator,):",
         ("tests/test_operating_point.py",),
@@ -118,7 +112,7 @@ MUTANTS = [
     ),
     Mutant(
         "predict_method='predict' scores the first class as positive",
-        THRESHOLDS,
+        "FederatedThresholdOptimizer._scores",
         "(np.asarray(self.estimator_.predict(X)) == self.classes_[1])",
         "(np.asarray(self.estimator_.predict(X)) == self.classes_[0])",
         ("tests/test_postprocessing.py",),
@@ -126,7 +120,7 @@ MUTANTS = [
     ),
     Mutant(
         "categories count NaN as many values",
-        REPLIES,
+        "categories_problem",
         '        "nan" if isinstance(v, float) and v != v else (type(v).__name__, v)',
         "        (type(v).__name__, v)",
         ("tests/test_replies.py",),
@@ -134,7 +128,7 @@ MUTANTS = [
     ),
     Mutant(
         "a skipped reply is recorded under the client's position",
-        REPLIES,
+        "admit",
         '                    "client": self.client_id(k),',
         '                    "client": k,',
         CONSISTENCY_TESTS,
@@ -142,7 +136,7 @@ MUTANTS = [
     ),
     Mutant(
         "what the clients must share is the last client's, not the majority's",
-        TREE_REPLIES,
+        "disagreement_problems",
         "    written = consensus(\n",
         "    written = shown(said[clients[-1]]) or consensus(\n",
         CONSISTENCY_TESTS,
@@ -150,7 +144,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client's dtypes are not compared with the others'",
-        TREES,
+        "_schema_disagreements",
         '            tuple(a["dtypes"]),',
         "            (),",
         CONSISTENCY_TESTS,
@@ -158,7 +152,7 @@ MUTANTS = [
     ),
     Mutant(
         "the kind of categories is not compared across clients",
-        TREES,
+        "rule",
         '                k: category_kind(a["categories"][j])',
         "                k: None",
         CONSISTENCY_TESTS,
@@ -166,7 +160,7 @@ MUTANTS = [
     ),
     Mutant(
         "one client's categories may mix numbers and strings",
-        TREE_REPLIES,
+        "category_kind",
         '    if len(kinds) > 1:\n        return "mixed"',
         '    if len(kinds) > 2:\n        return "mixed"',
         CONSISTENCY_TESTS,
@@ -174,7 +168,7 @@ MUTANTS = [
     ),
     Mutant(
         "the median rule stops when one recent tree improved",
-        TREES,
+        "median_should_stop",
         "        if improvements and np.median(improvements) > tol:",
         "        if improvements and np.median(improvements) < tol:",
         CONSISTENCY_TESTS,
@@ -182,7 +176,7 @@ MUTANTS = [
     ),
     Mutant(
         "the median rule takes the clients' largest improvement",
-        TREES,
+        "median_should_stop",
         "        if improvements and np.median(improvements) > tol:",
         "        if improvements and np.max(improvements) > tol:",
         CONSISTENCY_TESTS,
@@ -190,7 +184,7 @@ MUTANTS = [
     ),
     Mutant(
         "the median rule compares with the tree before the last",
-        TREES,
+        "median_should_stop",
         "    reference = client_losses[-reference_position]",
         "    reference = client_losses[-reference_position + 1]",
         CONSISTENCY_TESTS,
@@ -198,7 +192,7 @@ MUTANTS = [
     ),
     Mutant(
         "early stopping ignores early_stopping_aggregation",
-        TREES,
+        "_boost_model.on_iteration",
         '            if predictors and do_early_stopping and stopping == "median":',
         "            if False:",
         CONSISTENCY_TESTS,
@@ -206,7 +200,7 @@ MUTANTS = [
     ),
     Mutant(
         "the threshold optimizer does not warn of unranked scores",
-        THRESHOLDS,
+        "_warn_unranked",
         "        if tied <= 0.5 * pairs:",
         "        if True:",
         ("tests/test_postprocessing.py",),
@@ -214,7 +208,7 @@ MUTANTS = [
     ),
     Mutant(
         "the threshold optimizer warns of 0/1 scores",
-        THRESHOLDS,
+        "_warn_unranked",
         '        if self._score_method() == "predict":\n            return\n',
         "",
         ("tests/test_postprocessing.py",),
@@ -222,7 +216,7 @@ MUTANTS = [
     ),
     Mutant(
         "a datetime column is reported as strings or not at all",
-        "skfedida/_validation.py",
+        "unusable_column_error",
         '            if getattr(dtype, "kind", None) in ("M", "m"):',
         "            if False:",
         ("tests/test_validation.py",),
@@ -230,7 +224,7 @@ MUTANTS = [
     ),
     Mutant(
         "a partition-id outside the range reaches a KeyError",
-        "skfedida/flower/_server_app.py",
+        "_discover",
         "        if not 0 <= k < n_partitions:",
         "        if k < 0:",
         ("tests/test_bad_input_flower.py",),
@@ -238,7 +232,7 @@ MUTANTS = [
     ),
     Mutant(
         "bin summaries are not held to the others' range",
-        "skfedida/ensemble/_binning.py",
+        "_bin_mapper",
         "        across=summary_range_problems,",
         "        across=None,",
         CONSISTENCY_TESTS,
@@ -246,7 +240,7 @@ MUTANTS = [
     ),
     Mutant(
         "an infinite extreme is compared with the others' range",
-        TREE_REPLIES,
+        "summary_range_problems",
         "            np.where(np.isfinite(high), high, np.nan),",
         "            high,",
         CONSISTENCY_TESTS,
@@ -254,7 +248,7 @@ MUTANTS = [
     ),
     Mutant(
         "a rule across the clients' answers is ignored",
-        BOOSTING,
+        "TreeChannel.ask",
         "            problems = [(k, found.get(k, problem)) "
         "for k, problem in problems]",
         "            pass",
@@ -263,7 +257,7 @@ MUTANTS = [
     ),
     Mutant(
         "the ledger keeps only the first pivot of each run of counts",
-        TREE_REPLIES,
+        "merged_pivots",
         "        ends = np.concatenate(([True], changes)) | np.concatenate("
         "(changes, [True]))",
         "        ends = np.concatenate(([True], changes))",
@@ -272,7 +266,7 @@ MUTANTS = [
     ),
     Mutant(
         "a pivot asked again may get another count",
-        TREE_REPLIES,
+        "_pivot_order_problem",
         "    twice = np.flatnonzero(same & (pivots[1:] == pivots[:-1]) & "
         "(np.abs(steps) > slack))",
         "    twice = np.flatnonzero(same & (pivots[1:] == pivots[:-1]) & "
@@ -282,7 +276,7 @@ MUTANTS = [
     ),
     Mutant(
         "a small client's counts at its values need not end at its count",
-        TREE_REPLIES,
+        "_at_most_problem",
         "np.any(counts[1:] <= counts[:-1]) or counts[-1] != n[j]",
         "np.any(counts[1:] <= counts[:-1])",
         GATE_TESTS,
@@ -290,7 +284,7 @@ MUTANTS = [
     ),
     Mutant(
         "a client's empty bins are checked on the first client's histograms",
-        TREE_REPLIES,
+        "_stacked",
         "        raw[i] = raw_records(histogram.reshape(-1))",
         "        raw[i] = raw_records(histograms[0].reshape(-1))",
         GATE_TESTS,
