@@ -12,7 +12,7 @@ import pytest
 from _helpers import make_federation
 
 from skfedida import metrics, plotting
-from skfedida._replies import _METRIC_UPPER
+from skfedida._gate._model import _METRIC_UPPER
 from skfedida.federated import FairFed, _evaluation, evaluate_clients
 from skfedida.federated._aggregation import check_aggregation
 from skfedida.federated._client import (
@@ -309,7 +309,7 @@ def test_fairfeds_count_gap_is_the_metric_function_of_the_same_rows():
 
 
 def test_fairfeds_counts_are_the_reply_gates():
-    from skfedida._replies import REPORT_KEYS
+    from skfedida._gate._rows import REPORT_KEYS
 
     assert COUNTS == REPORT_KEYS
 

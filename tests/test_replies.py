@@ -15,10 +15,7 @@ from _helpers import RewritingClientApp as _Rewriting
 from _helpers import partition_loader
 from flwr.app import ArrayRecord, MessageType
 
-from skfedida._replies import (
-    evaluation_reply_problem,
-    training_reply_problem,
-)
+from skfedida._gate._model import evaluation_reply_problem, training_reply_problem
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator
 from skfedida.flower import make_client_app, make_server_app, run_in_process
@@ -204,7 +201,7 @@ def test_the_checks_themselves():
 def test_a_multiclass_brier_score_up_to_two_is_a_valid_claim():
     # The Brier score of more than two classes sums the squared errors over
     # the classes: up to 2. A value above 1 was refused as a malformed reply.
-    from skfedida._replies import evaluation_reply_problem
+    from skfedida._gate._model import evaluation_reply_problem
 
     allowed = {"val_brier", "num-examples"}
     assert evaluation_reply_problem({"val_brier": 1.3}, allowed=allowed) is None
@@ -216,7 +213,7 @@ def test_round_records_are_never_written_into_an_earlier_runs_records():
     # A warm start re-runs a round number after a fit that stopped midway:
     # its records are new ones, not written into the earlier run's (a record
     # that said a client both trained and was skipped).
-    from skfedida._replies import RoundHistory
+    from skfedida._gate._policy import RoundHistory
 
     earlier = {"round": 2, "client": 1, "train_loss": 0.66}
     records = [{"round": 0, "stage": "initialisation", "client": 1}, earlier]
@@ -238,7 +235,7 @@ def test_round_records_are_never_written_into_an_earlier_runs_records():
     ],
 )
 def test_categories_listing_a_value_twice_are_refused(values, twice):
-    from skfedida._replies import categories_problem
+    from skfedida._gate._checks import categories_problem
 
     problem = categories_problem(values, "feature 0's categories")
     assert (problem == "feature 0's categories list a value twice") is twice

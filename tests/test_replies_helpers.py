@@ -15,22 +15,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skfedida._replies import (
-    ClientLedger,
+from skfedida._gate._checks import (
     NoConsensus,
-    ReplyGate,
+    range_problem,
+    range_problems,
+    read_reply,
+    unless_malformed,
+)
+from skfedida._gate._ledger import ClientLedger
+from skfedida._gate._model import training_round_problem
+from skfedida._gate._policy import ReplyGate, failure_policy
+from skfedida._gate._rows import (
     attributes_consensus,
     data_description,
     description_consensus,
     discovery_problem,
-    failure_policy,
     named_histogram_problem,
     named_report_claim_problem,
-    range_problem,
-    range_problems,
-    read_reply,
-    training_round_problem,
-    unless_malformed,
 )
 
 # -- failure_policy -------------------------------------------------------------------

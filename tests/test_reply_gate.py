@@ -32,15 +32,17 @@ from _helpers import (
 )
 from flwr.app import ArrayRecord
 
-from skfedida._replies import (
-    ClientLedger,
+from skfedida._gate._checks import (
     count_array,
-    fairness_report_problem,
-    histogram_reply_problem,
-    initialisation_reply_problem,
     parse_groups,
     squares_problem,
     sum_within_extremes_problem,
+)
+from skfedida._gate._ledger import ClientLedger
+from skfedida._gate._rows import (
+    fairness_report_problem,
+    histogram_reply_problem,
+    initialisation_reply_problem,
 )
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FairFed, QFedAvg

@@ -28,7 +28,7 @@ from _helpers import (
 )
 from flwr.app import ArrayRecord, MessageType
 
-from skfedida._replies import NoConsensus, consensus
+from skfedida._gate._checks import NoConsensus, consensus
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FairFed
 from skfedida.flower import make_client_app, make_server_app, run_in_process

@@ -10,13 +10,9 @@ across clients (a range far beyond the others', totals that overflow).
 import numpy as np
 import pytest
 
+from skfedida._gate._checks import RANGE_FACTOR, NoConsensus
+from skfedida._gate._statistics import Unreadable, statistics_problems
 from skfedida._ordinal import ordinal, ordinal_edges
-from skfedida._replies import NoConsensus
-from skfedida._statistics_replies import (
-    RANGE_FACTOR,
-    Unreadable,
-    statistics_problems,
-)
 from skfedida.preprocessing import (
     FederatedMinMaxScaler,
     FederatedOneHotEncoder,

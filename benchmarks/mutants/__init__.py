@@ -81,8 +81,7 @@ BLIND_SETS = {
 }
 BLIND = [mutant for listed in BLIND_SETS.values() for mutant in listed]
 
-#: Every kind of reply a server reads and checks (``_replies.py``
-#: and ``_statistics_replies.py``).
+#: Every kind of reply a server reads and checks (``skfedida/_gate``).
 REPLY_KINDS = (
     "reply:training",
     "reply:evaluation",

@@ -202,7 +202,7 @@ MUTANTS = [
     ),
     Mutant(
         "the gate takes a start without the cells' weights in the rates",
-        "_tree_replies._start",
+        "_tree_rules._start",
         "        if np.any(rate_cells < 0) or not rate_cells.sum() > 0:",
         "        if np.any(rate_cells < 0):",
         TREE_TESTS,

@@ -208,7 +208,7 @@ MUTANTS += [
     ),
     Mutant(
         "a leaf's cell weights need not add up to the client's",
-        "_tree_replies._leaf_cells",
+        "_tree_rules._leaf_cells",
         "    if np.any(np.abs(cells.sum(axis=0) - total) > RTOL * total.sum()):",
         "    if np.any(cells.sum(axis=0) - total > 1e6):",
         GATE_TESTS,

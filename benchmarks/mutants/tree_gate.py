@@ -23,7 +23,7 @@ MUTANTS = [
     ),
     Mutant(
         "score sums are read, not recounted",
-        "_tree_replies._scores",
+        "_tree_rules._scores",
         "        problem = _recounted_scores_problem(query, sums, ledger)\n",
         "        pass\n",
         GATE_TESTS,
@@ -39,7 +39,7 @@ MUTANTS = [
     ),
     Mutant(
         "a leaf's cell weights are not its rows there",
-        "_tree_replies._leaf_cells",
+        "_tree_rules._leaf_cells",
         "        if ledger.unit_weights and np.any(held != rows):",
         "        if False:",
         GATE_TESTS,
@@ -71,7 +71,7 @@ MUTANTS = [
     ),
     Mutant(
         "prepare's rows per label need not be those described",
-        "_tree_replies._prepare",
+        "_tree_rules._prepare",
         "        if counts.tolist() != declared:",
         "        if False:",
         CONSISTENCY_TESTS,
@@ -96,7 +96,7 @@ MUTANTS = [
     ),
     Mutant(
         "validation rows may disagree with the federation's early stopping",
-        "_tree_replies._encode",
+        "_tree_rules._encode",
         '    if (query["validation_fraction"] is None) != (n_val == 0):',
         "    if False:",
         CONSISTENCY_TESTS,

@@ -21,9 +21,9 @@ numpy over all their rows, and gives the same numbers each client would:
 bit for bit. The clients in one process run this library's code on rows
 it validated, so an error in the batch is the fit's error, not one
 client's to be left out (``on_client_error`` still judges every answer).
-The histograms come as :class:`~skfedida._tree_replies.SparseHistograms`
-(a client's bins that hold rows), which the gate checks and adds in the
-work of the rows, not of the clients times the bins.
+The histograms come as ``SparseHistograms`` (``skfedida._gate``: a
+client's bins that hold rows), which the gate checks and adds in the work
+of the rows, not of the clients times the bins.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._compat import G_H_DTYPE, X_BINNED_DTYPE
-from .._tree_replies import GrowAnswers, SparseHistograms
+from .._gate._tree_histograms import GrowAnswers, SparseHistograms
 
 __all__ = ["ClientBatch"]
 

@@ -61,7 +61,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._compat import BinMapper
-from .._tree_replies import summary_range_problems
+from .._gate._tree_rules import summary_range_problems
 from ._boosting import Restart, _as_channel
 
 __all__ = ["ClientColumns", "federated_bin_mapper"]

@@ -45,16 +45,11 @@ from .._compat import (
     HalfBinomialLoss,
     TreePredictor,
 )
+from .._gate._policy import ReplyGate
+from .._gate._tree_histograms import GrowAnswers, grow_problems, raw_records
+from .._gate._tree_ledger import RECORDED, TreeLedger
+from .._gate._tree_rules import tree_reply_problem
 from .._models._constraints import rate_histograms, term_gradient
-from .._replies import ReplyGate
-from .._tree_replies import (
-    RECORDED,
-    GrowAnswers,
-    TreeLedger,
-    grow_problems,
-    raw_records,
-    tree_reply_problem,
-)
 from ..penalty import group_penalty
 from ._growing import (
     ClientRows,
@@ -522,7 +517,7 @@ class TreeChannel:
     """The server's side of the trees' messages: queries out, gated answers in.
 
     Every answer passes the reply gate's rules for its kind
-    (``skfedida._tree_replies``) and the federation's ``on_client_error``:
+    (``skfedida._gate``) and the federation's ``on_client_error``:
     a client whose answer fails is named in an error, or left out of every
     later query; if that happens while a tree is grown, the tree is grown
     again without it.

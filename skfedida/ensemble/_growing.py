@@ -46,7 +46,7 @@ from .._compat import (
     TreeGrower,
     openmp_effective_n_threads,
 )
-from .._tree_replies import raw_records
+from .._gate._tree_histograms import raw_records
 
 __all__ = [
     "ROWS_FOR_THREADS",

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._gate._checks import RTOL, real_array
+from .._gate._rows import histogram_claim_problem
 from .._groups import encode_groups
 from .._models._constraints import (
     RateConstraint,
@@ -26,7 +28,6 @@ from .._models._constraints import (
     rate_histograms,
 )
 from .._models._fair_base import BaseFairClassifier
-from .._replies import RTOL, histogram_claim_problem, real_array
 from ..metrics._operating_point import DEFAULT_N_BINS
 from ._client import clone_fitted
 from ._parameters import assign_parameters

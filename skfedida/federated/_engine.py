@@ -8,7 +8,7 @@ round, so that a rule written here holds on both backends:
 - which clients a round selects (``select``);
 - the failure policy over the round's outcomes and the records of the
   clients that trained (``admit_training``; the checks themselves are the
-  reply gate's, ``skfedida._replies``);
+  reply gate's, ``skfedida._gate``);
 - what the aggregator is given besides the parameters (``aggregator_context``:
   QFedAvg's round context, FairFed's reports and memory);
 - clipping, differential privacy and the aggregation call, with the round's
@@ -21,7 +21,7 @@ the aggregator's own, on Flower Flower's strategy (the same to the last bit,
 
 from __future__ import annotations
 
-from .._replies import admit_round
+from .._gate._policy import admit_round
 from ._client import COMMUNICATING, round_clients
 from ._privacy import bounded_round, noise_stream
 

@@ -28,6 +28,9 @@ from .._compat import (
     safe_indexing,
 )
 from .._doc_links import DocLinkMixin
+from .._gate._model import claims_summary
+from .._gate._policy import ReplyGate, RoundHistory
+from .._gate._rows import initialisation_reply_problem
 from .._groups import (
     check_labels_complete,
     client_ids,
@@ -40,12 +43,6 @@ from .._models._fair_base import (
     forget_constraint,
     largest_input,
     warn_if_unscaled,
-)
-from .._replies import (
-    ReplyGate,
-    RoundHistory,
-    claims_summary,
-    initialisation_reply_problem,
 )
 from .._validation import columns_named_on_error, is_plain_array
 from ..exceptions import (

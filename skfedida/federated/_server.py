@@ -17,11 +17,9 @@ import functools
 import numpy as np
 from joblib import Parallel, delayed
 
-from .._replies import (
-    ClientLedger,
-    fairness_report_claim_problem,
-    training_round_problem,
-)
+from .._gate._ledger import ClientLedger
+from .._gate._model import training_round_problem
+from .._gate._rows import fairness_report_claim_problem
 from ._aggregation import WeightedMean
 from ._client import (
     _guarded_client_round,

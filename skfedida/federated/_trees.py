@@ -5,7 +5,7 @@ ensemble of trees across clients that never send a row. The server runs
 scikit-learn's fit of ``HistGradientBoostingClassifier`` step by step and
 asks the clients, by queries, for what each step needs of their rows
 (``skfedida.ensemble._boosting``; every answer through the reply gate of
-``skfedida._tree_replies``):
+``skfedida._gate``):
 
 1. ``"prepare"``: each client resamples its training rows once with the
    federation's ``sampler`` (its own seed), holds out its early-stopping
@@ -48,17 +48,14 @@ from .._compat import (
     safe_indexing,
     unique_values,
 )
+from .._gate._policy import ReplyGate
+from .._gate._tree_rules import category_kind, disagreement_problems
 from .._groups import check_labels_complete, client_ids, encode_groups, take_rows
 from .._models._constraints import (
     CONSTRAINT_ATTRIBUTES,
     RateConstraint,
     constraint_fitted_attributes,
     population_rate_weight,
-)
-from .._replies import ReplyGate
-from .._tree_replies import (
-    category_kind,
-    disagreement_problems,
 )
 from ..ensemble._batch import ClientBatch
 from ..ensemble._binning import ClientColumns, federated_bin_mapper

@@ -12,8 +12,8 @@ import json
 
 from flwr.app import MessageType
 
+from .._gate._rows import REPORT_KEYS
 from .._groups import encode_groups
-from .._replies import REPORT_KEYS
 from ..federated._estimator import make_plan
 from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
 from ..metrics._registry import keys as metric_keys

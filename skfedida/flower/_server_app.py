@@ -16,26 +16,25 @@ from flwr.app import (
 from flwr.serverapp import ServerApp
 from flwr.serverapp import strategy as flwr_strategies
 
-from .._replies import (
-    ReplyGate,
-    RoundHistory,
-    attributes_consensus,
+from .._gate._checks import parse_groups, read_reply, unless_malformed
+from .._gate._ledger import declared_sets
+from .._gate._model import (
     claims_summary,
+    evaluation_reply_problem,
+    training_round_problem,
+)
+from .._gate._policy import ReplyGate, RoundHistory
+from .._gate._rows import (
+    attributes_consensus,
     data_description,
-    declared_sets,
     description_consensus,
     discovery_problem,
-    evaluation_reply_problem,
     group_declaration_problem,
     initialisation_claim_problem,
     named_histogram_problem,
     named_report_claim_problem,
-    parse_groups,
-    read_reply,
-    training_round_problem,
-    unless_malformed,
 )
-from .._statistics_replies import Unreadable
+from .._gate._statistics import Unreadable
 from ..ensemble._boosting import Failed, TreeChannel
 from ..federated._aggregation import class_prior
 from ..federated._parameters import parameter_arrays
@@ -98,7 +97,7 @@ class _FederationChecks:
 
     Every rule of a round is the round engine's (``RoundEngine``: selection,
     the failure policy, the aggregator's context, clipping, DP and the
-    records) and every check the reply gate's (``skfedida._replies``), as
+    records) and every check the reply gate's (``skfedida._gate``), as
     in-process; this class only turns Flower's messages into the engine's
     outcomes and back. Aggregation is the Flower strategy's own (FedAvg
     weights ``num-examples``); replies are put in partition order first, so
@@ -916,7 +915,7 @@ def make_server_app(
     the server sends, and sends its counts of scores for the thresholds.
 
     The server checks every reply before it uses it, with the same rules as
-    the in-process federation (``skfedida._replies``): each client
+    the in-process federation (``skfedida._gate``): each client
     declares at discovery the rows it loaded and its evaluation rows, and
     its statistics, class counts, parameters, metrics, FairFed reports and
     histograms must agree with them and with what it said before about the

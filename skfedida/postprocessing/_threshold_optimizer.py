@@ -29,8 +29,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._compat import HasMethods, Interval, StrOptions, fit_context
 from .._doc_links import DocLinkMixin
+from .._gate._policy import ReplyGate
+from .._gate._rows import histogram_claim_problem
 from .._groups import client_ids, encode_groups
-from .._replies import ReplyGate, histogram_claim_problem
 from ..exceptions import OperatingPointWarning, caller_stacklevel
 from ..metrics._operating_point import score_bins
 from ..metrics._registry import CONSTRAINT_ALIASES, CONSTRAINTS

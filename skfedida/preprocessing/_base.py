@@ -29,9 +29,9 @@ from sklearn.utils import get_tags
 
 from .._compat import num_samples, safe_indexing
 from .._doc_links import DocLinkMixin
+from .._gate._policy import ReplyGate
+from .._gate._statistics import statistics_problems
 from .._groups import client_ids
-from .._replies import ReplyGate
-from .._statistics_replies import statistics_problems
 
 __all__ = ["FederatedTransformerMixin", "federated_transformers", "fit_tree"]
 
@@ -305,7 +305,7 @@ def gated_ask(server, path, ask, gate, rows):
 
     ``ask(query)`` returns every client's reply, ``(answered_by, answer)``
     (or an ``Unreadable``), by client index; the gate checks each
-    (``skfedida._statistics_replies``) against the rows the client
+    (``skfedida._gate._statistics``) against the rows the client
     declared and its earlier answers to this transformer, and returns the
     admitted answers. A client that fails is left out of every later
     statistics round (or stops the fit, ``on_client_error="raise"``).
@@ -359,7 +359,7 @@ def fit_tree(tree, ask, gate=None, rows=None):
         ``ask(states, query)``: every client's answer (``client_answer``)
         for the next transformer, after applying ``states``.
     gate : ReplyGate, default=None
-        Checks every answer (``skfedida._replies``) and applies
+        Checks every answer (``skfedida._gate``) and applies
         the federation's ``on_client_error``; by default, a failing answer
         is an error naming its client.
     rows : list of int, default=None

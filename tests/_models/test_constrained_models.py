@@ -499,7 +499,7 @@ def test_the_fitted_rates_are_the_federation_s_with_a_client_lacking_a_group(dat
 
 
 def test_counts_of_a_group_no_client_declared_are_named():
-    from skfedida._replies import ClientLedger
+    from skfedida._gate._ledger import ClientLedger
     from skfedida.federated._constraint_rounds import FederatedConstraint
 
     estimator = FairPenaltyLogisticRegression(constraints="demographic_parity")

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from skfedida._compat import HISTOGRAM_DTYPE
-from skfedida._tree_replies import GrowAnswers, _lexical_order, grow_problems
+from skfedida._gate._tree_histograms import GrowAnswers, grow_problems
+from skfedida._gate._tree_ledger import _lexical_order
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier, _batch
 from skfedida.ensemble._batch import ClientBatch

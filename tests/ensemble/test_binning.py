@@ -16,7 +16,7 @@ import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from skfedida._compat import BinMapper
-from skfedida._replies import ReplyGate
+from skfedida._gate._policy import ReplyGate
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble._binning import ClientColumns, federated_bin_mapper
 from skfedida.ensemble._boosting import BoostingClient, TreeChannel, boost, in_process

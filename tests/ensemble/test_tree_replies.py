@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from skfedida._compat import HISTOGRAM_DTYPE
+from skfedida._gate._policy import ReplyGate
+from skfedida._gate._tree_histograms import histogram_problems
+from skfedida._gate._tree_ledger import TreeLedger
+from skfedida._gate._tree_rules import tree_reply_problem
 from skfedida._groups import encode_groups
-from skfedida._replies import ReplyGate
-from skfedida._tree_replies import TreeLedger, histogram_problems, tree_reply_problem
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble._binning import ClientColumns, federated_bin_mapper
 from skfedida.ensemble._boosting import BoostingClient, TreeChannel, boost, in_process

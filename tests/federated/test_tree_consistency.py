@@ -413,7 +413,7 @@ def test_a_shift_within_the_rule_and_infinite_values_pass(data, monkeypatch):
 def test_two_clients_that_differ_stop_the_fit_naming_both(data, frame, monkeypatch):
     # No strict majority: the server cannot tell the careless client from the
     # honest one, so "skip" cannot choose either.
-    from skfedida._replies import NoConsensus
+    from skfedida._gate._checks import NoConsensus
 
     _lying(monkeypatch, "describe", _other_dtypes)
     two = data.clients > 0

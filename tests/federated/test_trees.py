@@ -15,7 +15,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 
-from skfedida._replies import NoConsensus
+from skfedida._gate._checks import NoConsensus
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier
 from skfedida.federated import DifferentialPrivacy, FederatedEstimator, evaluate_clients

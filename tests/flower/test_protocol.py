@@ -13,8 +13,10 @@ import pytest
 
 pytest.importorskip("flwr")
 
+from skfedida._gate._checks import parse_groups
+from skfedida._gate._ledger import ClientLedger
+from skfedida._gate._rows import group_declaration_problem
 from skfedida._groups import encode_groups
-from skfedida._replies import ClientLedger, group_declaration_problem, parse_groups
 from skfedida.federated import FederatedEstimator
 from skfedida.federated._client import PERSONAL_METRICS, VALIDATION_METRICS
 from skfedida.flower._protocol import (

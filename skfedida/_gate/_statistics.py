@@ -3,7 +3,7 @@
 A federated transformer's server asks every client for statistics of its
 rows (``skfedida.preprocessing``); each answer passes here before the server
 combines it, in-process and on Flower alike. The rules are the gate's
-(``_replies``): the answer has exactly the keys of its statistic, arrays of
+(``_checks``): the answer has exactly the keys of its statistic, arrays of
 one value per feature (the number of features most clients answer with), of
 a numeric dtype, finite where defined; counts are whole, >= 0 and at most the
 rows the client declared; the answers of one transformer's rounds agree (the
@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._ordinal import ordinal_edges
-from ._replies import (
-    RANGE_FACTOR,
+from .._ordinal import ordinal_edges
+from ._checks import (
     RTOL,
     categories_problem,
     consensus,
@@ -28,8 +27,6 @@ from ._replies import (
     squares_problem,
     sum_within_extremes_problem,
 )
-
-__all__ = ["RANGE_FACTOR", "Unreadable", "statistics_problems"]
 
 
 class Unreadable:
@@ -50,7 +47,11 @@ _KEYS = {
     ("FederatedMinMaxScaler", "extremes"): {"n", "min", "max"},
     ("FederatedOneHotEncoder", "category counts"): {"categories", "counts", "n"},
 }
+
+
 _IMPUTER_BASE = {"n", "any_missing", "object"}
+
+
 _IMPUTER_KEYS = {
     "sums": {"sum", "min", "max"},
     "values": {"values", "counts"},
@@ -58,8 +59,11 @@ _IMPUTER_KEYS = {
     "extremes": {"min", "max"},
     "counts": set(),
 }
+
+
 for _statistic, _keys in _IMPUTER_KEYS.items():
     _KEYS[("FederatedSimpleImputer", _statistic)] = _IMPUTER_BASE | _keys
+
 
 #: The answer's array whose length is the number of features.
 _WIDTH_KEY = {

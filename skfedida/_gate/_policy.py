@@ -1,0 +1,200 @@
+"""The gate's policy: a reply that fails is its client's failure.
+
+``ReplyGate`` hands the problems the rules found to ``on_client_error``:
+with ``"raise"`` the first failing client stops the fit with an error naming
+it, the stage and what was wrong; with ``"skip"`` it is left out of what the
+replies feed, and recorded in the round history (``RoundHistory``,
+``admit_round``).
+"""
+
+from __future__ import annotations
+
+from ._ledger import ClientLedger
+
+
+class RoundHistory:
+    """A federation's round records, one per round and client, found or made.
+
+    Both backends write a client's round into one record: its training loss,
+    its update's norm, its validation metrics, or why it was skipped
+    (``admit_round``). ``records`` is the list kept (``history_``); records
+    are appended to it and found again only through this object, so the
+    records of an earlier run (a warm start's, or of a fit that stopped
+    midway and re-runs a round) are never written into.
+
+    Parameters
+    ----------
+    records : list of dict
+    client_id : callable, default=None
+        ``client_id(k)``: client ``k``'s id in the records (``k`` itself by
+        default).
+    """
+
+    def __init__(self, records, client_id=None):
+        self.records = records
+        self.client_id = client_id or (lambda k: k)
+        self._by_key = {}
+
+    def record(self, round_number, k):
+        """Client ``k``'s record of round ``round_number``, appended if new."""
+        return self.record_of(round_number, self.client_id(k))
+
+    def record_of(self, round_number, client, new=None):
+        """The record of round ``round_number`` and client id ``client``.
+
+        Appended if new, with the fields ``new`` after its round and client
+        (the in-process evaluation of a client that did not train this
+        round records ``train_loss=None``).
+        """
+        key = (round_number, client)
+        found = self._by_key.get(key)
+        if found is None:
+            found = {"round": round_number, "client": client, **(new or {})}
+            self.records.append(found)
+            self._by_key[key] = found
+        return found
+
+
+def admit_round(outcomes, *, round_number, on_client_error, name, record, what=None):
+    """One round's replies through the failure policy: admitted, raised or skipped.
+
+    The one policy of training and evaluation rounds, for both backends: with
+    ``on_client_error="raise"`` the first failed client stops the fit naming
+    it; with ``"skip"`` every failure is written into its history record and
+    the round goes on with the others; a round where every selected client
+    failed stops the fit either way.
+
+    Parameters
+    ----------
+    outcomes : list of (int, str or None, BaseException or None)
+        Per selected client, in selection order: its index, why its reply
+        cannot be used (None when it can), and the exception behind that
+        (chained to the error raised, where there is one).
+    round_number : int
+        The round, counted from 1.
+    on_client_error : {"raise", "skip"}
+    name : callable
+        ``name(k)``: how client ``k`` is named in errors.
+    record : callable
+        ``record(k)``: client ``k``'s history record of this round, a dict
+        the skip is written into.
+    what : {"training", "evaluation", "rate histograms"} or None
+        The kind of round, said in errors when given. A skipped evaluation is
+        recorded under ``evaluation_skipped``, a skipped count of a rate
+        constraint's histograms under ``rate_histograms_skipped``, a skipped
+        training as ``skipped`` with no training loss.
+
+    Returns
+    -------
+    admitted : list of int
+        The clients whose replies are used, in the order given.
+    """
+    where = f" ({what})" if what else ""
+
+    def skip(k, reason):
+        if what == "evaluation":
+            record(k)["evaluation_skipped"] = reason
+        elif what == "rate histograms":
+            # Left out of the round's operating point; it still trains.
+            record(k)["rate_histograms_skipped"] = reason
+        else:
+            record(k).update(train_loss=None, skipped=reason)
+
+    return failure_policy(
+        outcomes,
+        on_client_error,
+        one_failed=lambda k, reason: (
+            f"{name(k)} failed in round {round_number}{where}: {reason} (set "
+            "on_client_error='skip' to aggregate the other clients)."
+        ),
+        every_failed=lambda k, reason: (
+            f"Every selected client failed in round {round_number}{where}; "
+            f"first: {name(k)}: {reason}"
+        ),
+        skip=skip,
+    )
+
+
+def failure_policy(outcomes, on_client_error, *, one_failed, every_failed, skip):
+    """``on_client_error`` applied to replies: the one policy, worded by the caller.
+
+    With ``"raise"`` the first failed client stops the fit
+    (``RuntimeError(one_failed(k, reason))``, chained to its cause); when
+    every client failed the fit stops either way (``every_failed``);
+    otherwise ``skip(k, reason)`` records each failure and the others go on.
+    ``outcomes`` holds ``(k, reason or None, cause or None)`` per client, in
+    order. Returns the clients whose replies are used, in that order.
+    """
+    failed = [(k, reason, cause) for k, reason, cause in outcomes if reason is not None]
+    if failed and on_client_error == "raise":
+        k, reason, cause = failed[0]
+        raise RuntimeError(one_failed(k, reason)) from cause
+    if failed and len(failed) == len(outcomes):
+        k, reason, cause = failed[0]
+        raise RuntimeError(every_failed(k, reason)) from cause
+    for k, reason, _ in failed:
+        skip(k, reason)
+    return [k for k, reason, _ in outcomes if reason is None]
+
+
+class ReplyGate:
+    """Admits clients' replies, or fails them by ``on_client_error``.
+
+    Every backend checks a reply with the rules above, then hands the
+    problems to ``admit``: with ``"raise"`` the first failing client stops
+    the fit with an error naming it, the stage and what was wrong; with
+    ``"skip"`` it is left out of what the replies feed, and recorded.
+
+    Parameters
+    ----------
+    on_client_error : {"raise", "skip"}
+    name : callable
+        ``name(k)``: how client ``k`` is named in errors ("Client 2 (node
+        1003)").
+    client_id : callable
+        ``client_id(k)``: the client's id in the records.
+    """
+
+    def __init__(self, on_client_error="raise", name=None, client_id=None):
+        self.on_client_error = on_client_error
+        self.name = name or (lambda k: f"Client {k!r}")
+        self.client_id = client_id or (lambda k: k)
+        self.ledger = ClientLedger()
+        #: One record per skipped reply: stage, client and the reason.
+        self.records = []
+        #: Clients left out of the rest of a multi-round stage.
+        self.left_out = set()
+
+    def admit(self, stage, problems):
+        """The clients whose replies are admitted, in the order given.
+
+        Parameters
+        ----------
+        stage : str
+            What the replies were for ("initialisation", "histogram query").
+        problems : list of (int, str or None)
+            Per replying client, its index and the problem of its reply.
+
+        Returns
+        -------
+        admitted : list of int
+        """
+        return failure_policy(
+            [(k, problem, None) for k, problem in problems],
+            self.on_client_error,
+            one_failed=lambda k, problem: (
+                f"{self.name(k)} failed the {stage}: its reply cannot be used: "
+                f"{problem} (set on_client_error='skip' to leave it out)."
+            ),
+            every_failed=lambda k, problem: (
+                f"Every client failed the {stage}; first: {self.name(k)}: "
+                f"its reply cannot be used: {problem}"
+            ),
+            skip=lambda k, problem: self.records.append(
+                {
+                    "stage": stage,
+                    "client": self.client_id(k),
+                    "skipped": f"its reply cannot be used: {problem}",
+                }
+            ),
+        )
