@@ -599,3 +599,36 @@ def test_no_call_into_another_packages_private_method():
         if owners.get(method) and _package_of(name) not in owners[method]
     ]
     assert foreign == []
+
+
+def test_every_message_key_is_written_once():
+    # What a server and its clients say is keyed by the names of
+    # skfedida/_messages.py; a key spelt out again elsewhere (issue 48 found
+    # them as literals in five files) drifts when one side renames it.
+    # Docstrings may show a key to a reader.
+    import ast
+
+    from skfedida._messages import MESSAGE_KEYS
+
+    literals = []
+    for name, _, tree in _parsed_modules():
+        if name == "skfedida._messages":
+            continue
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(
+                node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+            )
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        literals += [
+            f"{name}:{node.lineno} {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and node.value in MESSAGE_KEYS
+            and id(node) not in docstrings
+        ]
+    assert literals == []

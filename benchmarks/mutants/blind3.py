@@ -186,8 +186,8 @@ MUTANTS = [
     Mutant(
         name="blind3: the Flower ClientApp's first reply counts its evaluation rows",
         where="initialise",
-        original='metrics={"num-examples": int(part.train.n)},',
-        mutated='metrics={"num-examples": int(part.n_evaluation)},',
+        original="metrics={NUM_EXAMPLES: int(part.train.n)},",
+        mutated="metrics={NUM_EXAMPLES: int(part.n_evaluation)},",
         tests=("tests/test_flower.py", "tests/test_guard_flower.py"),
         features=("make_client_app", "run_in_process"),
     ),

@@ -259,11 +259,9 @@ MUTANTS = [
         ),
         where="discover",
         original=(
-            '            declared["num-eval-rows"] = int(num_samples(loaded["X_eval"]))'
+            '            declared[NUM_EVAL_ROWS] = int(num_samples(loaded["X_eval"]))'
         ),
-        mutated=(
-            '            declared["num-eval-rows"] = int(num_samples(loaded["X"]))'
-        ),
+        mutated=('            declared[NUM_EVAL_ROWS] = int(num_samples(loaded["X"]))'),
         tests=(
             "tests/test_bad_input_flower.py",
             "tests/test_flower.py",

@@ -20,6 +20,8 @@ import warnings
 
 import numpy as np
 
+from .._messages import GROUP_LABELS, SENSITIVE_NAMES
+
 
 def read_reply(read):
     """``(read(), None)``, or ``(None, problem)`` when the reply cannot be read.
@@ -271,8 +273,8 @@ def parse_groups(config, what="its groups"):
     label is given twice.
     """
     try:
-        labels = json.loads(config["group-labels"])
-        names = json.loads(config["sensitive-names"])
+        labels = json.loads(config[GROUP_LABELS])
+        names = json.loads(config[SENSITIVE_NAMES])
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"{what} cannot be read ({type(exc).__name__}: {exc})"
     scalar = (str, int, float, bool, type(None))

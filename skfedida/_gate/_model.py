@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from .._messages import NUM_EXAMPLES
 from ..metrics._registry import METRICS, PERSONAL_PREFIX, VALIDATION_PREFIX
 
 
@@ -126,7 +127,7 @@ def evaluation_reply_problem(metrics, *, allowed, declared_rows=None):
     for name, value in metrics.items():
         if not isinstance(value, numbers.Real) or isinstance(value, bool):
             return f"metric {name!r} is {value!r}, not a number"
-        if name == "num-examples":
+        if name == NUM_EXAMPLES:
             if not (isinstance(value, numbers.Integral) and value >= 0):
                 return f"it reported {value!r} evaluation rows"
             if declared_rows is not None and int(value) != int(declared_rows):

@@ -14,6 +14,17 @@ import json
 
 import numpy as np
 
+from .._messages import (
+    DECLARED_GROUPS,
+    FEATURE_NAMES,
+    GROUP_LABELS,
+    N_FEATURES,
+    NUM_EVAL_ROWS,
+    NUM_ROWS,
+    RAW_COLUMNS,
+    RAW_DTYPES,
+    SENSITIVE_NAMES,
+)
 from ..metrics._registry import COUNTS
 from ._checks import (
     consensus,
@@ -303,10 +314,10 @@ def group_declaration_problem(config, sizes, ledger, k):
     up to the set's declared size. Only labels and counts, never rows.
     Returns ``(names, problem)``; the declaration goes into ``ledger``.
     """
-    if "declared-groups" not in config:
+    if DECLARED_GROUPS not in config:
         return None, None
     try:
-        declared = json.loads(config["declared-groups"])
+        declared = json.loads(config[DECLARED_GROUPS])
         names, rowsets = declared["names"], declared["rowsets"]
     except (KeyError, TypeError, ValueError) as exc:
         return None, (
@@ -325,8 +336,8 @@ def group_declaration_problem(config, sizes, ledger, k):
             return None, f"its declared groups of {rowset!r} rows are malformed"
         parsed, problem = parse_groups(
             {
-                "group-labels": json.dumps(entry["labels"]),
-                "sensitive-names": json.dumps(names),
+                GROUP_LABELS: json.dumps(entry["labels"]),
+                SENSITIVE_NAMES: json.dumps(names),
             },
             f"its declared groups of {rowset!r} rows",
         )
@@ -355,11 +366,11 @@ def group_declaration_problem(config, sizes, ledger, k):
 #: The fields of a client's description of its data, in ``data_description``'s
 #: order (what every client of a federation must share).
 DESCRIPTION_KEYS = (
-    "n-features",
+    N_FEATURES,
     "classes",
-    "feature-names",
-    "raw-columns",
-    "raw-dtypes",
+    FEATURE_NAMES,
+    RAW_COLUMNS,
+    RAW_DTYPES,
 )
 
 
@@ -372,7 +383,7 @@ def data_description(config):
     whether they are the federation's is for the majority of the clients to
     say (``consensus``, then ``description_difference``).
     """
-    n_features, problem = count_scalar(config.get("n-features"), "its n-features")
+    n_features, problem = count_scalar(config.get(N_FEATURES), "its n-features")
     if problem is None and n_features == 0:
         problem = "its n-features is 0"
     if problem is not None:
@@ -440,10 +451,10 @@ def discovery_problem(metrics):
     ``num-eval-rows``: whole counts. No rows at all is for the client's own
     checks to explain at initialisation, as ``fit`` does.
     """
-    n_rows, problem = count_scalar(metrics.get("num-rows"), "its rows")
+    n_rows, problem = count_scalar(metrics.get(NUM_ROWS), "its rows")
     n_eval = None
-    if problem is None and "num-eval-rows" in metrics:
-        n_eval, problem = count_scalar(metrics["num-eval-rows"], "its evaluation rows")
+    if problem is None and NUM_EVAL_ROWS in metrics:
+        n_eval, problem = count_scalar(metrics[NUM_EVAL_ROWS], "its evaluation rows")
     return n_rows, n_eval, problem
 
 

@@ -31,6 +31,7 @@ import warnings
 
 import numpy as np
 
+from .._messages import NUM_EXAMPLES, TRAIN_LOSS
 from ..exceptions import InactivePenaltyWarning, caller_stacklevel
 from ..metrics._registry import count_gap, fairfed_metrics
 
@@ -306,7 +307,7 @@ class QFedAvg(_Aggregator):
         return {
             "q": self.q,
             "client_learning_rate": self.client_learning_rate,
-            "train_loss_key": "train-loss",
+            "train_loss_key": TRAIN_LOSS,
         }
 
     def __repr__(self):
@@ -777,7 +778,7 @@ class FlowerStrategyAggregator(_Aggregator):
         nodes = range(1, n_clients + 1) if clients is None else [k + 1 for k in clients]
         if losses is None:
             losses = [0.0] * n_clients
-        weight_key = getattr(strategy, "weighted_by_key", "num-examples")
+        weight_key = getattr(strategy, "weighted_by_key", NUM_EXAMPLES)
         loss_key = getattr(strategy, "train_loss_key", "train_loss")
         array_key = getattr(strategy, "arrayrecord_key", "arrays")
         # As many nodes as the strategy waits for (its min_*_nodes): it

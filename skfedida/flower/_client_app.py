@@ -12,6 +12,28 @@ from flwr.clientapp import ClientApp
 
 from .._compat import num_samples
 from .._groups import encode_groups
+from .._messages import (
+    ANSWER,
+    CLASS_COUNTS,
+    CLIENT_SEED,
+    DECLARED_GROUPS,
+    FEATURE_NAMES,
+    N_BINS,
+    N_FEATURES,
+    NUM_EVAL_ROWS,
+    NUM_EXAMPLES,
+    NUM_PARTITIONS,
+    NUM_ROWS,
+    PARTITION_ID,
+    PREPROCESSING_STATES,
+    RATE_TERM,
+    RAW_COLUMNS,
+    RAW_DTYPES,
+    SELF_INITIALISED,
+    SERVER_ROUND,
+    TRAIN_LOSS,
+    TREE_MODEL,
+)
 from ..federated._aggregation import WeightedMean
 from ..federated._client import class_counts, clone_fitted
 from ..federated._constraint_rounds import rows_groups
@@ -36,8 +58,8 @@ _RUN_KEY = "skfedida-run"
 def _node_partition(context):
     """This node's ``partition-id`` and ``num-partitions``, checked."""
     try:
-        partition = context.node_config["partition-id"]
-        n_partitions = context.node_config["num-partitions"]
+        partition = context.node_config[PARTITION_ID]
+        n_partitions = context.node_config[NUM_PARTITIONS]
     except KeyError as exc:
         raise KeyError(
             f"The node config has no {exc.args[0]!r}: start the SuperNode with "
@@ -152,9 +174,9 @@ def _global_model(message, what):
             f"one holds {sorted(content.keys())}."
         )
     config = content.config_records["config"]
-    if "server-round" not in config:
+    if SERVER_ROUND not in config:
         raise ValueError(f"The {what} message's config has no 'server-round'.")
-    return content["arrays"].to_numpy_ndarrays(), int(config["server-round"])
+    return content["arrays"].to_numpy_ndarrays(), int(config[SERVER_ROUND])
 
 
 def make_client_app(federation, load_data, *, classes=None):
@@ -260,7 +282,7 @@ def make_client_app(federation, load_data, *, classes=None):
         # per run: every message of the run asks for the same rows.
         rows = node_rows(context)
         if states_text is None and _STATE_KEY in context.state:
-            states_text = context.state[_STATE_KEY].get("preprocessing-states")
+            states_text = context.state[_STATE_KEY].get(PREPROCESSING_STATES)
         if (seed, states_text) not in rows.parts:
             plan = plan_for_run(federation, context.run_config)
             partition, n_partitions = _node_partition(context)
@@ -269,7 +291,7 @@ def make_client_app(federation, load_data, *, classes=None):
                 states = decode(
                     states_text
                     if states_text is not None
-                    else context.state[_STATE_KEY]["preprocessing-states"]
+                    else context.state[_STATE_KEY][PREPROCESSING_STATES]
                 )
             part = plan.client(
                 load(context), partition, n_partitions, seed, classes, states=states
@@ -295,7 +317,7 @@ def make_client_app(federation, load_data, *, classes=None):
         else:
             estimator = pickle.loads(pickled)
         rows.estimator = None if to_train else (pickled, estimator)
-        return estimator, int(record["client-seed"])
+        return estimator, int(record[CLIENT_SEED])
 
     def start_without_skfedida_server(context):
         # A training or evaluation message came first: a Flower server
@@ -340,8 +362,8 @@ def make_client_app(federation, load_data, *, classes=None):
         context.state[_STATE_KEY] = ConfigRecord(
             {
                 "estimator": pickle.dumps(estimator),
-                "client-seed": seed,
-                "self-initialised": True,
+                CLIENT_SEED: seed,
+                SELF_INITIALISED: True,
             }
         )
 
@@ -349,7 +371,7 @@ def make_client_app(federation, load_data, *, classes=None):
         # A node that set itself up took its classes from its own labels
         # (no server told it the federation's): a client that lacks a class
         # has a model of another shape than the server's.
-        if not context.state[_STATE_KEY].get("self-initialised", False):
+        if not context.state[_STATE_KEY].get(SELF_INITIALISED, False):
             return
         own = [np.shape(a) for a in parameter_arrays(estimator)]
         given = [np.shape(a) for a in arrays]
@@ -386,9 +408,9 @@ def make_client_app(federation, load_data, *, classes=None):
         # client will count and their rows (labels and counts, no row).
         rowset, (X, _, S) = evaluation_rows(context)
         partition, _ = _node_partition(context)
-        config = {"partition-id": partition}
+        config = {PARTITION_ID: partition}
         if S is not None:
-            config["declared-groups"] = rowset_declaration(
+            config[DECLARED_GROUPS] = rowset_declaration(
                 encode_groups(S, n_samples=num_samples(X)), rowset
             )
         return _reply(message, config=config)
@@ -408,7 +430,7 @@ def make_client_app(federation, load_data, *, classes=None):
                 "evaluation rows: return 'sensitive_features' from load_data."
             )
         model = tree_model_from_message(
-            plan.federation.estimator, decode(config["tree-model"]), X
+            plan.federation.estimator, decode(config[TREE_MODEL]), X
         )
         groups = encode_groups(S, n_samples=num_samples(X))
         counts = client_histogram(
@@ -416,12 +438,12 @@ def make_client_app(federation, load_data, *, classes=None):
             (np.asarray(y) == model.classes_[-1]).astype(np.intp),
             groups.codes,
             groups.n_groups,
-            int(config["n-bins"]),
+            int(config[N_BINS]),
         )
         return _reply(
             message,
             arrays=[counts],
-            config={"partition-id": partition, **group_config(groups)},
+            config={PARTITION_ID: partition, **group_config(groups)},
         )
 
     @app.query("skfedida_trees")
@@ -453,7 +475,7 @@ def make_client_app(federation, load_data, *, classes=None):
                 "tree fit of this run (its process restarted, or the server "
                 "skipped 'describe')."
             )
-        return _reply(message, config={"answer": encode(rows.trees.answer(query))})
+        return _reply(message, config={ANSWER: encode(rows.trees.answer(query))})
 
     @app.query("skfedida_statistics")
     def statistics(message, context):
@@ -468,9 +490,7 @@ def make_client_app(federation, load_data, *, classes=None):
             decode(config["query"]),
         )
         partition, _ = _node_partition(context)
-        return _reply(
-            message, config={"partition-id": partition, "answer": encode(answer)}
-        )
+        return _reply(message, config={PARTITION_ID: partition, ANSWER: encode(answer)})
 
     @app.query()
     def discover(message, context):
@@ -478,35 +498,35 @@ def make_client_app(federation, load_data, *, classes=None):
         # The rows this client holds, declared once: every count it sends
         # later (statistics, class counts, histograms, reports) must agree.
         loaded = load(context)
-        declared = {"num-rows": int(num_samples(loaded["X"]))}
+        declared = {NUM_ROWS: int(num_samples(loaded["X"]))}
         if "X_eval" in loaded:
-            declared["num-eval-rows"] = int(num_samples(loaded["X_eval"]))
+            declared[NUM_EVAL_ROWS] = int(num_samples(loaded["X_eval"]))
         return _reply(
             message,
             metrics=declared,
-            config={"partition-id": partition, "num-partitions": n_partitions},
+            config={PARTITION_ID: partition, NUM_PARTITIONS: n_partitions},
         )
 
     @app.query("skfedida_init")
     def initialise(message, context):
-        seed = int(message.content["config"]["client-seed"])
-        states_text = message.content["config"].get("preprocessing-states")
+        seed = int(message.content["config"][CLIENT_SEED])
+        states_text = message.content["config"].get(PREPROCESSING_STATES)
         plan, part, n_partitions = client_side(context, seed, states_text)
         estimator = plan.initial_estimator(part, seed)
-        record = {"estimator": pickle.dumps(estimator), "client-seed": seed}
+        record = {"estimator": pickle.dumps(estimator), CLIENT_SEED: seed}
         if states_text is not None:
-            record["preprocessing-states"] = states_text
+            record[PREPROCESSING_STATES] = states_text
         context.state[_STATE_KEY] = ConfigRecord(record)
         config = {
-            "partition-id": part.partition,
-            "num-partitions": n_partitions,
-            "n-features": int(plan.n_features_in_),
+            PARTITION_ID: part.partition,
+            NUM_PARTITIONS: n_partitions,
+            N_FEATURES: int(plan.n_features_in_),
             "classes": part.classes.tolist(),
             # Training rows per class: the federation's prevalence is their sum.
-            "class-counts": class_counts(part.train.y, part.classes).tolist(),
+            CLASS_COUNTS: class_counts(part.train.y, part.classes).tolist(),
         }
         if plan.feature_names_in_ is not None:
-            config["feature-names"] = plan.feature_names_in_.tolist()
+            config[FEATURE_NAMES] = plan.feature_names_in_.tolist()
         # A constraint's counts are per group wherever the estimator reads
         # the groups (its own columns in column mode).
         constrained = plan.holds_constraint()
@@ -515,18 +535,18 @@ def make_client_app(federation, load_data, *, classes=None):
         )
         if declaration is not None:
             # Its groups on each set of rows it will use, and their sizes.
-            config["declared-groups"] = declaration
+            config[DECLARED_GROUPS] = declaration
         if plan.pipeline is not None:
             # The raw table's columns and dtypes (not its rows): the server
             # rebuilds the fitted preprocessing from them and the statistics.
             columns, dtypes = raw_schema(load(context)["X"])
             if columns is not None:
-                config["raw-columns"] = columns
-            config["raw-dtypes"] = dtypes
+                config[RAW_COLUMNS] = columns
+            config[RAW_DTYPES] = dtypes
         return _reply(
             message,
             arrays=parameter_arrays(estimator),
-            metrics={"num-examples": int(part.train.n)},
+            metrics={NUM_EXAMPLES: int(part.train.n)},
             config=config,
         )
 
@@ -537,7 +557,7 @@ def make_client_app(federation, load_data, *, classes=None):
         from ..postprocessing._threshold_optimizer import client_histogram
 
         config = message.content["config"]
-        if "tree-model" in config:
+        if TREE_MODEL in config:
             return tree_histograms(message, context, config)
         estimator, seed = stored(context)
         _, part, _ = client_side(context, seed)
@@ -556,12 +576,12 @@ def make_client_app(federation, load_data, *, classes=None):
             (np.asarray(y_eval) == part.classes[-1]).astype(np.intp),
             groups.codes,
             groups.n_groups,
-            int(message.content["config"]["n-bins"]),
+            int(message.content["config"][N_BINS]),
         )
         return _reply(
             message,
             arrays=[counts],
-            config={"partition-id": part.partition, **group_config(groups)},
+            config={PARTITION_ID: part.partition, **group_config(groups)},
         )
 
     @app.query("skfedida_rate_histograms")
@@ -574,12 +594,12 @@ def make_client_app(federation, load_data, *, classes=None):
             part,
             estimator,
             message.content["arrays"].to_numpy_ndarrays(),
-            int(message.content["config"]["n-bins"]),
+            int(message.content["config"][N_BINS]),
         )
         return _reply(
             message,
             arrays=[counts] if weights is None else [counts, weights],
-            config={"partition-id": part.partition, **group_config(groups)},
+            config={PARTITION_ID: part.partition, **group_config(groups)},
         )
 
     @app.train()
@@ -592,7 +612,7 @@ def make_client_app(federation, load_data, *, classes=None):
         # Flower's FedProx asks for its proximal term in the message's config,
         # a rate constraint held by the server sends the round's term.
         proximal_mu = config.get("proximal-mu")
-        term = config.get("rate-term")
+        term = config.get(RATE_TERM)
         estimator, parameters, n_rows, loss, *report = plan.train_round(
             part,
             estimator,
@@ -606,8 +626,8 @@ def make_client_app(federation, load_data, *, classes=None):
         reply = _reply(
             message,
             arrays=parameters,
-            metrics={"num-examples": int(n_rows), "train-loss": float(loss)},
-            config={"partition-id": part.partition},
+            metrics={NUM_EXAMPLES: int(n_rows), TRAIN_LOSS: float(loss)},
+            config={PARTITION_ID: part.partition},
         )
         if report:
             # FairFed: the global model's counts per group, and which groups.
@@ -631,7 +651,7 @@ def make_client_app(federation, load_data, *, classes=None):
         if path and round_ == plan.n_rounds:
             # The model this client uses from now on stays on its node.
             _write(path, model)
-        metrics["num-examples"] = int(part.n_evaluation)
-        return _reply(message, metrics=metrics, config={"partition-id": part.partition})
+        metrics[NUM_EXAMPLES] = int(part.n_evaluation)
+        return _reply(message, metrics=metrics, config={PARTITION_ID: part.partition})
 
     return app

@@ -13,6 +13,7 @@ from flwr.serverapp import Grid
 from flwr.supercore.run import Run
 
 from .._flwr import task_identity as _identity
+from .._messages import NUM_PARTITIONS, PARTITION_ID
 from ._result import load_result
 
 __all__ = ["InProcessGrid", "run_in_process"]
@@ -289,7 +290,7 @@ def run_in_process(
             f"node_configs has {len(extra)} entries for {num_partitions} partitions."
         )
     node_configs = [
-        {**config, "partition-id": k, "num-partitions": num_partitions}
+        {**config, PARTITION_ID: k, NUM_PARTITIONS: num_partitions}
         for k, config in enumerate(extra)
     ]
     with tempfile.TemporaryDirectory() as scratch:

@@ -14,6 +14,23 @@ from flwr.app import MessageType
 
 from .._gate._rows import REPORT_KEYS
 from .._groups import encode_groups
+from .._messages import (
+    ANSWER,
+    CLASS_COUNTS,
+    DECLARED_GROUPS,
+    FEATURE_NAMES,
+    GROUP_LABELS,
+    N_FEATURES,
+    NUM_EVAL_ROWS,
+    NUM_EXAMPLES,
+    NUM_PARTITIONS,
+    NUM_ROWS,
+    PARTITION_ID,
+    RAW_COLUMNS,
+    RAW_DTYPES,
+    SENSITIVE_NAMES,
+    TRAIN_LOSS,
+)
 from ..federated._estimator import make_plan
 from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
 from ..metrics._registry import keys as metric_keys
@@ -51,30 +68,30 @@ _REPORT_KEYS = REPORT_KEYS
 # groups of rows; the group-labels are the categories its rows take).
 REPLY_METRICS = frozenset(
     {
-        "num-examples",
+        NUM_EXAMPLES,
         # Declared at discovery: the rows the client loaded and its
         # evaluation rows (every later count of its rows must agree).
-        "num-rows",
-        "num-eval-rows",
-        "train-loss",
+        NUM_ROWS,
+        NUM_EVAL_ROWS,
+        TRAIN_LOSS,
         *(VALIDATION_PREFIX + name for name in metric_keys(reported=True)),
         *(PERSONAL_PREFIX + name for name in metric_keys(personal=True)),
     }
 )
 REPLY_CONFIG = frozenset(
     {
-        "partition-id",
-        "num-partitions",
-        "n-features",
+        PARTITION_ID,
+        NUM_PARTITIONS,
+        N_FEATURES,
         "classes",
-        "class-counts",
-        "feature-names",
-        "group-labels",
-        "sensitive-names",
-        "raw-columns",
-        "raw-dtypes",
-        "declared-groups",
-        "answer",
+        CLASS_COUNTS,
+        FEATURE_NAMES,
+        GROUP_LABELS,
+        SENSITIVE_NAMES,
+        RAW_COLUMNS,
+        RAW_DTYPES,
+        DECLARED_GROUPS,
+        ANSWER,
     }
 )
 
@@ -91,10 +108,10 @@ def group_config(groups):
     group codes; they name categories, not rows.
     """
     return {
-        "group-labels": json.dumps(
+        GROUP_LABELS: json.dumps(
             [list(label) for label in groups.labels], default=_plain
         ),
-        "sensitive-names": json.dumps(list(groups.names), default=_plain),
+        SENSITIVE_NAMES: json.dumps(list(groups.names), default=_plain),
     }
 
 
@@ -159,10 +176,10 @@ def merged_groups(configs):
     ``encode_groups`` gives the pooled rows, as in-process.
     """
     labels = [
-        [tuple(label) for label in json.loads(config["group-labels"])]
+        [tuple(label) for label in json.loads(config[GROUP_LABELS])]
         for config in configs
     ]
-    names = json.loads(configs[0]["sensitive-names"])
+    names = json.loads(configs[0][SENSITIVE_NAMES])
     union = sorted(set().union(*labels), key=repr)
     merged = encode_groups(
         {name: [label[j] for label in union] for j, name in enumerate(names)}

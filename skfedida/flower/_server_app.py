@@ -35,6 +35,20 @@ from .._gate._rows import (
     named_report_claim_problem,
 )
 from .._gate._statistics import Unreadable
+from .._messages import (
+    ANSWER,
+    CLASS_COUNTS,
+    CLIENT_SEED,
+    N_BINS,
+    NUM_EXAMPLES,
+    NUM_PARTITIONS,
+    PARTITION_ID,
+    PREPROCESSING_STATES,
+    RATE_TERM,
+    SERVER_ROUND,
+    TRAIN_LOSS,
+    TREE_MODEL,
+)
 from ..ensemble._boosting import Failed, TreeChannel
 from ..federated._aggregation import class_prior
 from ..federated._parameters import parameter_arrays
@@ -150,7 +164,7 @@ class _FederationChecks:
         self.query_timeout = None
 
     def _messages(self, server_round, arrays, config, partitions, message_type):
-        config["server-round"] = server_round
+        config[SERVER_ROUND] = server_round
         record = RecordDict(
             {self.arrayrecord_key: arrays, self.configrecord_key: config}
         )
@@ -163,7 +177,7 @@ class _FederationChecks:
         if self.constraint is not None:
             # The round's operating point and rates from every client's
             # counts under the round's model, then its term for training.
-            config["rate-term"] = encode(
+            config[RATE_TERM] = encode(
                 self.constraint.step(self.rate_histograms(grid, server_round, arrays))
             )
         self.round_arrays = arrays.to_numpy_ndarrays()
@@ -183,7 +197,7 @@ class _FederationChecks:
         content = RecordDict(
             {
                 "arrays": arrays,
-                "config": ConfigRecord({"n-bins": int(self.constraint.n_bins)}),
+                "config": ConfigRecord({N_BINS: int(self.constraint.n_bins)}),
             }
         )
         replies = _query(
@@ -292,8 +306,8 @@ class _FederationChecks:
             metrics = dict(content["metrics"])
             return training_round_problem(
                 self._arrays_of(content),
-                metrics.get("num-examples"),
-                metrics.get("train-loss"),
+                metrics.get(NUM_EXAMPLES),
+                metrics.get(TRAIN_LOSS),
                 reference=self.round_arrays,
                 declared_rows=sizes["train"],
                 report=report if self.engine.reporting else None,
@@ -322,7 +336,7 @@ class _FederationChecks:
                 server_round,
                 outcomes,
                 losses={
-                    k: float(reply.content["metrics"]["train-loss"])
+                    k: float(reply.content["metrics"][TRAIN_LOSS])
                     for k, reply in usable.items()
                 },
                 what="training",
@@ -353,8 +367,7 @@ class _FederationChecks:
                     reports=_aligned_reports(replies) if engine.reporting else None,
                     global_parameters=self.round_arrays,
                     losses=[
-                        float(reply.content["metrics"]["train-loss"])
-                        for reply in replies
+                        float(reply.content["metrics"][TRAIN_LOSS]) for reply in replies
                     ],
                     round_number=server_round,
                 ),
@@ -364,7 +377,7 @@ class _FederationChecks:
         result = engine.aggregate(
             aggregate,
             [self._arrays_of(reply.content) for reply in replies],
-            [int(reply.content["metrics"]["num-examples"]) for reply in replies],
+            [int(reply.content["metrics"][NUM_EXAMPLES]) for reply in replies],
             round_number=server_round,
             admitted=admitted,
             global_parameters=self.round_arrays,
@@ -461,7 +474,7 @@ def _discover(grid, timeout, connect_timeout):
     reply = _query(
         grid, first[:1], [RecordDict()], MessageType.QUERY, timeout, "discovery query"
     )[first[0]]
-    n_partitions = int(reply.content["config"]["num-partitions"])
+    n_partitions = int(reply.content["config"][NUM_PARTITIONS])
     nodes = _wait_for_nodes(grid, n_partitions, connect_timeout)
     replies = _query(
         grid,
@@ -474,7 +487,7 @@ def _discover(grid, timeout, connect_timeout):
     by_partition = {}
     for node in nodes:
         config = replies[node].content["config"]
-        k, n = int(config["partition-id"]), int(config["num-partitions"])
+        k, n = int(config[PARTITION_ID]), int(config[NUM_PARTITIONS])
         if n != n_partitions:
             raise ValueError(
                 f"Nodes disagree on num-partitions: node {node} says {n}, another "
@@ -530,7 +543,7 @@ def _postprocess(
         content = RecordDict(
             {
                 "arrays": ArrayRecord([np.asarray(a) for a in global_parameters]),
-                "config": ConfigRecord({"n-bins": int(post.n_bins)}),
+                "config": ConfigRecord({N_BINS: int(post.n_bins)}),
             }
         )
     else:
@@ -539,7 +552,7 @@ def _postprocess(
         content = RecordDict(
             {
                 "config": ConfigRecord(
-                    {"n-bins": int(post.n_bins), "tree-model": encode(tree_model)}
+                    {N_BINS: int(post.n_bins), TREE_MODEL: encode(tree_model)}
                 )
             }
         )
@@ -618,7 +631,7 @@ def _preprocessing_states(plan, grid, nodes, timeout, gate, rows):
                 answers.append(Unreadable(replies[node]))
                 continue
             try:
-                answers.append(decode(replies[node].content["config"]["answer"]))
+                answers.append(decode(replies[node].content["config"][ANSWER]))
             except Exception as exc:  # whatever a client wrote
                 answers.append(Unreadable(f"{type(exc).__name__}: {exc}"))
         return answers
@@ -637,8 +650,8 @@ def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
         )
         return initialisation_claim_problem(
             k,
-            n_rows=reply["metrics"]["num-examples"],
-            class_counts=lambda: reply["config"]["class-counts"],
+            n_rows=reply["metrics"][NUM_EXAMPLES],
+            class_counts=lambda: reply["config"][CLASS_COUNTS],
             n_classes=len(classes),
             # Decoded only when the counts pass, as the checks run in order.
             initial_parameters=lambda: reply["arrays"].to_numpy_ndarrays(),
@@ -673,7 +686,7 @@ def _tree_sender(grid, nodes, timeout):
                 answers[k] = Failed(RuntimeError(reply))
                 continue
             try:
-                answers[k] = decode(reply.content["config"]["answer"])
+                answers[k] = decode(reply.content["config"][ANSWER])
             except Exception as exc:  # whatever a client wrote
                 answers[k] = Failed(exc)
         return answers
@@ -791,9 +804,9 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
         states = _preprocessing_states(
             plan, grid, nodes, timeout, gate, [n_rows for n_rows, _ in rows]
         )
-        init_config["preprocessing-states"] = encode(states)
+        init_config[PREPROCESSING_STATES] = encode(states)
     contents = [
-        RecordDict({"config": ConfigRecord({"client-seed": int(seed), **init_config})})
+        RecordDict({"config": ConfigRecord({CLIENT_SEED: int(seed), **init_config})})
         for seed in seeds
     ]
     replies = _query(
@@ -841,7 +854,7 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
         client_sizes=[sizes["train"] for sizes, _, _ in declared],
         class_prior=class_prior(
             [
-                np.asarray(replies[k]["config"]["class-counts"], np.int64)
+                np.asarray(replies[k]["config"][CLASS_COUNTS], np.int64)
                 for k in admitted
             ],
             plan.federation.prior_aggregation,
