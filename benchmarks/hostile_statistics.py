@@ -31,7 +31,7 @@ from sklearn.pipeline import make_pipeline
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier
 from skfedida.federated import FederatedEstimator
-from skfedida.federated._trees import TreeFederationClient
+from skfedida.federated._tree_client import TreeFederationClient
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.preprocessing import FederatedStandardScaler
 

@@ -333,7 +333,7 @@ MUTANTS = [
     ),
     Mutant(
         "the trees' class prior counts rows, not their weights",
-        "_trees._declared",
+        "_tree_server._declared",
         '            "class_weights", answer["class_counts"]',
         '            "class_counts", answer["class_counts"]',
         WEIGHT_TESTS,

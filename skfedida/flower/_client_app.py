@@ -39,7 +39,7 @@ from ..federated._client import class_counts, clone_fitted
 from ..federated._constraint_rounds import rows_groups
 from ..federated._parameters import assign_parameters, parameter_arrays
 from ..federated._pipeline import raw_schema
-from ..federated._trees import tree_client, tree_model_from_message
+from ..federated._tree_client import tree_client
 from ._codec import decode, encode
 from ._protocol import (
     _REPORT_KEYS,
@@ -48,6 +48,7 @@ from ._protocol import (
     group_declaration,
     plan_for_run,
     rowset_declaration,
+    tree_model_from_message,
 )
 from ._result import _write
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 from flwr.app import MessageType
+from sklearn.base import clone
 
 from .._gate._rows import REPORT_KEYS
 from .._groups import encode_groups
@@ -31,7 +33,10 @@ from .._messages import (
     SENSITIVE_NAMES,
     TRAIN_LOSS,
 )
+from ..ensemble._boosting import tree_message, tree_predictor
 from ..federated._estimator import make_plan
+from ..federated._tree_client import bin_mapper_of
+from ..federated._tree_server import fit_inputs
 from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
 from ..metrics._registry import keys as metric_keys
 
@@ -196,3 +201,72 @@ def plan_for_run(federation, run_config):
         if key in run_config
     }
     return make_plan(federation, overrides)
+
+
+def tree_model_message(model):
+    """A fitted federation's trees as a message a client rebuilds them from.
+
+    Parameters
+    ----------
+    model : HistGradientBoostingClassifier
+        The federation's fitted model.
+
+    Returns
+    -------
+    message : dict
+        Its baseline, trees, bins and categories: numbers, arrays and lists.
+    """
+    encoder = (
+        None
+        if model._preprocessor is None
+        else model._preprocessor.named_transformers_["encoder"]
+    )
+    return {
+        "baseline": float(model._baseline_prediction[0, 0]),
+        "trees": [tree_message(tree[0]) for tree in model._predictors],
+        "n_bins": int(model._bin_mapper.n_bins),
+        "is_categorical": np.asarray(model._bin_mapper.is_categorical_, np.uint8),
+        "edges": [np.asarray(t, np.float64) for t in model._bin_mapper.bin_thresholds_],
+        "input_categorical": (
+            None
+            if model.is_categorical_ is None
+            else np.asarray(model.is_categorical_, dtype=bool)
+        ),
+        "categories": (
+            None
+            if encoder is None
+            else [np.asarray(c, dtype=object) for c in encoder.categories]
+        ),
+        "classes": np.asarray(model.classes_),
+    }
+
+
+def tree_model_from_message(estimator, message, X):
+    """The federation's fitted model, rebuilt on a client from its message.
+
+    Parameters
+    ----------
+    estimator : HistGradientBoostingClassifier
+        The federation's (unfitted) estimator.
+    message : dict
+        What :func:`tree_model_message` wrote.
+    X : array-like or DataFrame
+        Rows of the client's (their columns and dtypes only are read).
+
+    Returns
+    -------
+    model : HistGradientBoostingClassifier
+        Fitted: it predicts as the server's model does.
+    """
+    model = clone(estimator)
+    fit_inputs(
+        model,
+        message["input_categorical"],
+        message["categories"],
+        X,
+        message["classes"],
+    )
+    model._bin_mapper = bin_mapper_of(message)
+    model._predictors = [[tree_predictor(tree)] for tree in message["trees"]]
+    model._baseline_prediction = np.array([[float(message["baseline"])]])
+    return model

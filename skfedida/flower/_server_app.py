@@ -54,14 +54,8 @@ from ..federated._aggregation import class_prior
 from ..federated._parameters import parameter_arrays
 from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import check_target_delta
-from ..federated._trees import (
-    adopt_trees,
-    check_tree_federation,
-    federated_trees,
-    is_boosted_trees,
-    prior_weighted,
-    tree_model_message,
-)
+from ..federated._tree_server import federated_trees, prior_weighted
+from ..federated._trees import adopt_trees, check_tree_federation, is_boosted_trees
 from ..metrics._registry import VALIDATION_PREFIX, share_key
 from ..postprocessing._threshold_optimizer import (
     fit_from_client_counts,
@@ -80,6 +74,7 @@ from ._protocol import (
     REPLY_METRICS,
     merged_groups,
     plan_for_run,
+    tree_model_message,
 )
 from ._result import _write_result
 

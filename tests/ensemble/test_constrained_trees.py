@@ -24,7 +24,7 @@ from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier
 from skfedida.exceptions import InactivePenaltyWarning
 from skfedida.federated import FederatedEstimator
-from skfedida.federated._trees import TreeFederationClient
+from skfedida.federated._tree_client import TreeFederationClient
 
 
 @pytest.fixture(scope="module")

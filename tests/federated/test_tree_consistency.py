@@ -21,7 +21,8 @@ from sklearn.base import clone
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier
 from skfedida.federated import FederatedEstimator
-from skfedida.federated._trees import TreeFederationClient, median_should_stop
+from skfedida.federated._tree_client import TreeFederationClient
+from skfedida.federated._tree_server import median_should_stop
 
 #: Client 2's rows: the liar is the client of this many training rows.
 SIZES = (500, 600, 700)

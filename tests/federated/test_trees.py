@@ -19,7 +19,7 @@ from skfedida._gate._checks import NoConsensus
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier
 from skfedida.federated import DifferentialPrivacy, FederatedEstimator, evaluate_clients
-from skfedida.federated._trees import TreeFederationClient
+from skfedida.federated._tree_client import TreeFederationClient
 from skfedida.over_sampling import FairnessAwareROSE
 
 
@@ -97,7 +97,7 @@ def test_clients_with_different_dtypes_are_named(data):
     # pandas categories: categorical_features="from_dtype" would read them
     # differently.
     from skfedida.ensemble._boosting import TreeChannel, in_process
-    from skfedida.federated._trees import federated_trees
+    from skfedida.federated._tree_server import federated_trees
 
     X = _frame(data)
     members = []
