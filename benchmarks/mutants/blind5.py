@@ -198,7 +198,7 @@ MUTANTS = [
             "blind5: FedAvg in-process weights every client the same, ignoring its rows"
         ),
         where="_Server.run",
-        original="                weights.append(replies[k][2])",
+        original="                weights.append(replies[k].n_rows)",
         mutated="                weights.append(1)",
         tests=(
             "tests/test_bad_input_federation.py",

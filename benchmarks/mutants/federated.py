@@ -677,8 +677,8 @@ MUTANTS = [
     Mutant(
         "in-process FairFed reports are not checked",
         "_outcome",
-        "            if len(report) > 0\n",
-        "            if len(report) > 1\n",
+        "            if result.report is not None\n",
+        "            if result.report is not None and False\n",
         REPLY_GATE_TESTS,
         features=("reply:fairness_report", "FairFed"),
     ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -121,15 +122,27 @@ class ClientLedger:
         return None
 
 
+@dataclass(frozen=True)
+class DeclaredRows:
+    """A client's sets of rows and their sizes, from what it declared.
+
+    ``sizes`` maps each set (``rows``, ``train``, and ``held_out`` / ``eval``
+    where it has them) to its rows; ``evaluation`` and ``reports`` name the
+    set its evaluation and its fairness reports count.
+    """
+
+    sizes: dict
+    evaluation: str
+    reports: str
+
+
 def declared_sets(n_rows, n_eval_rows, validation_fraction):
     """A client's sets of rows and their sizes, from what it declared.
 
     ``n_rows``: the rows it loaded; ``n_eval_rows``: its evaluation rows
     (None when it has none, and evaluates on its held-out rows or else its
     training rows). The split is ``_split_client``'s: ``ceil(fraction * n)``
-    rows held out. Returns the sizes (``rows``, ``train``, and ``held_out``
-    / ``eval`` where it has them) and which set the evaluation and the
-    fairness reports count.
+    rows held out. Returns a ``DeclaredRows``.
     """
     held_out = (
         0 if validation_fraction is None else math.ceil(validation_fraction * n_rows)
@@ -143,4 +156,4 @@ def declared_sets(n_rows, n_eval_rows, validation_fraction):
     else:
         evaluation = "held_out" if held_out else "train"
     reports = "held_out" if held_out and n_eval_rows is None else "train"
-    return sizes, {"evaluation": evaluation, "reports": reports}
+    return DeclaredRows(sizes, evaluation, reports)

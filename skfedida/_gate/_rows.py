@@ -11,6 +11,7 @@ set of rows across rounds or reply kinds.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -363,7 +364,7 @@ def group_declaration_problem(config, sizes, ledger, k):
     return tuple(names), None
 
 
-#: The fields of a client's description of its data, in ``data_description``'s
+#: The fields of a client's description of its data, in ``DataDescription``'s
 #: order (what every client of a federation must share).
 DESCRIPTION_KEYS = (
     N_FEATURES,
@@ -374,14 +375,39 @@ DESCRIPTION_KEYS = (
 )
 
 
+@dataclass(frozen=True)
+class DataDescription:
+    """A client's description of its data: what every client must share.
+
+    The fields of ``DESCRIPTION_KEYS``, in order; the names are None where
+    the client sent none.
+    """
+
+    n_features: int
+    classes: list
+    feature_names: list | None
+    raw_columns: list | None
+    raw_dtypes: list | None
+
+    def fields(self):
+        """The values, in ``DESCRIPTION_KEYS`` order."""
+        return (
+            self.n_features,
+            self.classes,
+            self.feature_names,
+            self.raw_columns,
+            self.raw_dtypes,
+        )
+
+
 def data_description(config):
     """A client's description of its data, checked: ``(description, problem)``.
 
-    ``(n_features, classes, feature_names, raw_columns, raw_dtypes)`` from the
-    mapping ``config``: a count > 0, a list of two or more distinct labels,
-    lists of names (None where the client sent none). Only their form here;
-    whether they are the federation's is for the majority of the clients to
-    say (``consensus``, then ``description_difference``).
+    A ``DataDescription`` from the mapping ``config``: a count > 0, a list
+    of two or more distinct labels, lists of names (None where the client
+    sent none). Only their form here; whether they are the federation's is
+    for the majority of the clients to say (``consensus``, then
+    ``description_difference``).
     """
     n_features, problem = count_scalar(config.get(N_FEATURES), "its n-features")
     if problem is None and n_features == 0:
@@ -405,12 +431,14 @@ def data_description(config):
         ):
             return None, f"its {key} {value!r} are not a list of names"
         names.append(None if value is None else list(value))
-    return (int(n_features), list(classes), *names), None
+    return DataDescription(int(n_features), list(classes), *names), None
 
 
 def description_difference(description, agreed):
     """How a client's description differs from the majority's, in words."""
-    for key, mine, theirs in zip(DESCRIPTION_KEYS, description, agreed, strict=True):
+    for key, mine, theirs in zip(
+        DESCRIPTION_KEYS, description.fields(), agreed.fields(), strict=True
+    ):
         if mine != theirs:
             hint = (
                 "; a client may lack a class: give every client the "

@@ -16,6 +16,7 @@ import itertools
 import numbers
 import threading
 import warnings
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -711,8 +712,25 @@ def _minibatch_prior_weights(
     return ratio[batch_after, labels_after]
 
 
+@dataclass(frozen=True)
+class RoundReply:
+    """What one client's training round gives back, on either backend.
+
+    ``model`` stays with the client (its optimiser state carries into its
+    next round); the server sees the rest: the parameter arrays, the rows
+    they rest on, the mean training loss and, for FairFed, the client's
+    counts per group for the global model it was sent.
+    """
+
+    model: object
+    parameters: list
+    n_rows: int
+    loss: float
+    report: dict | None = None
+
+
 def _client_round(trainer, estimator, parameters, data, epochs, seed):
-    """Run one client's round; return its estimator and what the server sees."""
+    """Run one client's round: a ``RoundReply``."""
     random_state = _reseeded("round", seed)
     if parameters is not None:
         assign_parameters(estimator, parameters)
@@ -726,7 +744,7 @@ def _client_round(trainer, estimator, parameters, data, epochs, seed):
         trainer.train(estimator, data, epochs, random_state)
     proba = np.clip(_training_proba(estimator, data), 1e-15, 1 - 1e-15)
     loss = _log_loss(data.y, proba, trainer.classes, data.weight)
-    return estimator, parameter_arrays(estimator), data.n, loss
+    return RoundReply(estimator, parameter_arrays(estimator), data.n, loss)
 
 
 def _model_inputs_key(estimator):
@@ -999,7 +1017,8 @@ def _reporting_client_round(trainer, estimator, parameters, data, epochs, seed):
         assign_parameters(estimator, parameters)
     rows = data if data.held_out is None else data.held_out
     report = _fairness_report(estimator, rows, trainer.classes)
-    return (*_client_round(trainer, estimator, parameters, data, epochs, seed), report)
+    reply = _client_round(trainer, estimator, parameters, data, epochs, seed)
+    return replace(reply, report=report)
 
 
 def _guarded_client_round(*args, reporting=False):

@@ -234,10 +234,10 @@ class FederationPlan:
         proximal_mu=None,
         rate_term=None,
     ):
-        """One client round (0-based ``round_``): ``(estimator, arrays, n, loss)``.
+        """One client round (0-based ``round_``): a ``RoundReply``.
 
-        With an aggregator that needs fairness reports (FairFed), a fifth
-        element: the client's counts per group for the global model it got.
+        With an aggregator that needs fairness reports (FairFed), its
+        ``report``: the client's counts per group for the global model it got.
         ``proximal_mu``: FedProx's weight the server's message asks for
         (Flower's ``FedProx`` sends it), instead of the federation's own.
         ``rate_term``: the round's rate-constraint term the server sent.

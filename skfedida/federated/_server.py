@@ -201,24 +201,24 @@ class _Server:
             if on_clients_end is not None:
                 on_clients_end(selected)
             admitted = engine.admit_training(
-                round_ + 1, outcomes, losses={k: r[3] for k, r in replies.items()}
+                round_ + 1, outcomes, losses={k: r.loss for k, r in replies.items()}
             )
             results = [replies[k] for k in admitted]
             weights = []
             for k in admitted:
-                models[k] = replies[k][0]
-                weights.append(replies[k][2])
+                models[k] = replies[k].model
+                weights.append(replies[k].n_rows)
             if engine.communicates or self.strategy == "central":
                 context = engine.aggregator_context(
                     clients=[int(k) for k in admitted],
-                    reports=[r[4] for r in results] if engine.reporting else None,
+                    reports=[r.report for r in results] if engine.reporting else None,
                     global_parameters=global_parameters,
-                    losses=[r[3] for r in results],
+                    losses=[r.loss for r in results],
                     round_number=round_ + 1,
                 )
                 global_parameters = engine.aggregate(
                     functools.partial(self.aggregator.aggregate, **context),
-                    [r[1] for r in results],
+                    [r.parameters for r in results],
                     weights,
                     round_number=round_ + 1,
                     admitted=admitted,
@@ -226,7 +226,7 @@ class _Server:
                     n_selected=len(selected),
                 )
             if self.verbose:
-                mean_loss = np.average([r[3] for r in results], weights=weights)
+                mean_loss = np.average([r.loss for r in results], weights=weights)
                 if bar is not None:
                     bar.set_postfix(clients=len(selected), loss=f"{mean_loss:.4f}")
                 else:
@@ -298,15 +298,14 @@ class _Server:
         """Client k's outcome for the failure policy: why it cannot be used."""
         if not ok:
             return k, f"{type(result).__name__}: {result}", result
-        _model, parameters, n_rows, loss, *report = result
         problem = training_round_problem(
-            parameters,
-            n_rows,
-            loss,
+            result.parameters,
+            result.n_rows,
+            result.loss,
             reference=global_parameters,
             declared_rows=client_data.n,
-            report=(lambda: self._report_problem(report[0], client_data, k))
-            if len(report) > 0
+            report=(lambda: self._report_problem(result.report, client_data, k))
+            if result.report is not None
             else None,
         )
         if problem is None:

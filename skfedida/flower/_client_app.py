@@ -614,7 +614,7 @@ def make_client_app(federation, load_data, *, classes=None):
         # a rate constraint held by the server sends the round's term.
         proximal_mu = config.get("proximal-mu")
         term = config.get(RATE_TERM)
-        estimator, parameters, n_rows, loss, *report = plan.train_round(
+        trained = plan.train_round(
             part,
             estimator,
             arrays,
@@ -623,18 +623,20 @@ def make_client_app(federation, load_data, *, classes=None):
             proximal_mu,
             rate_term=None if term is None else decode(term),
         )
-        store(context, estimator)
+        store(context, trained.model)
         reply = _reply(
             message,
-            arrays=parameters,
-            metrics={NUM_EXAMPLES: int(n_rows), TRAIN_LOSS: float(loss)},
+            arrays=trained.parameters,
+            metrics={
+                NUM_EXAMPLES: int(trained.n_rows),
+                TRAIN_LOSS: float(trained.loss),
+            },
             config={PARTITION_ID: part.partition},
         )
-        if report:
+        if trained.report is not None:
             # FairFed: the global model's counts per group, and which groups.
-            (counts,) = report
             reply.content["fairness"] = ArrayRecord(
-                [counts[key] for key in _REPORT_KEYS]
+                [trained.report[key] for key in _REPORT_KEYS]
             )
             reported = part.train.held_out or part.train
             for key, value in group_config(reported.groups).items():

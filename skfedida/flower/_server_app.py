@@ -89,7 +89,7 @@ def _weighted_metrics(records, weight_key):
     return MetricRecord(claims_summary(reports, weights))
 
 
-def _federation_strategy(plan, nodes, seeds, history, declared, classes=()):
+def _federation_strategy(plan, nodes, seeds, history, declared, gate, classes=()):
     """The Flower strategy of the federation's aggregation, with its checks.
 
     FedAvg, FedMedian or FedTrimmedAvg from ``flwr.serverapp.strategy``: the
@@ -98,7 +98,7 @@ def _federation_strategy(plan, nodes, seeds, history, declared, classes=()):
     """
     base = getattr(flwr_strategies, plan.aggregator.flower_strategy)
     strategy_class = type("_FederationStrategy", (_FederationChecks, base), {})
-    return strategy_class(plan, nodes, seeds, history, declared, classes)
+    return strategy_class(plan, nodes, seeds, history, declared, gate, classes)
 
 
 class _FederationChecks:
@@ -116,7 +116,7 @@ class _FederationChecks:
     reply is an error or a recorded skip (Flower would carry on).
     """
 
-    def __init__(self, plan, nodes, seeds, history, declared, classes=()):
+    def __init__(self, plan, nodes, seeds, history, declared, gate, classes=()):
         n_clients = len(nodes)
         super().__init__(
             min_train_nodes=n_clients,
@@ -134,10 +134,10 @@ class _FederationChecks:
             RoundHistory(history), name=lambda k: f"Client {k} (node {self.nodes[k]})"
         )
         self.expected = {}
-        # What each client declared when it joined (its sets of rows, the
-        # ledger of its claims about them); the round's global arrays (what
-        # every training reply must match).
+        # What each client declared when it joined (its sets of rows) and
+        # the run's gate (the ledger of its claims about them).
         self.declared = declared
+        self.gate = gate
         # With more than two classes clients also report each class's share
         # of their decisions (val_share[<class>]); only the federation's own.
         self.allowed_metrics = REPLY_METRICS | {
@@ -152,7 +152,7 @@ class _FederationChecks:
         # declared for their training rows (None: none).
         self.constraint = plan.server_constraint(
             label
-            for k, (_, _, gate) in enumerate(declared)
+            for k in range(len(declared))
             for label in (gate.ledger.declared_groups(k, "train") or {})
         )
         #: The queries' timeout (``Strategy.start``'s), set before it runs.
@@ -218,10 +218,9 @@ class _FederationChecks:
             if problem is None and len(arrays) not in (1, 2):
                 problem = f"it sends {len(arrays)} arrays, not its counts (and weights)"
             if problem is None:
-                sizes, _, gate = self.declared[k]
                 answer = (arrays[0], arrays[1] if len(arrays) == 2 else None, groups[0])
                 problem = self.constraint.problem(
-                    answer, gate.ledger, k, sizes["train"]
+                    answer, self.gate.ledger, k, self.declared[k].sizes["train"]
                 )
             if problem is None:
                 answers[k] = answer
@@ -275,23 +274,24 @@ class _FederationChecks:
     def _reply_problem(self, k, reply, message_type):
         """What is wrong with a reply (the gate's checks), or None."""
         content = reply.content
-        sizes, sets, gate = self.declared[k]
+        declared = self.declared[k]
+        sizes = declared.sizes
         if message_type != MessageType.TRAIN:
             return unless_malformed(
                 lambda: evaluation_reply_problem(
                     dict(content["metrics"]),
                     allowed=self.allowed_metrics,
-                    declared_rows=sizes[sets["evaluation"]],
+                    declared_rows=sizes[declared.evaluation],
                 )
             )
 
         def report():
-            rowset = sets["reports"]
+            rowset = declared.reports
             return named_report_claim_problem(
                 content["config"],
                 lambda: content["fairness"].to_numpy_ndarrays(),
                 self.round_names,
-                ledger=gate.ledger,
+                ledger=self.gate.ledger,
                 k=k,
                 rowset=rowset,
                 declared_rows=sizes[rowset],
@@ -569,7 +569,7 @@ def _postprocess(
     problems = []
     for k, (reply, (groups, problem)) in enumerate(zip(replies, parsed, strict=True)):
         if problem is None:
-            sizes, sets, _ = declared[k]
+            rowset = declared[k].evaluation
             labels, reply_names = groups
             problem = named_histogram_problem(
                 lambda reply=reply: reply["arrays"].to_numpy_ndarrays(),
@@ -579,8 +579,8 @@ def _postprocess(
                 n_bins=post.n_bins,
                 ledger=gate.ledger,
                 k=k,
-                rowset=sets["evaluation"],
-                declared_rows=sizes[sets["evaluation"]],
+                rowset=rowset,
+                declared_rows=declared[k].sizes[rowset],
             )
         problems.append((k, problem))
     admitted = gate.admit("histogram query", problems)
@@ -636,12 +636,11 @@ def _preprocessing_states(plan, grid, nodes, timeout, gate, rows):
 
 def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
     """One client's initialisation reply checked (the gate's rules), or None."""
-    sizes, _, _ = declared
-    n_features, classes, feature_names = agreed[:3]
+    classes = agreed.classes
 
     def check():
         reference = parameter_arrays(
-            plan.template(seed, n_features, feature_names, classes)
+            plan.template(seed, agreed.n_features, agreed.feature_names, classes)
         )
         return initialisation_claim_problem(
             k,
@@ -652,7 +651,7 @@ def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
             initial_parameters=lambda: reply["arrays"].to_numpy_ndarrays(),
             reference=reference,
             config=reply["config"],
-            sizes=sizes,
+            sizes=declared.sizes,
             ledger=gate.ledger,
         )
 
@@ -707,7 +706,7 @@ def _federate_trees(plan, grid, nodes, rows, timeout, postprocessor=None):
         plan.on_client_error, name=lambda k: f"Client {k} (node {nodes[k]})"
     )
     training_rows = [
-        declared_sets(n_rows, n_eval, federation.validation_fraction)[0]["train"]
+        declared_sets(n_rows, n_eval, federation.validation_fraction).sizes["train"]
         for n_rows, n_eval in rows
     ]
     channel = TreeChannel(
@@ -734,7 +733,7 @@ def _federate_trees(plan, grid, nodes, rows, timeout, postprocessor=None):
     # on the rows it will count (as initialisation does for averaged
     # models), then counts its scores of the model rebuilt from the trees.
     declared = [
-        (*declared_sets(n_rows, n_eval, federation.validation_fraction), gate)
+        declared_sets(n_rows, n_eval, federation.validation_fraction)
         for n_rows, n_eval in rows
     ]
     replies = _query(
@@ -755,7 +754,7 @@ def _federate_trees(plan, grid, nodes, rows, timeout, postprocessor=None):
         config, problem = read_reply(lambda reply=reply: reply.content["config"])
         if problem is None:
             _, problem = group_declaration_problem(
-                config, declared[k][0], gate.ledger, k
+                config, declared[k].sizes, gate.ledger, k
             )
         problems.append((k, problem))
     gate.admit("group declaration", problems)
@@ -789,10 +788,10 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     gate = ReplyGate(
         plan.on_client_error, name=lambda k: f"Client {k} (node {nodes[k]})"
     )
-    declared = []
-    for n_rows, n_eval in rows:
-        sizes, sets = declared_sets(n_rows, n_eval, plan.federation.validation_fraction)
-        declared.append((sizes, sets, gate))
+    declared = [
+        declared_sets(n_rows, n_eval, plan.federation.validation_fraction)
+        for n_rows, n_eval in rows
+    ]
     init_config = {}
     states = None
     if plan.pipeline is not None:
@@ -828,13 +827,17 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
                 k, reply, declared[k], agreed, plan, seeds[0], gate
             )
     admitted = gate.admit("initialisation", sorted(problems.items()))
-    n_features, classes, feature_names = agreed[:3]
+    classes = agreed.classes
     if plan.pipeline is not None:
         # Rebuilt before training: a schema the server cannot rebuild from
         # fails here, not after the last round.
-        rebuilt = server_preprocessing(plan, states, agreed[3], agreed[4])
+        rebuilt = server_preprocessing(
+            plan, states, agreed.raw_columns, agreed.raw_dtypes
+        )
     history = [{"round": 0, **record} for record in gate.records]
-    strategy = _federation_strategy(plan, nodes, seeds, history, declared, classes)
+    strategy = _federation_strategy(
+        plan, nodes, seeds, history, declared, gate, classes
+    )
     strategy.query_timeout = timeout
     result = strategy.start(
         grid=grid,
@@ -846,7 +849,7 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     )
     fitted = plan.fitted(
         classes=classes,
-        client_sizes=[sizes["train"] for sizes, _, _ in declared],
+        client_sizes=[rows.sizes["train"] for rows in declared],
         class_prior=class_prior(
             [
                 np.asarray(replies[k]["config"][CLASS_COUNTS], np.int64)
@@ -855,8 +858,8 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
             plan.federation.prior_aggregation,
         ),
         seeds=seeds,
-        n_features=n_features,
-        feature_names=feature_names,
+        n_features=agreed.n_features,
+        feature_names=agreed.feature_names,
         global_parameters=result.arrays.to_numpy_ndarrays(),
         history=history,
         federated_metrics={
