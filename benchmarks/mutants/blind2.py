@@ -360,7 +360,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: model-path is written after the next-to-last round",
-        where="make_client_app.evaluate",
+        where="_ClientNode.evaluate",
         original="if path and round_ == plan.n_rounds:",
         mutated="if path and round_ == plan.n_rounds - 1:",
         tests=_FLOWER,

@@ -785,7 +785,7 @@ MUTANTS += [
     ),
     Mutant(
         "a node ignores the proximal term Flower's FedProx sends",
-        "make_client_app.train",
+        "_ClientNode.train",
         'proximal_mu = config.get("proximal-mu")',
         "proximal_mu = None",
         ("tests/flower/test_plain_flower_server.py",),

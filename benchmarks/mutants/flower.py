@@ -81,7 +81,7 @@ MUTANTS = [
     # -- the ClientApp ---------------------------------------------------------
     Mutant(
         "client app weighs its evaluation by its training rows",
-        "make_client_app.evaluate",
+        "_ClientNode.evaluate",
         "metrics[NUM_EXAMPLES] = int(part.n_evaluation)",
         "metrics[NUM_EXAMPLES] = int(part.train.n)",
         FLOWER_TESTS,
@@ -89,7 +89,7 @@ MUTANTS = [
     ),
     Mutant(
         "client app replies with its evaluation rows as its training rows",
-        "make_client_app.train",
+        "_ClientNode.train",
         "NUM_EXAMPLES: int(trained.n_rows),",
         "NUM_EXAMPLES: int(part.n_evaluation),",
         FLOWER_TESTS,
@@ -97,7 +97,7 @@ MUTANTS = [
     ),
     Mutant(
         "client app sends its FairFed counts in the wrong order",
-        "make_client_app.train",
+        "_ClientNode.train",
         "[trained.report[key] for key in _REPORT_KEYS]",
         "[trained.report[key] for key in sorted(_REPORT_KEYS)]",
         FLOWER_TESTS,
@@ -105,7 +105,7 @@ MUTANTS = [
     ),
     Mutant(
         "client app writes its model after the first round",
-        "make_client_app.evaluate",
+        "_ClientNode.evaluate",
         "if path and round_ == plan.n_rounds:",
         "if path and round_ == 1:",
         FLOWER_TESTS,
