@@ -39,20 +39,37 @@ class RoundHistory:
         """Client ``k``'s record of round ``round_number``, appended if new."""
         return self.record_of(round_number, self.client_id(k))
 
-    def record_of(self, round_number, client, new=None):
+    def record_of(self, round_number, client):
         """The record of round ``round_number`` and client id ``client``.
 
-        Appended if new, with the fields ``new`` after its round and client
-        (the in-process evaluation of a client that did not train this
-        round records ``train_loss=None``).
+        Appended if new. On both backends a record holds ``train_loss`` when
+        the client was selected that round (None when it failed); a client
+        only evaluated that round has none.
         """
         key = (round_number, client)
         found = self._by_key.get(key)
         if found is None:
-            found = {"round": round_number, "client": client, **(new or {})}
+            found = {"round": round_number, "client": client}
             self.records.append(found)
             self._by_key[key] = found
         return found
+
+
+def ordered_records(records, clients):
+    """A federation's history in the one order of both backends.
+
+    By round, then by the client's place in ``clients`` (the ids in the
+    federation's order), whatever order the clients were selected, trained
+    or evaluated in; a client's records within a round keep the order they
+    were written in (a stage's records of round 0 before the next stage's).
+    A record of no client of ``clients`` (``strategy="central"``'s pooled
+    fit) comes first in its round.
+    """
+    position = {client: k for k, client in enumerate(clients)}
+    return sorted(
+        records,
+        key=lambda record: (record["round"], position.get(record["client"], -1)),
+    )
 
 
 def admit_round(outcomes, *, round_number, on_client_error, name, record, what=None):

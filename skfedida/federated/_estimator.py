@@ -29,7 +29,7 @@ from .._compat import (
 )
 from .._doc_links import DocLinkMixin
 from .._gate._model import claims_summary
-from .._gate._policy import ReplyGate, RoundHistory
+from .._gate._policy import ReplyGate, RoundHistory, ordered_records
 from .._gate._rows import initialisation_reply_problem
 from .._groups import (
     check_labels_complete,
@@ -805,11 +805,17 @@ strategy, default="mean"
         return class_prior(shares, self.prior_aggregation)
 
     def _record_skips(self, gate, history=None):
-        """The gate's skipped replies before training, as round 0 of ``history_``."""
+        """The gate's skipped replies before training, as round 0 of ``history_``.
+
+        Then the whole history in the one order of both backends.
+        """
         history = self.history_ if history is None else history
         records = [{"round": 0, **record} for record in gate.records]
         known = [r for r in history if r.get("round") == 0 and "stage" in r]
         history[:0] = [r for r in records if r not in known]
+        # By round and client, as on Flower: not in the order the clients
+        # were selected or the stages ran.
+        history[:] = ordered_records(history, self.clients_.tolist())
 
     def _fit_pipeline(self, X, y, clients, sensitive_features):
         """Fit the pipeline's transformers from statistics, then the model."""
@@ -1333,9 +1339,7 @@ strategy, default="mean"
         reports, weights = [], []
         for k, (X_val, y_val, S_val, weight_val) in enumerate(self._validation):
             model = models[k] if self.strategy == "local" else scratch
-            record = records.record_of(
-                round_ + 1, self._client_id(k), new={"train_loss": None}
-            )
+            record = records.record_of(round_ + 1, self._client_id(k))
             report = {
                 VALIDATION_PREFIX + name: value
                 for name, value in _validation_metrics(

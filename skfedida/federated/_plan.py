@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from .._compat import num_samples, safe_indexing
+from .._gate._policy import ordered_records
 from .._groups import encode_groups
 from ..exceptions import (
     InactivePenaltyWarning,
@@ -376,7 +377,7 @@ class FederationPlan:
                 setattr(fitted.estimator_, name, value)
         # Personalised (Per-FedAvg) models stay on their clients.
         fitted.client_estimators_ = {}
-        fitted.history_ = sorted(history, key=lambda r: (r["round"], r["client"]))
+        fitted.history_ = ordered_records(history, range(n_clients))
         fitted.federated_metrics_ = federated_metrics
         fitted.privacy_ = privacy_report(fitted.dp, self.n_rounds)
         warn_if_outlying_updates(fitted.history_, bounded=updates_bounded(fitted))
