@@ -79,3 +79,34 @@ def test_d4_d12_the_history_is_in_one_order_with_one_shape(data):
     np.testing.assert_array_equal(
         in_process.estimator_.coef_, on_flower.estimator_.coef_
     )
+
+
+def test_d13_what_only_in_process_runs_is_refused_on_flower(data):
+    # A warm start continues in-process; on Flower the ServerApp starts from
+    # the unfitted federation, which for averaged models used to start
+    # afresh without a word (boosted trees were refused already).
+    from sklearn.callback import ProgressBar
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=1,
+        local_epochs=1,
+        random_state=0,
+        warm_start=True,
+    )
+    continued = clone(federation)
+    for _ in range(2):
+        continued.fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
+        )
+    assert max(r["round"] for r in continued.history_) == 2
+    with pytest.raises(ValueError, match=r"warm_start=True on Flower.*in-process"):
+        _both(federation, data)
+    with_callbacks = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0), n_rounds=1, random_state=0
+    ).set_callbacks(ProgressBar())
+    with pytest.raises(ValueError, match="Callbacks on Flower"):
+        _both(with_callbacks, data)

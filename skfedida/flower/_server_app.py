@@ -692,16 +692,6 @@ def _federate_trees(plan, grid, nodes, rows, timeout, postprocessor=None):
     """A federation of boosted trees over Flower: the in-process fit's queries."""
     federation = plan.federation
     check_tree_federation(federation)
-    if federation.warm_start:
-        raise ValueError(
-            "warm_start=True with boosted trees on Flower: the ServerApp starts "
-            "from an unfitted federation; continue the trees in-process."
-        )
-    if getattr(federation, "_skl_callbacks", None):
-        raise ValueError(
-            "Callbacks with boosted trees on Flower: the ServerApp does not call "
-            "them yet; fit in-process to use them, or remove them."
-        )
     gate = ReplyGate(
         plan.on_client_error, name=lambda k: f"Client {k} (node {nodes[k]})"
     )
@@ -771,8 +761,30 @@ def _federate_trees(plan, grid, nodes, rows, timeout, postprocessor=None):
     )
 
 
+def _refuse_in_process_only(federation):
+    """What only an in-process fit honours, refused before any node is asked.
+
+    Every kind of model alike (it was refused for boosted trees only, and a
+    warm start of an averaged model silently started afresh, issue 48's
+    D13): a ServerApp run starts from the unfitted federation it was given,
+    and it calls no scikit-learn callback.
+    """
+    if federation.warm_start:
+        raise ValueError(
+            "warm_start=True on Flower: the ServerApp starts every run from the "
+            "unfitted federation, so nothing would be continued; continue the "
+            "fit in-process, or set warm_start=False."
+        )
+    if getattr(federation, "_skl_callbacks", None):
+        raise ValueError(
+            "Callbacks on Flower: the ServerApp does not call them; fit "
+            "in-process to use them, or remove them."
+        )
+
+
 def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     """The server's side of ``FederatedEstimator.fit``, over a Flower grid."""
+    _refuse_in_process_only(plan.federation)
     nodes, rows = _discover(grid, timeout, connect_timeout)
     if is_boosted_trees(plan.federation.estimator):
         if postprocessor is not None:
