@@ -13,6 +13,14 @@ PIPELINE_TESTS = ("tests/test_preprocessing.py",)
 APPS = ("make_client_app", "make_server_app")
 
 MUTANTS = [
+    Mutant(
+        "Flower's strategy averages the updates before they were clipped",
+        "_with_arrays",
+        "        content[key] = ArrayRecord([np.asarray(a) for a in arrays])\n",
+        "        pass\n",
+        ("tests/test_update_bounds.py", "tests/test_flower_strategies.py"),
+        features=("FederatedEstimator", "make_server_app"),
+    ),
     # -- the ServerApp ---------------------------------------------------------
     Mutant(
         "server app checks only the replies that arrived",

@@ -164,9 +164,10 @@ class _FederationChecks:
             {self.arrayrecord_key: arrays, self.configrecord_key: config}
         )
         self.expected[message_type] = [self.nodes[k] for k in partitions]
-        return self._construct_messages(
-            record, self.expected[message_type], message_type
-        )
+        return [
+            Message(content=record, message_type=message_type, dst_node_id=node)
+            for node in self.expected[message_type]
+        ]
 
     def configure_train(self, server_round, arrays, config, grid):
         if self.constraint is not None:
@@ -344,12 +345,9 @@ class _FederationChecks:
         def aggregate(parameter_lists, weights):
             if self.plan.aggregator.runs_as_flower_strategy:
                 # Flower's own strategy, on the (possibly clipped) arrays.
-                for reply, arrays in zip(replies, parameter_lists, strict=True):
-                    reply.content["arrays"] = ArrayRecord(
-                        [np.asarray(a) for a in arrays]
-                    )
                 return super(_FederationChecks, self).aggregate_train(
-                    server_round, replies
+                    server_round,
+                    _with_arrays(replies, parameter_lists, self.arrayrecord_key),
                 )
             # FairFed (on the clients' reports) or a user's Flower strategy
             # (with its state across rounds): the aggregator's own call, in
@@ -398,6 +396,28 @@ class _FederationChecks:
                 if key.startswith("val_"):
                     record[key] = float(value)
         return super().aggregate_evaluate(server_round, [usable[k] for k in admitted])
+
+
+def _with_arrays(replies, parameter_lists, key):
+    """Training replies as Flower's strategy reads them, with the engine's arrays.
+
+    New messages, built with Flower's public constructor, that carry each
+    reply's records with its arrays replaced by the round engine's (clipped
+    ones, under ``max_update_norm``); the replies stay as they were received.
+    A strategy reads only a reply's content and whether it is an error.
+    """
+    messages = []
+    for reply, arrays in zip(replies, parameter_lists, strict=True):
+        content = RecordDict({name: reply.content[name] for name in reply.content})
+        content[key] = ArrayRecord([np.asarray(a) for a in arrays])
+        messages.append(
+            Message(
+                content=content,
+                message_type=reply.metadata.message_type,
+                dst_node_id=reply.metadata.src_node_id,
+            )
+        )
+    return messages
 
 
 def _aligned_reports(replies):
