@@ -632,3 +632,36 @@ def test_every_message_key_is_written_once():
             and id(node) not in docstrings
         ]
     assert literals == []
+
+
+def test_contributing_names_the_checks_only_flower_calls():
+    # doc/contributing.rst says which of the gate's checks only the Flower
+    # server calls (issue 48: it used to say every check served every
+    # backend). The list is rebuilt from the imports: a check that starts
+    # serving the in-process server too leaves it.
+    import ast
+
+    defined = set()
+    for path in (ROOT / "skfedida" / "_gate").glob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                defined.add(node.name)
+    callers = {}
+    for name, _, tree in _parsed_modules():
+        if name.startswith("skfedida._gate"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and "_gate" in (node.module or ""):
+                for alias in node.names:
+                    callers.setdefault(alias.name, set()).add(_package_of(name))
+    flower_only = sorted(
+        name
+        for name in defined
+        if not name.startswith("_")
+        and callers.get(name)
+        and callers[name] == {"skfedida.flower"}
+    )
+    text = (ROOT / "doc" / "contributing.rst").read_text(encoding="utf-8")
+    listed = text.split(".. flower-only checks (tests/test_project.py)")[1]
+    listed = listed.strip().split("\n\n")[0]
+    assert sorted(re.findall(r"``(\w+)``", listed)) == flower_only
