@@ -110,3 +110,73 @@ def test_d13_what_only_in_process_runs_is_refused_on_flower(data):
     ).set_callbacks(ProgressBar())
     with pytest.raises(ValueError, match="Callbacks on Flower"):
         _both(with_callbacks, data)
+
+
+class EvaluationFailing(FairPenaltyLogisticRegression):
+    """Scores every set of rows but those of one size (a client's held-out)."""
+
+    failing_rows = -1
+
+    def predict_proba(self, X):
+        if len(X) == self.failing_rows:
+            raise FloatingPointError("simulated evaluation failure")
+        return super().predict_proba(X)
+
+
+def test_d3_a_failed_evaluation_is_a_client_failure_on_both():
+    # In-process the server computed the held-out metrics itself, outside
+    # the gate: an evaluation that failed stopped the fit whatever
+    # on_client_error said. Both backends now hand it to the same failure
+    # policy: skipped and recorded, or an error naming the client.
+    data = make_federated_classification(
+        600, n_clients=3, client_sizes=[0.3, 0.45, 0.25], random_state=0
+    )
+    sizes = np.bincount(data.clients)
+    held_out = np.ceil(0.25 * sizes).astype(int)
+    assert np.sum(held_out == held_out[1]) == 1
+    assert held_out[1] not in sizes - held_out
+    federation = FederatedEstimator(
+        EvaluationFailing(fairness=1.0),
+        n_rounds=2,
+        local_epochs=1,
+        validation_fraction=0.25,
+        on_client_error="skip",
+        random_state=0,
+    )
+    EvaluationFailing.failing_rows = int(held_out[1])
+    try:
+        in_process, on_flower = _both(federation, data)
+        with pytest.raises(RuntimeError, match=r"Client 1 failed in round 1"):
+            clone(federation).set_params(on_client_error="raise").fit(
+                data.data,
+                data.target,
+                clients=data.clients,
+                sensitive_features=data.sensitive,
+            )
+    finally:
+        EvaluationFailing.failing_rows = -1
+    for fitted in (in_process, on_flower):
+        skipped = [
+            (r["round"], r["client"])
+            for r in fitted.history_
+            if "evaluation_skipped" in r
+        ]
+        assert skipped == [(1, 1), (2, 1)]
+        assert all(
+            "simulated evaluation failure" in r["evaluation_skipped"]
+            for r in fitted.history_
+            if "evaluation_skipped" in r
+        )
+        assert not any(
+            key.startswith("val_")
+            for r in fitted.history_
+            if r["client"] == 1
+            for key in r
+        )
+    # The summaries rest on the two other clients, alike on both.
+    assert in_process.federated_metrics_.keys() == on_flower.federated_metrics_.keys()
+    for round_, theirs in on_flower.federated_metrics_.items():
+        for key, value in theirs.items():
+            assert in_process.federated_metrics_[round_][key] == pytest.approx(
+                value, rel=1e-12, nan_ok=True
+            ), key

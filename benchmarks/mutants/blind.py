@@ -211,8 +211,8 @@ MUTANTS = [
     Mutant(
         name="blind: federated_metrics_ averages clients unweighted",
         where="_record_validation",
-        original="weights.append(len(y_val))",
-        mutated="weights.append(1)",
+        original="[len(self._validation[k][1]) for k in admitted]",
+        mutated="[1.0 for k in admitted]",
         tests=_FEDERATED,
         features=("FederatedEstimator",),
     ),

@@ -26,6 +26,14 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "an in-process evaluation that fails stops the fit under skip",
+        "_record_validation",
+        "except Exception as exc:  # as a Flower client's failed evaluation",
+        "except KeyError as exc:  # as a Flower client's failed evaluation",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator", "reply:evaluation"),
+    ),
+    Mutant(
         "expected accuracy counts a tied row as right when selected",
         "_metric_values",
         "np.dot(w, y * pred + (1 - y) * (1 - pred))",
@@ -290,8 +298,8 @@ MUTANTS = [
     Mutant(
         "federated_metrics_ weighs every client the same, not by its rows",
         "_record_validation",
-        "            weights.append(len(y_val))\n",
-        "            weights.append(1)\n",
+        "            [len(self._validation[k][1]) for k in admitted],\n",
+        "            [1 for k in admitted],\n",
         SERVER_TESTS,
         features=("FederatedEstimator",),
     ),

@@ -28,8 +28,8 @@ from .._compat import (
     safe_indexing,
 )
 from .._doc_links import DocLinkMixin
-from .._gate._model import claims_summary
-from .._gate._policy import ReplyGate, RoundHistory, ordered_records
+from .._gate._model import claims_summary, evaluation_reply_problem
+from .._gate._policy import ReplyGate, RoundHistory, admit_round, ordered_records
 from .._gate._rows import initialisation_reply_problem
 from .._groups import (
     check_labels_complete,
@@ -38,6 +38,7 @@ from .._groups import (
     resolve_sensitive,
     take_rows,
 )
+from .._messages import NUM_EXAMPLES
 from .._models._fair_base import (
     BaseFairClassifier,
     forget_constraint,
@@ -1331,25 +1332,56 @@ strategy, default="mean"
         }
 
     def _record_validation(self, round_, models, global_parameters, records):
-        """Validation AUROC and DPD of the model each client would use."""
+        """Validation metrics of the model each client would use, through the gate.
+
+        The server computes them on each client's held-out rows; each
+        client's metrics then pass the evaluation rules a Flower client's
+        reply does (``evaluation_reply_problem``) and the same failure
+        policy: a client whose evaluation fails or is refused is an error
+        naming it, or (``on_client_error="skip"``) recorded as
+        ``evaluation_skipped`` and left out of the round's summary.
+        """
         if not self._validation:
             return
         scratch = clone_fitted(models[0])
         assign_parameters(scratch, global_parameters)
-        reports, weights = [], []
+        outcomes, reports = [], {}
         for k, (X_val, y_val, S_val, weight_val) in enumerate(self._validation):
             model = models[k] if self.strategy == "local" else scratch
-            record = records.record_of(round_ + 1, self._client_id(k))
-            report = {
-                VALIDATION_PREFIX + name: value
-                for name, value in _validation_metrics(
-                    model, X_val, y_val, S_val, self.classes_, weight_val
-                ).items()
-            }
-            record.update(report)
-            reports.append(report)
-            weights.append(len(y_val))
-        self.federated_metrics_[round_ + 1] = claims_summary(reports, weights)
+            try:
+                report = {
+                    VALIDATION_PREFIX + name: value
+                    for name, value in _validation_metrics(
+                        model, X_val, y_val, S_val, self.classes_, weight_val
+                    ).items()
+                }
+            except Exception as exc:  # as a Flower client's failed evaluation
+                outcomes.append((k, f"{type(exc).__name__}: {exc}", exc))
+                continue
+            problem = evaluation_reply_problem(
+                {**report, NUM_EXAMPLES: len(y_val)},
+                allowed={*report, NUM_EXAMPLES},
+                declared_rows=len(y_val),
+            )
+            if problem is None:
+                reports[k] = report
+                outcomes.append((k, None, None))
+            else:
+                outcomes.append((k, f"its reply cannot be used: {problem}", None))
+        admitted = admit_round(
+            outcomes,
+            round_number=round_ + 1,
+            on_client_error=self.on_client_error,
+            name=lambda k: f"Client {self._client_id(k)!r}",
+            record=lambda k: records.record_of(round_ + 1, self._client_id(k)),
+            what="evaluation",
+        )
+        for k in admitted:
+            records.record_of(round_ + 1, self._client_id(k)).update(reports[k])
+        self.federated_metrics_[round_ + 1] = claims_summary(
+            [reports[k] for k in admitted],
+            [len(self._validation[k][1]) for k in admitted],
+        )
 
     def _client_id(self, k):
         return self.clients_[k].tolist()
