@@ -7,6 +7,7 @@ the backends once differed"); the id (D4, D12...) is the audit's.
 """
 
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -40,12 +41,15 @@ def _both(federation, data):
         clients=data.clients,
         sensitive_features=data.sensitive,
     )
-    on_flower = run_in_process(
+    return in_process, _both_flower(federation, data)
+
+
+def _both_flower(federation, data):
+    return run_in_process(
         make_server_app(federation),
         make_client_app(federation, partition_loader(data)),
         num_partitions=3,
     )
-    return in_process, on_flower
 
 
 def test_d4_d12_the_history_is_in_one_order_with_one_shape(data):
@@ -180,3 +184,51 @@ def test_d3_a_failed_evaluation_is_a_client_failure_on_both():
             assert in_process.federated_metrics_[round_][key] == pytest.approx(
                 value, rel=1e-12, nan_ok=True
             ), key
+
+
+def test_d1_d2_a_client_failure_is_worded_alike(data):
+    # In-process said "Client 1 failed in round 1: ArithmeticError: ...";
+    # Flower said "... round 1 (training): <class 'ArithmeticError'>:<'...'>".
+    # Both now give the first form with the round's kind; Flower names the
+    # node too, and only in-process can chain the client's own exception.
+    from _helpers import FailingLogistic
+
+    def federation(policy):
+        return FederatedEstimator(
+            FailingLogistic(fairness=1.0),
+            n_rounds=2,
+            local_epochs=1,
+            on_client_error=policy,
+            random_state=0,
+        )
+
+    seeds = federation("raise").set_params(n_rounds=1)
+    seeds.fit(data.data, data.target, clients=data.clients)
+    FailingLogistic.failing_seeds = {int(seeds.client_seeds_[1])}
+    try:
+        messages = []
+        for run in (lambda f: _both(f, data)[0], lambda f: _both_flower(f, data)):
+            with pytest.raises(RuntimeError) as info:
+                run(federation("raise"))
+            messages.append(re.sub(r" \(node \d+\)", "", str(info.value)))
+        in_process, on_flower = _both(federation("skip"), data)
+    finally:
+        FailingLogistic.failing_seeds = frozenset()
+    assert messages[0] == messages[1]
+    assert messages[0].startswith(
+        "Client 1 failed in round 1 (training): ArithmeticError: simulated client "
+        "failure"
+    )
+    skipped = [
+        [
+            (r["round"], r["client"], r["skipped"])
+            for r in fitted.history_
+            if "skipped" in r
+        ]
+        for fitted in (in_process, on_flower)
+    ]
+    assert skipped[0] == skipped[1]
+    assert skipped[0] == [
+        (1, 1, "ArithmeticError: simulated client failure"),
+        (2, 1, "ArithmeticError: simulated client failure"),
+    ]

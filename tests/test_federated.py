@@ -604,7 +604,7 @@ def test_client_failures_raise_or_skip():
     common = dict(n_rounds=2, local_epochs=1, random_state=0)
     with pytest.raises(
         RuntimeError,
-        match=r"Client 1 failed in round 1: "
+        match=r"Client 1 failed in round 1 \(training\): "
         r"ArithmeticError: simulated",
     ):
         FederatedEstimator(FailingLogistic(), **common).fit(

@@ -166,7 +166,8 @@ def test_in_process_the_same_check_names_the_client(data, monkeypatch):
         random_state=0,
     )
     with pytest.raises(
-        RuntimeError, match=r"Client 1 failed in round 1: .*3 parameter arrays"
+        RuntimeError,
+        match=r"Client 1 failed in round 1 \(training\): .*3 parameter arrays",
     ):
         federation.fit(data.data, data.target, clients=data.clients)
     fitted = federation.set_params(on_client_error="skip").fit(

@@ -14,6 +14,14 @@ APPS = ("make_client_app", "make_server_app")
 
 MUTANTS = [
     Mutant(
+        "a ClientApp's failure is worded as Flower words it",
+        "remote_failure",
+        'return reason if found is None else f"{found[1]}: {found[2]}"',
+        "return reason",
+        ("tests/test_backend_parity.py",),
+        features=("make_server_app",),
+    ),
+    Mutant(
         "Flower's strategy averages the updates before they were clipped",
         "_with_arrays",
         "        content[key] = ArrayRecord([np.asarray(a) for a in arrays])\n",

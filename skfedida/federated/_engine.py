@@ -86,14 +86,15 @@ class RoundEngine:
             selection_rng, n_clients, self.strategy, self.client_fraction
         )
 
-    def admit_training(self, round_number, outcomes, losses, *, what=None):
+    def admit_training(self, round_number, outcomes, losses):
         """The clients whose training replies are used; failures handled.
 
         ``outcomes`` are ``admit_round``'s, in selection order; ``losses[k]``
         is a replying client's training loss, recorded in its round record
-        after every skip is (the history's order on both backends).
+        after every skip is. A failure is said as "failed in round N
+        (training)" on both backends.
         """
-        admitted = self._admit(round_number, outcomes, what)
+        admitted = self._admit(round_number, outcomes, "training")
         for k in admitted:
             self.records.record(round_number, k)["train_loss"] = losses[k]
         return admitted

@@ -9,6 +9,7 @@ labels or groups), and the federation plan each side builds from the same
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 from flwr.app import MessageType
@@ -270,3 +271,27 @@ def tree_model_from_message(estimator, message, X):
     model._predictors = [[tree_predictor(tree)] for tree in message["trees"]]
     model._baseline_prediction = np.array([[float(message["baseline"])]])
     return model
+
+
+#: Flower's wording of a ClientApp's exception in an error reply.
+_FLOWER_FAILURE = re.compile(r"<class '(?:[\w.]*\.)?(\w+)'>:<'(.*)'>", re.S)
+
+
+def remote_failure(reason):
+    """A ClientApp's exception as the in-process federation words a client's.
+
+    Flower's error reply says ``"<class 'ValueError'>:<'bad rows'>"``; the
+    in-process federation says ``"ValueError: bad rows"``, and so do both
+    backends' errors and skip records. Another reason is returned as it is.
+
+    Parameters
+    ----------
+    reason : str
+        An error reply's ``error.reason``.
+
+    Returns
+    -------
+    reason : str
+    """
+    found = _FLOWER_FAILURE.fullmatch(reason)
+    return reason if found is None else f"{found[1]}: {found[2]}"

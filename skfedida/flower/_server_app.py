@@ -74,6 +74,7 @@ from ._protocol import (
     REPLY_METRICS,
     merged_groups,
     plan_for_run,
+    remote_failure,
     tree_model_message,
 )
 from ._result import _write_result
@@ -252,7 +253,7 @@ class _FederationChecks:
             if reply is None:
                 reason = "no reply before the round's timeout"
             elif reply.has_error():
-                reason = reply.error.reason
+                reason = remote_failure(reply.error.reason)
             elif (problem := self._reply_problem(k, reply, message_type)) is not None:
                 reason = f"its reply cannot be used: {problem}"
             else:
@@ -335,7 +336,6 @@ class _FederationChecks:
                     k: float(reply.content["metrics"][TRAIN_LOSS])
                     for k, reply in usable.items()
                 },
-                what="training",
             )
         )
         replies = [usable[k] for k in admitted]
@@ -469,7 +469,9 @@ def _query(grid, nodes, contents, message_type, timeout, what, failures=False):
         if reply is None:
             reason = f"no reply to the {what} within {timeout} s"
         elif reply.has_error():
-            reason = f"its ClientApp failed the {what}: {reply.error.reason}"
+            reason = (
+                f"its ClientApp failed the {what}: {remote_failure(reply.error.reason)}"
+            )
         else:
             continue
         if not failures:

@@ -89,7 +89,7 @@ def test_raise_names_the_first_failed_client_and_chains_its_cause():
     with pytest.raises(
         RuntimeError, match=r"^Client 2 failed in round 3 \(training\): it broke"
     ) as info:
-        engine.admit_training(3, outcomes, {0: 0.5}, what="training")
+        engine.admit_training(3, outcomes, {0: 0.5})
     assert info.value.__cause__ is first
     # Nothing of the stopped round is recorded (no loss of a round never used).
     assert records == []
@@ -122,18 +122,21 @@ def test_a_round_where_every_client_failed_raises_whatever_the_policy(policy):
     expected = (
         r"Client 1 failed in round 4"
         if policy == "raise"
-        else r"Every selected client failed in round 4; first: Client 1: first problem"
+        else r"Every selected client failed in round 4 \(training\); first: Client 1: "
+        "first problem"
     )
     with pytest.raises(RuntimeError, match=expected) as info:
         engine.admit_training(4, outcomes, {})
     assert info.value.__cause__ is cause
 
 
-def test_the_round_kind_is_named_only_when_given():
+def test_a_training_failure_is_said_the_same_on_both_backends():
+    # D1 of issue 48: the in-process server named no round kind, Flower's
+    # said "(training)"; the engine, which both call, now always says it.
     engine = _engine(on_client_error="raise")
     with pytest.raises(RuntimeError) as info:
         engine.admit_training(1, [(0, "x", None), (1, None, None)], {1: 0.1})
-    assert "failed in round 1: x" in str(info.value)
+    assert "failed in round 1 (training): x" in str(info.value)
 
 
 def test_a_skipped_evaluation_is_recorded_as_evaluation_skipped_only():
