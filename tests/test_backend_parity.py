@@ -35,13 +35,16 @@ def data():
 
 
 def _both(federation, data):
-    in_process = clone(federation).fit(
+    return _in_process(federation, data), _both_flower(federation, data)
+
+
+def _in_process(federation, data):
+    return clone(federation).fit(
         data.data,
         data.target,
         clients=data.clients,
         sensitive_features=data.sensitive,
     )
-    return in_process, _both_flower(federation, data)
 
 
 def _both_flower(federation, data):
@@ -232,3 +235,27 @@ def test_d1_d2_a_client_failure_is_worded_alike(data):
         (1, 1, "ArithmeticError: simulated client failure"),
         (2, 1, "ArithmeticError: simulated client failure"),
     ]
+
+
+def test_d20_verbose_shows_the_rounds_on_both(data, capsys):
+    # The ServerApp used to ignore verbose; both now run the one round loop,
+    # which shows a progress bar (or, without tqdm, a line per round).
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+        verbose=1,
+    )
+    shown = []
+    for fit in (
+        lambda: _both(federation, data)[0],
+        lambda: _both_flower(federation, data),
+    ):
+        capsys.readouterr()
+        fit()
+        captured = capsys.readouterr()
+        shown.append(captured.out + captured.err)
+    for text in shown:
+        assert "FederatedEstimator" in text
+        assert "2/2" in text

@@ -356,3 +356,43 @@ def test_the_degenerate_model_warning_names_the_class_it_predicts():
     )
     with pytest.warns(DegenerateModelWarning, match="predicts the positive class"):
         federation.fit(X, y, clients=clients, sensitive_features=S)
+
+
+def test_the_private_mean_divides_by_every_client_the_round_selected(monkeypatch):
+    # Differential privacy divides the noisy sum of the clipped updates by
+    # the clients selected, whatever replied, so one client's absence moves
+    # no noise scale (doc/flower.rst). The round loop is both backends'
+    # (issue 48): here a client fails every round and is skipped, and the
+    # division must still count it.
+    from _helpers import FailingLogistic
+
+    from skfedida.federated import DifferentialPrivacy, _engine
+
+    divided_by = []
+    original = _engine.bounded_round
+
+    def recording(*args, n_selected, **kwargs):
+        divided_by.append(n_selected)
+        return original(*args, n_selected=n_selected, **kwargs)
+
+    monkeypatch.setattr(_engine, "bounded_round", recording)
+    data = make_federated_classification(600, n_clients=3, random_state=0)
+    federation = FederatedEstimator(
+        FailingLogistic(fairness=1.0),
+        n_rounds=2,
+        local_epochs=1,
+        on_client_error="skip",
+        dp=DifferentialPrivacy(noise_multiplier=0.5, clipping_norm=0.5, noise_seed=0),
+        random_state=0,
+    )
+    seeds = FederatedEstimator(FairPenaltyLogisticRegression(), random_state=0)
+    seeds.fit(data.data, data.target, clients=data.clients)
+    FailingLogistic.failing_seeds = {int(seeds.client_seeds_[0])}
+    divided_by.clear()
+    try:
+        federation.fit(data.data, data.target, clients=data.clients)
+    finally:
+        FailingLogistic.failing_seeds = frozenset()
+    skipped = [(r["round"], r["client"]) for r in federation.history_ if "skipped" in r]
+    assert skipped == [(1, 0), (2, 0)]
+    assert divided_by == [3, 3]

@@ -202,7 +202,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: rounds stopped early still count as run",
-        where="_Server.run",
+        where="RoundServer.run",
         original='"rounds": first_round + rounds_run,',
         mutated='"rounds": first_round + n_rounds,',
         tests=("tests/test_callbacks.py", *_FEDERATED),

@@ -197,9 +197,9 @@ MUTANTS = [
         name=(
             "blind5: FedAvg in-process weights every client the same, ignoring its rows"
         ),
-        where="_Server.run",
-        original="                weights.append(replies[k].n_rows)",
-        mutated="                weights.append(1)",
+        where="RoundServer.run",
+        original="weights = [r.n_rows for r in results]",
+        mutated="weights = [1 for r in results]",
         tests=(
             "tests/test_bad_input_federation.py",
             "tests/test_callbacks.py",

@@ -211,15 +211,9 @@ MUTANTS = [
             "blind6: warm_start rounds reuse the seeds of the first rounds "
             "(2 + 2 rounds != 4 rounds)"
         ),
-        where="_Server.run",
-        original=(
-            "            round_seeds = [_round_seed(seeds[k], round_) for k "
-            "in selected]"
-        ),
-        mutated=(
-            "            round_seeds = [_round_seed(seeds[k], offset) for k "
-            "in selected]"
-        ),
+        where="RoundServer.run",
+        original=("outcomes, replies = transport.train(\n                round_,"),
+        mutated=("outcomes, replies = transport.train(\n                offset,"),
         tests=(
             "tests/test_bad_input_conditions.py",
             "tests/test_bad_input_federation.py",

@@ -252,9 +252,9 @@ MUTANTS = [
     # -- the server's rounds -------------------------------------------------------
     Mutant(
         "the server's term never reaches the clients' training",
-        "_Server.run",
-        "                trainer.rate_term = constraint.step(",
-        "                constraint.step(",
+        "InProcessRounds.train",
+        "self.trainer.rate_term = rate_term",
+        "self.trainer.rate_term = None",
         MODEL_TESTS,
         features=("FederatedEstimator",),
     ),
@@ -276,9 +276,9 @@ MUTANTS = [
     ),
     Mutant(
         "a client's counts pass the gate unchecked",
-        "_rate_histograms",
-        "            problem = constraint.problem(result, self.ledger, k, data[k].n)",
-        "            problem = None",
+        "InProcessRounds.rate_histograms",
+        "problem = constraint.problem(result, self.server.ledger, k, self.data[k].n)",
+        "problem = None",
         MODEL_TESTS,
         features=("reply:rate_histograms",),
     ),

@@ -64,11 +64,6 @@ class _Aggregator:
     #: Flower ``FedProx`` given as the aggregation); 0: none.
     proximal_mu = 0.0
 
-    #: Whether the Flower ServerApp runs ``flower_strategy``'s own
-    #: ``aggregate_train`` (the same arithmetic as ``aggregate``); False: the
-    #: ServerApp calls ``aggregate`` itself, as in-process.
-    runs_as_flower_strategy = True
-
     #: The fairness metric every client reports for the global model before
     #: training (``aggregate`` then gets ``reports``, ``clients`` and
     #: ``memory``); None when the aggregator needs no reports.
@@ -433,7 +428,6 @@ class FairFed(_Aggregator):
     """
 
     flower_strategy = "FedAvg"
-    runs_as_flower_strategy = False
 
     def __init__(self, metric="dpd", beta=1.0, min_group_size=30):
         self.metric = metric
@@ -631,7 +625,6 @@ class FlowerStrategyAggregator(_Aggregator):
     # The Flower ServerApp's message machinery is FedAvg's; the arithmetic is
     # this object's (the strategy's own), on both backends.
     flower_strategy = "FedAvg"
-    runs_as_flower_strategy = False
     needs_strategy_state = True
 
     def __init__(self, strategy):

@@ -1,9 +1,9 @@
 """The round engine: what a federation's training rounds do, for both backends.
 
-The in-process server (``_server._Server``) and the Flower ServerApp
-(``skfedida.flower``) only move messages: they send a round's parameters,
-turn the replies into outcomes, and ask this engine for every rule of the
-round, so that a rule written here holds on both backends:
+The round loop (``_server.RoundServer.run``), the same on both backends,
+asks this engine for every rule of a round while its transport (in-process
+or a Flower grid) only moves messages, so that a rule written here holds on
+both backends:
 
 - which clients a round selects (``select``);
 - the failure policy over the round's outcomes and the records of the
@@ -14,9 +14,11 @@ round, so that a rule written here holds on both backends:
 - clipping, differential privacy and the aggregation call, with the round's
   noise stream and the update norms recorded (``aggregate``).
 
-The arithmetic of the aggregation is the transport's to choose: in-process
-the aggregator's own, on Flower Flower's strategy (the same to the last bit,
-``tests/test_aggregation.py``), passed to ``aggregate`` as a callable.
+The arithmetic of the aggregation is the federation's aggregator's on both
+backends, passed to ``aggregate`` as a callable: the built-in ones compute
+what Flower's FedAvg, FedMedian and FedTrimmedAvg compute, to the last bit
+(``tests/test_aggregation.py``), and a Flower strategy given as the
+aggregation runs its own ``aggregate_train`` inside it.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ from ._privacy import (
     privacy_report,
     updates_bounded,
 )
-from ._server import _Server
+from ._server import InProcessRounds, RoundServer
 from ._trees import fit_trees, is_boosted_trees
 
 __all__ = ["FederatedEstimator"]
@@ -1198,7 +1198,7 @@ strategy, default="mean"
 
     def _server(self, central=False, ledger=None):
         """The server side of this federation (rounds, aggregation, history)."""
-        return _Server(
+        return RoundServer(
             ledger=ledger,
             strategy=self.strategy,
             aggregator=self._aggregator,
@@ -1279,7 +1279,12 @@ strategy, default="mean"
         # records and this estimator's validation records alike.
         records = RoundHistory(self.history_, server.client_id)
 
-        def end_round(round_, models, global_parameters):
+        transport = InProcessRounds(
+            server, trainer, data, epochs, seeds, state["models"]
+        )
+
+        def end_round(round_, global_parameters):
+            models = transport.models
             self._record_validation(round_, models, global_parameters, records)
 
             def as_it_stands():
@@ -1303,10 +1308,7 @@ strategy, default="mean"
 
         state = server.run(
             state,
-            trainer,
-            data,
-            epochs,
-            seeds,
+            transport,
             self.n_rounds,
             records,
             on_round_begin=begin_round,

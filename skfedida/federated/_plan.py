@@ -43,7 +43,6 @@ from ._constraint_rounds import (
     client_rate_histograms,
     federation_groups,
 )
-from ._engine import RoundEngine
 from ._parameters import assign_parameters
 from ._pipeline import drop_columns, placeholder_rows
 from ._privacy import privacy_report, updates_bounded
@@ -314,20 +313,6 @@ class FederationPlan:
     def selection_stream(self, seeds):
         """The seeded stream that selects each round's clients."""
         return _selection_stream(seeds)
-
-    def round_engine(self, records, name):
-        """The rules of the federation's rounds (``RoundEngine``), its records kept."""
-        federation = self.federation
-        return RoundEngine(
-            strategy=self.strategy,
-            aggregator=self.aggregator,
-            client_fraction=federation.client_fraction,
-            on_client_error=self.on_client_error,
-            max_update_norm=federation.max_update_norm,
-            dp=federation.dp,
-            records=records,
-            name=name,
-        )
 
     def template(self, seed, n_features, feature_names, classes):
         """A fitted estimator of the federation's kind, built without client data."""

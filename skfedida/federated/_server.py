@@ -1,13 +1,15 @@
-"""The server's side of a federation: rounds, selection, failures, aggregation.
+"""The server's side of a federation: the one round loop of both backends.
 
-What the server of an in-process federation runs (``FederatedEstimator``):
-it primes every client's estimator, and each round selects clients, sends
-them the global parameters, collects their replies (one joblib task per
-client), handles failed clients (``on_client_error``), aggregates the
-parameters with the federation's aggregator and records the history. At the
-end it builds the models the federation reports: the global one, the
-clients' own (Local) or personalised (Per-FedAvg) ones. A Flower ServerApp
-runs the same steps with Flower's strategies (``skfedida.flower``).
+``RoundServer.run`` is every federation's training rounds, in-process and on
+Flower: each round it selects clients, sends them the global parameters,
+collects their replies, hands them to the reply gate and the failure policy
+(``on_client_error``), aggregates the admitted parameters with the
+federation's aggregator, evaluates, and records the history; every rule is
+the round engine's (``_engine.RoundEngine``). A transport carries the
+messages: ``InProcessRounds`` (one joblib task per client, whose rows are
+here) or ``skfedida.flower``'s ``FlowerRounds`` (messages over a grid). At
+the end the in-process server builds the models the federation reports: the
+global one, the clients' own (Local) or personalised (Per-FedAvg) ones.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from .._gate._ledger import ClientLedger
-from .._gate._model import training_round_problem
+from .._gate._model import claims_summary, training_round_problem
 from .._gate._rows import fairness_report_claim_problem
 from ._aggregation import WeightedMean
 from ._client import (
@@ -44,7 +46,7 @@ def _progress(n_rounds, verbose):
     return range(n_rounds), None
 
 
-class _Server:
+class RoundServer:
     """The round loop of one federation, from its parameters.
 
     Parameters
@@ -59,6 +61,9 @@ class _Server:
     client_id : callable
         ``client_id(k)``: the public id of client ``k`` in messages and the
         history (``"pooled"`` for Central training).
+    name : callable, default=None
+        ``name(k)``: how client ``k`` is named in errors (by default
+        ``"Client <id>"``; a Flower server adds the node).
     max_update_norm : float, "median" or None
         Clip each client's update before aggregating.
     dp : DifferentialPrivacy or None
@@ -82,6 +87,7 @@ class _Server:
         max_update_norm=None,
         dp=None,
         ledger=None,
+        name=None,
     ):
         self.max_update_norm = max_update_norm
         self.dp = dp
@@ -92,6 +98,7 @@ class _Server:
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.client_id = client_id
+        self.name = name or (lambda k: f"Client {client_id(k)!r}")
         # What each client declared and claimed about its rows (FairFed's
         # counts per group and label: only its declared groups, the same
         # every round).
@@ -113,10 +120,7 @@ class _Server:
     def run(
         self,
         state,
-        trainer,
-        data,
-        epochs,
-        seeds,
+        transport,
         n_rounds,
         records,
         *,
@@ -126,15 +130,17 @@ class _Server:
     ):
         """Run ``n_rounds`` rounds from ``state``; return the new state.
 
-        ``records`` (a ``RoundHistory`` of ``history_``) receives one record
-        per client and round.
+        The one round loop of both backends: ``transport`` carries the
+        round's messages to the clients and their replies back, in-process
+        (``InProcessRounds``) or over a Flower grid, and every rule of the
+        round is the engine's. ``records`` (a ``RoundHistory`` of
+        ``history_``) receives one record per client and round.
         ``on_round_begin(selected)`` is called before every round's training
         with the selected clients' indices, ``on_clients_end(selected)`` when
-        they have replied, ``on_round_end(round_, models, global_parameters)``
-        after the round, and a true return value of the last stops the
-        federation (e.g. early stopping).
+        they have replied, ``on_round_end(round_, global_parameters)`` after
+        the round, and a true return value of the last stops the federation
+        (e.g. early stopping).
         """
-        models = state["models"]
         engine = RoundEngine(
             strategy=self.strategy,
             aggregator=self.aggregator,
@@ -143,14 +149,13 @@ class _Server:
             max_update_norm=self.max_update_norm,
             dp=self.dp,
             records=records,
-            name=lambda k: f"Client {self.client_id(k)!r}",
+            name=self.name,
             memory=state.get("aggregator_memory", {}),
         )
         selection_rng = state["selection_rng"]
         global_parameters = state["global_parameters"]
         first_round = state["rounds"]
-        n_clients = len(data)
-        parallel = Parallel(n_jobs=self.n_jobs)
+        federated_metrics = dict(state.get("federated_metrics", {}))
         # A rate constraint held by the server (FedAvg, Per-FedAvg): its
         # multipliers carry on across a warm start.
         constraint = state.get("constraint")
@@ -159,55 +164,35 @@ class _Server:
         for offset in rounds:
             round_ = first_round + offset
             rounds_run += 1
+            rate_term = None
             if constraint is not None:
                 # The operating point and rates of the round's global model,
                 # from every client's counts: the round's term.
-                trainer.rate_term = constraint.step(
-                    self._rate_histograms(
-                        constraint,
-                        engine,
-                        round_ + 1,
-                        trainer,
-                        models,
-                        global_parameters,
-                        data,
+                rate_term = constraint.step(
+                    _rate_counts(
+                        engine, transport, constraint, round_ + 1, global_parameters
                     )
                 )
-            selected = engine.select(selection_rng, n_clients)
+            selected = engine.select(selection_rng, transport.n_clients)
             if on_round_begin is not None:
                 on_round_begin(selected)
-            round_seeds = [_round_seed(seeds[k], round_) for k in selected]
-            outcomes = parallel(
-                delayed(_guarded_client_round)(
-                    trainer,
-                    models[k],
-                    global_parameters if (engine.communicates or round_ == 0) else None,
-                    data[k],
-                    int(epochs[k]),
-                    int(seed),
-                    reporting=engine.reporting,
-                )
-                for k, seed in zip(selected, round_seeds, strict=True)
+            outcomes, replies = transport.train(
+                round_,
+                selected,
+                global_parameters,
+                # Local training sends the clients no model after round 0.
+                sent=engine.communicates or round_ == 0,
+                rate_term=rate_term,
+                reporting=engine.reporting,
             )
-            replies = {
-                k: result
-                for k, (ok, result) in zip(selected, outcomes, strict=True)
-                if ok
-            }
-            outcomes = [
-                self._outcome(k, ok, result, global_parameters, data[k])
-                for k, (ok, result) in zip(selected, outcomes, strict=True)
-            ]
             if on_clients_end is not None:
                 on_clients_end(selected)
             admitted = engine.admit_training(
                 round_ + 1, outcomes, losses={k: r.loss for k, r in replies.items()}
             )
             results = [replies[k] for k in admitted]
-            weights = []
-            for k in admitted:
-                models[k] = replies[k].model
-                weights.append(replies[k].n_rows)
+            transport.keep({k: replies[k] for k in admitted})
+            weights = [r.n_rows for r in results]
             if engine.communicates or self.strategy == "central":
                 context = engine.aggregator_context(
                     clients=[int(k) for k in admitted],
@@ -225,6 +210,11 @@ class _Server:
                     global_parameters=global_parameters,
                     n_selected=len(selected),
                 )
+            evaluation = transport.evaluate(round_ + 1, global_parameters)
+            if evaluation is not None:
+                federated_metrics[round_ + 1] = _evaluated(
+                    engine, round_ + 1, evaluation
+                )
             if self.verbose:
                 mean_loss = np.average([r.loss for r in results], weights=weights)
                 if bar is not None:
@@ -236,102 +226,31 @@ class _Server:
                         f"{overall}: {len(selected)} clients, mean train loss "
                         f"{mean_loss:.4f}"
                     )
-            if on_round_end is not None and on_round_end(
-                round_, models, global_parameters
-            ):
+            if on_round_end is not None and on_round_end(round_, global_parameters):
                 break
         if bar is not None:
             bar.close()
-        trainer.rate_term = None
+        transport.finish()
         if constraint is not None:
             # The fitted model's rates, for its attributes.
             state["constraint_attributes"] = constraint.measure(
-                self._rate_histograms(
-                    constraint,
+                _rate_counts(
                     engine,
+                    transport,
+                    constraint,
                     first_round + rounds_run,
-                    trainer,
-                    models,
                     global_parameters,
-                    data,
                 )
             )
         return {
             **state,
-            "models": models,
             "selection_rng": selection_rng,
             "global_parameters": global_parameters,
             "rounds": first_round + rounds_run,
             "strategy": self.strategy,
             "aggregator_memory": engine.memory,
+            "federated_metrics": federated_metrics,
         }
-
-    def _rate_histograms(
-        self, constraint, engine, round_number, trainer, models, global_parameters, data
-    ):
-        """Every client's rate-constraint counts for the model, through the gate."""
-        outcomes = Parallel(n_jobs=self.n_jobs)(
-            delayed(guarded_rate_histograms)(
-                models[k],
-                global_parameters,
-                data[k],
-                trainer.classes,
-                constraint.n_bins,
-            )
-            for k in range(len(data))
-        )
-        answers, checked = {}, []
-        for k, (ok, result) in enumerate(outcomes):
-            if not ok:
-                checked.append((k, f"{type(result).__name__}: {result}", result))
-                continue
-            problem = constraint.problem(result, self.ledger, k, data[k].n)
-            if problem is None:
-                answers[k] = result
-                checked.append((k, None, None))
-            else:
-                checked.append((k, f"its reply cannot be used: {problem}", None))
-        admitted = engine.admit_statistics(round_number, checked)
-        return [answers[k] for k in admitted]
-
-    def _outcome(self, k, ok, result, global_parameters, client_data):
-        """Client k's outcome for the failure policy: why it cannot be used."""
-        if not ok:
-            return k, f"{type(result).__name__}: {result}", result
-        problem = training_round_problem(
-            result.parameters,
-            result.n_rows,
-            result.loss,
-            reference=global_parameters,
-            declared_rows=client_data.n,
-            report=(lambda: self._report_problem(result.report, client_data, k))
-            if result.report is not None
-            else None,
-        )
-        if problem is None:
-            return k, None, None
-        error = ValueError(f"its reply cannot be used: {problem}")
-        return k, f"{type(error).__name__}: {error}", error
-
-    def _report_problem(self, report, client_data, k):
-        """A FairFed report's problem: its counts, and the same rows every round."""
-        rows = client_data.held_out or client_data
-        groups = rows.groups
-        rowset = "held_out" if client_data.held_out is not None else "train"
-        if self.ledger.declared_groups(k, rowset) is None:
-            # A fit that declared nothing (a warm start's first new round):
-            # the client's rows as the server holds them.
-            self.ledger.declare_groups(
-                k, rowset, dict(zip(groups.labels, groups.counts(), strict=True))
-            )
-        return fairness_report_claim_problem(
-            report,
-            groups.labels,
-            ledger=self.ledger,
-            k=k,
-            rowset=rowset,
-            declared_rows=rows.n,
-        )
 
     def global_model(self, state, data):
         """The federation's global estimator.
@@ -362,3 +281,167 @@ class _Server:
             trainer.personalise(personal, data[k], personalization_steps, rng)
             personal_models[k] = personal
         return personal_models
+
+
+def _rate_counts(engine, transport, constraint, round_number, global_parameters):
+    """Every client's rate-constraint counts for the model, through the gate."""
+    outcomes, answers = transport.rate_histograms(
+        round_number, global_parameters, constraint
+    )
+    admitted = engine.admit_statistics(round_number, outcomes)
+    return [answers[k] for k in admitted]
+
+
+def _evaluated(engine, round_number, evaluation):
+    """A round's evaluation through the failure policy: records and summary.
+
+    ``evaluation`` is ``(outcomes, metrics, rows)``: ``admit_round``'s
+    outcomes, and per usable client its ``val_*`` metrics and rows.
+    """
+    outcomes, metrics, rows = evaluation
+    admitted = engine.admit_evaluation(round_number, outcomes)
+    for k in admitted:
+        engine.records.record(round_number, k).update(metrics[k])
+    return claims_summary([metrics[k] for k in admitted], [rows[k] for k in admitted])
+
+
+class InProcessRounds:
+    """The round loop's transport when every client's rows are in this process.
+
+    Each round's selected clients train in joblib tasks (``n_jobs``) on
+    their own estimators, which this object keeps between rounds
+    (``models``); a failure is returned, not raised, for the engine's
+    failure policy. The server reads what a Flower client would send: a
+    ``RoundReply``, checked by the gate's training rules.
+
+    Parameters
+    ----------
+    server : RoundServer
+    trainer : the federation's client trainer
+    data : list of _ClientData
+        Each client's training rows.
+    epochs : array of int
+        Each client's local epochs.
+    seeds : array of int
+        Each client's seed.
+    models : list of estimator
+        Each client's estimator, primed or carried over.
+    """
+
+    def __init__(self, server, trainer, data, epochs, seeds, models):
+        self.server = server
+        self.trainer = trainer
+        self.data = data
+        self.epochs = epochs
+        self.seeds = seeds
+        self.models = models
+        self.n_clients = len(data)
+        self.parallel = Parallel(n_jobs=server.n_jobs)
+
+    def train(self, round_, selected, global_parameters, *, sent, rate_term, reporting):
+        """The selected clients' round: outcomes and usable ``RoundReply``s.
+
+        The clients start from ``global_parameters`` when ``sent``, else from
+        their own estimators; the replies are checked against them either
+        way. With ``reporting`` (FairFed) each reply carries the client's
+        counts per group for the global model it was sent.
+        """
+        self.trainer.rate_term = rate_term
+        round_seeds = [_round_seed(self.seeds[k], round_) for k in selected]
+        results = self.parallel(
+            delayed(_guarded_client_round)(
+                self.trainer,
+                self.models[k],
+                global_parameters if sent else None,
+                self.data[k],
+                int(self.epochs[k]),
+                int(seed),
+                reporting=reporting,
+            )
+            for k, seed in zip(selected, round_seeds, strict=True)
+        )
+        replies = {
+            k: result for k, (ok, result) in zip(selected, results, strict=True) if ok
+        }
+        outcomes = [
+            self._outcome(k, ok, result, global_parameters, self.data[k])
+            for k, (ok, result) in zip(selected, results, strict=True)
+        ]
+        return outcomes, replies
+
+    def keep(self, admitted):
+        """The admitted clients keep the estimators they trained."""
+        for k, reply in admitted.items():
+            self.models[k] = reply.model
+
+    def rate_histograms(self, round_number, global_parameters, constraint):
+        """Every client's rate-constraint counts, checked: outcomes and answers."""
+        results = self.parallel(
+            delayed(guarded_rate_histograms)(
+                self.models[k],
+                global_parameters,
+                self.data[k],
+                self.trainer.classes,
+                constraint.n_bins,
+            )
+            for k in range(self.n_clients)
+        )
+        answers, outcomes = {}, []
+        for k, (ok, result) in enumerate(results):
+            if not ok:
+                outcomes.append((k, f"{type(result).__name__}: {result}", result))
+                continue
+            problem = constraint.problem(result, self.server.ledger, k, self.data[k].n)
+            if problem is None:
+                answers[k] = result
+                outcomes.append((k, None, None))
+            else:
+                outcomes.append((k, f"its reply cannot be used: {problem}", None))
+        return outcomes, answers
+
+    def evaluate(self, round_number, global_parameters):
+        """None: the estimator evaluates its held-out rows after each round."""
+        return None
+
+    def finish(self):
+        """After the last round: the trainer holds no round's rate term."""
+        self.trainer.rate_term = None
+
+    def _outcome(self, k, ok, result, global_parameters, client_data):
+        """Client k's outcome for the failure policy: why it cannot be used."""
+        if not ok:
+            return k, f"{type(result).__name__}: {result}", result
+        problem = training_round_problem(
+            result.parameters,
+            result.n_rows,
+            result.loss,
+            reference=global_parameters,
+            declared_rows=client_data.n,
+            report=(lambda: self._report_problem(result.report, client_data, k))
+            if result.report is not None
+            else None,
+        )
+        if problem is None:
+            return k, None, None
+        error = ValueError(f"its reply cannot be used: {problem}")
+        return k, f"{type(error).__name__}: {error}", error
+
+    def _report_problem(self, report, client_data, k):
+        """A FairFed report's problem: its counts, and the same rows every round."""
+        rows = client_data.held_out or client_data
+        groups = rows.groups
+        rowset = "held_out" if client_data.held_out is not None else "train"
+        if self.server.ledger.declared_groups(k, rowset) is None:
+            # A fit that declared nothing (a warm start's first new round):
+            # the client's rows as the server holds them.
+            self.server.ledger.declare_groups(
+                k, rowset, dict(zip(groups.labels, groups.counts(), strict=True))
+            )
+        return fairness_report_claim_problem(
+            report,
+            groups.labels,
+            ledger=self.server.ledger,
+            k=k,
+            rowset=rowset,
+            declared_rows=rows.n,
+        )

@@ -10,19 +10,12 @@ from flwr.app import (
     ConfigRecord,
     Message,
     MessageType,
-    MetricRecord,
     RecordDict,
 )
 from flwr.serverapp import ServerApp
-from flwr.serverapp import strategy as flwr_strategies
 
 from .._gate._checks import parse_groups, read_reply, unless_malformed
 from .._gate._ledger import declared_sets
-from .._gate._model import (
-    claims_summary,
-    evaluation_reply_problem,
-    training_round_problem,
-)
 from .._gate._policy import ReplyGate, RoundHistory
 from .._gate._rows import (
     attributes_consensus,
@@ -32,7 +25,6 @@ from .._gate._rows import (
     group_declaration_problem,
     initialisation_claim_problem,
     named_histogram_problem,
-    named_report_claim_problem,
 )
 from .._gate._statistics import Unreadable
 from .._messages import (
@@ -44,9 +36,6 @@ from .._messages import (
     NUM_PARTITIONS,
     PARTITION_ID,
     PREPROCESSING_STATES,
-    RATE_TERM,
-    SERVER_ROUND,
-    TRAIN_LOSS,
     TREE_MODEL,
 )
 from ..ensemble._boosting import Failed, TreeChannel
@@ -54,9 +43,9 @@ from ..federated._aggregation import class_prior
 from ..federated._parameters import parameter_arrays
 from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import check_target_delta
+from ..federated._server import RoundServer
 from ..federated._tree_server import federated_trees, prior_weighted
 from ..federated._trees import adopt_trees, check_tree_federation, is_boosted_trees
-from ..metrics._registry import VALIDATION_PREFIX, share_key
 from ..postprocessing._threshold_optimizer import (
     fit_from_client_counts,
     server_postprocessor,
@@ -66,373 +55,16 @@ from ._codec import decode, encode
 from ._protocol import (
     _HISTOGRAMS,
     _INIT,
-    _RATE_HISTOGRAMS,
-    _REPORT_KEYS,
     _STATISTICS,
     _TREE_GROUPS,
     _TREES,
-    REPLY_METRICS,
     merged_groups,
     plan_for_run,
     remote_failure,
     tree_model_message,
 )
 from ._result import _write_result
-
-
-def _weighted_metrics(records, weight_key):
-    """The clients' metrics summarised (``claims_summary``): mean and median."""
-    reports, weights = [], []
-    for record in records:
-        metrics = next(iter(record.metric_records.values()))
-        weights.append(float(metrics[weight_key]))
-        reports.append({k: v for k, v in metrics.items() if k != weight_key})
-    return MetricRecord(claims_summary(reports, weights))
-
-
-def _federation_strategy(plan, nodes, seeds, history, declared, gate, classes=()):
-    """The Flower strategy of the federation's aggregation, with its checks.
-
-    FedAvg, FedMedian or FedTrimmedAvg from ``flwr.serverapp.strategy``: the
-    aggregation is Flower's own, and ``FederatedEstimator`` in-process runs
-    the same arithmetic (``skfedida.federated``'s aggregators).
-    """
-    base = getattr(flwr_strategies, plan.aggregator.flower_strategy)
-    strategy_class = type("_FederationStrategy", (_FederationChecks, base), {})
-    return strategy_class(plan, nodes, seeds, history, declared, gate, classes)
-
-
-class _FederationChecks:
-    """A Flower strategy that moves FederatedEstimator's rounds over the grid.
-
-    Every rule of a round is the round engine's (``RoundEngine``: selection,
-    the failure policy, the aggregator's context, clipping, DP and the
-    records) and every check the reply gate's (``skfedida._gate``), as
-    in-process; this class only turns Flower's messages into the engine's
-    outcomes and back. Aggregation is the Flower strategy's own (FedAvg
-    weights ``num-examples``); replies are put in partition order first, so
-    the arithmetic runs in the same order as in-process and the result is
-    the same to the last bit. Clients are selected with the federation's
-    seeded stream (Flower's sampling is unseeded), and a failed or missing
-    reply is an error or a recorded skip (Flower would carry on).
-    """
-
-    def __init__(self, plan, nodes, seeds, history, declared, gate, classes=()):
-        n_clients = len(nodes)
-        super().__init__(
-            min_train_nodes=n_clients,
-            min_evaluate_nodes=n_clients,
-            min_available_nodes=n_clients,
-            train_metrics_aggr_fn=_weighted_metrics,
-            evaluate_metrics_aggr_fn=_weighted_metrics,
-            **plan.aggregator.flower_options(),
-        )
-        self.plan = plan
-        self.nodes = nodes
-        self.partition_of = {node: k for k, node in enumerate(nodes)}
-        self.selection_rng = plan.selection_stream(seeds)
-        self.engine = plan.round_engine(
-            RoundHistory(history), name=lambda k: f"Client {k} (node {self.nodes[k]})"
-        )
-        self.expected = {}
-        # What each client declared when it joined (its sets of rows) and
-        # the run's gate (the ledger of its claims about them).
-        self.declared = declared
-        self.gate = gate
-        # With more than two classes clients also report each class's share
-        # of their decisions (val_share[<class>]); only the federation's own.
-        self.allowed_metrics = REPLY_METRICS | {
-            VALIDATION_PREFIX + share_key(label)
-            for label in (classes if len(classes) > 2 else ())
-        }
-        self.round_arrays = None
-        # A training reply's arrays, decoded once for its check and the
-        # aggregation (ArrayRecord to numpy parses each array's .npy bytes).
-        self._decoded = {}
-        # A rate constraint held by the server, over the groups the clients
-        # declared for their training rows (None: none).
-        self.constraint = plan.server_constraint(
-            label
-            for k in range(len(declared))
-            for label in (gate.ledger.declared_groups(k, "train") or {})
-        )
-        #: The queries' timeout (``Strategy.start``'s), set before it runs.
-        self.query_timeout = None
-
-    def _messages(self, server_round, arrays, config, partitions, message_type):
-        config[SERVER_ROUND] = server_round
-        record = RecordDict(
-            {self.arrayrecord_key: arrays, self.configrecord_key: config}
-        )
-        self.expected[message_type] = [self.nodes[k] for k in partitions]
-        return [
-            Message(content=record, message_type=message_type, dst_node_id=node)
-            for node in self.expected[message_type]
-        ]
-
-    def configure_train(self, server_round, arrays, config, grid):
-        if self.constraint is not None:
-            # The round's operating point and rates from every client's
-            # counts under the round's model, then its term for training.
-            config[RATE_TERM] = encode(
-                self.constraint.step(self.rate_histograms(grid, server_round, arrays))
-            )
-        self.round_arrays = arrays.to_numpy_ndarrays()
-        if hasattr(self, "current_arrays"):
-            # QFedAvg steps from the round's global parameters.
-            self.current_arrays = arrays.copy()
-        selected = self.engine.select(self.selection_rng, len(self.nodes))
-        return self._messages(server_round, arrays, config, selected, MessageType.TRAIN)
-
-    def rate_histograms(self, grid, round_number, arrays):
-        """Every client's rate-constraint counts for ``arrays``, through the gate.
-
-        The in-process server's rules (``FederatedConstraint.problem``: the
-        groups it declared, whole counts of its training rows per group and
-        label as it claimed them before) and policy (``admit_statistics``).
-        """
-        content = RecordDict(
-            {
-                "arrays": arrays,
-                "config": ConfigRecord({N_BINS: int(self.constraint.n_bins)}),
-            }
-        )
-        replies = _query(
-            grid,
-            self.nodes,
-            [content] * len(self.nodes),
-            _RATE_HISTOGRAMS,
-            self.query_timeout,
-            "rate histograms query",
-            failures=True,
-        )
-        answers, outcomes = {}, []
-        for k, node in enumerate(self.nodes):
-            reply = replies[node]
-            if isinstance(reply, str):
-                outcomes.append((k, reply, None))
-                continue
-            groups, problem = parse_groups(reply.content["config"])
-            if problem is None:
-                arrays, problem = read_reply(
-                    lambda reply=reply: reply.content["arrays"].to_numpy_ndarrays()
-                )
-            if problem is None and len(arrays) not in (1, 2):
-                problem = f"it sends {len(arrays)} arrays, not its counts (and weights)"
-            if problem is None:
-                answer = (arrays[0], arrays[1] if len(arrays) == 2 else None, groups[0])
-                problem = self.constraint.problem(
-                    answer, self.gate.ledger, k, self.declared[k].sizes["train"]
-                )
-            if problem is None:
-                answers[k] = answer
-                outcomes.append((k, None, None))
-            else:
-                outcomes.append((k, f"its reply cannot be used: {problem}", None))
-        admitted = self.engine.admit_statistics(round_number, outcomes)
-        return [answers[k] for k in admitted]
-
-    def configure_evaluate(self, server_round, arrays, config, grid):
-        partitions = range(len(self.nodes))
-        return self._messages(
-            server_round, arrays, config, partitions, MessageType.EVALUATE
-        )
-
-    def _outcomes(self, replies, message_type):
-        """Per expected client, in order: ``(k, reason or None, None)``, replies."""
-        by_node = {reply.metadata.src_node_id: reply for reply in replies}
-        if message_type == MessageType.TRAIN and self.engine.reporting:
-            self.round_names = attributes_consensus(
-                self._named(replies),
-                lambda client: f"client {client[0]} (node {client[1]})",
-            )
-        outcomes, usable = [], {}
-        for node in self.expected[message_type]:
-            k = self.partition_of[node]
-            reply = by_node.get(node)
-            if reply is None:
-                reason = "no reply before the round's timeout"
-            elif reply.has_error():
-                reason = remote_failure(reply.error.reason)
-            elif (problem := self._reply_problem(k, reply, message_type)) is not None:
-                reason = f"its reply cannot be used: {problem}"
-            else:
-                reason, usable[k] = None, reply
-            outcomes.append((k, reason, None))
-        return outcomes, usable
-
-    def _named(self, replies):
-        """``((k, node), names)`` of every reply naming its groups readably."""
-        named = []
-        for reply in replies:
-            if reply.has_error():
-                continue
-            parsed, _ = parse_groups(reply.content.config_records.get("config", {}))
-            if parsed is not None:
-                node = reply.metadata.src_node_id
-                named.append(((self.partition_of.get(node), node), parsed[1]))
-        return named
-
-    def _reply_problem(self, k, reply, message_type):
-        """What is wrong with a reply (the gate's checks), or None."""
-        content = reply.content
-        declared = self.declared[k]
-        sizes = declared.sizes
-        if message_type != MessageType.TRAIN:
-            return unless_malformed(
-                lambda: evaluation_reply_problem(
-                    dict(content["metrics"]),
-                    allowed=self.allowed_metrics,
-                    declared_rows=sizes[declared.evaluation],
-                )
-            )
-
-        def report():
-            rowset = declared.reports
-            return named_report_claim_problem(
-                content["config"],
-                lambda: content["fairness"].to_numpy_ndarrays(),
-                self.round_names,
-                ledger=self.gate.ledger,
-                k=k,
-                rowset=rowset,
-                declared_rows=sizes[rowset],
-            )
-
-        def check():
-            metrics = dict(content["metrics"])
-            return training_round_problem(
-                self._arrays_of(content),
-                metrics.get(NUM_EXAMPLES),
-                metrics.get(TRAIN_LOSS),
-                reference=self.round_arrays,
-                declared_rows=sizes["train"],
-                report=report if self.engine.reporting else None,
-            )
-
-        return unless_malformed(check)
-
-    def _arrays_of(self, content):
-        """A training reply's arrays as numpy arrays, decoded once per round."""
-        record = content["arrays"]
-        decoded = self._decoded.get(id(record))
-        if decoded is None or decoded[0] is not record:
-            decoded = self._decoded[id(record)] = (record, record.to_numpy_ndarrays())
-        return decoded[1]
-
-    def aggregate_train(self, server_round, replies):
-        try:
-            return self._aggregate_train(server_round, replies)
-        finally:
-            self._decoded.clear()
-
-    def _aggregate_train(self, server_round, replies):
-        outcomes, usable = self._outcomes(list(replies), MessageType.TRAIN)
-        admitted = sorted(
-            self.engine.admit_training(
-                server_round,
-                outcomes,
-                losses={
-                    k: float(reply.content["metrics"][TRAIN_LOSS])
-                    for k, reply in usable.items()
-                },
-            )
-        )
-        replies = [usable[k] for k in admitted]
-        federation = self.plan.federation
-        engine = self.engine
-
-        def aggregate(parameter_lists, weights):
-            if self.plan.aggregator.runs_as_flower_strategy:
-                # Flower's own strategy, on the (possibly clipped) arrays.
-                return super(_FederationChecks, self).aggregate_train(
-                    server_round,
-                    _with_arrays(replies, parameter_lists, self.arrayrecord_key),
-                )
-            # FairFed (on the clients' reports) or a user's Flower strategy
-            # (with its state across rounds): the aggregator's own call, in
-            # partition order, as in-process.
-            parameters = self.plan.aggregator.aggregate(
-                parameter_lists,
-                weights,
-                **engine.aggregator_context(
-                    clients=admitted,
-                    reports=_aligned_reports(replies) if engine.reporting else None,
-                    global_parameters=self.round_arrays,
-                    losses=[
-                        float(reply.content["metrics"][TRAIN_LOSS]) for reply in replies
-                    ],
-                    round_number=server_round,
-                ),
-            )
-            return self._with_metrics(parameters, replies)
-
-        result = engine.aggregate(
-            aggregate,
-            [self._arrays_of(reply.content) for reply in replies],
-            [int(reply.content["metrics"][NUM_EXAMPLES]) for reply in replies],
-            round_number=server_round,
-            admitted=admitted,
-            global_parameters=self.round_arrays,
-            n_selected=len(self.expected[MessageType.TRAIN]),
-        )
-        if federation.dp is not None:
-            # The private mean of skfedida._privacy (Flower's arithmetic).
-            return self._with_metrics(result, replies)
-        return result
-
-    def _with_metrics(self, parameters, replies):
-        metrics = self.train_metrics_aggr_fn(
-            [reply.content for reply in replies], self.weighted_by_key
-        )
-        return ArrayRecord([np.asarray(a) for a in parameters]), metrics
-
-    def aggregate_evaluate(self, server_round, replies):
-        outcomes, usable = self._outcomes(list(replies), MessageType.EVALUATE)
-        admitted = sorted(self.engine.admit_evaluation(server_round, outcomes))
-        for k in admitted:
-            record = self.engine.records.record(server_round, k)
-            for key, value in usable[k].content["metrics"].items():
-                if key.startswith("val_"):
-                    record[key] = float(value)
-        return super().aggregate_evaluate(server_round, [usable[k] for k in admitted])
-
-
-def _with_arrays(replies, parameter_lists, key):
-    """Training replies as Flower's strategy reads them, with the engine's arrays.
-
-    New messages, built with Flower's public constructor, that carry each
-    reply's records with its arrays replaced by the round engine's (clipped
-    ones, under ``max_update_norm``); the replies stay as they were received.
-    A strategy reads only a reply's content and whether it is an error.
-    """
-    messages = []
-    for reply, arrays in zip(replies, parameter_lists, strict=True):
-        content = RecordDict({name: reply.content[name] for name in reply.content})
-        content[key] = ArrayRecord([np.asarray(a) for a in arrays])
-        messages.append(
-            Message(
-                content=content,
-                message_type=reply.metadata.message_type,
-                dst_node_id=reply.metadata.src_node_id,
-            )
-        )
-    return messages
-
-
-def _aligned_reports(replies):
-    """FairFed reports of clients with their own group codes, on common groups."""
-    merged, codes = merged_groups([r.content["config"] for r in replies])
-    reports = []
-    for reply, positions in zip(replies, codes, strict=True):
-        arrays = reply.content["fairness"].to_numpy_ndarrays()
-        report = {}
-        for key, values in zip(_REPORT_KEYS, arrays, strict=True):
-            aligned = np.zeros(merged.n_groups)
-            aligned[positions] = values
-            report[key] = aligned
-        reports.append(report)
-    return reports
+from ._rounds import FlowerRounds
 
 
 def _wait_for_nodes(grid, n_nodes, timeout):
@@ -869,17 +501,45 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
             plan, states, agreed.raw_columns, agreed.raw_dtypes
         )
     history = [{"round": 0, **record} for record in gate.records]
-    strategy = _federation_strategy(
-        plan, nodes, seeds, history, declared, gate, classes
+    federation = plan.federation
+    # The in-process federation's round loop and rules; only the transport
+    # is Flower's.
+    server = RoundServer(
+        strategy=plan.strategy,
+        aggregator=plan.aggregator,
+        client_fraction=federation.client_fraction,
+        on_client_error=plan.on_client_error,
+        n_jobs=None,
+        # The same progress as in-process (a bar, or a line per round).
+        verbose=federation.verbose,
+        client_id=int,
+        name=lambda k: f"Client {k} (node {nodes[k]})",
+        max_update_norm=federation.max_update_norm,
+        dp=federation.dp,
+        ledger=gate.ledger,
     )
-    strategy.query_timeout = timeout
-    result = strategy.start(
-        grid=grid,
+    state = {
+        "selection_rng": plan.selection_stream(seeds),
         # Like the in-process federation, start from client 0's initial model
         # (the first admitted client's, when client 0's failed the gate).
-        initial_arrays=replies[admitted[0]]["arrays"],
-        num_rounds=plan.n_rounds,
-        timeout=timeout,
+        "global_parameters": replies[admitted[0]]["arrays"].to_numpy_ndarrays(),
+        "rounds": 0,
+        "strategy": plan.strategy,
+    }
+    # A rate constraint held by the server, over the groups the clients
+    # declared for their training rows.
+    constraint = plan.server_constraint(
+        label
+        for k in range(n_clients)
+        for label in (gate.ledger.declared_groups(k, "train") or {})
+    )
+    if constraint is not None:
+        state["constraint"] = constraint
+    state = server.run(
+        state,
+        FlowerRounds(grid, nodes, declared, gate, classes, timeout),
+        plan.n_rounds,
+        RoundHistory(history, int),
     )
     fitted = plan.fitted(
         classes=classes,
@@ -894,20 +554,10 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
         seeds=seeds,
         n_features=agreed.n_features,
         feature_names=agreed.feature_names,
-        global_parameters=result.arrays.to_numpy_ndarrays(),
+        global_parameters=state["global_parameters"],
         history=history,
-        federated_metrics={
-            int(round_): dict(metrics)
-            for round_, metrics in result.evaluate_metrics_clientapp.items()
-        },
-        constraint_attributes=(
-            None
-            if strategy.constraint is None
-            # The fitted model's rates, as in-process after its last round.
-            else strategy.constraint.measure(
-                strategy.rate_histograms(grid, plan.n_rounds, result.arrays)
-            )
-        ),
+        federated_metrics=state["federated_metrics"],
+        constraint_attributes=state.get("constraint_attributes"),
     )
     if plan.pipeline is not None:
         fitted = fitted_pipeline(plan, fitted, *rebuilt)
@@ -916,7 +566,7 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
     return _postprocess(
         postprocessor,
         fitted,
-        result.arrays.to_numpy_ndarrays(),
+        state["global_parameters"],
         grid,
         nodes,
         timeout,
