@@ -8,6 +8,7 @@ the backends once differed"); the id (D4, D12...) is the audit's.
 
 import logging
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -259,3 +260,26 @@ def test_d20_verbose_shows_the_rounds_on_both(data, capsys):
     for text in shown:
         assert "FederatedEstimator" in text
         assert "2/2" in text
+
+
+def test_d11_predict_with_clients_says_when_no_client_model_is_kept(data):
+    # Per-FedAvg's personalised models stay on their clients' nodes on
+    # Flower: predict(X, clients=...) gave the global model without a word,
+    # where in-process each row gets its client's personalised model.
+    from skfedida.exceptions import ClientDataWarning
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        strategy="pfedavg",
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+    )
+    in_process, on_flower = _both(federation, data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClientDataWarning)
+        personal = in_process.predict_proba(data.data, clients=data.clients)
+    assert not np.array_equal(personal, in_process.predict_proba(data.data))
+    with pytest.warns(ClientDataWarning, match="stay on their nodes"):
+        served = on_flower.predict_proba(data.data, clients=data.clients)
+    np.testing.assert_array_equal(served, on_flower.predict_proba(data.data))

@@ -1433,6 +1433,21 @@ strategy, default="mean"
             X_checked = self._as_array(X)
             validate_data(self, X, reset=False, skip_check_array=True)
             X = X_checked
+        if (
+            clients is not None
+            and not self.client_estimators_
+            and self.strategy in ("pfedavg", "local")
+        ):
+            # A Flower fit: the clients' own models stay on their nodes (D11
+            # of issue 48: this used to pass without a word).
+            warnings.warn(
+                "clients= asks for each client's own model, but this "
+                f"strategy={self.strategy!r} federation keeps none (fitted on "
+                "Flower, its clients' models stay on their nodes): every row "
+                "gets the global model.",
+                ClientDataWarning,
+                stacklevel=caller_stacklevel(),
+            )
         if clients is None or not self.client_estimators_:
             return getattr(self.estimator_, method)(X)
         clients = np.asarray(clients)
@@ -1474,7 +1489,9 @@ strategy, default="mean"
         clients : array-like of shape (n_samples,), default=None
             Client of every row; with ``"pfedavg"`` (personalised models) or
             ``"local"`` (own models) each row goes to its client's model.
-            Unknown clients get the global model, with a warning.
+            Unknown clients get the global model, with a warning, and so does
+            every row of a federation fitted on Flower, whose clients' models
+            stay on their nodes.
 
         Returns
         -------
