@@ -26,6 +26,14 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "predict with clients gives a Flower fit's global model without a word",
+        "_dispatch",
+        'and self.strategy in ("pfedavg", "local")',
+        "and False",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
         "an in-process evaluation that fails stops the fit under skip",
         "_record_validation",
         "except Exception as exc:  # as a Flower client's failed evaluation",
