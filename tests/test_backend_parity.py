@@ -283,3 +283,47 @@ def test_d11_predict_with_clients_says_when_no_client_model_is_kept(data):
     with pytest.warns(ClientDataWarning, match="stay on their nodes"):
         served = on_flower.predict_proba(data.data, clients=data.clients)
     np.testing.assert_array_equal(served, on_flower.predict_proba(data.data))
+
+
+def test_d18_an_inactive_fairness_penalty_is_said_on_both(data):
+    # Without sensitive features a fairness penalty cannot act. In-process
+    # the federation said so once per fit; the ServerApp said nothing. Both
+    # now warn from what the server knows: the rows' groups in-process, the
+    # groups the clients declared at initialisation on Flower.
+    from skfedida.exceptions import InactivePenaltyWarning
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=1,
+        local_epochs=1,
+        random_state=0,
+    )
+
+    def without_groups(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {"X": data.data[rows], "y": data.target[rows]}
+
+    messages = []
+    with pytest.warns(InactivePenaltyWarning) as caught:
+        clone(federation).fit(data.data, data.target, clients=data.clients)
+    messages.append({str(w.message) for w in caught})
+    with pytest.warns(InactivePenaltyWarning) as caught:
+        run_in_process(
+            make_server_app(federation),
+            make_client_app(federation, without_groups),
+            num_partitions=3,
+        )
+    messages.append({str(w.message) for w in caught})
+    assert (
+        messages[0]
+        == messages[1]
+        == {
+            "fairness=1.0 has no effect: no sensitive attributes were given (pass "
+            "sensitive_features); the federation trains the unpenalised, "
+            "unconstrained model."
+        }
+    )
+    # With the groups declared, neither warns.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InactivePenaltyWarning)
+        _both(federation, data)

@@ -553,9 +553,9 @@ MUTANTS = [
     # -- warnings --------------------------------------------------------------
     Mutant(
         "no InactivePenaltyWarning when the sensitive attribute has one value",
-        "_warn_if_penalty_inactive",
-        "elif groups is not None and groups.n_groups == 1:",
-        "elif groups is not None and groups.n_groups == 0:",
+        "warn_if_penalty_inactive",
+        "elif n_groups == 1:",
+        "elif n_groups == 0:",
         WARNING_TESTS,
         features=("InactivePenaltyWarning", "FederatedEstimator"),
     ),

@@ -14,6 +14,14 @@ APPS = ("make_client_app", "make_server_app")
 
 MUTANTS = [
     Mutant(
+        "the ServerApp says nothing of an inactive fairness penalty",
+        "_federate",
+        "    warn_if_penalty_inactive(\n        federation,\n",
+        "    (lambda *args: None)(\n        federation,\n",
+        ("tests/test_backend_parity.py",),
+        features=("make_server_app", "InactivePenaltyWarning"),
+    ),
+    Mutant(
         "a ClientApp's failure is worded as Flower words it",
         "remote_failure",
         'return reason if found is None else f"{found[1]}: {found[2]}"',

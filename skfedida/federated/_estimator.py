@@ -928,22 +928,7 @@ strategy, default="mean"
         repeat for every client and round), so the federation says it once:
         for its ``fairness`` weight and its rate ``constraints``.
         """
-        params = self.estimator.get_params(deep=False)
-        fairness = params.get("fairness", 0)
-        inactive = []
-        if isinstance(fairness, numbers.Real) and fairness > 0:
-            inactive.append(f"fairness={fairness}")
-        if is_constrained(self.estimator):
-            inactive.append(f"constraints={params['constraints']!r}")
-        if not inactive:
-            return
-        if S is None and not self._column_mode():
-            reason = "no sensitive attributes were given (pass sensitive_features)"
-        elif groups is not None and groups.n_groups == 1:
-            reason = "the sensitive attributes take a single value"
-        else:
-            return
-        self._warn_inactive(inactive, reason)
+        warn_if_penalty_inactive(self, None if groups is None else groups.n_groups)
 
     @staticmethod
     def _warn_inactive(inactive, reason):
@@ -1566,6 +1551,42 @@ def _check_client_weights(data, ids):
                 "sample_weight: it has nothing to train on. Give its rows "
                 "weight, or leave the client out."
             )
+
+
+def warn_if_penalty_inactive(federation, n_groups):
+    """Warn when a federation's fairness terms cannot act, on either backend.
+
+    ``n_groups`` is the number of sensitive groups the server knows of: in
+    the rows it was given in-process, or in the groups the clients declared
+    at initialisation on Flower; None when no sensitive attribute was given.
+    An estimator that reads its groups from its own columns is not judged
+    without them.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The federation whose estimator's ``fairness`` and ``constraints``
+        are judged.
+    n_groups : int or None
+        The sensitive groups the server knows of; None: no sensitive
+        attribute was given.
+    """
+    params = federation.estimator.get_params(deep=False)
+    fairness = params.get("fairness", 0)
+    inactive = []
+    if isinstance(fairness, numbers.Real) and fairness > 0:
+        inactive.append(f"fairness={fairness}")
+    if is_constrained(federation.estimator):
+        inactive.append(f"constraints={params['constraints']!r}")
+    if not inactive:
+        return
+    if n_groups is None and not federation._column_mode():
+        reason = "no sensitive attributes were given (pass sensitive_features)"
+    elif n_groups == 1:
+        reason = "the sensitive attributes take a single value"
+    else:
+        return
+    federation._warn_inactive(inactive, reason)
 
 
 def make_plan(federation, overrides=None):

@@ -40,6 +40,7 @@ from .._messages import (
 )
 from ..ensemble._boosting import Failed, TreeChannel
 from ..federated._aggregation import class_prior
+from ..federated._estimator import warn_if_penalty_inactive
 from ..federated._parameters import parameter_arrays
 from ..federated._plan import fitted_pipeline, server_preprocessing
 from ..federated._privacy import check_target_delta
@@ -502,6 +503,15 @@ def _federate(plan, grid, *, timeout, connect_timeout, postprocessor=None):
         )
     history = [{"round": 0, **record} for record in gate.records]
     federation = plan.federation
+    # As in-process, from the groups the clients declared for their
+    # training rows (none declared: no sensitive attribute was given).
+    declared_groups = [gate.ledger.declared_groups(k, "train") for k in admitted]
+    warn_if_penalty_inactive(
+        federation,
+        None
+        if all(groups is None for groups in declared_groups)
+        else len({label for groups in declared_groups for label in groups or {}}),
+    )
     # The in-process federation's round loop and rules; only the transport
     # is Flower's.
     server = RoundServer(
