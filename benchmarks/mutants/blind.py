@@ -211,8 +211,8 @@ MUTANTS = [
     Mutant(
         name="blind: federated_metrics_ averages clients unweighted",
         where="_record_validation",
-        original="[len(self._validation[k][1]) for k in admitted]",
-        mutated="[1.0 for k in admitted]",
+        original="reports[k], rows[k] = report, len(y_val)",
+        mutated="reports[k], rows[k] = report, 1.0",
         tests=_FEDERATED,
         features=("FederatedEstimator",),
     ),

@@ -306,8 +306,8 @@ MUTANTS = [
     Mutant(
         "federated_metrics_ weighs every client the same, not by its rows",
         "_record_validation",
-        "            [len(self._validation[k][1]) for k in admitted],\n",
-        "            [1 for k in admitted],\n",
+        "reports[k], rows[k] = report, len(y_val)",
+        "reports[k], rows[k] = report, 1",
         SERVER_TESTS,
         features=("FederatedEstimator",),
     ),

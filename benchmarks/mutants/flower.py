@@ -89,10 +89,10 @@ MUTANTS = [
     ),
     Mutant(
         "server app's evaluation summary unweighted",
-        "_evaluated",
+        "evaluation_summary",
         "[rows[k] for k in admitted])",
         "[1.0 for k in admitted])",
-        FLOWER_TESTS,
+        ("tests/test_flower.py", "tests/test_guard_federated.py"),
         features=("make_server_app", "reply:evaluation"),
     ),
     # -- the ClientApp ---------------------------------------------------------

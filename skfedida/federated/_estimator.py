@@ -28,7 +28,7 @@ from .._compat import (
     safe_indexing,
 )
 from .._doc_links import DocLinkMixin
-from .._gate._model import claims_summary, evaluation_reply_problem
+from .._gate._model import evaluation_reply_problem
 from .._gate._policy import ReplyGate, RoundHistory, admit_round, ordered_records
 from .._gate._rows import initialisation_reply_problem
 from .._groups import (
@@ -88,7 +88,7 @@ from ._privacy import (
     privacy_report,
     updates_bounded,
 )
-from ._server import InProcessRounds, RoundServer
+from ._server import InProcessRounds, RoundServer, evaluation_summary
 from ._trees import fit_trees, is_boosted_trees
 
 __all__ = ["FederatedEstimator"]
@@ -1332,7 +1332,7 @@ strategy, default="mean"
             return
         scratch = clone_fitted(models[0])
         assign_parameters(scratch, global_parameters)
-        outcomes, reports = [], {}
+        outcomes, reports, rows = [], {}, {}
         for k, (X_val, y_val, S_val, weight_val) in enumerate(self._validation):
             model = models[k] if self.strategy == "local" else scratch
             try:
@@ -1351,23 +1351,27 @@ strategy, default="mean"
                 declared_rows=len(y_val),
             )
             if problem is None:
-                reports[k] = report
+                reports[k], rows[k] = report, len(y_val)
                 outcomes.append((k, None, None))
             else:
                 outcomes.append((k, f"its reply cannot be used: {problem}", None))
-        admitted = admit_round(
-            outcomes,
-            round_number=round_ + 1,
-            on_client_error=self.on_client_error,
-            name=lambda k: f"Client {self._client_id(k)!r}",
-            record=lambda k: records.record_of(round_ + 1, self._client_id(k)),
-            what="evaluation",
-        )
-        for k in admitted:
-            records.record_of(round_ + 1, self._client_id(k)).update(reports[k])
-        self.federated_metrics_[round_ + 1] = claims_summary(
-            [reports[k] for k in admitted],
-            [len(self._validation[k][1]) for k in admitted],
+
+        # Records by the client's own id, also under strategy="central",
+        # whose training records are the pooled fit's.
+        def record(k):
+            return records.record_of(round_ + 1, self._client_id(k))
+
+        self.federated_metrics_[round_ + 1] = evaluation_summary(
+            (outcomes, reports, rows),
+            lambda outcomes: admit_round(
+                outcomes,
+                round_number=round_ + 1,
+                on_client_error=self.on_client_error,
+                name=lambda k: f"Client {self._client_id(k)!r}",
+                record=record,
+                what="evaluation",
+            ),
+            record,
         )
 
     def _client_id(self, k):

@@ -212,8 +212,10 @@ class RoundServer:
                 )
             evaluation = transport.evaluate(round_ + 1, global_parameters)
             if evaluation is not None:
-                federated_metrics[round_ + 1] = _evaluated(
-                    engine, round_ + 1, evaluation
+                federated_metrics[round_ + 1] = evaluation_summary(
+                    evaluation,
+                    functools.partial(engine.admit_evaluation, round_ + 1),
+                    functools.partial(engine.records.record, round_ + 1),
                 )
             if self.verbose:
                 mean_loss = np.average([r.loss for r in results], weights=weights)
@@ -292,16 +294,20 @@ def _rate_counts(engine, transport, constraint, round_number, global_parameters)
     return [answers[k] for k in admitted]
 
 
-def _evaluated(engine, round_number, evaluation):
+def evaluation_summary(evaluation, admit, record):
     """A round's evaluation through the failure policy: records and summary.
 
     ``evaluation`` is ``(outcomes, metrics, rows)``: ``admit_round``'s
     outcomes, and per usable client its ``val_*`` metrics and rows.
+    ``admit(outcomes)`` applies the failure policy and ``record(k)`` is
+    client ``k``'s record of the round, which its metrics are written into.
+    Returns the summary of the admitted clients' metrics (``claims_summary``,
+    weighted by their rows).
     """
     outcomes, metrics, rows = evaluation
-    admitted = engine.admit_evaluation(round_number, outcomes)
+    admitted = admit(outcomes)
     for k in admitted:
-        engine.records.record(round_number, k).update(metrics[k])
+        record(k).update(metrics[k])
     return claims_summary([metrics[k] for k in admitted], [rows[k] for k in admitted])
 
 
