@@ -295,3 +295,29 @@ def remote_failure(reason):
     """
     found = _FLOWER_FAILURE.fullmatch(reason)
     return reason if found is None else f"{found[1]}: {found[2]}"
+
+
+def query_failure(reply, what, timeout):
+    """Why a node's reply to a stage query cannot be read, or None if it can.
+
+    None came within ``timeout`` seconds, or its ClientApp raised (said as
+    the in-process federation says a client's exception).
+
+    Parameters
+    ----------
+    reply : flwr.app.Message or None
+        The node's reply; None when none came.
+    what : str
+        The query, as the reason names it ("rate histograms query").
+    timeout : float
+        The seconds the server waited.
+
+    Returns
+    -------
+    reason : str or None
+    """
+    if reply is None:
+        return f"no reply to the {what} within {timeout} s"
+    if reply.has_error():
+        return f"its ClientApp failed the {what}: {remote_failure(reply.error.reason)}"
+    return None

@@ -28,6 +28,7 @@ from ._protocol import (
     _REPORT_KEYS,
     REPLY_METRICS,
     merged_groups,
+    query_failure,
     remote_failure,
 )
 
@@ -229,7 +230,6 @@ class FlowerRounds:
         groups it declared, whole counts of its training rows per group and
         label as it claimed them before).
         """
-        what = "rate histograms query"
         received = self._send(
             range(self.n_clients),
             global_parameters,
@@ -238,14 +238,9 @@ class FlowerRounds:
         )
         answers, outcomes = {}, []
         for k, reply in received:
-            if reply is None:
-                outcomes.append(
-                    (k, f"no reply to the {what} within {self.timeout} s", None)
-                )
-                continue
-            if reply.has_error():
-                reason = remote_failure(reply.error.reason)
-                outcomes.append((k, f"its ClientApp failed the {what}: {reason}", None))
+            reason = query_failure(reply, "rate histograms query", self.timeout)
+            if reason is not None:
+                outcomes.append((k, reason, None))
                 continue
             groups, problem = parse_groups(reply.content["config"])
             if problem is None:

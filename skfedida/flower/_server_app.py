@@ -61,7 +61,7 @@ from ._protocol import (
     _TREES,
     merged_groups,
     plan_for_run,
-    remote_failure,
+    query_failure,
     tree_model_message,
 )
 from ._result import _write_result
@@ -98,14 +98,8 @@ def _query(grid, nodes, contents, message_type, timeout, what, failures=False):
         for r in grid.send_and_receive(messages, timeout=timeout)
     }
     for node in nodes:
-        reply = replies.get(node)
-        if reply is None:
-            reason = f"no reply to the {what} within {timeout} s"
-        elif reply.has_error():
-            reason = (
-                f"its ClientApp failed the {what}: {remote_failure(reply.error.reason)}"
-            )
-        else:
+        reason = query_failure(replies.get(node), what, timeout)
+        if reason is None:
             continue
         if not failures:
             raise RuntimeError(f"Node {node}: {reason}.")
