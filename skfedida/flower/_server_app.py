@@ -588,16 +588,17 @@ def make_server_app(
     timeout=3600.0,
     connect_timeout=300.0,
 ):
-    """Build a Flower ServerApp that runs a FederatedEstimator with Flower's strategies.
+    """Build a Flower ServerApp that runs a FederatedEstimator across SuperNodes.
 
     The ServerApp finds the clients (every SuperNode reports its
     ``partition-id`` and ``num-partitions``; it waits until all have
     connected), sends each its seed (drawn from ``random_state`` as
     ``FederatedEstimator`` draws ``client_seeds_``), starts from client 0's
-    initial parameters, and runs ``n_rounds`` rounds of the Flower strategy of
-    the federation's ``aggregation`` (``FedAvg``, weighted by the clients'
-    ``num-examples``, by default; ``FedMedian`` or ``FedTrimmedAvg``), each
-    followed by an
+    initial parameters, and runs ``n_rounds`` rounds of the in-process
+    federation's own round loop with Flower messages as its transport,
+    aggregating with the federation's ``aggregation`` (FedAvg's arithmetic,
+    weighted by the clients' ``num-examples``, by default; FedMedian's or
+    FedTrimmedAvg's; or a Flower strategy's own), each followed by an
     evaluation on every client (AUROC, DPD, DPR, DFPR and DPPV, aggregated by
     a weighted mean over the clients where defined). The result is the fitted
     ``FederatedEstimator`` that the same data would give in-process. A
