@@ -262,24 +262,20 @@ def _partitions(X, y, clients):
 
 def _flower(X, y, clients, n_trees):
     """A Flower fit's seconds (1 run) and query rounds; is it in-process's?"""
-    from skfedida.flower import (
-        _server_app,
-        make_client_app,
-        make_server_app,
-        run_in_process,
-    )
+    from skfedida.flower import make_client_app, make_server_app, run_in_process
+    from skfedida.flower._transport import FlowerTransport
 
     federation = _federation(n_trees)
     load = _partitions(X, y, clients)
     rounds = 0
-    query = _server_app._query
+    send = FlowerTransport.send
 
-    def counted(grid, nodes, contents, message_type, *args, **kwargs):
+    def counted(self, kind, *args, **kwargs):
         nonlocal rounds
-        rounds += message_type == _server_app._TREES
-        return query(grid, nodes, contents, message_type, *args, **kwargs)
+        rounds += kind == "tree query"
+        return send(self, kind, *args, **kwargs)
 
-    _server_app._query = counted
+    FlowerTransport.send = counted
     try:
         timing = timed(
             lambda: run_in_process(
@@ -290,7 +286,7 @@ def _flower(X, y, clients, n_trees):
             repeat=1,
         )
     finally:
-        _server_app._query = query
+        FlowerTransport.send = send
     fitted, seconds = timing.result, timing.median
     reference = federation.fit(X, y, clients=clients)
     same = all(

@@ -13,6 +13,7 @@ values of all attributes is one intersectional group.
 from __future__ import annotations
 
 import collections
+import json
 import numbers
 import weakref
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._compat import safe_indexing
+from ._messages import GROUP_LABELS, SENSITIVE_NAMES
 
 try:  # pandas is optional; it only makes factorising faster and reads frames.
     import pandas as pd
@@ -708,3 +710,23 @@ def client_ids(clients, n_samples):
         # or numbers become a plain numpy array of one type.
         clients = np.asarray(clients.tolist())
     return np.unique(clients, return_inverse=True)
+
+
+def merged_groups(configs):
+    """The union of the clients' groups, and each client's codes in it.
+
+    ``configs`` are what the clients sent of their groups (``group-labels``
+    and ``sensitive-names``, JSON); the union is in the order
+    ``encode_groups`` gives the pooled rows, as in-process.
+    """
+    labels = [
+        [tuple(label) for label in json.loads(config[GROUP_LABELS])]
+        for config in configs
+    ]
+    names = json.loads(configs[0][SENSITIVE_NAMES])
+    union = sorted(set().union(*labels), key=repr)
+    merged = encode_groups(
+        {name: [label[j] for label in union] for j, name in enumerate(names)}
+    )
+    code = {label: k for k, label in enumerate(merged.labels)}
+    return merged, [[code[label] for label in client] for client in labels]

@@ -49,6 +49,10 @@ N_BINS = "n-bins"
 TREE_MODEL = "tree-model"
 #: A rate constraint's term for the round (JSON).
 RATE_TERM = "rate-term"
+#: A query of the trees or of a statistics round (JSON).
+QUERY = "query"
+#: The transformers' states fitted so far, sent with a statistics query (JSON).
+FITTED_STATES = "states"
 #: A client's answer to a query of the trees or of a statistics round (JSON).
 ANSWER = "answer"
 

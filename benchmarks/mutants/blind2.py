@@ -368,8 +368,8 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: Flower class_prior_ ignores prior_aggregation (always mean)",
-        where="_federate",
-        original="            plan.federation.prior_aggregation,\n",
+        where="run_federation",
+        original="            federation.prior_aggregation,\n",
         mutated="",
         tests=_FLOWER,
         features=("make_server_app",),

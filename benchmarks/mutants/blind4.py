@@ -248,8 +248,8 @@ MUTANTS = [
             "blind4: the Flower server accepts a DP target_delta of 1 / "
             "n_clients or more"
         ),
-        where="_federate",
-        original="    check_target_delta(plan.federation.dp, n_clients)\n",
+        where="run_federation",
+        original="    check_target_delta(federation.dp, n_clients)\n",
         mutated="",
         tests=(
             "tests/test_bad_input_flower.py",

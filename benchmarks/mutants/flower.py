@@ -15,7 +15,7 @@ APPS = ("make_client_app", "make_server_app")
 MUTANTS = [
     Mutant(
         "the ServerApp says nothing of an inactive fairness penalty",
-        "_federate",
+        "run_federation",
         "    warn_if_penalty_inactive(\n        federation,\n",
         "    (lambda *args: None)(\n        federation,\n",
         ("tests/test_backend_parity.py",),
@@ -29,13 +29,20 @@ MUTANTS = [
         ("tests/test_backend_parity.py",),
         features=("make_server_app",),
     ),
+    Mutant(
+        "a client's failure in a round is worded as a stage query's",
+        "FlowerTransport._failure",
+        "if kind not in ROUND_KINDS:",
+        "if True:",
+        ("tests/test_backend_parity.py",),
+        features=("make_server_app",),
+    ),
     # -- the ServerApp ---------------------------------------------------------
     Mutant(
         "server app checks only the replies that arrived",
-        "FlowerRounds._send",
-        "return [(k, replies.get(self.nodes[k])) for k in partitions]",
-        "return [(k, replies[self.nodes[k]]) for k in partitions "
-        "if self.nodes[k] in replies]",
+        "MessageRounds._send",
+        "return [(k, replies[k]) for k in clients]",
+        "return [(k, replies[k]) for k in clients if not isinstance(replies[k], str)]",
         GUARD_TESTS,
         features=("make_server_app",),
     ),
@@ -73,17 +80,17 @@ MUTANTS = [
     ),
     Mutant(
         "server app starts from the last client's initial model",
-        "_federate",
-        '"global_parameters": replies[admitted[0]]["arrays"].to_numpy_ndarrays(),',
-        '"global_parameters": replies[admitted[-1]]["arrays"].to_numpy_ndarrays(),',
+        "run_federation",
+        '"global_parameters": replies[admitted[0]].arrays(),',
+        '"global_parameters": replies[admitted[-1]].arrays(),',
         FLOWER_TESTS,
         features=("make_server_app",),
     ),
     Mutant(
         "server app reports all loaded rows as client_sizes_",
-        "_federate",
-        'client_sizes=[rows.sizes["train"] for rows in declared],',
-        'client_sizes=[rows.sizes["rows"] for rows in declared],',
+        "run_federation",
+        'client_sizes=[sets.sizes["train"] for sets in declared],',
+        'client_sizes=[sets.sizes["rows"] for sets in declared],',
         FLOWER_TESTS,
         features=("make_server_app",),
     ),

@@ -224,9 +224,9 @@ MUTANTS = [
     ),
     Mutant(
         "a partition-id outside the range reaches a KeyError",
-        "_discover",
-        "        if not 0 <= k < n_partitions:",
-        "        if k < 0:",
+        "FlowerTransport.discover",
+        "            if not 0 <= k < n_partitions:",
+        "            if k < 0:",
         ("tests/test_bad_input_flower.py",),
         features=TREES_FEATURES,
     ),

@@ -171,9 +171,9 @@ def _reseeded(stream, seed):
     of one thread (nothing keeps them past it); each thread keeps one
     object per stream name for its lifetime.
     """
-    states = getattr(_STREAMS, "states", None)
+    states = getattr(_STREAMS, "by_name", None)
     if states is None:
-        states = _STREAMS.states = {}
+        states = _STREAMS.by_name = {}
     random_state = states.get(stream)
     if random_state is None:
         random_state = states[stream] = np.random.RandomState(seed)

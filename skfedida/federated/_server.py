@@ -7,7 +7,7 @@ collects their replies, hands them to the reply gate and the failure policy
 federation's aggregator, evaluates, and records the history; every rule is
 the round engine's (``_engine.RoundEngine``). A transport carries the
 messages: ``InProcessRounds`` (one joblib task per client, whose rows are
-here) or ``skfedida.flower``'s ``FlowerRounds`` (messages over a grid). At
+here) or ``_message_rounds.MessageRounds`` (messages, over Flower's grid). At
 the end the in-process server builds the models the federation reports: the
 global one, the clients' own (Local) or personalised (Per-FedAvg) ones.
 """

@@ -4,8 +4,9 @@
 ``_result`` (the result file) and ``_protocol`` (what the two apps send).
 """
 
+from ..federated._transport import REPLY_CONFIG, REPLY_METRICS
 from ._client_app import make_client_app
-from ._protocol import REPLY_CONFIG, REPLY_METRICS, RUN_CONFIG_PARAMETERS
+from ._protocol import RUN_CONFIG_PARAMETERS
 from ._result import load_result
 from ._server_app import make_server_app
 

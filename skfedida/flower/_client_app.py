@@ -18,6 +18,7 @@ from .._messages import (
     CLIENT_SEED,
     DECLARED_GROUPS,
     FEATURE_NAMES,
+    FITTED_STATES,
     N_BINS,
     N_FEATURES,
     NUM_EVAL_ROWS,
@@ -26,6 +27,7 @@ from .._messages import (
     NUM_ROWS,
     PARTITION_ID,
     PREPROCESSING_STATES,
+    QUERY,
     RATE_TERM,
     RAW_COLUMNS,
     RAW_DTYPES,
@@ -389,7 +391,7 @@ class _ClientNode:
         # A federation of boosted trees: this client's answer to one query of
         # the server's fit, from its own rows; what it keeps between queries
         # (binned rows, scores, node partitions) stays in this process.
-        query = decode(message.content["config"]["query"])
+        query = decode(message.content["config"][QUERY])
         rows = self.node_rows(context)
         if query["kind"] == "describe":
             # The plan (a validated copy of the federation, about 1 ms) once
@@ -423,8 +425,8 @@ class _ClientNode:
         config = message.content["config"]
         answer = plan.statistics_answer(
             self.load(context),
-            decode(config["states"]),
-            decode(config["query"]),
+            decode(config[FITTED_STATES]),
+            decode(config[QUERY]),
         )
         partition, _ = _node_partition(context)
         return _reply(message, config={PARTITION_ID: partition, ANSWER: encode(answer)})

@@ -16,30 +16,14 @@ from flwr.app import MessageType
 from sklearn.base import clone
 
 from .._gate._rows import REPORT_KEYS
-from .._groups import encode_groups
 from .._messages import (
-    ANSWER,
-    CLASS_COUNTS,
-    DECLARED_GROUPS,
-    FEATURE_NAMES,
     GROUP_LABELS,
-    N_FEATURES,
-    NUM_EVAL_ROWS,
-    NUM_EXAMPLES,
-    NUM_PARTITIONS,
-    NUM_ROWS,
-    PARTITION_ID,
-    RAW_COLUMNS,
-    RAW_DTYPES,
     SENSITIVE_NAMES,
-    TRAIN_LOSS,
 )
 from ..ensemble._boosting import tree_message, tree_predictor
 from ..federated._estimator import make_plan
 from ..federated._tree_client import bin_mapper_of
 from ..federated._tree_server import fit_inputs
-from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
-from ..metrics._registry import keys as metric_keys
 
 #: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
 #: parameters on both sides, so one ``flwr run --run-config`` changes both.
@@ -68,38 +52,6 @@ _STATISTICS = f"{MessageType.QUERY}.skfedida_statistics"
 _STATE_KEY = "skfedida"
 #: A FairFed report's arrays, in this order (per group of the client).
 _REPORT_KEYS = REPORT_KEYS
-# What a client ever sends to the server besides parameter arrays (and, for a
-# FederatedThresholdOptimizer, its counts per group, label and score bin):
-# counts, losses, evaluation metrics and configuration (no rows, labels or
-# groups of rows; the group-labels are the categories its rows take).
-REPLY_METRICS = frozenset(
-    {
-        NUM_EXAMPLES,
-        # Declared at discovery: the rows the client loaded and its
-        # evaluation rows (every later count of its rows must agree).
-        NUM_ROWS,
-        NUM_EVAL_ROWS,
-        TRAIN_LOSS,
-        *(VALIDATION_PREFIX + name for name in metric_keys(reported=True)),
-        *(PERSONAL_PREFIX + name for name in metric_keys(personal=True)),
-    }
-)
-REPLY_CONFIG = frozenset(
-    {
-        PARTITION_ID,
-        NUM_PARTITIONS,
-        N_FEATURES,
-        "classes",
-        CLASS_COUNTS,
-        FEATURE_NAMES,
-        GROUP_LABELS,
-        SENSITIVE_NAMES,
-        RAW_COLUMNS,
-        RAW_DTYPES,
-        DECLARED_GROUPS,
-        ANSWER,
-    }
-)
 
 
 def _plain(value):
@@ -173,25 +125,6 @@ def _rowset_groups(groups):
         ],
         "rows": counts[present].astype(int).tolist(),
     }
-
-
-def merged_groups(configs):
-    """The union of the clients' groups, and each client's codes in it.
-
-    ``configs`` are the clients' ``group_config``; the union is in the order
-    ``encode_groups`` gives the pooled rows, as in-process.
-    """
-    labels = [
-        [tuple(label) for label in json.loads(config[GROUP_LABELS])]
-        for config in configs
-    ]
-    names = json.loads(configs[0][SENSITIVE_NAMES])
-    union = sorted(set().union(*labels), key=repr)
-    merged = encode_groups(
-        {name: [label[j] for label in union] for j, name in enumerate(names)}
-    )
-    code = {label: k for k, label in enumerate(merged.labels)}
-    return merged, [[code[label] for label in client] for client in labels]
 
 
 def plan_for_run(federation, run_config):

@@ -16,14 +16,13 @@ pytest.importorskip("flwr")
 from skfedida._gate._checks import parse_groups
 from skfedida._gate._ledger import ClientLedger
 from skfedida._gate._rows import group_declaration_problem
-from skfedida._groups import encode_groups
+from skfedida._groups import encode_groups, merged_groups
 from skfedida.federated import FederatedEstimator
 from skfedida.federated._client import PERSONAL_METRICS, VALIDATION_METRICS
+from skfedida.federated._transport import REPLY_METRICS
 from skfedida.flower._protocol import (
-    REPLY_METRICS,
     group_config,
     group_declaration,
-    merged_groups,
     plan_for_run,
 )
 from skfedida.linear_model import FairPenaltyLogisticRegression

@@ -1,63 +1,55 @@
-"""The round loop's transport over a Flower grid: messages out, replies in.
+"""The round loop's transport when the clients are reached by message.
 
 A federation's training rounds run one loop on both backends
-(``skfedida.federated._server.RoundServer.run``): the selection, the failure
-policy, the aggregation, clipping and DP are its. Over Flower, this module
-only carries each round's messages to the clients' nodes and turns their
-replies into what the loop reads in-process: a ``RoundReply`` per training
-reply, the metrics of an evaluation, a client's counts for a rate
-constraint, each checked first by the reply gate against what the client
-declared when it joined. A missing or failed reply becomes the client's
-failure, worded as in-process.
+(``RoundServer.run``): the selection, the failure policy, the aggregation,
+clipping and DP are its. When the clients are reached by message (Flower's
+grid), ``MessageRounds`` sends each round's messages through the run's
+transport (``_transport``) and turns the replies into what the loop reads
+in-process: a ``RoundReply`` per training reply, the metrics of an
+evaluation, a client's counts for a rate constraint, each checked first by
+the reply gate against what the client declared when it joined. A missing
+or failed reply is the client's failure, worded by the transport as
+in-process.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 
 from .._gate._checks import parse_groups, read_reply, unless_malformed
 from .._gate._model import evaluation_reply_problem, training_round_problem
-from .._gate._rows import attributes_consensus, named_report_claim_problem
-from .._messages import N_BINS, NUM_EXAMPLES, RATE_TERM, SERVER_ROUND, TRAIN_LOSS
-from ..federated._client import RoundReply
-from ..metrics._registry import VALIDATION_PREFIX, share_key
-from ._codec import encode
-from ._protocol import (
-    _RATE_HISTOGRAMS,
-    _REPORT_KEYS,
-    REPLY_METRICS,
-    merged_groups,
-    query_failure,
-    remote_failure,
+from .._gate._rows import (
+    REPORT_KEYS,
+    attributes_consensus,
+    named_report_claim_problem,
 )
+from .._groups import merged_groups
+from .._messages import N_BINS, NUM_EXAMPLES, RATE_TERM, SERVER_ROUND, TRAIN_LOSS
+from ..metrics._registry import VALIDATION_PREFIX, share_key
+from ._client import RoundReply
+from ._transport import REPLY_METRICS, Payload
 
 
-class FlowerRounds:
-    """The round loop's transport when the clients are a grid's nodes.
+class MessageRounds:
+    """The round loop's transport when the clients are reached by message.
 
     Parameters
     ----------
-    grid : flwr.serverapp.Grid
-    nodes : list of int
-        The clients' node ids, in partition order.
+    transport : object
+        The run's transport (``_transport``: ``send`` and ``name``).
     declared : list of DeclaredRows
         What each client declared when it joined (its sets of rows).
     gate : ReplyGate
         The run's gate: the ledger of what each client claimed.
     classes : array-like
         The federation's classes.
-    timeout : float
-        Seconds to wait for a round's replies.
     """
 
-    def __init__(self, grid, nodes, declared, gate, classes, timeout):
-        self.grid = grid
-        self.nodes = nodes
-        self.n_clients = len(nodes)
+    def __init__(self, transport, declared, gate, classes):
+        self.transport = transport
+        self.n_clients = len(declared)
         self.declared = declared
         self.gate = gate
-        self.timeout = timeout
         # With more than two classes clients also report each class's share
         # of their decisions (val_share[<class>]); only the federation's own.
         self.allowed_metrics = REPLY_METRICS | {
@@ -65,32 +57,15 @@ class FlowerRounds:
             for label in (classes if len(classes) > 2 else ())
         }
 
-    def _send(self, partitions, arrays, config, message_type):
-        """One message to each client of ``partitions``: ``[(k, reply or None)]``."""
-        content = RecordDict(
-            {
-                "arrays": ArrayRecord([np.asarray(a) for a in arrays]),
-                "config": ConfigRecord(config),
-            }
-        )
-        messages = [
-            Message(content=content, message_type=message_type, dst_node_id=node)
-            for node in (self.nodes[k] for k in partitions)
-        ]
-        replies = {
-            reply.metadata.src_node_id: reply
-            for reply in self.grid.send_and_receive(messages, timeout=self.timeout)
-        }
-        return [(k, replies.get(self.nodes[k])) for k in partitions]
+    def _send(self, kind, clients, global_parameters, config):
+        """The global model and ``config`` to each of ``clients``: ``[(k, reply)]``.
 
-    @staticmethod
-    def _failure(reply):
-        """Why a reply cannot even be read (none came, or its node failed)."""
-        if reply is None:
-            return "no reply before the round's timeout"
-        if reply.has_error():
-            return remote_failure(reply.error.reason)
-        return None
+        A reply is the client's ``Reply``, or why none can be read (a string).
+        """
+        clients = list(clients)
+        payload = Payload(config, arrays=list(global_parameters))
+        replies = self.transport.send(kind, [payload] * len(clients), clients)
+        return [(k, replies[k]) for k in clients]
 
     def train(self, round_, selected, global_parameters, *, sent, rate_term, reporting):
         """The selected clients' round: outcomes and usable ``RoundReply``s.
@@ -102,17 +77,16 @@ class FlowerRounds:
         """
         config = {SERVER_ROUND: int(round_ + 1)}
         if rate_term is not None:
-            config[RATE_TERM] = encode(rate_term)
-        received = self._send(selected, global_parameters, config, MessageType.TRAIN)
+            config[RATE_TERM] = rate_term
+        received = self._send("training", selected, global_parameters, config)
         round_names = None
         if reporting:
             round_names = attributes_consensus(
-                self._named(received),
-                lambda client: f"client {client[0]} (node {client[1]})",
+                self._named(received), self.transport.name
             )
         outcomes, arrays, usable = [], {}, {}
         for k, reply in received:
-            reason = self._failure(reply)
+            reason = reply if isinstance(reply, str) else None
             if reason is None:
                 problem, arrays[k] = self._training_problem(
                     k, reply, global_parameters, round_names
@@ -131,36 +105,36 @@ class FlowerRounds:
             k: RoundReply(
                 model=None,
                 parameters=arrays[k],
-                n_rows=int(usable[k].content["metrics"][NUM_EXAMPLES]),
-                loss=float(usable[k].content["metrics"][TRAIN_LOSS]),
+                n_rows=int(usable[k].metrics()[NUM_EXAMPLES]),
+                loss=float(usable[k].metrics()[TRAIN_LOSS]),
                 report=report,
             )
             for k, report in zip(sorted(usable), reports, strict=True)
         }
         return outcomes, replies
 
-    def _named(self, received):
-        """``((k, node), names)`` of every reply naming its groups readably."""
+    @staticmethod
+    def _named(received):
+        """``(k, names)`` of every reply naming its groups readably."""
         named = []
         for k, reply in received:
-            if reply is None or reply.has_error():
+            if isinstance(reply, str):
                 continue
-            parsed, _ = parse_groups(reply.content.config_records.get("config", {}))
+            parsed, _ = parse_groups(reply.config({}))
             if parsed is not None:
-                named.append(((k, self.nodes[k]), parsed[1]))
+                named.append((k, parsed[1]))
         return named
 
     def _training_problem(self, k, reply, reference, round_names):
         """A training reply checked by the gate: ``(problem or None, arrays)``."""
-        content = reply.content
         declared = self.declared[k]
         decoded = []
 
         def report():
             rowset = declared.reports
             return named_report_claim_problem(
-                content["config"],
-                lambda: content["fairness"].to_numpy_ndarrays(),
+                reply.config(),
+                lambda: reply.arrays("fairness"),
                 round_names,
                 ledger=self.gate.ledger,
                 k=k,
@@ -169,8 +143,8 @@ class FlowerRounds:
             )
 
         def check():
-            metrics = dict(content["metrics"])
-            decoded.append(content["arrays"].to_numpy_ndarrays())
+            metrics = dict(reply.metrics())
+            decoded.append(reply.arrays())
             return training_round_problem(
                 decoded[0],
                 metrics.get(NUM_EXAMPLES),
@@ -184,7 +158,7 @@ class FlowerRounds:
         return problem, (decoded[0] if decoded else None)
 
     def keep(self, admitted):
-        """Nothing: a client keeps its own estimator on its node."""
+        """Nothing: a client keeps its own estimator where it runs."""
 
     def evaluate(self, round_number, global_parameters):
         """Every client's evaluation of the global model: the loop's evaluation.
@@ -193,19 +167,19 @@ class FlowerRounds:
         usable client its ``val_*`` metrics and its evaluation rows.
         """
         received = self._send(
+            "evaluation",
             range(self.n_clients),
             global_parameters,
             {SERVER_ROUND: int(round_number)},
-            MessageType.EVALUATE,
         )
         outcomes, metrics, rows = [], {}, {}
         for k, reply in received:
-            reason = self._failure(reply)
+            reason = reply if isinstance(reply, str) else None
             if reason is None:
                 declared = self.declared[k]
                 problem = unless_malformed(
                     lambda reply=reply, declared=declared: evaluation_reply_problem(
-                        dict(reply.content["metrics"]),
+                        dict(reply.metrics()),
                         allowed=self.allowed_metrics,
                         declared_rows=declared.sizes[declared.evaluation],
                     )
@@ -213,7 +187,7 @@ class FlowerRounds:
                 if problem is not None:
                     reason = f"its reply cannot be used: {problem}"
             if reason is None:
-                sent = dict(reply.content["metrics"])
+                sent = dict(reply.metrics())
                 metrics[k] = {
                     key: float(value)
                     for key, value in sent.items()
@@ -231,22 +205,19 @@ class FlowerRounds:
         label as it claimed them before).
         """
         received = self._send(
+            "rate histograms query",
             range(self.n_clients),
             global_parameters,
             {N_BINS: int(constraint.n_bins)},
-            _RATE_HISTOGRAMS,
         )
         answers, outcomes = {}, []
         for k, reply in received:
-            reason = query_failure(reply, "rate histograms query", self.timeout)
-            if reason is not None:
-                outcomes.append((k, reason, None))
+            if isinstance(reply, str):
+                outcomes.append((k, reply, None))
                 continue
-            groups, problem = parse_groups(reply.content["config"])
+            groups, problem = parse_groups(reply.config())
             if problem is None:
-                arrays, problem = read_reply(
-                    lambda reply=reply: reply.content["arrays"].to_numpy_ndarrays()
-                )
+                arrays, problem = read_reply(reply.arrays)
             if problem is None and len(arrays) not in (1, 2):
                 problem = f"it sends {len(arrays)} arrays, not its counts (and weights)"
             if problem is None:
@@ -267,12 +238,11 @@ class FlowerRounds:
 
 def _aligned_reports(replies):
     """FairFed reports of clients with their own group codes, on common groups."""
-    merged, codes = merged_groups([r.content["config"] for r in replies])
+    merged, codes = merged_groups([reply.config() for reply in replies])
     reports = []
     for reply, positions in zip(replies, codes, strict=True):
-        arrays = reply.content["fairness"].to_numpy_ndarrays()
         report = {}
-        for key, values in zip(_REPORT_KEYS, arrays, strict=True):
+        for key, values in zip(REPORT_KEYS, reply.arrays("fairness"), strict=True):
             aligned = np.zeros(merged.n_groups)
             aligned[positions] = values
             report[key] = aligned
