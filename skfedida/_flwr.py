@@ -27,7 +27,7 @@ def task_identity(run_id, node_id, task_id):
     None
         Inside the block the identity is set.
     """
-    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    saved = tuple(_current(name) for name in _IDS)
     TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = (
         run_id,
         node_id,
@@ -36,4 +36,16 @@ def task_identity(run_id, node_id, task_id):
     try:
         yield
     finally:
-        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+        # None (unset) is restored through the same public setters.
+        TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = saved
+
+
+_IDS = ("run_id", "node_id", "task_id")
+
+
+def _current(name):
+    """The identity's ``name`` id, or None where this process has not set it."""
+    try:
+        return getattr(TaskIdentity, name)
+    except RuntimeError:  # Flower's getters refuse an unset id
+        return None

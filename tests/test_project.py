@@ -663,6 +663,37 @@ def test_the_flower_backend_only_translates_messages():
     assert server_imports == {"run_federation"}
 
 
+def test_no_private_flower_name_is_used():
+    # Issue 48: a private name of Flower's (a module, an import, an
+    # attribute of something imported from Flower) changes without notice
+    # between releases; the package reaches Flower through its public API.
+    import ast
+
+    private = []
+    for name, _, tree in _parsed_modules():
+        from_flower = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "flwr"
+            ):
+                if any(part.startswith("_") for part in node.module.split(".")):
+                    private.append(f"{name}: module {node.module}")
+                for alias in node.names:
+                    if alias.name.startswith("_"):
+                        private.append(f"{name}: {node.module}.{alias.name}")
+                    from_flower.add(alias.asname or alias.name)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in from_flower
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                private.append(f"{name}:{node.lineno} {node.value.id}.{node.attr}")
+    assert private == []
+
+
 def test_contributing_names_the_checks_only_flower_calls():
     # doc/contributing.rst says which of the gate's checks only a run by
     # message (Flower's) calls (issue 48: it used to say every check served
