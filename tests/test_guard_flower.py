@@ -205,7 +205,7 @@ def test_the_codec_gives_back_every_value_with_its_type_and_dtype():
     # What a pipeline's statistics rounds send must come back as it was:
     # the federated transformers' states are compared with in-process ones
     # to the last bit, dtypes included.
-    from skfedida.flower._codec import decode, encode
+    from skfedida._codec import decode, encode
 
     value = {
         "float32": np.array([[1.5, -2.25]], dtype=np.float32),
@@ -245,7 +245,7 @@ def test_the_codec_refuses_a_dict_it_would_give_back_changed(value):
     # refused. JSON writes every dict key as a string, so a key of another
     # type (a class label 1, a threshold 0.5) would come back as "1" or
     # "0.5" and silently miss every lookup: it is a TypeError instead.
-    from skfedida.flower._codec import encode
+    from skfedida._codec import encode
 
     with pytest.raises(TypeError, match="Only string keys can be sent"):
         encode(value)

@@ -624,9 +624,9 @@ def test_on_flower_statistics_replies_carry_no_row(raw):
     from flwr.app import Context, RecordDict
     from flwr.common.constant import SUPERLINK_NODE_ID
 
+    from skfedida._codec import decode
     from skfedida.flower import InProcessGrid, make_client_app, make_server_app
     from skfedida.flower._apps import REPLY_CONFIG
-    from skfedida.flower._codec import decode
     from skfedida.flower._grid import _identity
 
     X, y, clients, S = raw

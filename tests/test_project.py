@@ -639,11 +639,13 @@ def test_the_flower_backend_only_translates_messages():
     # rounds, the trees' queries, the thresholds' histograms) live in
     # federated/ and run over any transport; flower/ carries the messages.
     # So no Flower module calls a check of the reply gate (constants such as
-    # REPORT_KEYS aside), and the ServerApp reaches the run through
-    # run_federation alone.
+    # REPORT_KEYS aside), the ServerApp reaches the run through
+    # run_federation alone (and the run config through plan_for_run), and
+    # the ClientApp reaches the client through ClientNode alone.
     import ast
 
-    gate_calls, server_imports = [], set()
+    gate_calls = []
+    apps = {"skfedida.flower._server_app": set(), "skfedida.flower._client_app": set()}
     for name, _, tree in _parsed_modules():
         if not name.startswith("skfedida.flower"):
             continue
@@ -657,10 +659,13 @@ def test_the_flower_backend_only_translates_messages():
                     for alias in node.names
                     if not alias.name.isupper()
                 ]
-            if name == "skfedida.flower._server_app" and "federated" in module:
-                server_imports |= {alias.name for alias in node.names}
+            if name in apps and "federated" in module:
+                apps[name] |= {alias.name for alias in node.names}
     assert gate_calls == []
-    assert server_imports == {"run_federation"}
+    assert apps == {
+        "skfedida.flower._server_app": {"run_federation", "plan_for_run"},
+        "skfedida.flower._client_app": {"ClientNode", "plan_for_run"},
+    }
 
 
 def test_no_private_flower_name_is_used():

@@ -32,6 +32,7 @@ from _helpers import (
 )
 from flwr.app import ArrayRecord
 
+from skfedida._codec import decode, encode
 from skfedida._gate._checks import (
     count_array,
     parse_groups,
@@ -48,7 +49,6 @@ from skfedida.datasets import make_federated_classification
 from skfedida.federated import FairFed, QFedAvg
 from skfedida.federated._aggregation import class_prior
 from skfedida.flower import make_client_app, make_server_app, run_in_process
-from skfedida.flower._codec import decode, encode
 from skfedida.flower._protocol import _HISTOGRAMS, _INIT, _STATISTICS
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.postprocessing import FederatedThresholdOptimizer

@@ -28,11 +28,11 @@ from _helpers import (
 )
 from flwr.app import ArrayRecord, MessageType
 
+from skfedida._codec import decode, encode
 from skfedida._gate._checks import NoConsensus, consensus
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FairFed
 from skfedida.flower import make_client_app, make_server_app, run_in_process
-from skfedida.flower._codec import decode, encode
 from skfedida.flower._protocol import _HISTOGRAMS, _INIT, _REPORT_KEYS, _STATISTICS
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.postprocessing import FederatedThresholdOptimizer

@@ -311,7 +311,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: the ClientApp trains round k with round k + 1's seed",
-        where="_ClientNode.train",
+        where="ClientNode.train",
         original="            seed,\n            server_round - 1,\n",
         mutated="            seed,\n            server_round,\n",
         tests=_FLOWER,

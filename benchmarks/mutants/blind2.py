@@ -360,9 +360,9 @@ MUTANTS = [
     ),
     Mutant(
         name="blind2: model-path is written after the next-to-last round",
-        where="_ClientNode.evaluate",
-        original="if path and round_ == plan.n_rounds:",
-        mutated="if path and round_ == plan.n_rounds - 1:",
+        where="ClientNode.evaluate",
+        original="if round_ == plan.n_rounds:",
+        mutated="if round_ == plan.n_rounds - 1:",
         tests=_FLOWER,
         features=("make_client_app",),
     ),

@@ -231,7 +231,7 @@ MUTANTS = [
             "blind4: a Flower client seeds its round with the 1-based round "
             "number (not the in-process model)"
         ),
-        where="_ClientNode.train",
+        where="ClientNode.train",
         original="            seed,\n            server_round - 1,\n",
         mutated="            seed,\n            server_round,\n",
         tests=(

@@ -279,7 +279,7 @@ MUTANTS = [
             "blind5: Flower clients count histogram labels with the negative "
             "class as positive"
         ),
-        where="_ClientNode.histograms",
+        where="ClientNode.histograms",
         original="(np.asarray(y_eval) == part.classes[-1]).astype(np.intp)",
         mutated="(np.asarray(y_eval) == part.classes[0]).astype(np.intp)",
         tests=(

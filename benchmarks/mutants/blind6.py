@@ -251,7 +251,7 @@ MUTANTS = [
             "blind6: a Flower client declares its training rows as its "
             "evaluation rows at discovery"
         ),
-        where="_ClientNode.discover",
+        where="ClientNode.discover",
         original=(
             '            declared[NUM_EVAL_ROWS] = int(num_samples(loaded["X_eval"]))'
         ),

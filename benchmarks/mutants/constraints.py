@@ -284,7 +284,7 @@ MUTANTS = [
     ),
     Mutant(
         "a Flower node trains without the round's term",
-        "_ClientNode.train",
+        "ClientNode.train",
         "            rate_term=None if term is None else decode(term),",
         "            rate_term=None,",
         FLOWER_TESTS,

@@ -801,7 +801,7 @@ MUTANTS += [
     ),
     Mutant(
         "a node ignores the proximal term Flower's FedProx sends",
-        "_ClientNode.train",
+        "ClientNode.train",
         'proximal_mu = config.get("proximal-mu")',
         "proximal_mu = None",
         ("tests/flower/test_plain_flower_server.py",),

@@ -105,7 +105,7 @@ MUTANTS = [
     # -- the ClientApp ---------------------------------------------------------
     Mutant(
         "client app weighs its evaluation by its training rows",
-        "_ClientNode.evaluate",
+        "ClientNode.evaluate",
         "metrics[NUM_EXAMPLES] = int(part.n_evaluation)",
         "metrics[NUM_EXAMPLES] = int(part.train.n)",
         FLOWER_TESTS,
@@ -113,7 +113,7 @@ MUTANTS = [
     ),
     Mutant(
         "client app replies with its evaluation rows as its training rows",
-        "_ClientNode.train",
+        "ClientNode.train",
         "NUM_EXAMPLES: int(trained.n_rows),",
         "NUM_EXAMPLES: int(part.n_evaluation),",
         FLOWER_TESTS,
@@ -121,17 +121,17 @@ MUTANTS = [
     ),
     Mutant(
         "client app sends its FairFed counts in the wrong order",
-        "_ClientNode.train",
-        "[trained.report[key] for key in _REPORT_KEYS]",
-        "[trained.report[key] for key in sorted(_REPORT_KEYS)]",
+        "ClientNode.train",
+        "[trained.report[key] for key in REPORT_KEYS]",
+        "[trained.report[key] for key in sorted(REPORT_KEYS)]",
         FLOWER_TESTS,
         features=("make_client_app", "reply:fairness_report"),
     ),
     Mutant(
         "client app writes its model after the first round",
-        "_ClientNode.evaluate",
-        "if path and round_ == plan.n_rounds:",
-        "if path and round_ == 1:",
+        "ClientNode.evaluate",
+        "if round_ == plan.n_rounds:",
+        "if round_ == 1:",
         FLOWER_TESTS,
         features=("make_client_app",),
     ),

@@ -5,8 +5,8 @@
 """
 
 from ..federated._transport import REPLY_CONFIG, REPLY_METRICS
+from ..federated._wire import RUN_CONFIG_PARAMETERS
 from ._client_app import make_client_app
-from ._protocol import RUN_CONFIG_PARAMETERS
 from ._result import load_result
 from ._server_app import make_server_app
 

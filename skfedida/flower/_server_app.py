@@ -5,8 +5,8 @@ from __future__ import annotations
 from flwr.serverapp import ServerApp
 
 from ..federated._lifecycle import run_federation
+from ..federated._wire import plan_for_run
 from ..postprocessing._threshold_optimizer import server_postprocessor
-from ._protocol import plan_for_run
 from ._result import _write_result
 from ._transport import FlowerTransport
 

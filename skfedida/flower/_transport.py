@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 
+from .._codec import decode, encode
 from .._messages import (
     ANSWER,
     FITTED_STATES,
@@ -29,7 +30,7 @@ from .._messages import (
     TREE_MODEL,
 )
 from ..federated._transport import ROUND_KINDS
-from ._codec import decode, encode
+from ..federated._wire import tree_model_message
 from ._protocol import (
     _HISTOGRAMS,
     _INIT,
@@ -39,7 +40,6 @@ from ._protocol import (
     _TREES,
     query_failure,
     remote_failure,
-    tree_model_message,
 )
 
 #: The Flower message type of each kind of message the server sends.

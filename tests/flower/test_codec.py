@@ -20,7 +20,7 @@ from sklearn.preprocessing import StandardScaler
 
 pytest.importorskip("flwr")
 
-from skfedida.flower._codec import decode, encode
+from skfedida._codec import decode, encode
 
 
 def _same(a, b):

@@ -20,11 +20,7 @@ from skfedida._groups import encode_groups, merged_groups
 from skfedida.federated import FederatedEstimator
 from skfedida.federated._client import PERSONAL_METRICS, VALIDATION_METRICS
 from skfedida.federated._transport import REPLY_METRICS
-from skfedida.flower._protocol import (
-    group_config,
-    group_declaration,
-    plan_for_run,
-)
+from skfedida.federated._wire import group_config, group_declaration, plan_for_run
 from skfedida.linear_model import FairPenaltyLogisticRegression
 
 

@@ -17,11 +17,11 @@ from sklearn.base import clone
 
 pytest.importorskip("flwr")
 
+from skfedida._codec import decode, encode
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier, _boosting
 from skfedida.federated import FederatedEstimator
 from skfedida.flower import make_client_app, make_server_app, run_in_process
-from skfedida.flower._codec import decode, encode
 from skfedida.over_sampling import FairnessAwareROSE
 
 N_CLIENTS = 3
