@@ -327,3 +327,46 @@ def test_d18_an_inactive_fairness_penalty_is_said_on_both(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error", InactivePenaltyWarning)
         _both(federation, data)
+
+
+def test_d20_clients_are_partition_ids_and_row_weights_are_refused_on_flower(data):
+    # Kept and documented (doc/flower.rst): a Flower fit knows its clients by
+    # partition id, and a node refuses row weights before any round rather
+    # than train without them; in-process both are the user's.
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(), n_rounds=1, local_epochs=1, random_state=0
+    )
+    names = np.array(["north", "south", "west"])[data.clients]
+    in_process = clone(federation).fit(
+        data.data, data.target, clients=names, sensitive_features=data.sensitive
+    )
+    on_flower = _both_flower(federation, data)
+    assert in_process.clients_.tolist() == ["north", "south", "west"]
+    assert on_flower.clients_.tolist() == [0, 1, 2]
+    # Position k is the same client on both: its rows, seed and model.
+    np.testing.assert_array_equal(in_process.client_sizes_, on_flower.client_sizes_)
+    np.testing.assert_array_equal(in_process.client_seeds_, on_flower.client_seeds_)
+    np.testing.assert_array_equal(
+        in_process.predict_proba(data.data), on_flower.predict_proba(data.data)
+    )
+    weights = np.linspace(0.5, 1.5, data.target.size)
+    clone(federation).fit(
+        data.data,
+        data.target,
+        clients=data.clients,
+        sensitive_features=data.sensitive,
+        sample_weight=weights,
+    )
+    load = partition_loader(data)
+
+    def weighted(context):
+        loaded = load(context)
+        rows = data.clients == context.node_config["partition-id"]
+        return {**loaded, "sample_weight": weights[rows]}
+
+    with pytest.raises(RuntimeError, match="returns 'sample_weight'"):
+        run_in_process(
+            make_server_app(federation),
+            make_client_app(federation, weighted),
+            num_partitions=3,
+        )

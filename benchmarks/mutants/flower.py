@@ -37,6 +37,14 @@ MUTANTS = [
         ("tests/test_backend_parity.py",),
         features=("make_server_app",),
     ),
+    Mutant(
+        "a node's row weights are taken for an unknown key",
+        "_load",
+        'if "sample_weight" in loaded:',
+        "if False:",
+        ("tests/test_backend_parity.py",),
+        features=("make_client_app",),
+    ),
     # -- the ServerApp ---------------------------------------------------------
     Mutant(
         "server app checks only the replies that arrived",
