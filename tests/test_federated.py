@@ -977,3 +977,44 @@ def test_fairfed_gaps_of_each_metric_by_hand():
         # min_group_size=1: every group counts, however few its rows.
         fairfed = FairFed(metric=metric, min_group_size=1)
         assert fairfed._report_gap(report) == pytest.approx(gap)
+
+
+@pytest.mark.parametrize("kind", ["averaged", "pipeline", "pipeline warm", "trees"])
+def test_a_fit_checks_and_codes_its_clients_once(kind, monkeypatch):
+    # Issue 48: the clients were checked and coded again by each stage of a
+    # pipeline federation (its statistics, then its inner federation's
+    # rounds); every entry now codes them once and hands the codes down.
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.pipeline import make_pipeline
+
+    import skfedida._groups
+    from skfedida.datasets import make_federated_classification
+    from skfedida.preprocessing import FederatedStandardScaler
+
+    coded = []
+    original = skfedida._groups.client_ids
+
+    def counted(clients, n_samples):
+        coded.append(n_samples)
+        return original(clients, n_samples)
+
+    for module in ("federated._estimator", "federated._trees", "preprocessing._base"):
+        monkeypatch.setattr(f"skfedida.{module}.client_ids", counted)
+    estimator = {
+        "averaged": FairPenaltyLogisticRegression(),
+        "trees": HistGradientBoostingClassifier(max_iter=2, early_stopping=False),
+    }.get(
+        kind,
+        make_pipeline(FederatedStandardScaler(), FairPenaltyLogisticRegression()),
+    )
+    data = make_federated_classification(300, n_clients=3, random_state=0)
+    rounds = {} if kind == "trees" else {"n_rounds": 1}
+    federation = FederatedEstimator(estimator, random_state=0, **rounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        federation.fit(data.data, data.target, clients=data.clients)
+        if kind == "pipeline warm":
+            coded.clear()
+            federation.set_params(warm_start=True)
+            federation.fit(data.data, data.target, clients=data.clients)
+    assert coded == [300]

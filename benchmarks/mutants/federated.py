@@ -327,6 +327,14 @@ MUTANTS = [
         SERVER_TESTS,
         features=("FederatedEstimator",),
     ),
+    Mutant(
+        "a pipeline federation's inner fit codes the clients again",
+        "FederatedEstimator._fit_pipeline",
+        "        inner._encoded_clients = encoded\n",
+        "",
+        ("tests/test_federated.py",),
+        features=("FederatedEstimator",),
+    ),
     # -- aggregators -----------------------------------------------------------
     Mutant(
         "FedAvg's shares are divided by the number of clients, not the rows",

@@ -520,6 +520,15 @@ strategy, default="mean"
     # -- input handling ---------------------------------------------------------
 
     def _client_codes(self, clients, n_samples):
+        """The clients checked and coded: ``(ids, codes)``, once per fit.
+
+        A pipeline federation codes them for its preprocessing and hands
+        them to the inner federation that trains its model on the same
+        rows (``_encoded_clients``), which does not code them again.
+        """
+        encoded = self.__dict__.pop("_encoded_clients", None)
+        if encoded is not None and encoded[1].shape[0] == n_samples:
+            return encoded
         return client_ids(clients, n_samples)
 
     def _check_components(self):
@@ -824,6 +833,9 @@ strategy, default="mean"
         warm = self.warm_start and hasattr(self, "_pipeline_parts")
         validate_data(self, X, reset=not warm, skip_check_array=True)
         X_model, S = pipeline.split(X, sensitive_features)
+        # Checked and coded once: the preprocessing's statistics and the
+        # inner federation's rounds read the same codes.
+        encoded = self._client_codes(clients, num_samples(X_model))
         if warm:
             fitted_preprocessing, inner = self._pipeline_parts
             if pipeline.preprocessing_key() != self._pipeline_preprocessing:
@@ -838,19 +850,22 @@ strategy, default="mean"
             fresh.pop("warm_start")
             inner.set_params(**fresh, warm_start=True)
         else:
-            ids, _ = client_ids(clients, num_samples(X_model))
+            ids = encoded[0]
             gate = ReplyGate(
                 self.on_client_error,
                 name=lambda k: f"Client {ids[k].tolist()!r}",
                 client_id=lambda k: ids[k].tolist(),
             )
-            fitted_preprocessing, _ = pipeline.fit_preprocessing(X_model, clients, gate)
+            fitted_preprocessing, _ = pipeline.fit_preprocessing(
+                X_model, clients, gate, encoded
+            )
             self._preprocessing_skips = [{"round": 0, **r} for r in gate.records]
             inner = pipeline.inner()
         X_inner = pipeline.model_inputs(fitted_preprocessing, X_model)
         if getattr(self, "_skl_callbacks", None):
             # The rounds run in the inner federation, on the transformed rows.
             inner.set_callbacks(*self._skl_callbacks)
+        inner._encoded_clients = encoded
         inner.fit(X_inner, y, clients=clients, sensitive_features=S)
         pipeline.adopt(self, inner, fitted_preprocessing, X)
         # Clients left out of the statistics (on_client_error="skip").

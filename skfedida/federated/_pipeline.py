@@ -189,14 +189,17 @@ class PipelineFederation:
         )
         return drop_columns(X, sensitive), S
 
-    def fit_preprocessing(self, X_model, clients, gate=None):
+    def fit_preprocessing(self, X_model, clients, gate=None, encoded=None):
         """The preprocessing fitted from every client's statistics (or None).
 
-        ``gate`` checks every answer and applies ``on_client_error``.
+        ``gate`` checks every answer and applies ``on_client_error``;
+        ``encoded`` is the fit's ``client_ids`` (coded once, at its entry).
         """
         if self.preprocessing is None:
             return None, []
-        return fit_in_process(self.preprocessing, client_parts(X_model, clients), gate)
+        return fit_in_process(
+            self.preprocessing, client_parts(X_model, clients, encoded), gate
+        )
 
     def model_inputs(self, fitted_preprocessing, X_model):
         """A client's rows as the final estimator takes them."""

@@ -118,11 +118,15 @@ class FederatedTransformerMixin(DocLinkMixin):
         return self
 
 
-def client_parts(X, clients):
-    """Each client's rows of X, in the order of its sorted ids."""
+def client_parts(X, clients, encoded=None):
+    """Each client's rows of X, in the order of its sorted ids.
+
+    ``encoded`` is ``client_ids(clients, n_samples)`` where the caller
+    already checked and coded the clients (once per fit).
+    """
     if isinstance(X, list):  # as sklearn's encoders take them
         X = np.asarray(X, dtype=object)
-    ids, codes = client_ids(clients, num_samples(X))
+    ids, codes = client_ids(clients, num_samples(X)) if encoded is None else encoded
     if clients is None:
         return [X]
     return [safe_indexing(X, np.flatnonzero(codes == k)) for k in range(len(ids))]
