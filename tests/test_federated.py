@@ -979,7 +979,10 @@ def test_fairfed_gaps_of_each_metric_by_hand():
         assert fairfed._report_gap(report) == pytest.approx(gap)
 
 
-@pytest.mark.parametrize("kind", ["averaged", "pipeline", "pipeline warm", "trees"])
+@pytest.mark.parametrize(
+    "kind",
+    ["averaged", "pipeline", "pipeline warm", "trees", "pipeline trees", "scaler"],
+)
 def test_a_fit_checks_and_codes_its_clients_once(kind, monkeypatch):
     # Issue 48: the clients were checked and coded again by each stage of a
     # pipeline federation (its statistics, then its inner federation's
@@ -998,23 +1001,59 @@ def test_a_fit_checks_and_codes_its_clients_once(kind, monkeypatch):
         coded.append(n_samples)
         return original(clients, n_samples)
 
-    for module in ("federated._estimator", "federated._trees", "preprocessing._base"):
+    for module in ("federated._estimator", "preprocessing._base"):
         monkeypatch.setattr(f"skfedida.{module}.client_ids", counted)
+    trees = HistGradientBoostingClassifier(max_iter=2, early_stopping=False)
     estimator = {
         "averaged": FairPenaltyLogisticRegression(),
-        "trees": HistGradientBoostingClassifier(max_iter=2, early_stopping=False),
+        "trees": trees,
+        "pipeline trees": make_pipeline(FederatedStandardScaler(), trees),
     }.get(
         kind,
         make_pipeline(FederatedStandardScaler(), FairPenaltyLogisticRegression()),
     )
     data = make_federated_classification(300, n_clients=3, random_state=0)
-    rounds = {} if kind == "trees" else {"n_rounds": 1}
+    rounds = {} if "trees" in kind else {"n_rounds": 1}
     federation = FederatedEstimator(estimator, random_state=0, **rounds)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        federation.fit(data.data, data.target, clients=data.clients)
+        if kind == "scaler":
+            FederatedStandardScaler().fit(data.data, clients=data.clients)
+        else:
+            federation.fit(data.data, data.target, clients=data.clients)
         if kind == "pipeline warm":
             coded.clear()
             federation.set_params(warm_start=True)
             federation.fit(data.data, data.target, clients=data.clients)
     assert coded == [300]
+    # The codes handed to the inner federation are not kept with the fit.
+    assert all(
+        "_encoded_clients" not in vars(part)
+        for part in (federation, *getattr(federation, "_pipeline_parts", ()))
+    )
+
+
+def test_a_failed_warm_pipeline_fit_keeps_no_client_codes():
+    # The codes a pipeline federation hands its inner federation are removed
+    # however that fit ends: one that stops before reading them (labels that
+    # do not match the rows) leaves them on no fitted part to be pickled.
+    from sklearn.pipeline import make_pipeline
+
+    from skfedida.datasets import make_federated_classification
+    from skfedida.preprocessing import FederatedStandardScaler
+
+    data = make_federated_classification(300, n_clients=3, random_state=0)
+    federation = FederatedEstimator(
+        make_pipeline(FederatedStandardScaler(), FairPenaltyLogisticRegression()),
+        n_rounds=1,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        federation.fit(data.data, data.target, clients=data.clients)
+        federation.set_params(warm_start=True)
+        with pytest.raises(ValueError, match="label"):
+            federation.fit(data.data, data.target[:-1], clients=data.clients)
+    assert all(
+        "_encoded_clients" not in vars(part) for part in federation._pipeline_parts
+    )

@@ -335,6 +335,14 @@ MUTANTS = [
         ("tests/test_federated.py",),
         features=("FederatedEstimator",),
     ),
+    Mutant(
+        "a pipeline federation keeps the client codes it handed over",
+        "FederatedEstimator._fit_pipeline",
+        'inner.__dict__.pop("_encoded_clients", None)',
+        "pass",
+        ("tests/test_federated.py",),
+        features=("FederatedEstimator",),
+    ),
     # -- aggregators -----------------------------------------------------------
     Mutant(
         "FedAvg's shares are divided by the number of clients, not the rows",

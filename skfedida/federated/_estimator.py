@@ -523,8 +523,9 @@ strategy, default="mean"
         """The clients checked and coded: ``(ids, codes)``, once per fit.
 
         A pipeline federation codes them for its preprocessing and hands
-        them to the inner federation that trains its model on the same
-        rows (``_encoded_clients``), which does not code them again.
+        them to the inner federation that trains its model (averaged or
+        boosted trees) on the same rows (``_encoded_clients``, removed once
+        read or once that fit ends), which does not code them again.
         """
         encoded = self.__dict__.pop("_encoded_clients", None)
         if encoded is not None and encoded[1].shape[0] == n_samples:
@@ -833,9 +834,6 @@ strategy, default="mean"
         warm = self.warm_start and hasattr(self, "_pipeline_parts")
         validate_data(self, X, reset=not warm, skip_check_array=True)
         X_model, S = pipeline.split(X, sensitive_features)
-        # Checked and coded once: the preprocessing's statistics and the
-        # inner federation's rounds read the same codes.
-        encoded = self._client_codes(clients, num_samples(X_model))
         if warm:
             fitted_preprocessing, inner = self._pipeline_parts
             if pipeline.preprocessing_key() != self._pipeline_preprocessing:
@@ -844,6 +842,10 @@ strategy, default="mean"
                     "its parameters changed since that fit. Set warm_start=False "
                     "to fit the preprocessing again."
                 )
+        # Checked and coded once: the preprocessing's statistics and the
+        # inner federation's rounds (or trees) read the same codes.
+        encoded = self._client_codes(clients, num_samples(X_model))
+        if warm:
             # The final estimator's and every other parameter apply, as for a
             # FederatedEstimator without preprocessing.
             fresh = pipeline.inner().get_params(deep=False)
@@ -866,7 +868,11 @@ strategy, default="mean"
             # The rounds run in the inner federation, on the transformed rows.
             inner.set_callbacks(*self._skl_callbacks)
         inner._encoded_clients = encoded
-        inner.fit(X_inner, y, clients=clients, sensitive_features=S)
+        try:
+            inner.fit(X_inner, y, clients=clients, sensitive_features=S)
+        finally:
+            # Unused if the inner fit stopped first: never kept or pickled.
+            inner.__dict__.pop("_encoded_clients", None)
         pipeline.adopt(self, inner, fitted_preprocessing, X)
         # Clients left out of the statistics (on_client_error="skip").
         skips = getattr(self, "_preprocessing_skips", [])

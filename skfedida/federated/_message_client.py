@@ -168,7 +168,7 @@ class ClientNode:
                 states = decode(
                     states_text
                     if states_text is not None
-                    else record[PREPROCESSING_STATES]
+                    else (record or {})[PREPROCESSING_STATES]
                 )
             part = plan.client(
                 self.load(node),

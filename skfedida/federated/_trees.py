@@ -47,7 +47,7 @@ from .._compat import (
     safe_indexing,
 )
 from .._gate._policy import ReplyGate
-from .._groups import check_labels_complete, client_ids, encode_groups, take_rows
+from .._groups import check_labels_complete, encode_groups, take_rows
 from ..ensemble._batch import ClientBatch
 from ..ensemble._boosting import (
     TreeChannel,
@@ -252,7 +252,7 @@ def fit_trees(federation, X, y, clients, sensitive_features, sample_weight=None)
         )
     if sensitive_features is not None:
         encode_groups(sensitive_features, n_samples=n_samples)  # checked here
-    ids, codes = client_ids(clients, n_samples)
+    ids, codes = federation._client_codes(clients, n_samples)
     n_clients = len(ids)
     seeds = _client_seeds(federation.random_state, n_clients)
     parts = [np.flatnonzero(codes == k) for k in range(n_clients)]

@@ -1,7 +1,8 @@
 """The Flower apps, by the names of the first release (see the split modules).
 
-``_client_app`` (ClientApp), ``_server_app`` (ServerApp and its strategy),
-``_result`` (the result file) and ``_protocol`` (what the two apps send).
+``_client_app`` (ClientApp), ``_server_app`` (ServerApp), ``_result`` (the
+result file); what a client may send is ``skfedida.federated._transport``'s,
+the run config's overrides ``skfedida.federated._wire``'s.
 """
 
 from ..federated._transport import REPLY_CONFIG, REPLY_METRICS

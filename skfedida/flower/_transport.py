@@ -97,18 +97,24 @@ class FlowerReply:
         return decode(self.message.content["config"][ANSWER])
 
 
-def _content(payload):
-    """A payload as a message's content: its arrays and config, if any."""
+def _content(payload, written):
+    """A payload as a message's content: its arrays and config, if any.
+
+    ``written`` holds what the send wrote so far, by key and object: the
+    same states sent with every client's own seed are written once.
+    """
     records = {}
     if payload.arrays is not None:
         records["arrays"] = ArrayRecord([np.asarray(a) for a in payload.arrays])
     if payload.config:
-        records["config"] = ConfigRecord(
-            {
-                key: _WRITERS[key](value) if key in _WRITERS else value
-                for key, value in payload.config.items()
-            }
-        )
+        config = {}
+        for key, value in payload.config.items():
+            if key in _WRITERS:
+                if (key, id(value)) not in written:
+                    written[key, id(value)] = _WRITERS[key](value)
+                value = written[key, id(value)]
+            config[key] = value
+        records["config"] = ConfigRecord(config)
     return RecordDict(records)
 
 
@@ -238,12 +244,12 @@ class FlowerTransport:
         nodes = [self.nodes[k] for k in clients]
         # A payload sent to many clients is written once (a tree query to
         # 200 clients is one JSON text).
-        written = {}
+        contents, written = {}, {}
         for payload in payloads:
-            if id(payload) not in written:
-                written[id(payload)] = _content(payload)
+            if id(payload) not in contents:
+                contents[id(payload)] = _content(payload, written)
         replies = self._exchange(
-            nodes, [written[id(payload)] for payload in payloads], MESSAGE_TYPES[kind]
+            nodes, [contents[id(payload)] for payload in payloads], MESSAGE_TYPES[kind]
         )
         received = {}
         for k, node in zip(clients, nodes, strict=True):

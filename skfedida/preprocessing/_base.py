@@ -62,8 +62,9 @@ class FederatedTransformerMixin(DocLinkMixin):
         """
         self._validate_params()
         X = self._validate_rows(X)
-        parts = client_parts(X, clients)
-        ids, _ = client_ids(clients, num_samples(X))
+        encoded = client_ids(clients, num_samples(X))
+        parts = client_parts(X, clients, encoded)
+        ids = encoded[0]
         name = type(self).__name__
         self._fit_rounds(
             gated_ask(

@@ -1,4 +1,4 @@
-"""flower/_codec.py: the JSON of the statistics rounds, called directly.
+"""_codec.py: the JSON of the statistics rounds, called directly.
 
 test_guard_flower.py checks one value of every dtype and the refusal of
 non-string dict keys; here nested structures, exact floats (NaN, infinity,
