@@ -45,6 +45,14 @@ MUTANTS = [
         ("tests/test_backend_parity.py",),
         features=("make_client_app",),
     ),
+    Mutant(
+        "a run by message names its clients without their nodes",
+        "FederatedEstimator._server",
+        "            name=name,\n",
+        "",
+        ("tests/test_guard_flower.py", "tests/test_flower.py"),
+        features=("make_server_app",),
+    ),
     # -- the ServerApp ---------------------------------------------------------
     Mutant(
         "server app checks only the replies that arrived",

@@ -1202,17 +1202,25 @@ strategy, default="mean"
         """Whether the server holds a rate constraint (rounds that communicate)."""
         return is_constrained(self.estimator) and self.strategy in COMMUNICATING
 
-    def _server(self, central=False, ledger=None):
-        """The server side of this federation (rounds, aggregation, history)."""
+    def _server(self, central=False, ledger=None, *, client_id=None, name=None):
+        """The server side of this federation (rounds, aggregation, history).
+
+        In-process by default; a run by message (``_lifecycle``) gives its
+        clients' ids and names (``client_id``, ``name``), and its rounds
+        run one client's reply at a time, as its messages arrive.
+        """
+        if client_id is None:
+            client_id = (lambda k: "pooled") if central else self._client_id
         return RoundServer(
             ledger=ledger,
             strategy=self.strategy,
             aggregator=self._aggregator,
             client_fraction=self.client_fraction,
             on_client_error=self.on_client_error,
-            n_jobs=self.n_jobs,
+            n_jobs=self.n_jobs if name is None else None,
             verbose=self.verbose,
-            client_id=(lambda k: "pooled") if central else self._client_id,
+            client_id=client_id,
+            name=name,
             max_update_norm=self.max_update_norm,
             dp=self.dp,
         )

@@ -50,7 +50,6 @@ from ._message_rounds import MessageRounds
 from ._parameters import parameter_arrays
 from ._plan import fitted_pipeline, server_preprocessing
 from ._privacy import check_target_delta
-from ._server import RoundServer
 from ._transport import Payload
 from ._tree_server import federated_trees, prior_weighted
 from ._trees import adopt_trees, check_tree_federation, is_boosted_trees
@@ -391,22 +390,9 @@ def run_federation(plan, transport, *, postprocessor=None):
         if all(groups is None for groups in declared_groups)
         else len({label for groups in declared_groups for label in groups or {}}),
     )
-    # The in-process federation's round loop and rules; only the transport
-    # differs.
-    server = RoundServer(
-        strategy=plan.strategy,
-        aggregator=plan.aggregator,
-        client_fraction=federation.client_fraction,
-        on_client_error=plan.on_client_error,
-        n_jobs=None,
-        # The same progress as in-process (a bar, or a line per round).
-        verbose=federation.verbose,
-        client_id=int,
-        name=transport.name,
-        max_update_norm=federation.max_update_norm,
-        dp=federation.dp,
-        ledger=gate.ledger,
-    )
+    # The in-process federation's round loop, rules and progress; only the
+    # transport differs.
+    server = federation._server(ledger=gate.ledger, client_id=int, name=transport.name)
     state = {
         "selection_rng": plan.selection_stream(seeds),
         # Like the in-process federation, start from client 0's initial model
