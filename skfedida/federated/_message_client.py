@@ -64,6 +64,7 @@ from .._messages import (
     TRAIN_LOSS,
     TREE_MODEL,
 )
+from ..postprocessing._threshold_optimizer import client_histogram
 from ._aggregation import WeightedMean
 from ._client import class_counts, clone_fitted
 from ._constraint_rounds import rows_groups
@@ -77,6 +78,15 @@ from ._wire import (
     rowset_declaration,
     tree_model_from_message,
 )
+
+
+def _check_evaluation_groups(groups):
+    """Group thresholds count per group: the evaluation rows' groups, needed."""
+    if groups is None:
+        raise ValueError(
+            "Group thresholds need the sensitive features of the client's "
+            "evaluation rows: return 'sensitive_features' from load_data."
+        )
 
 
 @dataclass(frozen=True)
@@ -302,30 +312,19 @@ class ClientNode:
         # Group thresholds after boosted trees: the client rebuilds the
         # federation's model from the server's message and counts its
         # evaluation rows' scores per (group, label, bin).
-        from ..postprocessing._threshold_optimizer import client_histogram
-
         plan = plan_for_run(self.federation, node.run_config)
         _, (X, y, S) = self.evaluation_rows(node)
         partition, _ = node.partition()
-        if S is None:
-            raise ValueError(
-                "Group thresholds need the sensitive features of the client's "
-                "evaluation rows: return 'sensitive_features' from load_data."
-            )
+        _check_evaluation_groups(S)
         model = tree_model_from_message(
             plan.federation.estimator, decode(config[TREE_MODEL]), X
         )
-        groups = encode_groups(S, n_samples=num_samples(X))
-        counts = client_histogram(
-            model.predict_proba(X)[:, 1],
-            (np.asarray(y) == model.classes_[-1]).astype(np.intp),
-            groups.codes,
-            groups.n_groups,
+        return _histogram_reply(
+            model,
+            (X, y, encode_groups(S, n_samples=num_samples(X))),
+            model.classes_[-1],
             int(config[N_BINS]),
-        )
-        return ClientReply(
-            arrays=[counts],
-            config={PARTITION_ID: partition, **group_config(groups)},
+            partition,
         )
 
     def trees(self, node, config):
@@ -442,30 +441,18 @@ class ClientNode:
 
         On this client's evaluation rows, per (group, label, bin).
         """
-        from ..postprocessing._threshold_optimizer import client_histogram
-
         if TREE_MODEL in config:
             return self.tree_histograms(node, config)
         estimator, seed = self.stored(node)
         _, part, _ = self.client_side(node, seed)
         model = assign_parameters(clone_fitted(estimator), arrays())
-        X_eval, y_eval, groups = part.evaluation
-        if groups is None:
-            raise ValueError(
-                "Group thresholds need the sensitive features of the client's "
-                "evaluation rows: return 'sensitive_features' from load_data."
-            )
-        scores = model.predict_proba(X_eval)[:, 1]
-        counts = client_histogram(
-            scores,
-            (np.asarray(y_eval) == part.classes[-1]).astype(np.intp),
-            groups.codes,
-            groups.n_groups,
+        _check_evaluation_groups(part.evaluation[2])
+        return _histogram_reply(
+            model,
+            part.evaluation,
+            part.classes[-1],
             int(config[N_BINS]),
-        )
-        return ClientReply(
-            arrays=[counts],
-            config={PARTITION_ID: part.partition, **group_config(groups)},
+            part.partition,
         )
 
     def rate_histograms(self, node, config, arrays):
@@ -531,3 +518,23 @@ class ClientNode:
             node.save_model(model)
         metrics[NUM_EXAMPLES] = int(part.n_evaluation)
         return ClientReply(metrics=metrics, config={PARTITION_ID: part.partition})
+
+
+def _histogram_reply(model, rows, positive, n_bins, partition):
+    """A model's scores on ``rows`` (X, y, groups) counted: the histogram reply.
+
+    Per (group, label, bin), the label being whether y is ``positive``, with
+    the groups' categories the server merges the counts by.
+    """
+    X, y, groups = rows
+    counts = client_histogram(
+        model.predict_proba(X)[:, 1],
+        (np.asarray(y) == positive).astype(np.intp),
+        groups.codes,
+        groups.n_groups,
+        n_bins,
+    )
+    return ClientReply(
+        arrays=[counts],
+        config={PARTITION_ID: partition, **group_config(groups)},
+    )
