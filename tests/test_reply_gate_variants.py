@@ -30,10 +30,11 @@ from flwr.app import ArrayRecord, MessageType
 
 from skfedida._codec import decode, encode
 from skfedida._gate._checks import NoConsensus, consensus
+from skfedida._gate._rows import REPORT_KEYS
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FairFed
 from skfedida.flower import make_client_app, make_server_app, run_in_process
-from skfedida.flower._protocol import _HISTOGRAMS, _INIT, _REPORT_KEYS, _STATISTICS
+from skfedida.flower._protocol import _HISTOGRAMS, _INIT, _STATISTICS
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.postprocessing import FederatedThresholdOptimizer
 from skfedida.preprocessing import (
@@ -56,7 +57,7 @@ def data():
 def _invent_group(content):
     # ff2.py: one row of a real group moved into a new group ["A", "Zed"].
     arrays = dict(
-        zip(_REPORT_KEYS, content["fairness"].to_numpy_ndarrays(), strict=True)
+        zip(REPORT_KEYS, content["fairness"].to_numpy_ndarrays(), strict=True)
     )
     labels = json.loads(content["config"]["group-labels"])
     g = int(np.argmax(arrays["n"] - arrays["n_positive"]))
@@ -68,7 +69,7 @@ def _invent_group(content):
     new["true_positive"][g] = min(
         new["true_positive"][g], new["selected"][g], new["n_positive"][g]
     )
-    content["fairness"] = ArrayRecord([new[k] for k in _REPORT_KEYS])
+    content["fairness"] = ArrayRecord([new[k] for k in REPORT_KEYS])
     content["config"]["group-labels"] = json.dumps([*labels, ["A", "Zed"]])
 
 

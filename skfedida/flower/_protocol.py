@@ -13,8 +13,6 @@ import re
 
 from flwr.app import MessageType
 
-from .._gate._rows import REPORT_KEYS
-
 _INIT = f"{MessageType.QUERY}.skfedida_init"
 #: A federation of boosted trees: every query of its fit
 #: (``skfedida.federated._trees``), JSON both ways.
@@ -33,8 +31,6 @@ _RATE_HISTOGRAMS = f"{MessageType.QUERY}.skfedida_rate_histograms"
 #: (counts, sums, category counts) for the next federated transformer.
 _STATISTICS = f"{MessageType.QUERY}.skfedida_statistics"
 _STATE_KEY = "skfedida"
-#: A FairFed report's arrays, in this order (per group of the client).
-_REPORT_KEYS = REPORT_KEYS
 
 
 #: Flower's wording of a ClientApp's exception in an error reply.

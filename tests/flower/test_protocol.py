@@ -160,3 +160,14 @@ def test_the_metrics_a_client_may_send_are_the_ones_it_reports():
     assert {"num-examples", "num-rows", "num-eval-rows", "train-loss"} <= (
         REPLY_METRICS
     )
+
+
+def test_flower_gives_every_kind_of_message_its_type():
+    # The server names what it sends by kind (federated/_transport.py); the
+    # Flower transport maps each kind to its message type. A kind added on
+    # one side only would reach a KeyError mid-run.
+    from skfedida.federated._transport import MESSAGE_KINDS, ROUND_KINDS
+    from skfedida.flower._transport import MESSAGE_TYPES
+
+    assert sorted(MESSAGE_TYPES) == sorted(MESSAGE_KINDS)
+    assert set(ROUND_KINDS) <= set(MESSAGE_KINDS)
