@@ -370,3 +370,54 @@ def test_d20_clients_are_partition_ids_and_row_weights_are_refused_on_flower(dat
             make_client_app(federation, weighted),
             num_partitions=3,
         )
+
+
+def _fitted_attributes(estimator):
+    """An estimator's fitted state, comparable across fits (no RNG objects)."""
+    return {
+        name: value
+        for name, value in vars(estimator).items()
+        if not isinstance(value, np.random.RandomState)
+        and not type(value).__module__.startswith("sklearn._loss")
+    }
+
+
+@pytest.mark.parametrize("estimator", ["logistic", "mlp", "sgd"])
+def test_d8_the_global_estimator_is_the_servers_template_on_both(data, estimator):
+    # In-process estimator_ was a copy of client 0's model with the global
+    # parameters: its counters (n_iter_, t_, n_samples_seen_) and its last
+    # loss_ were client 0's, not the federation's. On Flower it was the
+    # server's template, primed on no client's rows. Both now build it so.
+    from sklearn.linear_model import SGDClassifier
+
+    from skfedida.neural_network import FairMLPClassifier
+
+    if estimator == "logistic":
+        estimator = FairPenaltyLogisticRegression(fairness=1.0)
+    elif estimator == "mlp":
+        estimator = FairMLPClassifier(hidden_layer_sizes=(4,), fairness=1.0)
+    elif estimator == "sgd":
+        estimator = SGDClassifier(loss="log_loss")
+    federation = FederatedEstimator(
+        estimator, n_rounds=2, local_epochs=1, random_state=0
+    )
+    in_process, on_flower = _both(federation, data)
+    ours = _fitted_attributes(in_process.estimator_)
+    theirs = _fitted_attributes(on_flower.estimator_)
+    assert sorted(ours) == sorted(theirs)
+    for name, value in theirs.items():
+        if isinstance(value, list):
+            for mine, other in zip(ours[name], value, strict=True):
+                np.testing.assert_array_equal(mine, other)
+        else:
+            np.testing.assert_array_equal(ours[name], value, err_msg=name)
+    assert "loss_" not in ours
+    # Primed on rows of zeros: at most sklearn's one partial_fit call, and
+    # no client's rows (client 0 trained on 133 rows for 2 epochs).
+    assert ours["n_iter_"] <= 1
+    assert ours.get("n_samples_seen_", 0) == 0
+    assert ours.get("t_", 0) <= 1 + len(in_process.classes_)
+    # Local training's mean model is built the same way.
+    local = clone(federation).set_params(strategy="local")
+    local.fit(data.data, data.target, clients=data.clients)
+    assert "loss_" not in vars(local.estimator_)

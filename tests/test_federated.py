@@ -772,7 +772,14 @@ def test_components_that_are_not_skfedidas_get_the_users_sensitive_features(
     for received in _RecordingSampler.received:
         assert isinstance(received, pd.DataFrame)
         assert list(received.columns) == list(S.columns)
+    # One call primes the server's template of estimator_ on rows of zeros:
+    # no client's rows, so no S.
+    templates = [r for r in _RecordingEstimator.received if r[1] is None]
+    assert len(templates) == 1
+    np.testing.assert_array_equal(templates[0][0], np.unique(y))
     for labels, received in _RecordingEstimator.received:
+        if received is None:
+            continue
         assert isinstance(received, pd.DataFrame)
         assert len(received) == len(labels)
     # ... and the federation learns exactly what skfedida's own components do

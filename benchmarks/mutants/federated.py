@@ -26,6 +26,14 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "the in-process global model is client 0's, with its counters",
+        "FederatedEstimator._global_estimator",
+        "        if central:\n",
+        "        if models is not None:\n",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
         "predict with clients gives a Flower fit's global model without a word",
         "_dispatch",
         'and self.strategy in ("pfedavg", "local")',
@@ -297,7 +305,7 @@ MUTANTS = [
     ),
     Mutant(
         "strategy='local' averages the clients' models with equal weights",
-        "global_model",
+        "global_parameters",
         "[parameter_arrays(m) for m in models], [d.n for d in data]",
         "[parameter_arrays(m) for m in models], [1 for d in data]",
         SERVER_TESTS,

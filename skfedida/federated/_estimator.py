@@ -332,7 +332,10 @@ strategy, default="mean"
     ----------
     estimator_ : estimator
         The global model (for ``"local"``, the n_k-weighted average of the
-        clients' models).
+        clients' models): a clone of ``estimator`` that holds the server's
+        parameters. Its counters (``n_iter_``, ``t_``...) count no client's
+        training, on both backends; the clients' models hold theirs. For
+        ``"central"``, the pooled fit itself.
     client_estimators_ : dict
         Client id to its own model (``"local"``) or personalised model
         (``"pfedavg"``); empty otherwise.
@@ -1188,6 +1191,39 @@ strategy, default="mean"
 
     # -- the federation -------------------------------------------------------
 
+    def _template(self, seed, n_features, feature_names, classes):
+        """A fitted estimator of the federation's kind, built without client data.
+
+        Primed on zero rows: its parameters are the server's to set, and its
+        counters (``n_iter_``, ``t_``...) count no client's training.
+        """
+        estimator = self._client_estimator(seed)
+        X = np.zeros((len(classes), n_features))
+        if feature_names is not None:
+            import pandas as pd
+
+            X = pd.DataFrame(X, columns=feature_names)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return self._trainer(
+                classes, self._sensitive_routing(sensitive_features=None)
+            ).prime(estimator, _ClientData(X, np.asarray(classes), None))
+
+    def _global_estimator(self, global_parameters, models=None, central=False):
+        """``estimator_`` on both backends: the template with the global parameters.
+
+        Central training's model is the pooled fit itself, counters included.
+        """
+        if central:
+            return assign_parameters(clone_fitted(models[0]), global_parameters)
+        template = self._template(
+            self.client_seeds_[0],
+            self.n_features_in_,
+            getattr(self, "feature_names_in_", None),
+            self.classes_,
+        )
+        return assign_parameters(template, global_parameters)
+
     def _client_estimator(self, seed):
         estimator = clone(self.estimator)
         if "random_state" in estimator.get_params(deep=False):
@@ -1304,7 +1340,9 @@ strategy, default="mean"
             def as_it_stands():
                 state_now = {"models": models, "global_parameters": global_parameters}
                 return {
-                    "estimator_": server.global_model(state_now, data),
+                    "estimator_": self._global_estimator(
+                        server.global_parameters(state_now, data), models, central
+                    ),
                     "client_estimators_": (
                         {self._client_id(k): m for k, m in enumerate(models)}
                         if self.strategy == "local"
@@ -1332,7 +1370,9 @@ strategy, default="mean"
         state["dp"] = None if self.dp is None else self.dp.get_params()
         self._federation_state = state
         self.privacy_ = privacy_report(self.dp, state["rounds"])
-        self.estimator_ = server.global_model(state, data)
+        self.estimator_ = self._global_estimator(
+            server.global_parameters(state, data), state["models"], central
+        )
         if self.strategy == "local":
             # The mean of the clients' models: their constraints are theirs.
             forget_constraint(self.estimator_)

@@ -316,17 +316,7 @@ class FederationPlan:
 
     def template(self, seed, n_features, feature_names, classes):
         """A fitted estimator of the federation's kind, built without client data."""
-        estimator = self.federation._client_estimator(seed)
-        X = np.zeros((len(classes), n_features))
-        if feature_names is not None:
-            import pandas as pd
-
-            X = pd.DataFrame(X, columns=feature_names)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return self._trainer(classes).prime(
-                estimator, _ClientData(X, np.asarray(classes), None)
-            )
+        return self.federation._template(seed, n_features, feature_names, classes)
 
     def fitted(
         self,
@@ -354,8 +344,7 @@ class FederationPlan:
         fitted.n_features_in_ = n_features
         if feature_names is not None:
             fitted.feature_names_in_ = np.asarray(feature_names, dtype=object)
-        template = self.template(seeds[0], n_features, feature_names, classes)
-        fitted.estimator_ = assign_parameters(template, global_parameters)
+        fitted.estimator_ = fitted._global_estimator(global_parameters)
         if constraint_attributes is not None:
             fitted.estimator_.set_params(constraints=fitted.estimator.constraints)
             for name, value in constraint_attributes.items():

@@ -254,18 +254,18 @@ class RoundServer:
             "federated_metrics": federated_metrics,
         }
 
-    def global_model(self, state, data):
-        """The federation's global estimator.
+    def global_parameters(self, state, data):
+        """The federation's global parameters.
 
-        For Local training, where clients never communicated, it is their
-        n_k-weighted mean whatever the aggregation.
+        For Local training, where clients never communicated, they are the
+        clients' n_k-weighted mean whatever the aggregation.
         """
         models, global_parameters = state["models"], state["global_parameters"]
         if self.strategy == "local":
             global_parameters = WeightedMean().aggregate(
                 [parameter_arrays(m) for m in models], [d.n for d in data]
             )
-        return assign_parameters(clone_fitted(models[0]), global_parameters)
+        return global_parameters
 
     def client_models(self, state, trainer, data, seeds, personalization_steps):
         """Client k's own model (Local) or personalised one (Per-FedAvg), by k."""
