@@ -32,6 +32,9 @@ SENSITIVE_NAMES = "sensitive-names"
 DECLARED_GROUPS = "declared-groups"
 #: A client's rows per class, at initialisation.
 CLASS_COUNTS = "class-counts"
+#: A client's training rows per class that the model it uses predicts,
+#: after the last round.
+DECISION_COUNTS = "decision-counts"
 #: The node's place among the clients and their number (Flower node config).
 PARTITION_ID = "partition-id"
 NUM_PARTITIONS = "num-partitions"

@@ -282,6 +282,34 @@ def warn_if_degenerate(positive_share, owner, rows="training rows", label=None):
         )
 
 
+def warn_if_degenerate_decisions(counts, classes, owner):
+    """``warn_if_degenerate`` from the federation's counts of decisions per class.
+
+    The one rule of both backends (in-process and Flower).
+
+    Parameters
+    ----------
+    counts : array-like of shape (n_classes,)
+        Summed over the clients, their training rows per class that the
+        model each uses predicts.
+    classes : array-like of shape (n_classes,)
+        The federation's classes, in the order of ``counts``.
+    owner : str
+        Who predicts, as the warning names it ("FederatedEstimator").
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.sum() == 0:
+        return
+    shares = counts / counts.sum()
+    if len(classes) == 2:
+        warn_if_degenerate(shares[-1], owner)
+    else:
+        most = int(np.argmax(shares))
+        warn_if_degenerate(
+            shares[most], owner, label=np.asarray(classes).tolist()[most]
+        )
+
+
 #: How many times the median of the other clients' update norms a client's
 #: must exceed to be warned about (honest clients stay within about 2x on the
 #: shipped and synthetic federations).

@@ -421,3 +421,89 @@ def test_d8_the_global_estimator_is_the_servers_template_on_both(data, estimator
     local = clone(federation).set_params(strategy="local")
     local.fit(data.data, data.target, clients=data.clients)
     assert "loss_" not in vars(local.estimator_)
+
+
+def test_d18_the_degenerate_model_warning_is_one_rule_on_both():
+    # In-process the warning read the clients' training decisions, each by
+    # the model it uses; the ServerApp read the last evaluation's selection
+    # rate (held-out rows, the global model) and worded it otherwise. Both
+    # now sum the clients' counts of their training decisions, each from the
+    # model it uses (Per-FedAvg: its personalised one), through the gate.
+    from skfedida.exceptions import DegenerateModelWarning
+
+    data = make_federated_classification(
+        600, n_clients=3, class_sep=0.0, random_state=5
+    )
+    data.target = np.ones_like(data.target)
+    # Three rows of the other class per client, so that each has both.
+    for k in range(3):
+        data.target[np.flatnonzero(data.clients == k)[:3]] = 0
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        strategy="pfedavg",
+        n_rounds=2,
+        local_epochs=1,
+        validation_fraction=0.25,
+        random_state=0,
+    )
+    messages = []
+    for fit in (_in_process, _both_flower):
+        with pytest.warns(DegenerateModelWarning) as caught:
+            fit(federation, data)
+        messages.append(
+            [str(w.message) for w in caught if w.category is DegenerateModelWarning]
+        )
+    assert messages[0] == messages[1]
+    assert len(messages[0]) == 1
+    assert re.match(
+        r"FederatedEstimator predicts the positive class for 9\d\.\d% of its "
+        r"training rows:",
+        messages[0][0],
+    )
+
+
+class _MiscountingNode:
+    """A ClientApp whose node 1 miscounts its decisions after the last round."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, message, context):
+        reply = self.app(message, context)
+        if (
+            message.metadata.message_type.endswith("skfedida_decisions")
+            and context.node_config["partition-id"] == 1
+        ):
+            config = reply.content.config_records["config"]
+            config["decision-counts"] = [0, 1]
+        return reply
+
+
+def test_d18_decision_counts_pass_the_gate_on_both(data):
+    # What a client counts is held to the rows it declared: one that
+    # miscounts fails the decision query naming it, or is left out of the
+    # sum and recorded after the last round.
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+    )
+    app = make_client_app(federation, partition_loader(data))
+    with pytest.raises(
+        RuntimeError,
+        match=r"Client 1 \(node \d+\) failed the decision query: its reply cannot "
+        r"be used: its decision counts add up to 1 rows; it declared \d+ training",
+    ):
+        run_in_process(
+            make_server_app(federation), _MiscountingNode(app), num_partitions=3
+        )
+    skipping = clone(federation).set_params(on_client_error="skip")
+    fitted = run_in_process(
+        make_server_app(skipping),
+        _MiscountingNode(make_client_app(skipping, partition_loader(data))),
+        num_partitions=3,
+    )
+    recorded = [r for r in fitted.history_ if r.get("stage") == "decision query"]
+    assert [(r["round"], r["client"]) for r in recorded] == [(2, 1)]
+    assert "its decision counts add up to 1 rows" in recorded[0]["skipped"]

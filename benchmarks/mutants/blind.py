@@ -218,7 +218,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: a Flower client personalises from the previous round's seed",
-        where="FederationPlan.evaluate",
+        where="FederationPlan._personalise",
         original="np.random.RandomState(_round_seed(seed, round_)),",
         mutated="np.random.RandomState(_round_seed(seed, round_ - 1)),",
         tests=("tests/test_flower.py",),

@@ -361,9 +361,9 @@ MUTANTS = [
     Mutant(
         name="blind2: model-path is written after the next-to-last round",
         where="ClientNode.evaluate",
-        original="if round_ == plan.n_rounds:",
-        mutated="if round_ == plan.n_rounds - 1:",
-        tests=_FLOWER,
+        original="if round_ == plan.n_rounds and node.record()",
+        mutated="if round_ == plan.n_rounds - 1 and node.record()",
+        tests=(*_FLOWER, "tests/flower/test_plain_flower_server.py"),
         features=("make_client_app",),
     ),
     Mutant(

@@ -26,6 +26,16 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "the in-process degenerate warning reads the global model alone",
+        "FederatedEstimator._warn_if_degenerate",
+        """            model = self.client_estimators_.get(
+                self.clients_[k].tolist(), self.estimator_
+            )""",
+        """            model = self.estimator_""",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator", "DegenerateModelWarning"),
+    ),
+    Mutant(
         "the in-process global model is client 0's, with its counters",
         "FederatedEstimator._global_estimator",
         "        if central:\n",
@@ -601,17 +611,17 @@ MUTANTS = [
     ),
     Mutant(
         "the degenerate-model check counts only the last client's decisions",
-        "_warn_if_degenerate",
-        "counts += np.bincount(predicted, minlength=len(self.classes_))",
-        "counts = np.bincount(predicted, minlength=len(self.classes_))",
+        "admitted_decision_counts",
+        "total += np.asarray(counted[k], dtype=np.int64)",
+        "total = np.asarray(counted[k], dtype=np.int64)",
         WARNING_TESTS,
         features=("DegenerateModelWarning",),
     ),
     Mutant(
         "the degenerate-model warning names the wrong class",
-        "_warn_if_degenerate",
-        "warn_if_degenerate(shares[-1], type(self).__name__)",
-        "warn_if_degenerate(shares[0], type(self).__name__)",
+        "warn_if_degenerate_decisions",
+        "warn_if_degenerate(shares[-1], owner)",
+        "warn_if_degenerate(shares[0], owner)",
         WARNING_TESTS,
         features=("DegenerateModelWarning",),
     ),
@@ -666,11 +676,11 @@ MUTANTS = [
     ),
     Mutant(
         "class counts need not add up to the declared rows",
-        "initialisation_reply_problem",
+        "_per_class_problem",
         "    if int(counts.sum()) != int(declared_rows):\n        return (\n"
-        '            f"its class counts',
+        '            f"{what} add up',
         "    if int(counts.sum()) > int(declared_rows):\n        return (\n"
-        '            f"its class counts',
+        '            f"{what} add up',
         REPLY_GATE_TESTS,
         features=("reply:initialisation",),
     ),

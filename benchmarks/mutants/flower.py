@@ -55,6 +55,22 @@ MUTANTS = [
     ),
     # -- the ServerApp ---------------------------------------------------------
     Mutant(
+        "decision counts are held to every row loaded, not the training rows",
+        "_final_decisions",
+        'declared_rows=[sets.sizes["train"] for sets in declared],',
+        'declared_rows=[sets.sizes["rows"] for sets in declared],',
+        ("tests/test_backend_parity.py",),
+        features=("make_server_app", "DegenerateModelWarning"),
+    ),
+    Mutant(
+        "a client skipped at the decision query is recorded before training",
+        "_final_decisions",
+        '{"round": state["rounds"], **record}',
+        '{"round": 0, **record}',
+        ("tests/test_backend_parity.py",),
+        features=("make_server_app",),
+    ),
+    Mutant(
         "server app checks only the replies that arrived",
         "MessageRounds._send",
         "return [(k, replies[k]) for k in clients]",
@@ -146,9 +162,9 @@ MUTANTS = [
     Mutant(
         "client app writes its model after the first round",
         "ClientNode.evaluate",
-        "if round_ == plan.n_rounds:",
-        "if round_ == 1:",
-        FLOWER_TESTS,
+        "if round_ == plan.n_rounds and node.record()",
+        "if round_ == 1 and node.record()",
+        (*FLOWER_TESTS, "tests/flower/test_plain_flower_server.py"),
         features=("make_client_app",),
     ),
     Mutant(

@@ -1,11 +1,12 @@
 """The rules for replies about a client's rows, held to what it said before.
 
-Initialisation replies (class counts), score histograms (group thresholds),
-FairFed's fairness reports, group declarations and the data descriptions of
-discovery: every count of rows adds up to the rows the client declared when
-it joined, and to what it claimed about the same rows in any earlier reply
-(``ClientLedger``), so a client cannot claim two different things about one
-set of rows across rounds or reply kinds.
+Initialisation replies (class counts), the final model's decision counts,
+score histograms (group thresholds), FairFed's fairness reports, group
+declarations and the data descriptions of discovery: every count of rows
+adds up to the rows the client declared when it joined, and to what it
+claimed about the same rows in any earlier reply (``ClientLedger``), so a
+client cannot claim two different things about one set of rows across rounds
+or reply kinds.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ._checks import (
     parse_groups,
     read_reply,
     rows_problem,
+    unless_malformed,
 )
 from ._model import training_reply_problem
 
@@ -54,14 +56,83 @@ def initialisation_reply_problem(class_counts, *, n_classes, declared_rows):
     -------
     problem : str or None
     """
+    return _per_class_problem(
+        class_counts, "its class counts", n_classes, declared_rows
+    )
+
+
+def decision_counts_problem(decision_counts, *, n_classes, declared_rows):
+    """Why a client's counts of the final model's decisions cannot be used, or None.
+
+    Parameters
+    ----------
+    decision_counts : array-like
+        The client's training rows per class the model it uses predicts,
+        in the order of the classes.
+    n_classes : int
+        The federation's number of classes.
+    declared_rows : int
+        The training rows the client declared.
+
+    Returns
+    -------
+    problem : str or None
+    """
+    return _per_class_problem(
+        decision_counts, "its decision counts", n_classes, declared_rows
+    )
+
+
+def admitted_decision_counts(gate, replies, *, n_classes, declared_rows):
+    """The federation's decisions per class: the admitted clients' counts summed.
+
+    Parameters
+    ----------
+    gate : ReplyGate
+        Checks each reply (``decision_counts_problem``) and applies the
+        failure policy; a skipped client is recorded at the stage
+        ``"decision query"`` and left out of the sum.
+    replies : list
+        Per client, a callable returning its counts, or a string saying why
+        it has none (it failed).
+    n_classes : int
+        The federation's number of classes.
+    declared_rows : list of int
+        Per client, the training rows it declared.
+
+    Returns
+    -------
+    counts : ndarray of int64 of shape (n_classes,)
+    """
+    problems, counted = [], {}
+    for k, reply in enumerate(replies):
+        if isinstance(reply, str):
+            problems.append((k, reply))
+            continue
+
+        def check(reply=reply, k=k):
+            counted[k] = reply()
+            return decision_counts_problem(
+                counted[k], n_classes=n_classes, declared_rows=declared_rows[k]
+            )
+
+        problems.append((k, unless_malformed(check)))
+    total = np.zeros(n_classes, dtype=np.int64)
+    for k in gate.admit("decision query", problems):
+        total += np.asarray(counted[k], dtype=np.int64)
+    return total
+
+
+def _per_class_problem(counts, what, n_classes, declared_rows):
+    # One count per class of every one of the client's training rows.
     counts, problem = count_array(
-        class_counts, "its class counts", shape=(n_classes,), at_most=declared_rows
+        counts, what, shape=(n_classes,), at_most=declared_rows
     )
     if problem is not None:
         return problem
     if int(counts.sum()) != int(declared_rows):
         return (
-            f"its class counts add up to {int(counts.sum())} rows; it declared "
+            f"{what} add up to {int(counts.sum())} rows; it declared "
             f"{int(declared_rows)} training rows"
         )
     return None

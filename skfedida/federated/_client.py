@@ -1011,6 +1011,15 @@ def class_counts(y, classes):
     return np.array([int(np.sum(np.asarray(y) == c)) for c in classes], np.int64)
 
 
+def decision_counts(model, X, classes):
+    """The rows of X per class that ``model`` predicts, in the order of ``classes``.
+
+    What a client sends for the degenerate-model check: counts, no row.
+    """
+    predicted = np.searchsorted(classes, model.predict(X))
+    return np.bincount(predicted, minlength=len(classes))
+
+
 def _reporting_client_round(trainer, estimator, parameters, data, epochs, seed):
     """``_client_round``, with the client's fairness report for the global model."""
     if parameters is not None:

@@ -30,7 +30,7 @@ from .._compat import (
 from .._doc_links import DocLinkMixin
 from .._gate._model import evaluation_reply_problem
 from .._gate._policy import ReplyGate, RoundHistory, admit_round, ordered_records
-from .._gate._rows import initialisation_reply_problem
+from .._gate._rows import admitted_decision_counts, initialisation_reply_problem
 from .._groups import (
     check_labels_complete,
     client_ids,
@@ -50,7 +50,7 @@ from ..exceptions import (
     ClientDataWarning,
     InactivePenaltyWarning,
     caller_stacklevel,
-    warn_if_degenerate,
+    warn_if_degenerate_decisions,
     warn_if_outlying_updates,
 )
 from ..metrics._registry import VALIDATION_PREFIX
@@ -67,6 +67,7 @@ from ._client import (
     _validation_metrics,
     class_counts,
     clone_fitted,
+    decision_counts,
 )
 from ._constraint_rounds import (
     FederatedConstraint,
@@ -749,7 +750,7 @@ strategy, default="mean"
             )
         del self._validation
         self._record_skips(gate)
-        self._warn_if_degenerate(data)
+        self._warn_if_degenerate(data, gate)
         warn_if_outlying_updates(self.history_, bounded=updates_bounded(self))
         callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
         return self
@@ -963,28 +964,37 @@ strategy, default="mean"
             stacklevel=caller_stacklevel(),
         )
 
-    def _warn_if_degenerate(self, data):
+    def _warn_if_degenerate(self, data, gate):
         """Warn when the models' decisions on the training rows are one class.
 
-        Each client counts its own rows predicted positive by the model it
-        uses (personalised or own, else global); only the counts are summed.
+        Each client counts its own rows predicted per class by the model it
+        uses (personalised or own, else global); the counts pass the gate's
+        rule, as a Flower client's reply does, and only they are summed. A
+        skipped client is recorded after the last round.
         """
-        # Counts of each predicted class; with two, the positive one's share.
-        counts = np.zeros(len(self.classes_), dtype=np.int64)
+        replies = []
         for k, client in enumerate(data):
             model = self.client_estimators_.get(
                 self.clients_[k].tolist(), self.estimator_
             )
-            predicted = np.searchsorted(self.classes_, model.predict(client.X))
-            counts += np.bincount(predicted, minlength=len(self.classes_))
-        shares = counts / self.client_sizes_.sum()
-        if len(self.classes_) == 2:
-            warn_if_degenerate(shares[-1], type(self).__name__)
-        else:
-            most = int(np.argmax(shares))
-            warn_if_degenerate(
-                shares[most], type(self).__name__, label=self.classes_.tolist()[most]
+            replies.append(
+                lambda model=model, client=client: decision_counts(
+                    model, client.X, self.classes_
+                )
             )
+        before = len(gate.records)
+        counts = admitted_decision_counts(
+            gate,
+            replies,
+            n_classes=len(self.classes_),
+            declared_rows=[client.n for client in data],
+        )
+        last_round = max((r["round"] for r in self.history_), default=0)
+        self.history_.extend(
+            {"round": last_round, **record} for record in gate.records[before:]
+        )
+        self.history_[:] = ordered_records(self.history_, self.clients_.tolist())
+        warn_if_degenerate_decisions(counts, self.classes_, type(self).__name__)
 
     def _validated_rows(self, X, y, sensitive_features, *, reset, suffix=""):
         """X, y and the sensitive features of training (or evaluation) rows.

@@ -18,6 +18,7 @@ from .._gate._checks import parse_groups, read_reply, unless_malformed
 from .._gate._ledger import declared_sets
 from .._gate._policy import ReplyGate, RoundHistory
 from .._gate._rows import (
+    admitted_decision_counts,
     attributes_consensus,
     data_description,
     description_consensus,
@@ -31,6 +32,7 @@ from .._groups import merged_groups
 from .._messages import (
     CLASS_COUNTS,
     CLIENT_SEED,
+    DECISION_COUNTS,
     FITTED_STATES,
     N_BINS,
     NUM_EXAMPLES,
@@ -39,6 +41,7 @@ from .._messages import (
     TREE_MODEL,
 )
 from ..ensemble._boosting import Failed, TreeChannel
+from ..exceptions import warn_if_degenerate_decisions
 from ..postprocessing._threshold_optimizer import (
     fit_from_client_counts,
     server_postprocessor,
@@ -326,6 +329,38 @@ def _federate_trees(plan, transport, rows, postprocessor=None):
     return postprocess(postprocessor, fitted, transport, declared, gate, trees=model)
 
 
+def _final_decisions(transport, declared, gate, n_classes, state, history):
+    """After the last round: the federation's decisions per class, as in-process.
+
+    Each client saves the model it uses from now on and counts its training
+    rows per class that model predicts; the gate admits the counts
+    (``admitted_decision_counts``) and a skipped client is recorded in
+    ``history`` at the last round.
+    """
+    replies = _everyone(
+        transport,
+        "decision query",
+        Payload(arrays=state["global_parameters"]),
+        range(len(declared)),
+    )
+    before = len(gate.records)
+    decided = admitted_decision_counts(
+        gate,
+        [
+            reply
+            if isinstance(reply, str)
+            else lambda reply=reply: reply.config()[DECISION_COUNTS]
+            for reply in (replies[k] for k in range(len(declared)))
+        ],
+        n_classes=n_classes,
+        declared_rows=[sets.sizes["train"] for sets in declared],
+    )
+    history.extend(
+        {"round": state["rounds"], **record} for record in gate.records[before:]
+    )
+    return decided
+
+
 def run_federation(plan, transport, *, postprocessor=None):
     """A federation's fit when its clients are reached by message.
 
@@ -416,6 +451,7 @@ def run_federation(plan, transport, *, postprocessor=None):
         plan.n_rounds,
         RoundHistory(history, int),
     )
+    decided = _final_decisions(transport, declared, gate, len(classes), state, history)
     fitted = plan.fitted(
         classes=classes,
         client_sizes=[sets.sizes["train"] for sets in declared],
@@ -431,6 +467,7 @@ def run_federation(plan, transport, *, postprocessor=None):
         federated_metrics=state["federated_metrics"],
         constraint_attributes=state.get("constraint_attributes"),
     )
+    warn_if_degenerate_decisions(decided, classes, type(federation).__name__)
     if plan.pipeline is not None:
         fitted = fitted_pipeline(plan, fitted, *rebuilt)
     if postprocessor is None:

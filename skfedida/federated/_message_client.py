@@ -45,6 +45,7 @@ from .._messages import (
     ANSWER,
     CLASS_COUNTS,
     CLIENT_SEED,
+    DECISION_COUNTS,
     DECLARED_GROUPS,
     FEATURE_NAMES,
     FITTED_STATES,
@@ -66,7 +67,7 @@ from .._messages import (
 )
 from ..postprocessing._threshold_optimizer import client_histogram
 from ._aggregation import WeightedMean
-from ._client import class_counts, clone_fitted
+from ._client import class_counts, clone_fitted, decision_counts
 from ._constraint_rounds import rows_groups
 from ._parameters import assign_parameters, parameter_arrays
 from ._pipeline import raw_schema
@@ -507,14 +508,34 @@ class ClientNode:
             fairness=fairness,
         )
 
+    def decision_query(self, node, arrays):
+        """After the last round: the model this client uses, and its decisions.
+
+        The client saves the model it uses from now on (its personalised
+        one under Per-FedAvg, else the global ``arrays``) and counts its
+        training rows per class that model predicts.
+        """
+        estimator, seed = self.stored(node)
+        arrays = arrays()
+        self.check_global_model(node, estimator, arrays)
+        plan, part, _ = self.client_side(node, seed)
+        model = plan.final_model(part, estimator, arrays, seed)
+        node.save_model(model)
+        counts = decision_counts(model, part.train.X, part.classes)
+        return ClientReply(
+            config={PARTITION_ID: part.partition, DECISION_COUNTS: counts.tolist()}
+        )
+
     def evaluate(self, node, arrays, round_):
         """The global ``arrays`` evaluated on this client's evaluation rows."""
         estimator, seed = self.stored(node)
         self.check_global_model(node, estimator, arrays)
         plan, part, _ = self.client_side(node, seed)
         metrics, model = plan.evaluate(part, estimator, arrays, seed, round_)
-        if round_ == plan.n_rounds:
-            # The model this client uses from now on stays on its node.
+        if round_ == plan.n_rounds and node.record().get(SELF_INITIALISED, False):
+            # Under a Flower strategy of the user's, the last evaluation is the
+            # last message: the model this client uses from now on stays on
+            # its node. skfedida's server sends the decision query for that.
             node.save_model(model)
         metrics[NUM_EXAMPLES] = int(part.n_evaluation)
         return ClientReply(metrics=metrics, config={PARTITION_ID: part.partition})

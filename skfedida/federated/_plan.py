@@ -20,10 +20,9 @@ from .._gate._policy import ordered_records
 from .._groups import encode_groups
 from ..exceptions import (
     InactivePenaltyWarning,
-    warn_if_degenerate,
     warn_if_outlying_updates,
 )
-from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX, share_label
+from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
 from ..preprocessing._base import client_answer, fitted_tree
 from ._aggregation import check_aggregation
 from ._client import (
@@ -272,20 +271,34 @@ class FederationPlan:
             ).items()
         }
         if self.strategy == "pfedavg":
-            # The personalised model this client would use after this round:
-            # what FederatedEstimator(n_rounds=round) gives it.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", InactivePenaltyWarning)
-                self._trainer(part.classes, part).personalise(
-                    model,
-                    part.train,
-                    self.federation.personalization_steps,
-                    np.random.RandomState(_round_seed(seed, round_)),
-                )
+            self._personalise(part, model, seed, round_)
             personal = _validation_metrics(model, X_eval, y_eval, S_eval, part.classes)
             for name in PERSONAL_METRICS:
                 metrics[PERSONAL_PREFIX + name] = personal[name]
         return metrics, model
+
+    def final_model(self, part, estimator, parameters, seed):
+        """The model this client uses after the last round.
+
+        The global one; under Per-FedAvg, its personalised model, as
+        ``client_estimators_`` holds it in-process.
+        """
+        model = assign_parameters(clone_fitted(estimator), parameters)
+        if self.strategy == "pfedavg":
+            self._personalise(part, model, seed, self.n_rounds)
+        return model
+
+    def _personalise(self, part, model, seed, round_):
+        # The personalised model this client would use after this round:
+        # what FederatedEstimator(n_rounds=round) gives it.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InactivePenaltyWarning)
+            self._trainer(part.classes, part).personalise(
+                model,
+                part.train,
+                self.federation.personalization_steps,
+                np.random.RandomState(_round_seed(seed, round_)),
+            )
 
     def rate_histograms(self, part, estimator, parameters, n_bins):
         """A client's rate-constraint counts of its training rows, and groups."""
@@ -355,30 +368,6 @@ class FederationPlan:
         fitted.federated_metrics_ = federated_metrics
         fitted.privacy_ = privacy_report(fitted.dp, self.n_rounds)
         warn_if_outlying_updates(fitted.history_, bounded=updates_bounded(fitted))
-        if federated_metrics:
-            # The server never sees training decisions; the clients' evaluation
-            # rows of the last round tell it whether the model is degenerate.
-            last = federated_metrics[max(federated_metrics)]
-            shares = {
-                share_label(key[len(VALIDATION_PREFIX) :]): value
-                for key, value in last.items()
-                if key.startswith(VALIDATION_PREFIX)
-                and share_label(key[len(VALIDATION_PREFIX) :]) is not None
-            }
-            if shares:  # more than two classes: the most predicted one's share
-                label = max(shares, key=shares.get)
-                warn_if_degenerate(
-                    float(shares[label]),
-                    "The federated model",
-                    rows="clients' evaluation rows",
-                    label=label,
-                )
-            else:
-                warn_if_degenerate(
-                    float(last.get(VALIDATION_PREFIX + "selection_rate", np.nan)),
-                    "The federated model",
-                    rows="clients' evaluation rows",
-                )
         return fitted
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from .._messages import (
     ANSWER,
     CLASS_COUNTS,
+    DECISION_COUNTS,
     DECLARED_GROUPS,
     FEATURE_NAMES,
     GROUP_LABELS,
@@ -58,6 +59,7 @@ MESSAGE_KINDS = (
     "initialisation",
     "training",
     "evaluation",
+    "decision query",
     "rate histograms query",
     "tree query",
     "group declaration",
@@ -105,6 +107,7 @@ REPLY_CONFIG = frozenset(
         N_FEATURES,
         "classes",
         CLASS_COUNTS,
+        DECISION_COUNTS,
         FEATURE_NAMES,
         GROUP_LABELS,
         SENSITIVE_NAMES,

@@ -295,6 +295,10 @@ def make_client_app(federation, load_data, *, classes=None):
         app.query("skfedida_rate_histograms"),
         lambda m, node: client.rate_histograms(node, config(m), _arrays(m)),
     )
+    handle(
+        app.query("skfedida_decisions"),
+        lambda m, node: client.decision_query(node, _arrays(m)),
+    )
     handle(app.train(), train)
     handle(app.evaluate(), evaluate)
     return app

@@ -30,6 +30,9 @@ _RATE_HISTOGRAMS = f"{MessageType.QUERY}.skfedida_rate_histograms"
 #: Before initialisation, with a pipeline federation: each client's answer
 #: (counts, sums, category counts) for the next federated transformer.
 _STATISTICS = f"{MessageType.QUERY}.skfedida_statistics"
+#: After the last round: each client saves the model it uses and counts its
+#: training rows per class that model predicts.
+_DECISIONS = f"{MessageType.QUERY}.skfedida_decisions"
 _STATE_KEY = "skfedida"
 
 

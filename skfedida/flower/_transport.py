@@ -32,6 +32,7 @@ from .._messages import (
 from ..federated._transport import ROUND_KINDS
 from ..federated._wire import tree_model_message
 from ._protocol import (
+    _DECISIONS,
     _HISTOGRAMS,
     _INIT,
     _RATE_HISTOGRAMS,
@@ -49,6 +50,7 @@ MESSAGE_TYPES = {
     "initialisation": _INIT,
     "training": MessageType.TRAIN,
     "evaluation": MessageType.EVALUATE,
+    "decision query": _DECISIONS,
     "rate histograms query": _RATE_HISTOGRAMS,
     "tree query": _TREES,
     "group declaration": _TREE_GROUPS,

@@ -41,7 +41,9 @@ def _load(data):
     return load
 
 
-def _run_flowers_fedavg(client_app, n_features, n_logits=1, strategy=None):
+def _run_flowers_fedavg(
+    client_app, n_features, n_logits=1, strategy=None, node_configs=None
+):
     """Flower's FedAvg (or ``strategy``) in a user's ServerApp, in-process.
 
     It starts from zeros for a linear model of ``n_logits`` logits.
@@ -59,8 +61,10 @@ def _run_flowers_fedavg(client_app, n_features, n_logits=1, strategy=None):
             grid=grid, initial_arrays=ArrayRecord(initial), num_rounds=N_ROUNDS
         )
 
+    extra = node_configs or [{}] * N_CLIENTS
     node_configs = [
-        {"partition-id": k, "num-partitions": N_CLIENTS} for k in range(N_CLIENTS)
+        {"partition-id": k, "num-partitions": N_CLIENTS, **extra[k]}
+        for k in range(N_CLIENTS)
     ]
     grid = InProcessGrid(client_app, node_configs, {})
     context = Context(
@@ -105,6 +109,32 @@ def test_flowers_fedavg_server_trains_skfedidas_clients_as_the_federation_does(
     assert sorted(evaluated) == list(range(1, N_ROUNDS + 1))
     assert 0.5 < evaluated[N_ROUNDS]["val_roc_auc"] <= 1.0
     assert not any(reply.has_error() for reply in grid.replies)
+
+
+def test_under_flowers_strategy_a_node_writes_the_last_rounds_model(tmp_path):
+    # skfedida's ServerApp asks each node for its decisions after the last
+    # round, and the node writes its model-path then; Flower's own strategy
+    # sends no such query, so the node writes it at the last evaluation.
+    import joblib
+
+    data = _data()
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=N_ROUNDS,
+        local_epochs=1,
+        random_state=0,
+    )
+    paths = [tmp_path / f"site-{k}.joblib" for k in range(N_CLIENTS)]
+    result, _ = _run_flowers_fedavg(
+        make_client_app(federation, _load(data)),
+        data.data.shape[1],
+        node_configs=[{"model-path": str(path)} for path in paths],
+    )
+    coef, intercept = result.arrays.to_numpy_ndarrays()
+    for path in paths:
+        model = joblib.load(path)
+        np.testing.assert_array_equal(model.coef_, coef)
+        np.testing.assert_array_equal(model.intercept_, intercept)
 
 
 STATEFUL_STRATEGIES = {
