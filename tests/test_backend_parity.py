@@ -507,3 +507,61 @@ def test_d18_decision_counts_pass_the_gate_on_both(data):
     recorded = [r for r in fitted.history_ if r.get("stage") == "decision query"]
     assert [(r["round"], r["client"]) for r in recorded] == [(2, 1)]
     assert "its decision counts add up to 1 rows" in recorded[0]["skipped"]
+
+
+def test_d7_only_clients_with_evaluation_rows_are_evaluated(data):
+    # In-process a federation without validation_fraction evaluates nothing;
+    # the ServerApp asked every client to evaluate every round, and a client
+    # without evaluation rows scored its training rows. Both now evaluate
+    # only on evaluation rows: held-out (validation_fraction) or a node's own
+    # X_eval.
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+    )
+    in_process, on_flower = _both(federation, data)
+    for fitted in (in_process, on_flower):
+        assert fitted.federated_metrics_ == {}
+        assert not any(key.startswith("val_") for r in fitted.history_ for key in r)
+    assert in_process.history_ == on_flower.history_
+    # A node with evaluation rows of its own is evaluated; the others not.
+    load = partition_loader(data)
+
+    def only_node_0_holds_evaluation_rows(context):
+        loaded = load(context)
+        if context.node_config["partition-id"] == 0:
+            loaded["X_eval"] = loaded["X"][:50]
+            loaded["y_eval"] = loaded["y"][:50]
+            loaded["sensitive_features_eval"] = {
+                name: values[:50]
+                for name, values in loaded["sensitive_features"].items()
+            }
+        return loaded
+
+    fitted = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, only_node_0_holds_evaluation_rows),
+        num_partitions=3,
+    )
+    evaluated = sorted(
+        {
+            (r["round"], r["client"])
+            for r in fitted.history_
+            if any(key.startswith("val_") for key in r)
+        }
+    )
+    assert evaluated == [(1, 0), (2, 0)]
+    assert sorted(fitted.federated_metrics_) == [1, 2]
+    # With held-out rows, every client on both, as before.
+    held_out = clone(federation).set_params(validation_fraction=0.25)
+    in_process, on_flower = _both(held_out, data)
+    for fitted in (in_process, on_flower):
+        assert sorted(fitted.federated_metrics_) == [1, 2]
+        evaluated = {
+            (r["round"], r["client"])
+            for r in fitted.history_
+            if any(key.startswith("val_") for key in r)
+        }
+        assert len(evaluated) == 6

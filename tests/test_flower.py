@@ -254,14 +254,26 @@ def test_flower_apps_give_the_in_process_model_to_the_last_bit(data, name):
 
 def test_pfedavg_clients_report_their_personalised_models(data):
     federation = FEDERATIONS["pfedavg-client-fraction"]()
-    flower = _on_flower(federation, data)
+    load = _loader(data)
+
+    def evaluating_their_own_rows(context):
+        loaded = load(context)
+        loaded["X_eval"], loaded["y_eval"] = loaded["X"], loaded["y"]
+        loaded["sensitive_features_eval"] = loaded["sensitive_features"]
+        return loaded
+
+    flower = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, evaluating_their_own_rows),
+        num_partitions=N_CLIENTS,
+    )
     last = [r for r in flower.history_ if r["round"] == 3]
     local = _in_process(federation, data)
     for record in last:
         personal = local.client_estimators_[record["client"]]
         rows = data.clients == record["client"]
-        # Without evaluation rows or validation_fraction, clients evaluate on
-        # their training rows: the personalised model's AUROC there.
+        # Each client evaluates on its evaluation rows, here its training
+        # rows again: the personalised model's AUROC there.
         from sklearn.metrics import roc_auc_score
 
         expected = roc_auc_score(

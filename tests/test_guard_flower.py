@@ -94,7 +94,9 @@ def test_a_missing_evaluation_reply_raises_naming_the_client(data, tmp_path):
         RuntimeError,
         match=r"Client 2 \(node 1003\) failed in round 1 \(evaluation\): no reply",
     ):
-        _fit_with_a_silent_node(_federation(), data, tmp_path, 2, "evaluate")
+        _fit_with_a_silent_node(
+            _federation(validation_fraction=0.25), data, tmp_path, 2, "evaluate"
+        )
 
 
 def test_a_missing_training_reply_is_a_recorded_skip_as_a_failed_client(data, tmp_path):
@@ -134,8 +136,13 @@ def test_a_missing_training_reply_is_a_recorded_skip_as_a_failed_client(data, tm
 def test_a_missing_evaluation_reply_is_recorded_and_left_out(data, tmp_path):
     # Skipped, the silent client's evaluation is recorded as skipped and its
     # metrics are absent; the other clients' are there.
+    # Held-out rows: only a client with evaluation rows is evaluated.
     flower = _fit_with_a_silent_node(
-        _federation(on_client_error="skip"), data, tmp_path, 2, "evaluate"
+        _federation(on_client_error="skip", validation_fraction=0.25),
+        data,
+        tmp_path,
+        2,
+        "evaluate",
     )
     for record in flower.history_:
         if record["client"] == 2:

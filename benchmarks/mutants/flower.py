@@ -55,6 +55,14 @@ MUTANTS = [
     ),
     # -- the ServerApp ---------------------------------------------------------
     Mutant(
+        "a client without evaluation rows is evaluated on its training rows",
+        "MessageRounds.evaluate",
+        'if self.declared[k].evaluation != "train"',
+        "if True",
+        ("tests/test_backend_parity.py",),
+        features=("make_server_app",),
+    ),
+    Mutant(
         "decision counts are held to every row loaded, not the training rows",
         "_final_decisions",
         'declared_rows=[sets.sizes["train"] for sets in declared],',

@@ -161,14 +161,22 @@ class MessageRounds:
         """Nothing: a client keeps its own estimator where it runs."""
 
     def evaluate(self, round_number, global_parameters):
-        """Every client's evaluation of the global model: the loop's evaluation.
+        """The evaluation of the global model by every client with evaluation rows.
 
         ``(outcomes, metrics, rows)``: the failure policy's outcomes, and per
-        usable client its ``val_*`` metrics and its evaluation rows.
+        usable client its ``val_*`` metrics and its evaluation rows; None
+        when no client has evaluation rows (nothing is evaluated).
         """
+        # Only on evaluation rows (held-out or the node's own), as in-process:
+        # a client without them is not asked to score its training rows.
+        evaluated = [
+            k for k in range(self.n_clients) if self.declared[k].evaluation != "train"
+        ]
+        if not evaluated:
+            return None
         received = self._send(
             "evaluation",
-            range(self.n_clients),
+            evaluated,
             global_parameters,
             {SERVER_ROUND: int(round_number)},
         )

@@ -202,8 +202,10 @@ def make_client_app(federation, load_data, *, classes=None):
         ``context.node_config["partition-id"]`` (the node's place among the
         ``num-partitions`` clients; partition K plays the K-th client of
         ``FederatedEstimator.clients_``). Without evaluation rows, clients
-        evaluate on their held-out rows (``validation_fraction``) or else on
-        their training rows.
+        evaluate on their held-out rows (``validation_fraction``); a client
+        with neither is not evaluated, as in-process (under a Flower
+        strategy of your own, which asks every node, it scores its
+        training rows).
     classes : array-like, default=None
         Labels of the whole federation. By default each client's own labels,
         which must then be all the classes (the server refuses clients that

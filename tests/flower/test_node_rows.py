@@ -77,9 +77,10 @@ def _in_process(federation, data):
 
 @pytest.mark.parametrize("validation_fraction", [None, 0.25])
 def test_a_run_loads_and_checks_each_nodes_rows_once(checks, validation_fraction):
-    # N rounds send every node 2N + 2 messages (discovery, initialisation,
-    # then a training and an evaluation per round); the rows are the same in
-    # each, so the node reads and checks them once.
+    # N rounds send every node N + 3 messages (discovery, initialisation, a
+    # training message per round, the decision query), and N evaluations
+    # with held-out rows; the rows are the same in each, so the node reads
+    # and checks them once.
     federation = _federation(validation_fraction=validation_fraction)
     data = _data(0)
     load = _Loader(data)
@@ -90,7 +91,8 @@ def test_a_run_loads_and_checks_each_nodes_rows_once(checks, validation_fraction
     )
     assert load.calls == dict.fromkeys(range(N_CLIENTS), 1)
     assert checks == dict.fromkeys(range(N_CLIENTS), 1)
-    assert len(fitted.federated_metrics_) == N_ROUNDS
+    # Evaluated only on evaluation rows (issue 48's D7).
+    assert len(fitted.federated_metrics_) == (N_ROUNDS if validation_fraction else 0)
     assert_same_parameters(fitted.estimator_, _in_process(federation, data).estimator_)
 
 
