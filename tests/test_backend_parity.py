@@ -565,3 +565,57 @@ def test_d7_only_clients_with_evaluation_rows_are_evaluated(data):
             if any(key.startswith("val_") for key in r)
         }
         assert len(evaluated) == 6
+
+
+def test_d11_per_fedavg_reports_personal_metrics_on_both(data):
+    # A Flower client under Per-FedAvg reports, besides the global model's
+    # metrics, its personalised model's (val_personal_*); in-process the
+    # server computed the global model's alone. Both now report both, of the
+    # same personalised model: the one FederatedEstimator(n_rounds=round)
+    # gives the client.
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        strategy="pfedavg",
+        n_rounds=2,
+        local_epochs=1,
+        validation_fraction=0.25,
+        random_state=0,
+    )
+    in_process, on_flower = _both(federation, data)
+    assert len(in_process.history_) == len(on_flower.history_) == 6
+    for ours, theirs in zip(in_process.history_, on_flower.history_, strict=True):
+        assert sorted(ours) == sorted(theirs)
+        assert "val_personal_roc_auc" in ours
+        for key, value in theirs.items():
+            if isinstance(value, float):
+                assert ours[key] == pytest.approx(value, rel=1e-12, nan_ok=True), key
+    for round_, theirs in on_flower.federated_metrics_.items():
+        assert sorted(in_process.federated_metrics_[round_]) == sorted(theirs)
+        for key, value in theirs.items():
+            assert in_process.federated_metrics_[round_][key] == pytest.approx(
+                value, rel=1e-12, nan_ok=True
+            ), key
+    # The last round's personal AUROC is that of client_estimators_.
+    from sklearn.metrics import roc_auc_score
+
+    last = [r for r in in_process.history_ if r["round"] == 2]
+    for record in last:
+        X_val, y_val = _held_out_rows(in_process, data, record["client"])
+        personal = in_process.client_estimators_[record["client"]]
+        assert record["val_personal_roc_auc"] == pytest.approx(
+            roc_auc_score(y_val, personal.predict_proba(X_val)[:, 1]), abs=1e-12
+        )
+
+
+def _held_out_rows(fitted, data, client):
+    """Client ``client``'s held-out rows, as fit split them."""
+    from skfedida.federated._client import _split_client
+
+    rows = np.flatnonzero(data.clients == client)
+    _, held_out = _split_client(
+        data.target[rows],
+        fitted.validation_fraction,
+        fitted.client_seeds_[client],
+        client,
+    )
+    return data.data[rows[held_out]], data.target[rows[held_out]]

@@ -124,6 +124,9 @@ def test_aggregation_receives_only_parameters_and_row_counts(
                 "dppv",
             )
         }
+        # Per-FedAvg: the client's personalised model's metrics on the same
+        # held-out rows (issue 48's D11).
+        | {"val_personal_roc_auc", "val_personal_dpd"}
         for record in fed.history_
     )
 

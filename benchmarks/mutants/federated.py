@@ -26,6 +26,14 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "in-process personal metrics personalise from the previous round's seed",
+        "FederatedEstimator._run",
+        "self._personalised, trainer, data, seeds, round_ + 1",
+        "self._personalised, trainer, data, seeds, round_",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
         "the in-process degenerate warning reads the global model alone",
         "FederatedEstimator._warn_if_degenerate",
         """            model = self.client_estimators_.get(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -53,15 +54,17 @@ from ..exceptions import (
     warn_if_degenerate_decisions,
     warn_if_outlying_updates,
 )
-from ..metrics._registry import VALIDATION_PREFIX
+from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
 from ..over_sampling import FairnessAwareROSE
 from ._aggregation import _Aggregator, check_aggregation, class_prior
 from ._client import (
     COMMUNICATING,
+    PERSONAL_METRICS,
     _accepts,
     _check_sampler_input,
     _client_seeds,
     _ClientData,
+    _round_seed,
     _split_client,
     _Trainer,
     _validation_metrics,
@@ -359,7 +362,9 @@ strategy, default="mean"
         local epochs) and, with ``validation_fraction``, ``val_roc_auc``,
         ``val_selection_rate``, ``val_brier``, ``val_dpd``, ``val_dpr``,
         ``val_dfpr`` and ``val_dppv`` of the global model's decisions at 0.5
-        (NaN where undefined); for ``"fedavg"`` and ``"pfedavg"``,
+        (NaN where undefined), and for ``"pfedavg"`` also
+        ``val_personal_roc_auc`` and ``val_personal_dpd`` of the client's
+        personalised model after that round; for ``"fedavg"`` and ``"pfedavg"``,
         ``update_norm`` (the L2 norm of the client's update before any
         clipping: one client's far larger norm is the mark of a broken or
         hostile client; not kept with ``dp``). Losses and metrics are the
@@ -1345,7 +1350,15 @@ strategy, default="mean"
 
         def end_round(round_, global_parameters):
             models = transport.models
-            self._record_validation(round_, models, global_parameters, records)
+            self._record_validation(
+                round_,
+                models,
+                global_parameters,
+                records,
+                personalise=functools.partial(
+                    self._personalised, trainer, data, seeds, round_ + 1
+                ),
+            )
 
             def as_it_stands():
                 state_now = {"models": models, "global_parameters": global_parameters}
@@ -1397,10 +1410,29 @@ strategy, default="mean"
             ).items()
         }
 
-    def _record_validation(self, round_, models, global_parameters, records):
+    def _personalised(self, trainer, data, seeds, round_, k, model):
+        """Client k's personalised model after ``round_`` (1-based) rounds.
+
+        What ``FederatedEstimator(n_rounds=round_)`` gives it, and what a
+        Flower client evaluates: ``model`` adapted on its training rows.
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InactivePenaltyWarning)
+            return trainer.personalise(
+                model,
+                data[k],
+                self.personalization_steps,
+                np.random.RandomState(_round_seed(seeds[k], round_)),
+            )
+
+    def _record_validation(
+        self, round_, models, global_parameters, records, personalise=None
+    ):
         """Validation metrics of the model each client would use, through the gate.
 
-        The server computes them on each client's held-out rows; each
+        The server computes them on each client's held-out rows (under
+        Per-FedAvg, also the ``val_personal_*`` metrics of the client's
+        personalised model, as a Flower client reports them); each
         client's metrics then pass the evaluation rules a Flower client's
         reply does (``evaluation_reply_problem``) and the same failure
         policy: a client whose evaluation fails or is refused is an error
@@ -1421,6 +1453,17 @@ strategy, default="mean"
                         model, X_val, y_val, S_val, self.classes_, weight_val
                     ).items()
                 }
+                if self.strategy == "pfedavg":
+                    # Per-FedAvg: also the personalised model this client
+                    # would use after this round, as a Flower client reports.
+                    personal = personalise(
+                        k, assign_parameters(clone_fitted(models[k]), global_parameters)
+                    )
+                    personal_metrics = _validation_metrics(
+                        personal, X_val, y_val, S_val, self.classes_, weight_val
+                    )
+                    for name in PERSONAL_METRICS:
+                        report[PERSONAL_PREFIX + name] = personal_metrics[name]
             except Exception as exc:  # as a Flower client's failed evaluation
                 outcomes.append((k, f"{type(exc).__name__}: {exc}", exc))
                 continue
