@@ -44,6 +44,16 @@ SERVER_ROUND = "server-round"
 CLIENT_SEED = "client-seed"
 #: A client that initialised itself (no initialisation message came).
 SELF_INITIALISED = "self-initialised"
+#: Sent to each client with every message after a training round: the last
+#: round whose replies the server has decided on, and the last round whose
+#: reply of this client it admitted (0: none). A node keeps what it trained
+#: in a round only once the server has admitted that reply.
+SETTLED_ROUND = "settled-round"
+KEPT_ROUND = "kept-round"
+#: In a node's record: what it trained in its last round, and that round,
+#: until the server has decided on its reply.
+PENDING_ESTIMATOR = "pending-estimator"
+PENDING_ROUND = "pending-round"
 #: The fitted transformers' states of a pipeline federation (JSON).
 PREPROCESSING_STATES = "preprocessing-states"
 #: The number of score bins of a histogram query.

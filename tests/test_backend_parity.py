@@ -26,6 +26,7 @@ from skfedida.flower import (
     run_in_process,
 )
 from skfedida.linear_model import FairPenaltyLogisticRegression
+from skfedida.neural_network import FairMLPClassifier
 
 logging.getLogger("flwr").setLevel(logging.ERROR)
 
@@ -619,3 +620,71 @@ def _held_out_rows(fitted, data, client):
         client,
     )
     return data.data[rows[held_out]], data.target[rows[held_out]]
+
+
+class _OnceHostileMLP(FairMLPClassifier):
+    """Trains, then spoils a client's model at its n-th ``partial_fit``.
+
+    ``how="inf"`` leaves a reply the gate refuses (a parameter is
+    infinite); ``"raise"`` fails the client after the step has changed its
+    model. Parameters, so that a worker process (n_jobs=2) gets them too.
+    """
+
+    def __init__(self, hostile_seed=None, hostile_fit=-1, how="inf", random_state=None):
+        super().__init__(hidden_layer_sizes=(4,), random_state=random_state)
+        self.hostile_seed = hostile_seed
+        self.hostile_fit = hostile_fit
+        self.how = how
+
+    def partial_fit(self, X, y, classes=None, **kwargs):
+        super().partial_fit(X, y, classes, **kwargs)
+        self.fits_seen_ = getattr(self, "fits_seen_", 0) + 1
+        if self.random_state == self.hostile_seed and (
+            self.fits_seen_ == self.hostile_fit
+        ):
+            if self.how == "raise":
+                raise ArithmeticError("simulated failure after a step")
+            self.coefs_[0][0, 0] = np.inf
+        return self
+
+
+@pytest.mark.parametrize("how", ["inf", "raise"])
+def test_d10_d19_a_refused_or_failed_client_keeps_its_state_on_both(data, how):
+    # In-process with n_jobs=1 a client trained its own estimator in place,
+    # so one whose reply was refused (or that failed after a step) carried
+    # the spoilt state into the next round, where n_jobs=2 trained a copy
+    # and dropped it; on Flower a node stored what it trained before the
+    # server checked it. Each now keeps its estimator as it was before the
+    # round unless the server admitted its reply: with Adam's moments and
+    # counters in the state, the next rounds (and the model) tell them apart.
+    federation = FederatedEstimator(
+        _OnceHostileMLP(),
+        n_rounds=3,
+        local_epochs=1,
+        on_client_error="skip",
+        random_state=0,
+    )
+    seeds = clone(federation).set_params(n_rounds=1, strategy="local")
+    seeds.fit(data.data, data.target, clients=data.clients)
+    # Client 1 spoils the first fit of its second round.
+    federation.set_params(
+        estimator__hostile_seed=int(seeds.client_seeds_[1]),
+        estimator__hostile_fit=seeds.client_estimators_[1].fits_seen_ + 1,
+        estimator__how=how,
+    )
+    fitted = [
+        _in_process(federation, data),
+        _in_process(clone(federation).set_params(n_jobs=2), data),
+        _both_flower(federation, data),
+    ]
+    skipped = [
+        [(r["round"], r["client"]) for r in f.history_ if "skipped" in r]
+        for f in fitted
+    ]
+    # Left as before round 2, client 1 spoils round 3's first step again.
+    assert skipped == [[(2, 1), (3, 1)]] * 3
+    for other in fitted[1:]:
+        for ours, theirs in zip(
+            fitted[0].estimator_.coefs_, other.estimator_.coefs_, strict=True
+        ):
+            np.testing.assert_array_equal(ours, theirs)

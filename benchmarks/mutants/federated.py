@@ -26,6 +26,14 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "an in-process client trains its own estimator in place",
+        "InProcessRounds.train",
+        "clone_fitted(self.models[k]),",
+        "self.models[k],",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
         "in-process personal metrics personalise from the previous round's seed",
         "FederatedEstimator._run",
         "self._personalised, trainer, data, seeds, round_ + 1",

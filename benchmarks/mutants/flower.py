@@ -55,6 +55,22 @@ MUTANTS = [
     ),
     # -- the ServerApp ---------------------------------------------------------
     Mutant(
+        "a node keeps what it trained though the server refused its reply",
+        "ClientNode.settle",
+        "if int(config[KEPT_ROUND]) == pending_round:",
+        "if True:",
+        ("tests/test_backend_parity.py",),
+        features=("make_client_app",),
+    ),
+    Mutant(
+        "the server never tells a node that its reply was admitted",
+        "MessageRounds.keep",
+        "self.kept_round[k] = self._training_round",
+        "pass",
+        ("tests/test_backend_parity.py",),
+        features=("make_server_app",),
+    ),
+    Mutant(
         "a client without evaluation rows is evaluated on its training rows",
         "MessageRounds.evaluate",
         'if self.declared[k].evaluation != "train"',

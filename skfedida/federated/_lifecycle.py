@@ -329,19 +329,21 @@ def _federate_trees(plan, transport, rows, postprocessor=None):
     return postprocess(postprocessor, fitted, transport, declared, gate, trees=model)
 
 
-def _final_decisions(transport, declared, gate, n_classes, state, history):
+def _final_decisions(transport, rounds, gate, n_classes, state, history):
     """After the last round: the federation's decisions per class, as in-process.
 
     Each client saves the model it uses from now on and counts its training
     rows per class that model predicts; the gate admits the counts
     (``admitted_decision_counts``) and a skipped client is recorded in
-    ``history`` at the last round.
+    ``history`` at the last round. The query also tells each client
+    whether its last training reply was admitted (``MessageRounds``).
     """
-    replies = _everyone(
-        transport,
+    declared = rounds.declared
+    clients = range(len(declared))
+    replies = transport.send(
         "decision query",
-        Payload(arrays=state["global_parameters"]),
-        range(len(declared)),
+        rounds.payloads(clients, state["global_parameters"], {}),
+        clients,
     )
     before = len(gate.records)
     decided = admitted_decision_counts(
@@ -445,13 +447,9 @@ def run_federation(plan, transport, *, postprocessor=None):
     )
     if constraint is not None:
         state["constraint"] = constraint
-    state = server.run(
-        state,
-        MessageRounds(transport, declared, gate, classes),
-        plan.n_rounds,
-        RoundHistory(history, int),
-    )
-    decided = _final_decisions(transport, declared, gate, len(classes), state, history)
+    rounds = MessageRounds(transport, declared, gate, classes)
+    state = server.run(state, rounds, plan.n_rounds, RoundHistory(history, int))
+    decided = _final_decisions(transport, rounds, gate, len(classes), state, history)
     fitted = plan.fitted(
         classes=classes,
         client_sizes=[sets.sizes["train"] for sets in declared],

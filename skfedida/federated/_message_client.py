@@ -49,6 +49,7 @@ from .._messages import (
     DECLARED_GROUPS,
     FEATURE_NAMES,
     FITTED_STATES,
+    KEPT_ROUND,
     N_BINS,
     N_FEATURES,
     NUM_EVAL_ROWS,
@@ -56,12 +57,15 @@ from .._messages import (
     NUM_PARTITIONS,
     NUM_ROWS,
     PARTITION_ID,
+    PENDING_ESTIMATOR,
+    PENDING_ROUND,
     PREPROCESSING_STATES,
     QUERY,
     RATE_TERM,
     RAW_COLUMNS,
     RAW_DTYPES,
     SELF_INITIALISED,
+    SETTLED_ROUND,
     TRAIN_LOSS,
     TREE_MODEL,
 )
@@ -192,15 +196,18 @@ class ClientNode:
             rows.parts[(seed, states_text)] = (plan, part, n_partitions)
         return rows.parts[(seed, states_text)]
 
-    def stored(self, node, *, to_train=False):
-        # The estimator in the node's record. Unpickled once per record it
-        # wrote: the same bytes object in the record means the same
-        # estimator (a failed message leaves the record, and so its bytes,
-        # as they were). One that is to be trained is taken out of the
-        # cache until its training is stored (``store``), so a training that
-        # fails part way leaves nothing half-trained behind.
+    def stored(self, node, *, to_train=False, config=None):
+        # The estimator in the node's record, once the message's ``config``
+        # has settled what it trained in its last round (``settle``).
+        # Unpickled once per record it wrote: the same bytes object in the
+        # record means the same estimator (a failed message leaves the
+        # record, and so its bytes, as they were). One that is to be trained
+        # is taken out of the cache until its training is held or stored,
+        # so a training that fails part way leaves nothing half-trained.
         if node.record() is None:
             self.start_without_skfedida_server(node)
+        if config is not None:
+            self.settle(node, config)
         record = node.record()
         pickled = record["estimator"]
         rows = self.node_rows(node)
@@ -276,6 +283,37 @@ class ClientNode:
                 "server tells a node the federation's classes: pass them to "
                 "make_client_app(..., classes=...)."
             )
+
+    def settle(self, node, config):
+        """Keep what this node trained in a round once the server admitted it.
+
+        skfedida's server tells a client, with every message after a round,
+        the last round it decided on and the last round whose reply of this
+        client it admitted. Until then the trained estimator is pending; a
+        reply the server refused, or never received, leaves the node's
+        estimator as it was before that round, as in-process.
+        """
+        record = node.record()
+        if PENDING_ROUND not in record or SETTLED_ROUND not in config:
+            return
+        pending_round = int(record[PENDING_ROUND])
+        if int(config[SETTLED_ROUND]) < pending_round:
+            return
+        settled = {
+            key: value
+            for key, value in record.items()
+            if key not in (PENDING_ESTIMATOR, PENDING_ROUND)
+        }
+        if int(config[KEPT_ROUND]) == pending_round:
+            settled["estimator"] = record[PENDING_ESTIMATOR]
+        node.keep(settled)
+
+    def hold(self, node, estimator, round_):
+        """What this node trained in ``round_``, pending the server's word."""
+        pickled = pickle.dumps(estimator)
+        node.update(PENDING_ESTIMATOR, pickled)
+        node.update(PENDING_ROUND, int(round_))
+        self.node_rows(node).estimator = (pickled, estimator)
 
     def store(self, node, estimator):
         pickled = pickle.dumps(estimator)
@@ -444,7 +482,7 @@ class ClientNode:
         """
         if TREE_MODEL in config:
             return self.tree_histograms(node, config)
-        estimator, seed = self.stored(node)
+        estimator, seed = self.stored(node, config=config)
         _, part, _ = self.client_side(node, seed)
         model = assign_parameters(clone_fitted(estimator), arrays())
         _check_evaluation_groups(part.evaluation[2])
@@ -462,7 +500,7 @@ class ClientNode:
         Of its training rows' scores per (group, label, bin) under the
         round's model.
         """
-        estimator, seed = self.stored(node)
+        estimator, seed = self.stored(node, config=config)
         plan, part, _ = self.client_side(node, seed)
         counts, weights, groups = plan.rate_histograms(
             part, estimator, arrays(), int(config[N_BINS])
@@ -474,7 +512,7 @@ class ClientNode:
 
     def train(self, node, config, arrays, server_round):
         """One training round from the global ``arrays``: the client's update."""
-        estimator, seed = self.stored(node, to_train=True)
+        estimator, seed = self.stored(node, to_train=True, config=config)
         self.check_global_model(node, estimator, arrays)
         plan, part, _ = self.client_side(node, seed)
         # Flower's FedProx asks for its proximal term in the message's config,
@@ -490,7 +528,11 @@ class ClientNode:
             proximal_mu,
             rate_term=None if term is None else decode(term),
         )
-        self.store(node, trained.model)
+        if node.record().get(SELF_INITIALISED, False):
+            # A Flower strategy of the user's says nothing of its replies.
+            self.store(node, trained.model)
+        else:
+            self.hold(node, trained.model, server_round)
         reply_config = {PARTITION_ID: part.partition}
         fairness = None
         if trained.report is not None:
@@ -508,14 +550,14 @@ class ClientNode:
             fairness=fairness,
         )
 
-    def decision_query(self, node, arrays):
+    def decision_query(self, node, config, arrays):
         """After the last round: the model this client uses, and its decisions.
 
         The client saves the model it uses from now on (its personalised
         one under Per-FedAvg, else the global ``arrays``) and counts its
         training rows per class that model predicts.
         """
-        estimator, seed = self.stored(node)
+        estimator, seed = self.stored(node, config=config)
         arrays = arrays()
         self.check_global_model(node, estimator, arrays)
         plan, part, _ = self.client_side(node, seed)
@@ -526,9 +568,9 @@ class ClientNode:
             config={PARTITION_ID: part.partition, DECISION_COUNTS: counts.tolist()}
         )
 
-    def evaluate(self, node, arrays, round_):
+    def evaluate(self, node, arrays, round_, config=None):
         """The global ``arrays`` evaluated on this client's evaluation rows."""
-        estimator, seed = self.stored(node)
+        estimator, seed = self.stored(node, config=config)
         self.check_global_model(node, estimator, arrays)
         plan, part, _ = self.client_side(node, seed)
         metrics, model = plan.evaluate(part, estimator, arrays, seed, round_)

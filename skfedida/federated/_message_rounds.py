@@ -24,7 +24,15 @@ from .._gate._rows import (
     named_report_claim_problem,
 )
 from .._groups import merged_groups
-from .._messages import N_BINS, NUM_EXAMPLES, RATE_TERM, SERVER_ROUND, TRAIN_LOSS
+from .._messages import (
+    KEPT_ROUND,
+    N_BINS,
+    NUM_EXAMPLES,
+    RATE_TERM,
+    SERVER_ROUND,
+    SETTLED_ROUND,
+    TRAIN_LOSS,
+)
 from ..metrics._registry import VALIDATION_PREFIX, share_key
 from ._client import RoundReply
 from ._transport import REPLY_METRICS, Payload
@@ -56,6 +64,34 @@ class MessageRounds:
             VALIDATION_PREFIX + share_key(label)
             for label in (classes if len(classes) > 2 else ())
         }
+        # The last round decided, and per client the last round whose reply
+        # was admitted: what a node needs to keep or drop what it trained.
+        self.settled_round = 0
+        self.kept_round = [0] * self.n_clients
+        self._training_round = 0
+
+    def payloads(self, clients, global_parameters, config):
+        """One payload per client: the global model, ``config`` and its settlement.
+
+        Each client learns only whether its own last training reply was
+        admitted (``KEPT_ROUND``), so that a node keeps what it trained in
+        a round only when the server used it, as the in-process clients do.
+        """
+        arrays = list(global_parameters)
+        if not self.settled_round:
+            payload = Payload(config, arrays=arrays)
+            return [payload] * len(clients)
+        return [
+            Payload(
+                {
+                    **config,
+                    SETTLED_ROUND: self.settled_round,
+                    KEPT_ROUND: self.kept_round[k],
+                },
+                arrays=arrays,
+            )
+            for k in clients
+        ]
 
     def _send(self, kind, clients, global_parameters, config):
         """The global model and ``config`` to each of ``clients``: ``[(k, reply)]``.
@@ -63,8 +99,8 @@ class MessageRounds:
         A reply is the client's ``Reply``, or why none can be read (a string).
         """
         clients = list(clients)
-        payload = Payload(config, arrays=list(global_parameters))
-        replies = self.transport.send(kind, [payload] * len(clients), clients)
+        payloads = self.payloads(clients, global_parameters, config)
+        replies = self.transport.send(kind, payloads, clients)
         return [(k, replies[k]) for k in clients]
 
     def train(self, round_, selected, global_parameters, *, sent, rate_term, reporting):
@@ -75,6 +111,7 @@ class MessageRounds:
         rules against the rows it declared, and its FairFed report, with
         ``reporting``, against the groups it declared.
         """
+        self._training_round = int(round_ + 1)
         config = {SERVER_ROUND: int(round_ + 1)}
         if rate_term is not None:
             config[RATE_TERM] = rate_term
@@ -158,7 +195,14 @@ class MessageRounds:
         return problem, (decoded[0] if decoded else None)
 
     def keep(self, admitted):
-        """Nothing: a client keeps its own estimator where it runs."""
+        """The round decided: the admitted clients keep what they trained.
+
+        Each client keeps its own estimator where it runs; the next message
+        tells it whether this round's reply was admitted.
+        """
+        self.settled_round = self._training_round
+        for k in admitted:
+            self.kept_round[k] = self._training_round
 
     def evaluate(self, round_number, global_parameters):
         """The evaluation of the global model by every client with evaluation rows.

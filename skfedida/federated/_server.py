@@ -354,10 +354,13 @@ class InProcessRounds:
         """
         self.trainer.rate_term = rate_term
         round_seeds = [_round_seed(self.seeds[k], round_) for k in selected]
+        # Each client trains a copy: a client that fails, or whose reply the
+        # gate refuses, keeps its estimator as it was before the round
+        # (``keep``), whatever n_jobs, as a Flower node does.
         results = self.parallel(
             delayed(_guarded_client_round)(
                 self.trainer,
-                self.models[k],
+                clone_fitted(self.models[k]),
                 global_parameters if sent else None,
                 self.data[k],
                 int(self.epochs[k]),

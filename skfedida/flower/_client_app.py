@@ -277,7 +277,9 @@ def make_client_app(federation, load_data, *, classes=None):
 
     def evaluate(message, node):
         arrays, round_ = _global_model(message, "evaluation")
-        return client.evaluate(node, arrays, round_)
+        return client.evaluate(
+            node, arrays, round_, message.content.config_records["config"]
+        )
 
     handle(app.query("skfedida_tree_groups"), lambda m, node: client.tree_groups(node))
     handle(app.query("skfedida_trees"), lambda m, node: client.trees(node, config(m)))
@@ -299,7 +301,7 @@ def make_client_app(federation, load_data, *, classes=None):
     )
     handle(
         app.query("skfedida_decisions"),
-        lambda m, node: client.decision_query(node, _arrays(m)),
+        lambda m, node: client.decision_query(node, config(m), _arrays(m)),
     )
     handle(app.train(), train)
     handle(app.evaluate(), evaluate)
