@@ -688,3 +688,37 @@ def test_d10_d19_a_refused_or_failed_client_keeps_its_state_on_both(data, how):
             fitted[0].estimator_.coefs_, other.estimator_.coefs_, strict=True
         ):
             np.testing.assert_array_equal(ours, theirs)
+
+
+def test_d1_d2_a_refused_training_reply_is_worded_alike(data):
+    # A training reply the gate refuses read "ValueError: its reply cannot
+    # be used: ..." in-process and "its reply cannot be used: ..." on
+    # Flower, in the error and in the skip record; both now say the latter.
+    federation = FederatedEstimator(
+        _OnceHostileMLP(), n_rounds=2, local_epochs=1, random_state=0
+    )
+    seeds = clone(federation).set_params(n_rounds=1, strategy="local")
+    seeds.fit(data.data, data.target, clients=data.clients)
+    federation.set_params(
+        estimator__hostile_seed=int(seeds.client_seeds_[1]),
+        estimator__hostile_fit=seeds.client_estimators_[1].fits_seen_ + 1,
+    )
+    messages = []
+    for run in (lambda f: _in_process(f, data), lambda f: _both_flower(f, data)):
+        with pytest.raises(RuntimeError) as info:
+            run(federation)
+        messages.append(re.sub(r" \(node \d+\)", "", str(info.value)))
+    assert messages[0] == messages[1]
+    assert messages[0].startswith(
+        "Client 1 failed in round 2 (training): its reply cannot be used: "
+        "parameter array 0 holds NaN or infinity"
+    )
+    skipping = clone(federation).set_params(on_client_error="skip")
+    records = [
+        [r["skipped"] for r in fitted.history_ if "skipped" in r]
+        for fitted in (_in_process(skipping, data), _both_flower(skipping, data))
+    ]
+    assert records[0] == records[1]
+    assert records[0][0] == (
+        "its reply cannot be used: parameter array 0 holds NaN or infinity"
+    )

@@ -26,6 +26,14 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "an in-process refused reply is worded as a ValueError",
+        "InProcessRounds._outcome",
+        "return k, str(error), error",
+        'return k, f"{type(error).__name__}: {error}", error',
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
         "an in-process client trains its own estimator in place",
         "InProcessRounds.train",
         "clone_fitted(self.models[k]),",

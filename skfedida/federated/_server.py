@@ -432,8 +432,10 @@ class InProcessRounds:
         )
         if problem is None:
             return k, None, None
+        # Worded as on Flower (the gate's refusal, not an exception's type);
+        # the error is still chained to the fit's error in-process.
         error = ValueError(f"its reply cannot be used: {problem}")
-        return k, f"{type(error).__name__}: {error}", error
+        return k, str(error), error
 
     def _report_problem(self, report, client_data, k):
         """A FairFed report's problem: its counts, and the same rows every round."""
