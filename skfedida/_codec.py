@@ -3,8 +3,9 @@
 What a client answers (counts, sums, categories) and what the server sends
 back (a transformer's fitted state) travel as JSON text, so that neither side
 unpickles what the other sent (unpickling runs code). Numbers round-trip
-exactly (Python writes the shortest repr of a float); numpy arrays keep their
-dtype and shape, object arrays their strings, None and NaN; arrays of
+exactly (Python writes the shortest repr of a float, a Decimal its text);
+numpy arrays keep their dtype and shape, object arrays their strings, None
+and NaN; arrays of
 records of numbers (a tree's histograms and nodes) travel as their bytes,
 read back with ``frombuffer``; the only object
 a state may hold is scikit-learn's MissingIndicator (SimpleImputer's
@@ -16,6 +17,7 @@ from __future__ import annotations
 import base64
 import contextvars
 import datetime
+import decimal
 import itertools
 import json
 
@@ -57,6 +59,10 @@ def _plain(value):
         }
     if isinstance(value, _TIMES):
         return {"__time__": type(value).__name__, "iso": value.isoformat()}
+    if isinstance(value, decimal.Decimal):
+        # Exactly, by its text (a float would round it): a category of an
+        # amount column read from a database.
+        return {"__decimal__": str(value)}
     if isinstance(value, np.ndarray):
         kind = "O" if value.dtype.kind == "O" else value.dtype.str
         data = value.ravel().tolist()
@@ -199,6 +205,8 @@ def _restore(value):
         return ticks.view(np.dtype(value["__array__"])).reshape(value["shape"])
     if "__time__" in value:
         return _time_from(value["__time__"], value["iso"])
+    if "__decimal__" in value:
+        return decimal.Decimal(value["__decimal__"])
     if "__array__" in value:
         kind = value["__array__"]
         if kind == "O":

@@ -478,6 +478,40 @@ def check_sensitive_features(
     return all_codes, all_uniques, names
 
 
+def check_sendable_labels(groups, param_name="sensitive_features"):
+    """Refuse group values that a federation's messages cannot carry.
+
+    A client sends the server the values of its groups as JSON (text,
+    numbers, booleans, None); a value of another type (a Decimal, a date)
+    would reach the server as something else, so a federation refuses it
+    on both backends alike, naming the attribute.
+
+    Parameters
+    ----------
+    groups : SensitiveGroups
+        The encoded groups.
+    param_name : str, default="sensitive_features"
+        Name used in the error.
+
+    Returns
+    -------
+    groups : SensitiveGroups
+        ``groups``, unchanged.
+    """
+    for label in groups.labels:
+        for name, value in zip(groups.names, label, strict=True):
+            if isinstance(value, np.generic) and value.dtype.kind in "biufU":
+                value = value.item()
+            if not isinstance(value, (str, int, float, bool, type(None))):
+                raise ValueError(
+                    f"{param_name} {name!r} holds a {type(value).__name__} "
+                    f"({value!r}): a federation's clients send their groups' "
+                    "values as JSON text, numbers, booleans or None. Convert "
+                    "the attribute (e.g. to str)."
+                )
+    return groups
+
+
 def encode_groups(
     sensitive_features, n_samples=None, *, param_name="sensitive_features"
 ):

@@ -17,6 +17,7 @@ pytest.importorskip("flwr")
 
 from _helpers import partition_loader
 from sklearn.base import clone
+from sklearn.utils import Bunch
 
 from skfedida.datasets import make_federated_classification
 from skfedida.federated import FederatedEstimator
@@ -722,3 +723,141 @@ def test_d1_d2_a_refused_training_reply_is_worded_alike(data):
     assert records[0][0] == (
         "its reply cannot be used: parameter array 0 holds NaN or infinity"
     )
+
+
+def _amounts(data, amount_of):
+    """The rows as a frame with an ``amount`` column: ``amount_of(client, i)``."""
+    import pandas as pd
+
+    frame = pd.DataFrame(data.data[:, :2], columns=["a", "b"])
+    frame["amount"] = pd.Series(
+        [amount_of(k, i) for i, k in enumerate(data.clients)], dtype=object
+    )
+    return frame
+
+
+def _encoded_amounts(encoder=None, **options):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    from skfedida.preprocessing import FederatedOneHotEncoder
+
+    pre = ColumnTransformer(
+        [("encode", encoder or FederatedOneHotEncoder(), ["amount"])],
+        remainder="passthrough",
+    )
+    model = FairPenaltyLogisticRegression(fairness=1.0)
+    return FederatedEstimator(
+        Pipeline([("pre", pre), ("model", model)]),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+        **options,
+    )
+
+
+def _fit_frame(federation, data, frame):
+    """``federation`` fitted on ``frame`` in-process, then on Flower."""
+    in_process = clone(federation).fit(
+        frame, data.target, clients=data.clients, sensitive_features=data.sensitive
+    )
+    load = partition_loader(data)
+
+    def with_frame(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {**load(context), "X": frame[rows].reset_index(drop=True)}
+
+    on_flower = run_in_process(
+        make_server_app(federation),
+        make_client_app(federation, with_frame),
+        num_partitions=3,
+    )
+    return in_process, on_flower
+
+
+def test_d14_decimal_categories_travel_exactly_and_others_are_refused(data):
+    # A Decimal category fitted in-process, and failed on Flower (JSON had
+    # no Decimal). The statistics rounds now carry it exactly, by its text,
+    # and an in-process answer goes through the same JSON, so both fit the
+    # same encoder and model; what JSON cannot carry (a Fraction) is
+    # refused on both, naming the transformer and the type.
+    import decimal
+    import fractions
+
+    prices = [decimal.Decimal("1.10"), decimal.Decimal("2.5"), decimal.Decimal("7")]
+    frame = _amounts(data, lambda k, i: prices[i % 3])
+    in_process, on_flower = _fit_frame(_encoded_amounts(), data, frame)
+    for fitted in (in_process, on_flower):
+        encoder = fitted.estimator_[0].named_transformers_["encode"]
+        assert encoder.categories_[0].tolist() == sorted(prices)
+        assert all(type(c) is decimal.Decimal for c in encoder.categories_[0])
+    np.testing.assert_array_equal(
+        in_process.predict_proba(frame), on_flower.predict_proba(frame)
+    )
+    thirds = _amounts(data, lambda k, i: fractions.Fraction(i % 3, 3))
+    for fit in (
+        lambda: _fit_frame(_encoded_amounts(), data, thirds)[0],
+        lambda: _fit_frame(_encoded_amounts(), data, thirds)[1],
+    ):
+        with pytest.raises(
+            RuntimeError,
+            match=r"Client 0.* failed the statistics query for "
+            r"estimator\['pre'\]\['encode'\].*Cannot send a Fraction",
+        ):
+            fit()
+
+
+def test_d9_a_client_whose_statistics_fail_is_skipped_on_both(data):
+    # In-process a client's exception in a statistics round stopped the fit
+    # even under on_client_error="skip"; on Flower the client was left out
+    # and recorded. Both now leave it out: the same encoder, model and
+    # records.
+    import fractions
+
+    frame = _amounts(
+        data, lambda k, i: fractions.Fraction(1, 3) if k == 1 else float(i % 2)
+    )
+    from skfedida.preprocessing import FederatedOneHotEncoder
+
+    # Client 1's own category is then unknown to the encoder: ignored.
+    federation = _encoded_amounts(
+        FederatedOneHotEncoder(handle_unknown="ignore"), on_client_error="skip"
+    )
+    in_process, on_flower = _fit_frame(federation, data, frame)
+    for fitted in (in_process, on_flower):
+        encoder = fitted.estimator_[0].named_transformers_["encode"]
+        assert encoder.categories_[0].tolist() == [0.0, 1.0]
+    np.testing.assert_array_equal(
+        in_process.predict_proba(frame.iloc[:50]),
+        on_flower.predict_proba(frame.iloc[:50]),
+    )
+    skipped = [
+        [(r["client"], r["stage"]) for r in f.history_ if "stage" in r]
+        for f in (in_process, on_flower)
+    ]
+    assert skipped[0] == skipped[1]
+    assert skipped[0] and {client for client, _ in skipped[0]} == {1}
+
+
+def test_d15_group_values_json_cannot_carry_are_refused_on_both(data):
+    # A Decimal group value grouped in-process by the Decimal itself, and on
+    # Flower by its text, which the server then held: both now refuse it,
+    # naming the attribute.
+    import decimal
+
+    sensitive = {
+        **data.sensitive,
+        "band": np.array(
+            [decimal.Decimal(k % 2) for k in range(len(data.target))], dtype=object
+        ),
+    }
+    banded = Bunch(**{**data, "sensitive": sensitive})
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0), n_rounds=1, random_state=0
+    )
+    with pytest.raises(ValueError, match=r"sensitive_features 'band' holds a Decimal"):
+        _in_process(federation, banded)
+    with pytest.raises(
+        RuntimeError, match=r"sensitive_features 'band' holds a Decimal"
+    ):
+        _both_flower(federation, banded)

@@ -9,7 +9,7 @@ reach the server as a RuntimeError carrying the client's message. Where a
 check is a comparison, both sides of its boundary are tested.
 """
 
-import decimal
+import fractions
 import hashlib
 
 import joblib
@@ -128,9 +128,9 @@ def test_every_client_failing_the_initialisation_is_an_error_even_when_skipping(
 
 
 def test_a_category_the_statistics_rounds_cannot_send_is_named(data):
-    # In-process the encoder fits; on Flower a Decimal cannot travel as JSON,
-    # and the error names the transformer and the value's type.
-    amounts = np.array([decimal.Decimal("1.5"), decimal.Decimal("2")], dtype=object)
+    # A Fraction cannot travel as JSON (a Decimal can, exactly: issue 48's
+    # D14), and the error names the transformer and the value's type.
+    amounts = np.array([fractions.Fraction(3, 2), fractions.Fraction(2)], dtype=object)
 
     def with_decimals(context):
         loaded = partition_loader(data)(context)
@@ -147,7 +147,7 @@ def test_a_category_the_statistics_rounds_cannot_send_is_named(data):
     with pytest.raises(
         RuntimeError,
         match=r"statistics query for estimator\['pre'\]\['encode'\].*"
-        r"Cannot send a Decimal",
+        r"Cannot send a Fraction",
     ):
         _run(federation, with_decimals)
 

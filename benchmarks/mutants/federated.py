@@ -26,6 +26,30 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "a group value JSON cannot carry is let through",
+        "check_sendable_labels",
+        "if not isinstance(value, (str, int, float, bool, type(None))):",
+        "if False:",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a Decimal category cannot be sent",
+        "_codec._plain",
+        "if isinstance(value, decimal.Decimal):",
+        "if False:",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedOneHotEncoder",),
+    ),
+    Mutant(
+        "an in-process statistics answer that fails stops the fit under skip",
+        "_as_sent",
+        "except Exception as exc:  # any failure of one client's own answer",
+        "except KeyError as exc:  # any failure of one client's own answer",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedOneHotEncoder",),
+    ),
+    Mutant(
         "an in-process refused reply is worded as a ValueError",
         "InProcessRounds._outcome",
         "return k, str(error), error",

@@ -34,6 +34,7 @@ from .._gate._policy import ReplyGate, RoundHistory, admit_round, ordered_record
 from .._gate._rows import admitted_decision_counts, initialisation_reply_problem
 from .._groups import (
     check_labels_complete,
+    check_sendable_labels,
     client_ids,
     encode_groups,
     resolve_sensitive,
@@ -644,6 +645,10 @@ strategy, default="mean"
             groups_metrics = groups
         else:
             groups_metrics = encode_groups(S_metrics, n_samples=n_samples)
+        # As a Flower client's (FederationPlan.client): what can be sent.
+        for encoded in (groups, groups_metrics):
+            if encoded is not None:
+                check_sendable_labels(encoded)
         self._warn_if_penalty_inactive(S, groups)
         ids, codes = self._client_codes(clients, n_samples)
         if self.dp is not None:  # delta's bound needs the number of clients

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._compat import num_samples, safe_indexing
 from .._gate._policy import ordered_records
-from .._groups import encode_groups
+from .._groups import check_sendable_labels, encode_groups
 from ..exceptions import (
     InactivePenaltyWarning,
     warn_if_outlying_updates,
@@ -156,7 +156,7 @@ class FederationPlan:
         train, held_out = _split_client(
             y, federation.validation_fraction, seed, partition
         )
-        groups = None if S is None else encode_groups(S)
+        groups = None if S is None else check_sendable_labels(encode_groups(S))
         train_data = federation._client_data(X, y, S, groups, train)
         if "X_eval" in loaded:
             X_eval, y_eval, _, S_eval = federation._validated_rows(
@@ -169,14 +169,20 @@ class FederationPlan:
             evaluation = (
                 X_eval,
                 y_eval,
-                None if S_eval is None else encode_groups(S_eval),
+                None
+                if S_eval is None
+                else check_sendable_labels(
+                    encode_groups(S_eval), "sensitive_features_eval"
+                ),
             )
         else:
             rows = train if held_out is None else held_out
             evaluation = (
                 safe_indexing(X, rows),
                 y[rows],
-                None if S_metrics is None else encode_groups(S_metrics).take(rows),
+                None
+                if S_metrics is None
+                else check_sendable_labels(encode_groups(S_metrics)).take(rows),
             )
         if held_out is not None and "X_eval" not in loaded:
             # As in-process: fairness reports (FairFed) on the held-out rows.

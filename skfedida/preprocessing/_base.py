@@ -27,10 +27,11 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils import get_tags
 
+from .._codec import decode, encode
 from .._compat import num_samples, safe_indexing
 from .._doc_links import DocLinkMixin
 from .._gate._policy import ReplyGate
-from .._gate._statistics import statistics_problems
+from .._gate._statistics import Unreadable, statistics_problems
 from .._groups import client_ids
 
 __all__ = ["FederatedTransformerMixin", "federated_transformers", "fit_tree"]
@@ -421,9 +422,24 @@ def fit_in_process(tree, client_rows, gate=None):
     states = fit_tree(
         tree,
         lambda known, query: [
-            client_answer(tree, rows, known, query) for rows in client_rows
+            _as_sent(lambda rows=rows: client_answer(tree, rows, known, query))
+            for rows in client_rows
         ],
         gate,
         [num_samples(rows) for rows in client_rows],
     )
     return fitted_tree(tree, client_rows[0], states), states
+
+
+def _as_sent(answer):
+    """A client's answer as a server reads it from a Flower node, in-process too.
+
+    Through the statistics rounds' JSON, so that both backends fit from the
+    same values and refuse what cannot be sent (a category of a type JSON
+    cannot carry); a client whose answer fails is an ``Unreadable`` for the
+    gate's failure policy, not the fit's error.
+    """
+    try:
+        return decode(encode(answer()))
+    except Exception as exc:  # any failure of one client's own answer
+        return Unreadable(f"{type(exc).__name__}: {exc}")
