@@ -861,3 +861,51 @@ def test_d15_group_values_json_cannot_carry_are_refused_on_both(data):
         RuntimeError, match=r"sensitive_features 'band' holds a Decimal"
     ):
         _both_flower(federation, banded)
+
+
+def test_d16_the_threshold_optimizer_counts_held_out_rows_on_both(data):
+    # With validation_fraction a Flower client counts its scores on its
+    # held-out rows; in-process the optimizer counted every row it fitted
+    # the federation on, training rows included. Both now count the
+    # held-out rows, as the federation split them.
+    from skfedida.postprocessing import FederatedThresholdOptimizer
+
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=2,
+        local_epochs=1,
+        validation_fraction=0.25,
+        random_state=0,
+    )
+    post = FederatedThresholdOptimizer(federation, random_state=0)
+    on_flower = run_in_process(
+        make_server_app(federation, postprocessor=post),
+        make_client_app(federation, partition_loader(data)),
+        num_partitions=3,
+    )
+    in_process = clone(post).fit(
+        data.data,
+        data.target,
+        clients=data.clients,
+        sensitive_features=data.sensitive,
+    )
+    held_out = np.ceil(0.25 * np.bincount(data.clients))
+    np.testing.assert_array_equal(
+        in_process.client_histograms_.sum(axis=(1, 2, 3)), held_out
+    )
+    np.testing.assert_array_equal(
+        in_process.client_histograms_, on_flower.client_histograms_
+    )
+    for key, value in in_process.rules_.items():
+        np.testing.assert_array_equal(on_flower.rules_[key], value)
+    # A fitted model given to the optimizer (prefit=True) counts the rows
+    # it is given: the user chose them.
+    given = FederatedThresholdOptimizer(
+        in_process.estimator_, prefit=True, random_state=0
+    ).fit(
+        data.data,
+        data.target,
+        clients=data.clients,
+        sensitive_features=data.sensitive,
+    )
+    assert given.client_histograms_.sum() == len(data.target)

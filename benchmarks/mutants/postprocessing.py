@@ -6,6 +6,14 @@ POSTPROCESSING_TESTS = ("tests/test_postprocessing.py",)
 
 MUTANTS = [
     Mutant(
+        "the in-process optimizer counts training rows too",
+        "FederatedThresholdOptimizer.fit",
+        "if not self.prefit and held_out is not None:",
+        "if False:",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedThresholdOptimizer",),
+    ),
+    Mutant(
         "the trade-off hull keeps collinear points as vertices",
         "_upper_hull",
         "            if cross >= 0:\n",

@@ -1501,6 +1501,28 @@ strategy, default="mean"
             record,
         )
 
+    def _held_out_rows(self, y, client_rows):
+        """Each client's held-out rows among ``client_rows``, as ``fit`` split them.
+
+        ``client_rows[k]`` are the indices of client k's rows in ``y``, the
+        rows this federation was fitted on; None without
+        ``validation_fraction``. What a FederatedThresholdOptimizer counts
+        in-process, as a Flower client counts its held-out rows.
+        """
+        check_is_fitted(self)
+        if self.validation_fraction is None:
+            return None
+        held_out = []
+        for k, rows in enumerate(client_rows):
+            _, kept_out = _split_client(
+                np.asarray(y)[rows],
+                self.validation_fraction,
+                self.client_seeds_[k],
+                self.clients_[k].tolist(),
+            )
+            held_out.append(rows[kept_out])
+        return held_out
+
     def _client_id(self, k):
         return self.clients_[k].tolist()
 

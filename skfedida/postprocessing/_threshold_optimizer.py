@@ -424,6 +424,9 @@ default=None
         X : array-like or DataFrame of shape (n_samples, n_features)
             Rows of every client (held-out rows with ``prefit=True`` give
             thresholds that are not fitted to the model's own training rows).
+            With ``prefit=False`` and a federation that holds rows out
+            (``FederatedEstimator(validation_fraction=...)``), the counts are
+            of each client's held-out rows, as a Flower client counts them.
         y : array-like of shape (n_samples,)
             Binary labels.
         clients : array-like of shape (n_samples,), default=None
@@ -471,8 +474,13 @@ default=None
         ids, codes = client_ids(clients, n_samples)
         self.clients_ = ids
         scores = self._scores(X)
-        # What each client sends: its counts per (group, label, bin).
+        # What each client sends: its counts per (group, label, bin), of
+        # the rows a Flower client counts: its held-out rows when the
+        # federation fitted here held some out, else every row given.
         client_rows = [np.flatnonzero(codes == k) for k in range(ids.size)]
+        held_out = getattr(self.estimator_, "_held_out_rows", None)
+        if not self.prefit and held_out is not None:
+            client_rows = held_out(y, client_rows) or client_rows
         histograms = [
             client_histogram(
                 scores[rows],
