@@ -32,6 +32,10 @@ SENSITIVE_NAMES = "sensitive-names"
 DECLARED_GROUPS = "declared-groups"
 #: A client's rows per class, at initialisation.
 CLASS_COUNTS = "class-counts"
+#: Declared at discovery: the labels of a client's rows (JSON); the server
+#: sends their union back at initialisation (JSON): the federation's classes.
+LABELS = "client-labels"
+FEDERATION_CLASSES = "federation-classes"
 #: A client's training rows per class that the model it uses predicts,
 #: after the last round.
 DECISION_COUNTS = "decision-counts"

@@ -909,3 +909,63 @@ def test_d16_the_threshold_optimizer_counts_held_out_rows_on_both(data):
         sensitive_features=data.sensitive,
     )
     assert given.client_histograms_.sum() == len(data.target)
+
+
+def test_d17_a_client_without_every_class_trains_on_both(data):
+    # In-process the federation's classes are those of every client's rows,
+    # so a client that lacks one trains (with a ClientDataWarning); on
+    # Flower such a client refused to start unless make_client_app was given
+    # classes=. Each client now declares its labels when it joins and the
+    # server sends back their union, held against the class counts after.
+    from skfedida.exceptions import ClientDataWarning
+
+    one_class = Bunch(**data)
+    one_class.target = data.target.copy()
+    one_class.target[data.clients == 1] = 1
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0),
+        n_rounds=2,
+        local_epochs=1,
+        random_state=0,
+    )
+    with pytest.warns(ClientDataWarning, match="Client 1 has a single class"):
+        in_process = _in_process(federation, one_class)
+    on_flower = _both_flower(federation, one_class)
+    np.testing.assert_array_equal(in_process.classes_, on_flower.classes_)
+    np.testing.assert_array_equal(
+        in_process.estimator_.coef_, on_flower.estimator_.coef_
+    )
+    np.testing.assert_array_equal(in_process.class_prior_, on_flower.class_prior_)
+
+
+class _UndeclaredClassNode:
+    """A ClientApp whose node 1 counts rows of a class it did not declare."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, message, context):
+        reply = self.app(message, context)
+        if context.node_config["partition-id"] != 1 or reply.has_error():
+            return reply
+        config = reply.content.config_records.get("config")
+        if message.metadata.message_type == "query" and config is not None:
+            config["client-labels"] = "[1]"  # it holds rows of class 0 too
+        return reply
+
+
+def test_d17_class_counts_are_held_to_the_declared_labels(data):
+    # A client that declares labels when it joins, then counts rows of
+    # another class at initialisation, is refused naming it.
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0), n_rounds=1, random_state=0
+    )
+    app = make_client_app(federation, partition_loader(data))
+    with pytest.raises(
+        RuntimeError,
+        match=r"Client 1 \(node \d+\) failed the initialisation: its reply cannot "
+        r"be used: its class counts count rows of \[0\], labels it did not declare",
+    ):
+        run_in_process(
+            make_server_app(federation), _UndeclaredClassNode(app), num_partitions=3
+        )

@@ -26,6 +26,22 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "class counts of a label a client did not declare pass",
+        "initialisation_claim_problem",
+        "if count and c not in labels",
+        "if count and c not in labels and False",
+        ("tests/test_backend_parity.py",),
+        features=("make_server_app", "reply:initialisation"),
+    ),
+    Mutant(
+        "the server sends no federation classes at initialisation",
+        "run_federation",
+        "init_config[FEDERATION_CLASSES] = json.dumps(union.tolist())",
+        "pass",
+        ("tests/test_backend_parity.py",),
+        features=("make_server_app",),
+    ),
+    Mutant(
         "a group value JSON cannot carry is let through",
         "check_sendable_labels",
         "if not isinstance(value, (str, int, float, bool, type(None))):",

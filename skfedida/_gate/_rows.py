@@ -20,6 +20,7 @@ from .._messages import (
     DECLARED_GROUPS,
     FEATURE_NAMES,
     GROUP_LABELS,
+    LABELS,
     N_FEATURES,
     NUM_EVAL_ROWS,
     NUM_ROWS,
@@ -543,6 +544,32 @@ def description_consensus(described, name):
     }
 
 
+def declared_labels(config):
+    """The labels a client declared at discovery, or why they cannot be used.
+
+    ``(labels, None)`` or ``(None, problem)``: a JSON list of distinct
+    values (text, numbers, booleans; empty for a client without rows, which
+    its initialisation then fails); ``(None, None)`` when the client
+    declared none (it then brings its own classes).
+    """
+    if LABELS not in config:
+        return None, None
+    try:
+        labels = json.loads(config[LABELS])
+    except (TypeError, ValueError) as exc:
+        return None, f"its labels cannot be read ({type(exc).__name__}: {exc})"
+    if (
+        not isinstance(labels, list)
+        or not all(
+            isinstance(label, (str, int, float, bool)) and label == label
+            for label in labels
+        )
+        or len({json.dumps(label) for label in labels}) != len(labels)
+    ):
+        return None, f"its labels {labels!r} are not a list of distinct values"
+    return labels, None
+
+
 def discovery_problem(metrics):
     """A client's declared rows at discovery: ``(n_rows, n_eval_rows, problem)``.
 
@@ -568,6 +595,8 @@ def initialisation_claim_problem(
     config,
     sizes,
     ledger,
+    classes=(),
+    labels=None,
 ):
     """A client's initialisation reply checked, then its class counts claimed.
 
@@ -579,6 +608,8 @@ def initialisation_claim_problem(
     problem, or the ledger's verdict on its class counts. ``class_counts()``
     and ``initial_parameters()`` read those from the reply, each only once
     the checks before it pass (a reply wrong in two ways is told the first).
+    With the ``labels`` it declared at discovery, it counts rows of no
+    other of the federation's ``classes``.
     """
     problem = rows_problem(n_rows, sizes["train"], "its training rows")
     if problem is None:
@@ -586,6 +617,18 @@ def initialisation_claim_problem(
         problem = initialisation_reply_problem(
             class_counts, n_classes=n_classes, declared_rows=sizes["train"]
         )
+    if problem is None and labels is not None:
+        # Held to what it said when it joined: rows only of its own labels.
+        undeclared = [
+            c
+            for c, count in zip(classes, class_counts, strict=True)
+            if count and c not in labels
+        ]
+        if undeclared:
+            problem = (
+                f"its class counts count rows of {undeclared}, labels it did not "
+                f"declare when it joined ({labels})"
+            )
     if problem is None:
         problem = training_reply_problem(
             initial_parameters(),

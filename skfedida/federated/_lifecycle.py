@@ -12,6 +12,8 @@ Flower's is ``skfedida.flower._transport.FlowerTransport``).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from .._gate._checks import parse_groups, read_reply, unless_malformed
@@ -21,6 +23,7 @@ from .._gate._rows import (
     admitted_decision_counts,
     attributes_consensus,
     data_description,
+    declared_labels,
     description_consensus,
     discovery_problem,
     group_declaration_problem,
@@ -33,6 +36,7 @@ from .._messages import (
     CLASS_COUNTS,
     CLIENT_SEED,
     DECISION_COUNTS,
+    FEDERATION_CLASSES,
     FITTED_STATES,
     N_BINS,
     NUM_EXAMPLES,
@@ -80,21 +84,43 @@ def refuse_in_process_only(federation):
 
 
 def discovered_rows(transport):
-    """What every client declared when it joined: ``[(n_rows, n_eval)]``.
+    """What every client declared when it joined: ``([(n_rows, n_eval)], labels)``.
 
-    The rows it loaded and its evaluation rows (None without). A client
-    that declares no row count is an error naming it: the federation
-    cannot check anything it says after.
+    The rows it loaded and its evaluation rows (None without), and per
+    client the labels of its rows (None when it declared none). A client
+    that declares no row count, or labels that cannot be read, is an error
+    naming it: the federation cannot check anything it says after.
     """
-    declared = []
+    declared, labels = [], []
     for k, reply in enumerate(transport.discover()):
         n_rows, n_eval, problem = discovery_problem(reply.metrics({}))
+        if problem is None:
+            own, problem = declared_labels(reply.config({}))
         if problem is not None:
             raise RuntimeError(
                 f"{transport.name(k)} failed the discovery query: {problem}."
             )
         declared.append((n_rows, n_eval))
-    return declared
+        labels.append(own)
+    return declared, labels
+
+
+def federation_classes(labels):
+    """The union of the clients' declared labels, sorted: the federation's classes.
+
+    None when a client declared none (each then brings its own). As
+    ``fit`` takes ``np.unique(y)`` over every client's rows, so a client
+    that lacks a class trains on both backends.
+    """
+    if any(own is None for own in labels):
+        return None
+    try:
+        return np.unique(np.array([label for own in labels for label in own]))
+    except TypeError as exc:
+        raise ValueError(
+            f"The clients' labels cannot be ordered together ({exc}): give every "
+            "client labels of one kind."
+        ) from exc
 
 
 def _everyone(transport, kind, payload, clients, what=None):
@@ -129,7 +155,7 @@ def preprocessing_states(plan, transport, gate, rows):
     return fit_tree(plan.preprocessing, ask, gate, rows)
 
 
-def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
+def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate, labels):
     """One client's initialisation reply checked (the gate's rules), or None."""
     classes = agreed.classes
 
@@ -148,12 +174,14 @@ def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate):
             config=reply.config(),
             sizes=declared.sizes,
             ledger=gate.ledger,
+            classes=np.asarray(classes).tolist(),
+            labels=labels,
         )
 
     return unless_malformed(check)
 
 
-def _initialised(plan, transport, gate, declared, seeds, init_config):
+def _initialised(plan, transport, gate, declared, seeds, init_config, labels):
     """Every client's initialisation, checked: admitted clients and the data.
 
     ``(replies, admitted, agreed)``: the replies by client, the clients the
@@ -180,7 +208,7 @@ def _initialised(plan, transport, gate, declared, seeds, init_config):
     for k in clients:
         if problems.get(k) is None:
             problems[k] = _initialisation_problem(
-                k, replies[k], declared[k], agreed, plan, seeds[0], gate
+                k, replies[k], declared[k], agreed, plan, seeds[0], gate, labels[k]
             )
     admitted = gate.admit("initialisation", sorted(problems.items()))
     return replies, admitted, agreed
@@ -382,7 +410,7 @@ def run_federation(plan, transport, *, postprocessor=None):
         one is given).
     """
     refuse_in_process_only(plan.federation)
-    rows = discovered_rows(transport)
+    rows, labels = discovered_rows(transport)
     if is_boosted_trees(plan.federation.estimator):
         if postprocessor is not None:
             server_postprocessor(postprocessor)  # bad options fail first
@@ -401,6 +429,9 @@ def run_federation(plan, transport, *, postprocessor=None):
         for n_rows, n_eval in rows
     ]
     init_config = {}
+    union = federation_classes(labels)
+    if union is not None:
+        init_config[FEDERATION_CLASSES] = json.dumps(union.tolist())
     states = None
     if plan.pipeline is not None:
         states = preprocessing_states(
@@ -408,7 +439,7 @@ def run_federation(plan, transport, *, postprocessor=None):
         )
         init_config[PREPROCESSING_STATES] = states
     replies, admitted, agreed = _initialised(
-        plan, transport, gate, declared, seeds, init_config
+        plan, transport, gate, declared, seeds, init_config, labels
     )
     classes = agreed.classes
     if plan.pipeline is not None:

@@ -32,6 +32,7 @@ and gives each call the node it runs on, which offers:
 
 from __future__ import annotations
 
+import json
 import pickle
 from dataclasses import dataclass
 
@@ -48,8 +49,10 @@ from .._messages import (
     DECISION_COUNTS,
     DECLARED_GROUPS,
     FEATURE_NAMES,
+    FEDERATION_CLASSES,
     FITTED_STATES,
     KEPT_ROUND,
+    LABELS,
     N_BINS,
     N_FEATURES,
     NUM_EVAL_ROWS,
@@ -167,7 +170,7 @@ class ClientNode:
             rows.loaded = node.load()
         return rows.loaded
 
-    def client_side(self, node, seed, states_text=None):
+    def client_side(self, node, seed, states_text=None, classes_text=None):
         # The same checks and split as FederatedEstimator.fit, on this
         # client's rows only; the rows never leave this node. Checked once
         # per run: every message of the run asks for the same rows.
@@ -175,6 +178,8 @@ class ClientNode:
         record = node.record()
         if states_text is None and record is not None:
             states_text = record.get(PREPROCESSING_STATES)
+        if classes_text is None and record is not None:
+            classes_text = record.get(FEDERATION_CLASSES)
         if (seed, states_text) not in rows.parts:
             plan = plan_for_run(self.federation, node.run_config)
             partition, n_partitions = node.partition()
@@ -190,7 +195,7 @@ class ClientNode:
                 partition,
                 n_partitions,
                 seed,
-                self.classes,
+                self.classes if classes_text is None else json.loads(classes_text),
                 states=states,
             )
             rows.parts[(seed, states_text)] = (plan, part, n_partitions)
@@ -424,9 +429,19 @@ class ClientNode:
         declared = {NUM_ROWS: int(num_samples(loaded["X"]))}
         if "X_eval" in loaded:
             declared[NUM_EVAL_ROWS] = int(num_samples(loaded["X_eval"]))
+        # Its labels (or the classes it was given): the server sends back
+        # their union over the clients, the federation's classes, so that
+        # a client without every class trains, as in-process.
+        labels = np.unique(
+            np.asarray(loaded["y"] if self.classes is None else self.classes)
+        )
         return ClientReply(
             metrics=declared,
-            config={PARTITION_ID: partition, NUM_PARTITIONS: n_partitions},
+            config={
+                PARTITION_ID: partition,
+                NUM_PARTITIONS: n_partitions,
+                LABELS: json.dumps(labels.tolist()),
+            },
         )
 
     def initialise(self, node, config):
@@ -437,9 +452,14 @@ class ClientNode:
         """
         seed = int(config[CLIENT_SEED])
         states_text = config.get(PREPROCESSING_STATES)
-        plan, part, n_partitions = self.client_side(node, seed, states_text)
+        classes_text = config.get(FEDERATION_CLASSES)
+        plan, part, n_partitions = self.client_side(
+            node, seed, states_text, classes_text
+        )
         estimator = plan.initial_estimator(part, seed)
         record = {"estimator": pickle.dumps(estimator), CLIENT_SEED: seed}
+        if classes_text is not None:
+            record[FEDERATION_CLASSES] = classes_text
         if states_text is not None:
             record[PREPROCESSING_STATES] = states_text
         node.keep(record)

@@ -207,10 +207,11 @@ def make_client_app(federation, load_data, *, classes=None):
         strategy of your own, which asks every node, it scores its
         training rows).
     classes : array-like, default=None
-        Labels of the whole federation. By default each client's own labels,
-        which must then be all the classes (the server refuses clients that
-        disagree); give them when a client may lack one, as clients of a
-        multi-class outcome often do.
+        Labels of the whole federation. By default skfedida's ServerApp
+        sends the union of the labels the clients declare when they join,
+        so a client may lack a class, as in-process. Give them under a
+        Flower strategy of your own, where no server tells a node the
+        federation's classes and a node takes its own labels.
 
         The node config (``flower-supernode --node-config``) gives
         ``partition-id`` and ``num-partitions``, and optionally ``model-path``:
