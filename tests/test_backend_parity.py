@@ -969,3 +969,41 @@ def test_d17_class_counts_are_held_to_the_declared_labels(data):
         run_in_process(
             make_server_app(federation), _UndeclaredClassNode(app), num_partitions=3
         )
+
+
+def test_d8_the_global_estimator_reads_what_the_clients_read(data):
+    # The clients' estimators of a DataFrame fit read arrays (metadata
+    # mode), so estimator_ must too: a template primed on a named frame
+    # warned "X does not have valid feature names" on every array it was
+    # given (on Flower, and in-process once it became the template).
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        data.data, columns=[f"x{j}" for j in range(data.data.shape[1])]
+    )
+    federation = FederatedEstimator(
+        FairPenaltyLogisticRegression(fairness=1.0), n_rounds=1, random_state=0
+    )
+    load = partition_loader(data)
+
+    def with_frame(context):
+        rows = data.clients == context.node_config["partition-id"]
+        return {**load(context), "X": frame[rows]}
+
+    fitted = [
+        clone(federation).fit(
+            frame, data.target, clients=data.clients, sensitive_features=data.sensitive
+        ),
+        run_in_process(
+            make_server_app(federation),
+            make_client_app(federation, with_frame),
+            num_partitions=3,
+        ),
+    ]
+    for each in fitted:
+        np.testing.assert_array_equal(each.feature_names_in_, frame.columns)
+        assert not hasattr(each.estimator_, "feature_names_in_")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            each.estimator_.predict_proba(data.data[:5])
+            each.predict_proba(frame[:5])

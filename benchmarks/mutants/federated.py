@@ -26,6 +26,14 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "the global estimator is primed on named columns in metadata mode",
+        "FederatedEstimator._template",
+        "if feature_names is not None and self.sensitive is not None:",
+        "if feature_names is not None:",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator",),
+    ),
+    Mutant(
         "class counts of a label a client did not declare pass",
         "initialisation_claim_problem",
         "if count and c not in labels",

@@ -1219,7 +1219,10 @@ strategy, default="mean"
         """
         estimator = self._client_estimator(seed)
         X = np.zeros((len(classes), n_features))
-        if feature_names is not None:
+        if feature_names is not None and self.sensitive is not None:
+            # Column mode: the clients' estimators read a DataFrame (their
+            # own columns); otherwise they see arrays (``_as_array``), and a
+            # template with feature names would warn when given one.
             import pandas as pd
 
             X = pd.DataFrame(X, columns=feature_names)
