@@ -219,8 +219,8 @@ MUTANTS = [
     Mutant(
         name="blind: a Flower client personalises from the previous round's seed",
         where="FederationPlan._personalise",
-        original="np.random.RandomState(_round_seed(seed, round_)),",
-        mutated="np.random.RandomState(_round_seed(seed, round_ - 1)),",
+        original="self.federation.personalization_steps, seed, round_",
+        mutated="self.federation.personalization_steps, seed, round_ - 1",
         tests=("tests/test_flower.py",),
         features=("make_client_app",),
     ),

@@ -62,36 +62,15 @@ def initialisation_reply_problem(class_counts, *, n_classes, declared_rows):
     )
 
 
-def decision_counts_problem(decision_counts, *, n_classes, declared_rows):
-    """Why a client's counts of the final model's decisions cannot be used, or None.
-
-    Parameters
-    ----------
-    decision_counts : array-like
-        The client's training rows per class the model it uses predicts,
-        in the order of the classes.
-    n_classes : int
-        The federation's number of classes.
-    declared_rows : int
-        The training rows the client declared.
-
-    Returns
-    -------
-    problem : str or None
-    """
-    return _per_class_problem(
-        decision_counts, "its decision counts", n_classes, declared_rows
-    )
-
-
 def admitted_decision_counts(gate, replies, *, n_classes, declared_rows):
     """The federation's decisions per class: the admitted clients' counts summed.
 
     Parameters
     ----------
     gate : ReplyGate
-        Checks each reply (``decision_counts_problem``) and applies the
-        failure policy; a skipped client is recorded at the stage
+        Checks each reply (one count per class, whole, adding up to the
+        client's declared training rows, as class counts do) and applies
+        the failure policy; a skipped client is recorded at the stage
         ``"decision query"`` and left out of the sum.
     replies : list
         Per client, a callable returning its counts, or a string saying why
@@ -113,8 +92,8 @@ def admitted_decision_counts(gate, replies, *, n_classes, declared_rows):
 
         def check(reply=reply, k=k):
             counted[k] = reply()
-            return decision_counts_problem(
-                counted[k], n_classes=n_classes, declared_rows=declared_rows[k]
+            return _per_class_problem(
+                counted[k], "its decision counts", n_classes, declared_rows[k]
             )
 
         problems.append((k, unless_malformed(check)))

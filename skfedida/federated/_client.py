@@ -476,6 +476,23 @@ class _Trainer:
             self._step(estimator, self._resample(sampler, data.take(rows)))
         return estimator
 
+    def personalised(self, estimator, data, steps, client_seed, round_):
+        """The personalised model a client uses after ``round_`` (1-based) rounds.
+
+        ``estimator``, set to the global model, adapted in place with the
+        client's seed of that round: what ``FederatedEstimator(n_rounds=
+        round_)`` keeps in ``client_estimators_``, and what both backends
+        evaluate each round and a Flower node keeps after the last.
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InactivePenaltyWarning)
+            return self.personalise(
+                estimator,
+                data,
+                steps,
+                np.random.RandomState(_round_seed(client_seed, round_)),
+            )
+
 
 class _ResampledEpochs:
     """Algorithm 2 for skfedida's own sampler and estimator, an epoch at a time.

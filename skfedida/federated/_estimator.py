@@ -65,7 +65,6 @@ from ._client import (
     _check_sampler_input,
     _client_seeds,
     _ClientData,
-    _round_seed,
     _split_client,
     _Trainer,
     _validation_metrics,
@@ -999,7 +998,8 @@ strategy, default="mean"
             n_classes=len(self.classes_),
             declared_rows=[client.n for client in data],
         )
-        last_round = max((r["round"] for r in self.history_), default=0)
+        # Recorded after the last round, as on Flower.
+        last_round = self._federation_state["rounds"]
         self.history_.extend(
             {"round": last_round, **record} for record in gate.records[before:]
         )
@@ -1424,14 +1424,9 @@ strategy, default="mean"
         What ``FederatedEstimator(n_rounds=round_)`` gives it, and what a
         Flower client evaluates: ``model`` adapted on its training rows.
         """
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", InactivePenaltyWarning)
-            return trainer.personalise(
-                model,
-                data[k],
-                self.personalization_steps,
-                np.random.RandomState(_round_seed(seeds[k], round_)),
-            )
+        return trainer.personalised(
+            model, data[k], self.personalization_steps, seeds[k], round_
+        )
 
     def _record_validation(
         self, round_, models, global_parameters, records, personalise=None

@@ -380,7 +380,7 @@ def _final_decisions(transport, rounds, gate, n_classes, state, history):
             reply
             if isinstance(reply, str)
             else lambda reply=reply: reply.config()[DECISION_COUNTS]
-            for reply in (replies[k] for k in range(len(declared)))
+            for reply in (replies[k] for k in clients)
         ],
         n_classes=n_classes,
         declared_rows=[sets.sizes["train"] for sets in declared],

@@ -11,15 +11,12 @@ the Flower apps call no private method of the estimator.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .._compat import num_samples, safe_indexing
 from .._gate._policy import ordered_records
 from .._groups import check_sendable_labels, encode_groups
 from ..exceptions import (
-    InactivePenaltyWarning,
     warn_if_outlying_updates,
 )
 from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
@@ -295,16 +292,10 @@ class FederationPlan:
         return model
 
     def _personalise(self, part, model, seed, round_):
-        # The personalised model this client would use after this round:
-        # what FederatedEstimator(n_rounds=round) gives it.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", InactivePenaltyWarning)
-            self._trainer(part.classes, part).personalise(
-                model,
-                part.train,
-                self.federation.personalization_steps,
-                np.random.RandomState(_round_seed(seed, round_)),
-            )
+        # The personalised model this client would use after this round.
+        self._trainer(part.classes, part).personalised(
+            model, part.train, self.federation.personalization_steps, seed, round_
+        )
 
     def rate_histograms(self, part, estimator, parameters, n_bins):
         """A client's rate-constraint counts of its training rows, and groups."""

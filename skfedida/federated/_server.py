@@ -278,10 +278,13 @@ class RoundServer:
         for k in range(len(data)):
             # Client k adapts a copy of its own estimator, set to the global
             # model (the original carries on if training resumes).
-            personal = assign_parameters(clone_fitted(models[k]), global_parameters)
-            rng = np.random.RandomState(_round_seed(seeds[k], state["rounds"]))
-            trainer.personalise(personal, data[k], personalization_steps, rng)
-            personal_models[k] = personal
+            personal_models[k] = trainer.personalised(
+                assign_parameters(clone_fitted(models[k]), global_parameters),
+                data[k],
+                personalization_steps,
+                seeds[k],
+                state["rounds"],
+            )
         return personal_models
 
 
