@@ -1007,3 +1007,65 @@ def test_d8_the_global_estimator_reads_what_the_clients_read(data):
             warnings.simplefilter("error", UserWarning)
             each.estimator_.predict_proba(data.data[:5])
             each.predict_proba(frame[:5])
+
+
+def test_d5_d6_a_client_refused_at_initialisation_alike_on_both(data):
+    # In-process initialisation checked only the class counts, and the
+    # global model started from client 0's initial model even when the gate
+    # refused it; Flower checked every initialisation reply and started
+    # from the first admitted client's. Both now check the initial model
+    # (finite, the template's shapes), the counts and the declared groups
+    # with one rule and one policy, and start from the first admitted
+    # client's model; a refused client is left out of the class prior and
+    # still trains in later rounds, whose replies are checked as anyone's.
+    federation = FederatedEstimator(
+        _OnceHostileMLP(),
+        n_rounds=2,
+        local_epochs=1,
+        on_client_error="skip",
+        random_state=0,
+    )
+    seeds = clone(federation).set_params(n_rounds=1)
+    seeds.fit(data.data, data.target, clients=data.clients)
+    # Client 0's model is spoilt by its first fit: its priming.
+    federation.set_params(
+        estimator__hostile_seed=int(seeds.client_seeds_[0]), estimator__hostile_fit=1
+    )
+    messages = []
+    for run in (_in_process, _both_flower):
+        with pytest.raises(RuntimeError) as info:
+            run(clone(federation).set_params(on_client_error="raise"), data)
+        messages.append(re.sub(r" \(node \d+\)", "", str(info.value)))
+    assert messages[0] == messages[1]
+    assert messages[0].startswith(
+        "Client 0 failed the initialisation: its reply cannot be used: parameter "
+        "array 0 holds NaN or infinity"
+    )
+    fitted = _both(federation, data)
+    skipped = [
+        [
+            (r["round"], r["client"], r.get("stage"), r["skipped"])
+            for r in f.history_
+            if "skipped" in r
+        ]
+        for f in fitted
+    ]
+    assert skipped[0] == skipped[1]
+    assert [record[:3] for record in skipped[0]] == [(0, 0, "initialisation")]
+    # Client 0 trained in both rounds, as the others did.
+    for f in fitted:
+        assert sorted(r["client"] for r in f.history_ if r.get("train_loss")) == [
+            0,
+            0,
+            1,
+            1,
+            2,
+            2,
+        ]
+    in_process, on_flower = fitted
+    np.testing.assert_array_equal(in_process.class_prior_, on_flower.class_prior_)
+    for ours, theirs in zip(
+        in_process.estimator_.coefs_, on_flower.estimator_.coefs_, strict=True
+    ):
+        assert np.isfinite(ours).all()
+        np.testing.assert_array_equal(ours, theirs)

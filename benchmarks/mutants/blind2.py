@@ -344,8 +344,8 @@ MUTANTS = [
     Mutant(
         name="blind2: a client declares no groups for its held-out rows",
         where="group_declaration",
-        original="    if part.train.held_out is not None:\n"
-        '        sets.append(("held_out", part.train.held_out.groups))\n',
+        original="    if train.held_out is not None:\n"
+        '        sets.append(("held_out", train.held_out.groups))\n',
         mutated="",
         tests=_FLOWER + _POSTPROCESSING,
         features=("make_client_app", "FairFed", "FederatedThresholdOptimizer"),

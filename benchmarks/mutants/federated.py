@@ -26,6 +26,22 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "the global model starts from client 0's initial model, refused or not",
+        "RoundServer.start",
+        '"global_parameters": parameter_arrays(models[initial]),',
+        '"global_parameters": parameter_arrays(models[0]),',
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator", "reply:initialisation"),
+    ),
+    Mutant(
+        "in-process initialisation does not check the initial model",
+        "FederatedEstimator._initialise",
+        "None if model is None else lambda: parameter_arrays(model)",
+        "None",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator", "reply:initialisation"),
+    ),
+    Mutant(
         "the global estimator is primed on named columns in metadata mode",
         "FederatedEstimator._template",
         "if feature_names is not None and self.sensitive is not None:",

@@ -581,7 +581,8 @@ def initialisation_claim_problem(
 
     Its training rows as declared (``sizes["train"]``); its count of each of
     the federation's ``n_classes`` classes over them; its initial model, of
-    the shapes and dtypes of ``reference`` and finite; and its groups on
+    the shapes and dtypes of ``reference`` and finite (None: a pooled fit,
+    which trains no client's model); and its groups on
     every set of its rows (``group_declaration_problem``, from ``config``:
     the only groups its later replies may count rows in). Returns the first
     problem, or the ledger's verdict on its class counts. ``class_counts()``
@@ -608,7 +609,7 @@ def initialisation_claim_problem(
                 f"its class counts count rows of {undeclared}, labels it did not "
                 f"declare when it joined ({labels})"
             )
-    if problem is None:
+    if problem is None and initial_parameters is not None:
         problem = training_reply_problem(
             initial_parameters(),
             sizes["train"],

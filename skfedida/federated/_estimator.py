@@ -29,9 +29,11 @@ from .._compat import (
     safe_indexing,
 )
 from .._doc_links import DocLinkMixin
+from .._gate._checks import unless_malformed
+from .._gate._ledger import declared_sets
 from .._gate._model import evaluation_reply_problem
 from .._gate._policy import ReplyGate, RoundHistory, admit_round, ordered_records
-from .._gate._rows import admitted_decision_counts, initialisation_reply_problem
+from .._gate._rows import admitted_decision_counts, initialisation_claim_problem
 from .._groups import (
     check_labels_complete,
     check_sendable_labels,
@@ -40,7 +42,7 @@ from .._groups import (
     resolve_sensitive,
     take_rows,
 )
-from .._messages import NUM_EXAMPLES
+from .._messages import DECLARED_GROUPS, NUM_EXAMPLES
 from .._models._fair_base import (
     BaseFairClassifier,
     forget_constraint,
@@ -78,7 +80,7 @@ from ._constraint_rounds import (
     rows_groups,
     training_groups,
 )
-from ._parameters import assign_parameters
+from ._parameters import assign_parameters, parameter_arrays
 from ._pipeline import (
     PipelineFederation,
     final_step,
@@ -94,10 +96,19 @@ from ._privacy import (
 )
 from ._server import InProcessRounds, RoundServer, evaluation_summary
 from ._trees import fit_trees, is_boosted_trees
+from ._wire import group_declaration
 
 __all__ = ["FederatedEstimator"]
 
 _STRATEGIES = ("fedavg", "pfedavg", "local", "central")
+
+#: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
+#: parameters on both sides, so one ``flwr run --run-config`` changes both.
+RUN_CONFIG_PARAMETERS = {
+    "num-server-rounds": "n_rounds",
+    "local-epochs": "local_epochs",
+    "seed": "random_state",
+}
 
 
 def _declares_constraints(component):
@@ -715,7 +726,6 @@ strategy, default="mean"
                 )
         self.client_sizes_ = np.array([client.n for client in data])
         gate = self._gate()
-        self.class_prior_ = self._class_prior(data, gate)
         trainer = self._trainer(
             self.classes_,
             self._sensitive_routing(
@@ -736,7 +746,20 @@ strategy, default="mean"
         ):
             # A client reports its fairness (FairFed) on its held-out rows.
             client.held_out = _ClientData(X_val, y_val, groups_val, weight_val)
-        self._declare_groups(data, gate)
+        if self.strategy == "central":
+            models = None  # the pooled fit trains no client's model
+        elif warm:
+            models = self._federation_state["models"]
+        else:
+            models = [
+                trainer.prime(self._client_estimator(seed), client)
+                for seed, client in zip(self.client_seeds_, data, strict=True)
+            ]
+        # The server's model of no client's rows: initialisation replies are
+        # held to its shapes, and estimator_ is it with the global parameters.
+        template = None if models is None else self._new_template()
+        admitted = self._initialise(data, models, gate, template)
+        self.class_prior_ = self._class_prior(data, admitted)
         if self.strategy == "central":
             pooled = np.sort(np.concatenate(train))
             data_central = [self._client_data(X, y, S, groups, pooled, sample_weight)]
@@ -756,6 +779,9 @@ strategy, default="mean"
                 self.client_seeds_,
                 callback_rows=(X_given, y),
                 ledger=gate.ledger,
+                models=models,
+                initial=admitted[0],
+                template=template,
             )
         del self._validation
         self._record_skips(gate)
@@ -772,52 +798,63 @@ strategy, default="mean"
             client_id=self._client_id,
         )
 
-    @staticmethod
-    def _declare_groups(data, gate):
-        """Every client's groups and their sizes on each of its sets of rows.
+    def _initialise(self, data, models, gate, template):
+        """Every client's initialisation through the gate: the clients admitted.
 
-        What a Flower client declares at initialisation: the only groups its
-        later replies (FairFed reports) may count rows in, and how many.
+        What a Flower client replies at initialisation, checked by the same
+        rule (``initialisation_claim_problem``) and failure policy: its
+        training rows, its count of them per class (claimed: every later
+        count of its training rows per label must agree), its initial model
+        (``models[k]``, primed on its rows: of the template's shapes and
+        finite) and its groups on each set of its rows, which its later
+        replies (FairFed reports, histograms) may count rows in.
+        ``template``: the server's model (None with ``models``: a pooled
+        fit trains no client's model).
         """
-        for k, client in enumerate(data):
-            for rowset, rows in (("train", client), ("held_out", client.held_out)):
-                if rows is not None and rows.groups is not None:
-                    gate.ledger.declare_groups(
-                        k,
-                        rowset,
-                        dict(
-                            zip(rows.groups.labels, rows.groups.counts(), strict=True)
-                        ),
-                    )
+        reference = None if template is None else parameter_arrays(template)
+        constrained = self._server_constraint()
 
-    def _class_prior(self, data, gate):
-        """``class_prior_`` from the clients' counts that pass the gate.
+        def client_problem(k):
+            client = data[k]
+            model = None if models is None else models[k]
+            held_out = 0 if client.held_out is None else client.held_out.n
+            declaration = group_declaration(
+                client,
+                train_groups=rows_groups(model, client) if constrained else None,
+            )
+            counts = class_counts(client.y, self.classes_)
+            return initialisation_claim_problem(
+                k,
+                n_rows=client.n,
+                class_counts=lambda: counts,
+                n_classes=len(self.classes_),
+                initial_parameters=(
+                    None if model is None else lambda: parameter_arrays(model)
+                ),
+                reference=reference,
+                config={} if declaration is None else {DECLARED_GROUPS: declaration},
+                sizes=declared_sets(
+                    client.n + held_out, None, self.validation_fraction
+                ).sizes,
+                ledger=gate.ledger,
+            )
 
-        Each client's counts of its training rows per class are its
-        initialisation reply: checked as the Flower server checks them.
-        """
-        counts = [class_counts(client.y, self.classes_) for client in data]
-        admitted = gate.admit(
+        return gate.admit(
             "initialisation",
             [
-                (
-                    k,
-                    initialisation_reply_problem(
-                        counts[k],
-                        n_classes=len(self.classes_),
-                        declared_rows=client.n,
-                    )
-                    # Claimed, as a Flower client's are: every later count of
-                    # its training rows per label must agree with them.
-                    or gate.ledger.claim(k, "train", labels=counts[k]),
-                )
-                for k, client in enumerate(data)
+                (k, unless_malformed(functools.partial(client_problem, k)))
+                for k in range(len(data))
             ],
         )
-        # Weighted rows: the class shares of their weights (the counts above
-        # stay the claims the gate holds them to).
+
+    def _class_prior(self, data, admitted):
+        """``class_prior_`` from the admitted clients' training rows per class.
+
+        Weighted rows give the class shares of their weights (their counts
+        stay the claims the gate holds them to).
+        """
         shares = [
-            counts[k]
+            class_counts(data[k].y, self.classes_)
             if data[k].weight is None
             else np.bincount(
                 np.searchsorted(self.classes_, data[k].y),
@@ -1232,19 +1269,26 @@ strategy, default="mean"
                 classes, self._sensitive_routing(sensitive_features=None)
             ).prime(estimator, _ClientData(X, np.asarray(classes), None))
 
-    def _global_estimator(self, global_parameters, models=None, central=False):
-        """``estimator_`` on both backends: the template with the global parameters.
-
-        Central training's model is the pooled fit itself, counters included.
-        """
-        if central:
-            return assign_parameters(clone_fitted(models[0]), global_parameters)
-        template = self._template(
+    def _new_template(self):
+        """The server's template of this fit (``_template`` of client 0's seed)."""
+        return self._template(
             self.client_seeds_[0],
             self.n_features_in_,
             getattr(self, "feature_names_in_", None),
             self.classes_,
         )
+
+    def _global_estimator(
+        self, global_parameters, models=None, central=False, template=None
+    ):
+        """``estimator_`` on both backends: the template with the global parameters.
+
+        Central training's model is the pooled fit itself, counters included.
+        ``template``: this fit's, when it has one (it is left as it is).
+        """
+        if central:
+            return assign_parameters(clone_fitted(models[0]), global_parameters)
+        template = self._new_template() if template is None else clone_fitted(template)
         return assign_parameters(template, global_parameters)
 
     def _client_estimator(self, seed):
@@ -1293,30 +1337,23 @@ strategy, default="mean"
         central=False,
         callback_rows=None,
         ledger=None,
+        models=None,
+        initial=0,
+        template=None,
     ):
         callback_rows = callback_rows or (None, None)
         server = self._server(central, ledger)
         state = getattr(self, "_federation_state", None)
         if state is None:
-            state = server.start(trainer, data, seeds, self._client_estimator)
+            state = server.start(
+                trainer, data, seeds, self._client_estimator, models, initial
+            )
             self.history_ = []
             self.federated_metrics_ = {}
             if self._server_constraint():
                 labels = training_groups(data, state["models"])
                 if len(labels) > 1:
                     state["constraint"] = FederatedConstraint(self.estimator, labels)
-                    if ledger is not None and self._column_mode():
-                        # What a Flower client declares: the groups its
-                        # estimator reads from its columns.
-                        for k, (client, model) in enumerate(
-                            zip(data, state["models"], strict=True)
-                        ):
-                            groups = rows_groups(model, client)
-                            ledger.declare_groups(
-                                k,
-                                "train",
-                                dict(zip(groups.labels, groups.counts(), strict=True)),
-                            )
                 elif self._column_mode():
                     # Metadata mode warned in fit; the columns are read here.
                     self._warn_inactive(
@@ -1372,7 +1409,10 @@ strategy, default="mean"
                 state_now = {"models": models, "global_parameters": global_parameters}
                 return {
                     "estimator_": self._global_estimator(
-                        server.global_parameters(state_now, data), models, central
+                        server.global_parameters(state_now, data),
+                        models,
+                        central,
+                        template,
                     ),
                     "client_estimators_": (
                         {self._client_id(k): m for k, m in enumerate(models)}
@@ -1402,7 +1442,7 @@ strategy, default="mean"
         self._federation_state = state
         self.privacy_ = privacy_report(self.dp, state["rounds"])
         self.estimator_ = self._global_estimator(
-            server.global_parameters(state, data), state["models"], central
+            server.global_parameters(state, data), state["models"], central, template
         )
         if self.strategy == "local":
             # The mean of the clients' models: their constraints are theirs.
@@ -1762,3 +1802,28 @@ def make_plan(federation, overrides=None):
             f"got {type(federation).__name__}."
         )
     return federation._plan(overrides or {})
+
+
+def plan_for_run(federation, run_config):
+    """The federation's plan for this run (run config overrides applied).
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        The unfitted federation a Flower app runs.
+    run_config : mapping
+        The run's config; its keys of ``RUN_CONFIG_PARAMETERS`` (rounds,
+        local epochs, seed) replace the federation's parameters, on the
+        server and every client alike.
+
+    Returns
+    -------
+    plan : FederationPlan
+        What the server and every client need to run the federation.
+    """
+    overrides = {
+        parameter: run_config[key]
+        for key, parameter in RUN_CONFIG_PARAMETERS.items()
+        if key in run_config
+    }
+    return make_plan(federation, overrides)

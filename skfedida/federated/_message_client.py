@@ -76,13 +76,13 @@ from ..postprocessing._threshold_optimizer import client_histogram
 from ._aggregation import WeightedMean
 from ._client import class_counts, clone_fitted, decision_counts
 from ._constraint_rounds import rows_groups
+from ._estimator import plan_for_run
 from ._parameters import assign_parameters, parameter_arrays
 from ._pipeline import raw_schema
 from ._tree_client import tree_client
 from ._wire import (
     group_config,
     group_declaration,
-    plan_for_run,
     rowset_declaration,
     tree_model_from_message,
 )
@@ -477,7 +477,9 @@ class ClientNode:
         # the groups (its own columns in column mode).
         constrained = plan.holds_constraint()
         declaration = group_declaration(
-            part, rows_groups(estimator, part.train) if constrained else None
+            part.train,
+            part.evaluation[2] if part.has_eval_rows else None,
+            rows_groups(estimator, part.train) if constrained else None,
         )
         if declaration is not None:
             # Its groups on each set of rows it will use, and their sizes.

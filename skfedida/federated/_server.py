@@ -104,15 +104,22 @@ class RoundServer:
         # every round).
         self.ledger = ClientLedger() if ledger is None else ledger
 
-    def start(self, trainer, data, seeds, client_estimator):
-        """The state of a new federation: primed estimators, global parameters."""
-        models = [
-            trainer.prime(client_estimator(seeds[k]), data[k]) for k in range(len(data))
-        ]
+    def start(self, trainer, data, seeds, client_estimator, models=None, initial=0):
+        """The state of a new federation: primed estimators, global parameters.
+
+        ``models``: the clients' estimators, primed on their rows (primed
+        here when None). The global model starts as client ``initial``'s,
+        the first the gate admitted at initialisation, as on Flower.
+        """
+        if models is None:
+            models = [
+                trainer.prime(client_estimator(seeds[k]), data[k])
+                for k in range(len(data))
+            ]
         return {
             "models": models,
             "selection_rng": selection_stream(seeds),
-            "global_parameters": parameter_arrays(models[0]),
+            "global_parameters": parameter_arrays(models[initial]),
             "rounds": 0,
             "strategy": self.strategy,
         }

@@ -1,9 +1,8 @@
 """What a server and its clients reached by message write for each other.
 
 A client's groups (the categories it holds and its rows in each, JSON, no
-row), the boosted trees' model message (from which a client rebuilds the
-federation's model to score its rows), and the run config's overrides of
-the federation's parameters, which both sides apply.
+row), and the boosted trees' model message (from which a client rebuilds
+the federation's model to score its rows).
 """
 
 from __future__ import annotations
@@ -15,17 +14,8 @@ from sklearn.base import clone
 
 from .._messages import GROUP_LABELS, SENSITIVE_NAMES
 from ..ensemble._boosting import tree_message, tree_predictor
-from ._estimator import make_plan
 from ._tree_client import bin_mapper_of
 from ._tree_server import fit_inputs
-
-#: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
-#: parameters on both sides, so one ``flwr run --run-config`` changes both.
-RUN_CONFIG_PARAMETERS = {
-    "num-server-rounds": "n_rounds",
-    "local-epochs": "local_epochs",
-    "seed": "random_state",
-}
 
 
 def _plain(value):
@@ -47,23 +37,25 @@ def group_config(groups):
     }
 
 
-def group_declaration(part, train_groups=None):
+def group_declaration(train, evaluation_groups=None, train_groups=None):
     """The groups a client declares at initialisation (a JSON string or None).
 
     Per set of rows it will use (``train``; ``held_out`` when its fairness
-    reports and evaluation use held-out rows; ``eval`` with evaluation rows
-    of its own): its groups' categories and its rows in each. Labels and
-    counts only, no rows: every later reply that counts rows per group
-    (FairFed reports, histograms) must count exactly these.
+    reports and evaluation use held-out rows, ``train.held_out``; ``eval``
+    with evaluation rows of its own, whose groups are
+    ``evaluation_groups``): its groups' categories and its rows in each.
+    Labels and counts only, no rows: every later reply that counts rows per
+    group (FairFed reports, histograms) must count exactly these.
     ``train_groups``: the training rows' groups where the estimator reads
-    them from its columns (column mode); by default ``part.train.groups``.
+    them from its columns (column mode); by default ``train.groups``. A
+    Flower client and an in-process one declare alike.
     """
     rowsets = {}
-    sets = [("train", part.train.groups if train_groups is None else train_groups)]
-    if part.train.held_out is not None:
-        sets.append(("held_out", part.train.held_out.groups))
-    if part.has_eval_rows:
-        sets.append(("eval", part.evaluation[2]))
+    sets = [("train", train.groups if train_groups is None else train_groups)]
+    if train.held_out is not None:
+        sets.append(("held_out", train.held_out.groups))
+    if evaluation_groups is not None:
+        sets.append(("eval", evaluation_groups))
     names = None
     for rowset, groups in sets:
         if groups is None:
@@ -99,16 +91,6 @@ def _rowset_groups(groups):
         ],
         "rows": counts[present].astype(int).tolist(),
     }
-
-
-def plan_for_run(federation, run_config):
-    """The federation's plan for this run (run config overrides applied)."""
-    overrides = {
-        parameter: run_config[key]
-        for key, parameter in RUN_CONFIG_PARAMETERS.items()
-        if key in run_config
-    }
-    return make_plan(federation, overrides)
 
 
 def tree_model_message(model):

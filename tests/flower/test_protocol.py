@@ -19,8 +19,9 @@ from skfedida._gate._rows import group_declaration_problem
 from skfedida._groups import encode_groups, merged_groups
 from skfedida.federated import FederatedEstimator
 from skfedida.federated._client import PERSONAL_METRICS, VALIDATION_METRICS
+from skfedida.federated._estimator import plan_for_run
 from skfedida.federated._transport import REPLY_METRICS
-from skfedida.federated._wire import group_config, group_declaration, plan_for_run
+from skfedida.federated._wire import group_config, group_declaration
 from skfedida.linear_model import FairPenaltyLogisticRegression
 
 
@@ -50,25 +51,25 @@ def test_numpy_scalars_in_labels_are_written_as_json_numbers():
 
 
 def _part(train, held_out=None, evaluation=None):
-    return SimpleNamespace(
-        train=SimpleNamespace(
+    """``group_declaration``'s arguments for a client with these groups."""
+    return (
+        SimpleNamespace(
             groups=train,
             held_out=None if held_out is None else SimpleNamespace(groups=held_out),
         ),
-        has_eval_rows=evaluation is not None,
-        evaluation=(None, None, evaluation),
+        evaluation,
     )
 
 
 def test_no_sensitive_groups_declare_nothing():
-    assert group_declaration(_part(None)) is None
+    assert group_declaration(*_part(None)) is None
 
 
 def test_a_declaration_lists_each_set_of_rows_and_drops_empty_groups():
     train = _groups(s=["a", "b", "b", "c"]).take([0, 1, 2])  # group c: no row
     held_out = _groups(s=["a", "a", "b"])
     evaluation = _groups(s=["c", "c"])
-    declared = json.loads(group_declaration(_part(train, held_out, evaluation)))
+    declared = json.loads(group_declaration(*_part(train, held_out, evaluation)))
     assert declared["names"] == ["s"]
     assert declared["rowsets"] == {
         "train": {"labels": [["a"], ["b"]], "rows": [1, 2]},
@@ -78,14 +79,14 @@ def test_a_declaration_lists_each_set_of_rows_and_drops_empty_groups():
 
 
 def test_only_the_sets_of_rows_a_client_has_are_declared():
-    declared = json.loads(group_declaration(_part(_groups(s=["a", "b"]))))
+    declared = json.loads(group_declaration(*_part(_groups(s=["a", "b"]))))
     assert set(declared["rowsets"]) == {"train"}
 
 
 def test_the_server_accepts_the_declaration_a_client_writes():
     train = _groups(s=["a", "b", "b"], t=[1, 1, 2])
     evaluation = _groups(s=["b", "b"], t=[2, 2])
-    config = {"declared-groups": group_declaration(_part(train, None, evaluation))}
+    config = {"declared-groups": group_declaration(*_part(train, None, evaluation))}
     ledger = ClientLedger()
     names, problem = group_declaration_problem(
         config, {"rows": 3, "train": 3, "eval": 2}, ledger, 0
