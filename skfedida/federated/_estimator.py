@@ -102,14 +102,6 @@ __all__ = ["FederatedEstimator"]
 
 _STRATEGIES = ("fedavg", "pfedavg", "local", "central")
 
-#: Run-config keys (``[tool.flwr.app.config]``) that override the federation's
-#: parameters on both sides, so one ``flwr run --run-config`` changes both.
-RUN_CONFIG_PARAMETERS = {
-    "num-server-rounds": "n_rounds",
-    "local-epochs": "local_epochs",
-    "seed": "random_state",
-}
-
 
 def _declares_constraints(component):
     """Whether a component validates its parameters as sklearn's own do.
@@ -1802,28 +1794,3 @@ def make_plan(federation, overrides=None):
             f"got {type(federation).__name__}."
         )
     return federation._plan(overrides or {})
-
-
-def plan_for_run(federation, run_config):
-    """The federation's plan for this run (run config overrides applied).
-
-    Parameters
-    ----------
-    federation : FederatedEstimator
-        The unfitted federation a Flower app runs.
-    run_config : mapping
-        The run's config; its keys of ``RUN_CONFIG_PARAMETERS`` (rounds,
-        local epochs, seed) replace the federation's parameters, on the
-        server and every client alike.
-
-    Returns
-    -------
-    plan : FederationPlan
-        What the server and every client need to run the federation.
-    """
-    overrides = {
-        parameter: run_config[key]
-        for key, parameter in RUN_CONFIG_PARAMETERS.items()
-        if key in run_config
-    }
-    return make_plan(federation, overrides)

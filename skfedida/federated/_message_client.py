@@ -76,9 +76,9 @@ from ..postprocessing._threshold_optimizer import client_histogram
 from ._aggregation import WeightedMean
 from ._client import class_counts, clone_fitted, decision_counts
 from ._constraint_rounds import rows_groups
-from ._estimator import plan_for_run
 from ._parameters import assign_parameters, parameter_arrays
 from ._pipeline import raw_schema
+from ._run_config import plan_for_run
 from ._tree_client import tree_client
 from ._wire import (
     group_config,

@@ -5,7 +5,7 @@ result file); what a client may send is ``skfedida.federated._transport``'s,
 the run config's overrides ``skfedida.federated._wire``'s.
 """
 
-from ..federated._estimator import RUN_CONFIG_PARAMETERS
+from ..federated._run_config import RUN_CONFIG_PARAMETERS
 from ..federated._transport import REPLY_CONFIG, REPLY_METRICS
 from ._client_app import make_client_app
 from ._result import load_result

@@ -16,8 +16,8 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDic
 from flwr.clientapp import ClientApp
 
 from .._messages import NUM_PARTITIONS, PARTITION_ID, SERVER_ROUND
-from ..federated._estimator import plan_for_run
 from ..federated._message_client import ClientNode
+from ..federated._run_config import plan_for_run
 from ._protocol import _STATE_KEY
 from ._result import _write
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flwr.serverapp import ServerApp
 
-from ..federated._estimator import plan_for_run
 from ..federated._lifecycle import run_federation
+from ..federated._run_config import plan_for_run
 from ..postprocessing._threshold_optimizer import server_postprocessor
 from ._result import _write_result
 from ._transport import FlowerTransport

@@ -19,7 +19,7 @@ from skfedida._gate._rows import group_declaration_problem
 from skfedida._groups import encode_groups, merged_groups
 from skfedida.federated import FederatedEstimator
 from skfedida.federated._client import PERSONAL_METRICS, VALIDATION_METRICS
-from skfedida.federated._estimator import plan_for_run
+from skfedida.federated._run_config import plan_for_run
 from skfedida.federated._transport import REPLY_METRICS
 from skfedida.federated._wire import group_config, group_declaration
 from skfedida.linear_model import FairPenaltyLogisticRegression
