@@ -214,7 +214,7 @@ def test_round_records_are_never_written_into_an_earlier_runs_records():
     # A warm start re-runs a round number after a fit that stopped midway:
     # its records are new ones, not written into the earlier run's (a record
     # that said a client both trained and was skipped).
-    from skfedida._gate._policy import RoundHistory
+    from skfedida._gate._history import RoundHistory
 
     earlier = {"round": 2, "client": 1, "train_loss": 0.66}
     records = [{"round": 0, "stage": "initialisation", "client": 1}, earlier]

@@ -33,7 +33,7 @@ Its modules, one concern each: ``_checks`` (the rules every kind shares),
 ``_model`` (training and evaluation replies), ``_rows`` (replies about a
 client's rows), ``_ledger`` (what each client claimed before),
 ``_statistics`` (the preprocessing statistics), ``_tree_rules``,
-``_tree_histograms`` and ``_tree_ledger`` (the trees' queries), and
-``_policy`` (what a failing reply does: ``on_client_error``, the round
-history).
+``_tree_histograms`` and ``_tree_ledger`` (the trees' queries),
+``_policy`` (what a failing reply does: ``on_client_error``) and
+``_history`` (the round records it writes into).
 """

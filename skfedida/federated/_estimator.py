@@ -30,9 +30,10 @@ from .._compat import (
 )
 from .._doc_links import DocLinkMixin
 from .._gate._checks import unless_malformed
+from .._gate._history import RoundHistory, ordered_records
 from .._gate._ledger import declared_sets
 from .._gate._model import evaluation_reply_problem
-from .._gate._policy import ReplyGate, RoundHistory, admit_round, ordered_records
+from .._gate._policy import ReplyGate, admit_round
 from .._gate._rows import admitted_decision_counts, initialisation_claim_problem
 from .._groups import (
     check_labels_complete,

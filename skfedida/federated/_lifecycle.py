@@ -17,8 +17,9 @@ import json
 import numpy as np
 
 from .._gate._checks import parse_groups, read_reply, unless_malformed
+from .._gate._history import RoundHistory
 from .._gate._ledger import declared_sets
-from .._gate._policy import ReplyGate, RoundHistory
+from .._gate._policy import ReplyGate
 from .._gate._rows import (
     admitted_decision_counts,
     attributes_consensus,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._compat import num_samples, safe_indexing
-from .._gate._policy import ordered_records
+from .._gate._history import ordered_records
 from .._groups import check_sendable_labels, encode_groups
 from ..exceptions import (
     warn_if_outlying_updates,

@@ -9,7 +9,7 @@ rule's name rather than as a different model at the end of a fit.
 import numpy as np
 import pytest
 
-from skfedida._gate._policy import RoundHistory
+from skfedida._gate._history import RoundHistory
 from skfedida.federated import DifferentialPrivacy, FairFed, QFedAvg
 from skfedida.federated._aggregation import Median, WeightedMean
 from skfedida.federated._client import selection_stream
