@@ -35,6 +35,8 @@ several).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from sklearn import config_context
 
@@ -947,8 +949,8 @@ def boost(
     on_iteration : callable, default=None
         ``on_iteration(predictors, scores)`` after each tree, and once
         before the first (``predictors`` empty) when ``score``; ``scores``
-        is ``(train, validation)``, the federation's mean log-losses (the
-        validation one None without validation rows), or None. A true
+        is an :class:`IterationLosses` (the federation's mean log-losses,
+        and each client's), or None. A true
         return value after a tree stops the loop (early stopping).
     constraint : RateConstraint, default=None
         A rate constraint at the operating point
@@ -1196,18 +1198,39 @@ def tree_predictor(message):
     )
 
 
-def _mean_losses(answers):
-    """The federation's mean training and validation log-losses; each client's.
+@dataclass(frozen=True)
+class Losses:
+    """A model's mean log-losses on training rows and on validation rows.
 
-    The third item holds, per client index, its own mean training and
-    validation losses (None without validation rows): what a robust early
-    stopping combines instead of the pooled means.
+    Either is None where there are no such rows.
     """
+
+    train: float | None
+    validation: float | None
+
+
+@dataclass(frozen=True)
+class IterationLosses:
+    """The federation's mean log-losses after a tree, and each client's.
+
+    ``train`` and ``validation`` are the pooled means (``validation`` None
+    without validation rows), ``by_client`` maps a client's index to its
+    own :class:`Losses`: what a robust early stopping combines instead of
+    the pooled means.
+    """
+
+    train: float
+    validation: float | None
+    by_client: dict
+
+
+def _mean_losses(answers):
+    """The federation's mean training and validation log-losses; each client's."""
     train = sum(answer["loss"] for answer in answers.values())
     validation = [a["val_loss"] for a in answers.values() if len(a["val_loss"])]
     validation = sum(validation) if validation else None
-    own = {
-        k: (
+    by_client = {
+        k: Losses(
             float(a["loss"][0] / a["loss"][1]) if a["loss"][1] else None,
             float(a["val_loss"][0] / a["val_loss"][1])
             if len(a["val_loss"]) and a["val_loss"][1]
@@ -1215,8 +1238,8 @@ def _mean_losses(answers):
         )
         for k, a in answers.items()
     }
-    return (
+    return IterationLosses(
         float(train[0] / train[1]),
         None if validation is None else float(validation[0] / validation[1]),
-        own,
+        by_client,
     )

@@ -593,9 +593,9 @@ class FairHistGradientBoostingClassifier(DocLinkMixin, HistGradientBoostingClass
             self._predictors = predictors
             if scores is not None:
                 # scikit-learn's scores: the negative mean log-losses.
-                self.train_score_.append(-scores[0])
-                if scores[1] is not None:
-                    self.validation_score_.append(-scores[1])
+                self.train_score_.append(-scores.train)
+                if scores.validation is not None:
+                    self.validation_score_.append(-scores.validation)
             if not predictors:  # the scores before the first tree
                 return False
             stop = self.do_early_stopping_ and self._should_stop(

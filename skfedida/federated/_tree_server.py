@@ -483,10 +483,10 @@ def median_should_stop(client_losses, which, n_iter_no_change, tol):
     Parameters
     ----------
     client_losses : list of dict
-        Per tree (the baseline's first), per client index, its (training,
-        validation) mean losses; None where it has none.
-    which : {0, 1}
-        0 for the training losses, 1 for the validation losses.
+        Per tree (the baseline's first), per client index, its mean losses
+        (``Losses``: ``train`` and ``validation``, None where it has none).
+    which : {"train", "validation"}
+        The losses the rule reads.
     n_iter_no_change, tol : int, float
         The estimator's.
 
@@ -501,11 +501,11 @@ def median_should_stop(client_losses, which, n_iter_no_change, tol):
     reference = client_losses[-reference_position]
     for recent in client_losses[-reference_position + 1 :]:
         improvements = [
-            reference[k][which] - recent[k][which]
+            getattr(reference[k], which) - getattr(recent[k], which)
             for k in recent
             if k in reference
-            and reference[k][which] is not None
-            and recent[k][which] is not None
+            and getattr(reference[k], which) is not None
+            and getattr(recent[k], which) is not None
         ]
         if improvements and np.median(improvements) > tol:
             return False
@@ -536,21 +536,21 @@ def _boost_model(
     def on_start(baseline):
         model._baseline_prediction = np.array([[baseline]])
 
-    # Per tree, each client's own (training, validation) losses: what the
+    # Per tree, each client's own Losses (training, validation): what the
     # median rule reads (kept on the model, so that a warm start goes on).
     client_losses = model._client_losses
 
     def on_iteration(predictors, scores):
         stop = False
         if scores is not None:  # early stopping's scores, as scikit-learn's
-            model.train_score_.append(-scores[0])
-            if scores[1] is not None:
-                model.validation_score_.append(-scores[1])
-            client_losses.append(scores[2])
+            model.train_score_.append(-scores.train)
+            if scores.validation is not None:
+                model.validation_score_.append(-scores.validation)
+            client_losses.append(scores.by_client)
             if predictors and do_early_stopping and stopping == "median":
                 stop = median_should_stop(
                     client_losses,
-                    1 if model._use_validation_data else 0,
+                    "validation" if model._use_validation_data else "train",
                     model.n_iter_no_change,
                     model.tol,
                 )

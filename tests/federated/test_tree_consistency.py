@@ -20,6 +20,7 @@ from sklearn.base import clone
 
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier
+from skfedida.ensemble._boosting import Losses
 from skfedida.federated import FederatedEstimator
 from skfedida.federated._tree_client import TreeFederationClient
 from skfedida.federated._tree_server import median_should_stop
@@ -319,24 +320,30 @@ def test_the_median_rule_is_scikit_learns_for_one_client():
     model = FairHistGradientBoostingClassifier(n_iter_no_change=3, tol=1e-3)
     for _ in range(200):
         losses = np.cumsum(rng.uniform(-0.01, 0.003, size=rng.integers(1, 9))) + 1
-        history = [{0: (None, float(loss))} for loss in losses]
-        assert median_should_stop(history, 1, 3, 1e-3) == model._should_stop(
+        history = [{0: Losses(None, float(loss))} for loss in losses]
+        assert median_should_stop(history, "validation", 3, 1e-3) == model._should_stop(
             list(-losses)
         )
 
 
 def test_the_median_rule_reads_the_clients_that_answered_both_trees():
-    improving = [{0: (1.0, None), 1: (1.0, None)}, {0: (0.5, None), 1: (0.5, None)}]
-    assert not median_should_stop(improving, 0, 1, 0.0)
+    def train_loss(value):
+        return Losses(value, None)
+
+    improving = [
+        {0: train_loss(1.0), 1: train_loss(1.0)},
+        {0: train_loss(0.5), 1: train_loss(0.5)},
+    ]
+    assert not median_should_stop(improving, "train", 1, 0.0)
     # A client that joined later, or left, has no improvement to count.
-    joined = [{0: (1.0, None)}, {0: (1.0, None), 1: (0.1, None)}]
-    assert median_should_stop(joined, 0, 1, 0.0)
+    joined = [{0: train_loss(1.0)}, {0: train_loss(1.0), 1: train_loss(0.1)}]
+    assert median_should_stop(joined, "train", 1, 0.0)
     # Two of three flat: the third's gain is not the median's.
     one_gains = [
-        {0: (1.0, None), 1: (1.0, None), 2: (1.0, None)},
-        {0: (1.0, None), 1: (1.0, None), 2: (0.0, None)},
+        {0: train_loss(1.0), 1: train_loss(1.0), 2: train_loss(1.0)},
+        {0: train_loss(1.0), 1: train_loss(1.0), 2: train_loss(0.0)},
     ]
-    assert median_should_stop(one_gains, 0, 1, 0.0)
+    assert median_should_stop(one_gains, "train", 1, 0.0)
 
 
 def test_early_stopping_aggregation_is_refused_off_the_trees():
