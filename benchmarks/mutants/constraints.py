@@ -261,8 +261,8 @@ MUTANTS = [
     Mutant(
         "the server sums the clients' counts by position, not group label",
         "summed",
-        "            positions = [self._index[tuple(label)] for label in labels]",
-        "            positions = list(range(len(labels)))",
+        "[self._index[tuple(label)] for label in answer.labels]",
+        "list(range(len(answer.labels)))",
         (*MODEL_TESTS, *FLOWER_TESTS),
         features=("FederatedEstimator", "reply:rate_histograms"),
     ),

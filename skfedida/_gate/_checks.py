@@ -17,6 +17,7 @@ import json
 import math
 import numbers
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -263,12 +264,24 @@ def squares_problem(n, shifted_sum, shifted_squares, about, low, high, what):
     return None
 
 
+@dataclass(frozen=True)
+class NamedGroups:
+    """A client's groups as its reply names them.
+
+    ``labels``: one tuple per group, of one value per attribute;
+    ``names``: the attributes' names.
+    """
+
+    labels: list
+    names: list
+
+
 def parse_groups(config, what="its groups"):
     """A client's group categories and attribute names from its config.
 
     ``config`` holds ``group-labels`` (JSON: one list of values per group)
     and ``sensitive-names`` (JSON: the attributes' names). Returns
-    ``((labels, names), None)`` or ``(None, problem)``: every label is a
+    ``(NamedGroups, None)`` or ``(None, problem)``: every label is a
     tuple of one scalar (text, number, bool or null) per attribute, and no
     label is given twice.
     """
@@ -303,7 +316,7 @@ def parse_groups(config, what="its groups"):
     labels = [tuple(label) for label in labels]
     if len(set(labels)) != len(labels):
         return None, f"{what}: a group is listed twice"
-    return (labels, names), None
+    return NamedGroups(labels, names), None
 
 
 class NoConsensus(RuntimeError):

@@ -276,8 +276,8 @@ def named_fairness_report(config, arrays, round_names):
     parsed, problem = parse_groups(config)
     if problem is not None:
         return None, None, problem
-    labels, names = parsed
-    problem = attributes_problem(names, round_names)
+    labels = parsed.labels
+    problem = attributes_problem(parsed.names, round_names)
     if problem is not None:
         return None, None, problem
     arrays = arrays()
@@ -395,7 +395,7 @@ def group_declaration_problem(config, sizes, ledger, k):
         )
         if problem is not None:
             return None, problem
-        labels = parsed[0]
+        labels = parsed.labels
         counts, problem = count_array(
             entry["rows"],
             f"its declared rows per group of {rowset!r} rows",

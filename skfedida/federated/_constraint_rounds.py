@@ -17,6 +17,8 @@ in-process and in the Flower ServerApp.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._gate._checks import RTOL, real_array
@@ -34,6 +36,7 @@ from ._parameters import assign_parameters
 
 __all__ = [
     "FederatedConstraint",
+    "RateHistograms",
     "client_rate_histograms",
     "federation_groups",
     "guarded_rate_histograms",
@@ -133,6 +136,22 @@ def training_groups(data, models):
     return federation_groups(labels)
 
 
+@dataclass(frozen=True)
+class RateHistograms:
+    """A client's counts for a rate constraint, by group, label and bin.
+
+    ``counts`` and ``weights`` (None for unweighted rows) are of shape
+    ``(n_groups, 2, n_bins)``, in the order of ``labels``, the client's
+    groups (one tuple per group); ``names`` are the sensitive attributes',
+    which a message carries with the labels.
+    """
+
+    counts: np.ndarray
+    weights: np.ndarray | None
+    labels: list
+    names: list
+
+
 def client_rate_histograms(estimator, parameters, data, classes, n_bins):
     """A client's counts of its training rows' scores per group, label and bin.
 
@@ -151,13 +170,10 @@ def client_rate_histograms(estimator, parameters, data, classes, n_bins):
 
     Returns
     -------
-    counts : ndarray of shape (n_groups, 2, n_bins)
+    histograms : RateHistograms
         Per group of the client (in the order of its groups' labels), label
-        (negative, positive) and bin, its rows' count.
-    weights : ndarray of shape (n_groups, 2, n_bins) or None
-        The same rows' summed sample weights (None for unweighted rows).
-    groups : SensitiveGroups
-        The client's groups, in the order of ``counts``.
+        (negative, positive) and bin, its rows' count and (weighted rows)
+        their summed sample weights.
     """
     model = assign_parameters(clone_fitted(estimator), parameters)
     X_model, y_codes, groups = model.check_rows(
@@ -174,7 +190,7 @@ def client_rate_histograms(estimator, parameters, data, classes, n_bins):
 
     counts = histograms(np.ones(data.n))
     weights = None if data.weight is None else histograms(data.weight)
-    return counts, weights, groups
+    return RateHistograms(counts, weights, list(groups.labels), list(groups.names))
 
 
 class FederatedConstraint:
@@ -206,9 +222,8 @@ class FederatedConstraint:
 
         Parameters
         ----------
-        answer : tuple
-            ``(counts, weights, groups)`` of :func:`client_rate_histograms`
-            (or with the groups' labels).
+        answer : RateHistograms
+            The client's counts.
         ledger : ClientLedger
             What the clients declared and claimed of their rows.
         k : int
@@ -221,8 +236,8 @@ class FederatedConstraint:
         problem : str or None
             What is wrong, in words; None if nothing is.
         """
-        counts, weights, labels = answer
-        labels = [tuple(label) for label in getattr(labels, "labels", labels)]
+        counts, weights = answer.counts, answer.weights
+        labels = [tuple(label) for label in answer.labels]
         unknown = [list(g) for g in labels if g not in self._index]
         if unknown:
             return f"it counts rows of groups {unknown} it did not declare"
@@ -267,9 +282,9 @@ class FederatedConstraint:
 
         Parameters
         ----------
-        answers : list of tuple
-            ``(counts, weights, labels)`` of the admitted clients, in client
-            order (their weights where they have them).
+        answers : list of RateHistograms
+            The admitted clients' counts, in client order (their weights
+            where they have them).
 
         Returns
         -------
@@ -277,11 +292,11 @@ class FederatedConstraint:
             Per cell ``2 * group + label`` of the federation's groups.
         """
         total = np.zeros((len(self.labels), 2, self.n_bins))
-        for counts, weights, labels in answers:
-            labels = getattr(labels, "labels", labels)
-            positions = [self._index[tuple(label)] for label in labels]
+        for answer in answers:
+            positions = [self._index[tuple(label)] for label in answer.labels]
             total[positions] += np.asarray(
-                counts if weights is None else weights, dtype=np.float64
+                answer.counts if answer.weights is None else answer.weights,
+                dtype=np.float64,
             )
         return total.reshape(2 * len(self.labels), self.n_bins)
 
@@ -290,8 +305,8 @@ class FederatedConstraint:
 
         Parameters
         ----------
-        answers : list of tuple
-            The admitted clients' ``(counts, weights, labels)``.
+        answers : list of RateHistograms
+            The admitted clients' counts.
 
         Returns
         -------
@@ -308,8 +323,8 @@ class FederatedConstraint:
 
         Parameters
         ----------
-        answers : list of tuple
-            The admitted clients' ``(counts, weights, labels)``.
+        answers : list of RateHistograms
+            The admitted clients' counts.
 
         Returns
         -------

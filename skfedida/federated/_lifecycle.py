@@ -271,18 +271,18 @@ def postprocess(
         for k in clients
     ]
     names = attributes_consensus(
-        [(k, groups[1]) for k, (groups, _) in enumerate(parsed) if groups], gate.name
+        [(k, groups.names) for k, (groups, _) in enumerate(parsed) if groups],
+        gate.name,
     )
     problems = []
     for k, (groups, problem) in enumerate(parsed):
         if problem is None:
             rowset = declared[k].evaluation
-            labels, reply_names = groups
             problem = named_histogram_problem(
                 replies[k].arrays,
-                reply_names,
+                groups.names,
                 names,
-                labels,
+                groups.labels,
                 n_bins=post.n_bins,
                 ledger=gate.ledger,
                 k=k,

@@ -524,12 +524,14 @@ class ClientNode:
         """
         estimator, seed = self.stored(node, config=config)
         plan, part, _ = self.client_side(node, seed)
-        counts, weights, groups = plan.rate_histograms(
+        histograms = plan.rate_histograms(
             part, estimator, arrays(), int(config[N_BINS])
         )
         return ClientReply(
-            arrays=[counts] if weights is None else [counts, weights],
-            config={PARTITION_ID: part.partition, **group_config(groups)},
+            arrays=[histograms.counts]
+            if histograms.weights is None
+            else [histograms.counts, histograms.weights],
+            config={PARTITION_ID: part.partition, **group_config(histograms)},
         )
 
     def train(self, node, config, arrays, server_round):

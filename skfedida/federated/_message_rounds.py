@@ -35,6 +35,7 @@ from .._messages import (
 )
 from ..metrics._registry import VALIDATION_PREFIX, share_key
 from ._client import RoundReply
+from ._constraint_rounds import RateHistograms
 from ._transport import REPLY_METRICS, Payload
 
 
@@ -159,7 +160,7 @@ class MessageRounds:
                 continue
             parsed, _ = parse_groups(reply.config({}))
             if parsed is not None:
-                named.append((k, parsed[1]))
+                named.append((k, parsed.names))
         return named
 
     def _training_problem(self, k, reply, reference, round_names):
@@ -273,7 +274,12 @@ class MessageRounds:
             if problem is None and len(arrays) not in (1, 2):
                 problem = f"it sends {len(arrays)} arrays, not its counts (and weights)"
             if problem is None:
-                answer = (arrays[0], arrays[1] if len(arrays) == 2 else None, groups[0])
+                answer = RateHistograms(
+                    arrays[0],
+                    arrays[1] if len(arrays) == 2 else None,
+                    groups.labels,
+                    groups.names,
+                )
                 problem = constraint.problem(
                     answer, self.gate.ledger, k, self.declared[k].sizes["train"]
                 )

@@ -7,6 +7,8 @@ term with the training messages: the fitted model, its multipliers and
 rates equal the in-process federation's to the last bit.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -93,14 +95,13 @@ def test_a_node_lying_in_its_counts_is_named_or_left_out(data, monkeypatch):
     first_row = data.data[data.clients == 1][0]
 
     def lying(estimator, parameters, client, classes, n_bins):
-        counts, weights, groups = original(
-            estimator, parameters, client, classes, n_bins
-        )
+        histograms = original(estimator, parameters, client, classes, n_bins)
         if np.array_equal(client.X[0], first_row):
-            counts = counts.copy()
+            counts = histograms.counts.copy()
             counts[:, 1] += counts[:, 0]  # its negatives counted as positives
             counts[:, 0] = 0
-        return counts, weights, groups
+            histograms = dataclasses.replace(histograms, counts=counts)
+        return histograms
 
     monkeypatch.setattr(_plan, "client_rate_histograms", lying)
     federation = FederatedEstimator(

@@ -32,7 +32,8 @@ def _groups(**columns):
 def test_a_clients_group_config_is_what_the_server_parses():
     groups = _groups(sex=["F", "M", "F"], age=np.array([30, 40, 30]))
     config = group_config(groups)
-    (labels, names), problem = parse_groups(config)
+    parsed, problem = parse_groups(config)
+    labels, names = parsed.labels, parsed.names
     assert problem is None
     assert names == ["sex", "age"]
     assert labels == [("F", 30), ("M", 40)]
@@ -44,7 +45,8 @@ def test_numpy_scalars_in_labels_are_written_as_json_numbers():
     groups = SimpleNamespace(
         labels=((np.int64(30), np.float32(0.5)),), names=(np.str_("age"), "w")
     )
-    (labels, names), problem = parse_groups(group_config(groups))
+    parsed, problem = parse_groups(group_config(groups))
+    labels, names = parsed.labels, parsed.names
     assert problem is None
     assert labels == [(30, 0.5)] and names == ["age", "w"]
     assert type(labels[0][0]) is int and type(labels[0][1]) is float
