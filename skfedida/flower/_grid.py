@@ -160,9 +160,10 @@ class InProcessGrid(Grid):
     def push_messages(self, messages):
         """Deliver messages to their nodes' ClientApp and keep the replies.
 
-        Each message is deep-copied, given a new message id and handled at
-        once by the ClientApp of its ``dst_node_id``; its reply waits for
-        :meth:`pull_messages`.
+        Each message is deep-copied and handled at once by the ClientApp of
+        its ``dst_node_id``; its reply waits for :meth:`pull_messages`, under
+        an id this grid gives it (the message's own ``message_id`` stays
+        unset, as Flower sets it only through a private attribute).
 
         Parameters
         ----------
@@ -176,11 +177,13 @@ class InProcessGrid(Grid):
         """
         ids = []
         for message in messages:
-            message = copy.deepcopy(message)
-            message.metadata.__dict__["_message_id"] = uuid.uuid4().hex
-            reply = copy.deepcopy(self._deliver(message))
-            self._pending[message.metadata.message_id] = reply
-            ids.append(message.metadata.message_id)
+            # The grid's own ids: Flower gives a message its id only through
+            # a private attribute (its SuperLink hashes the content).
+            message_id = uuid.uuid4().hex
+            self._pending[message_id] = copy.deepcopy(
+                self._deliver(copy.deepcopy(message))
+            )
+            ids.append(message_id)
         return ids
 
     def pull_messages(self, message_ids):
