@@ -10,6 +10,8 @@ state: the same code answers in-process and behind a Flower ClientApp.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
@@ -368,6 +370,21 @@ def bin_mapper_of(query):
     return mapper
 
 
+@dataclass(frozen=True)
+class TrainingRows:
+    """A client's training rows, in the containers it gave them.
+
+    ``X`` (array-like or DataFrame), ``y``, ``sensitive`` (its sensitive
+    attributes, None without) and ``weight`` (its sample weights, None
+    without), of the same rows.
+    """
+
+    X: object
+    y: np.ndarray
+    sensitive: object
+    weight: np.ndarray | None
+
+
 def client_training_rows(federation, X, y, sensitive, seed, client, weight=None):
     """A client's training rows, as the federation splits them (held-out rows out).
 
@@ -394,13 +411,12 @@ def client_training_rows(federation, X, y, sensitive, seed, client, weight=None)
 
     Returns
     -------
-    rows : tuple
-        Its training rows ``(X, y, sensitive, weight)``, in the same
-        containers.
+    rows : TrainingRows
+        Its training rows, in the same containers.
     """
     y = np.asarray(y)
     train, _ = _split_client(y, federation.validation_fraction, seed, client)
-    return (
+    return TrainingRows(
         safe_indexing(X, train),
         y[train],
         None if sensitive is None else take_rows(sensitive, train),
@@ -433,18 +449,16 @@ def tree_client(federation, X, y, sensitive, seed, client, weight=None):
     client : TreeFederationClient
         Holding its training rows.
     """
-    X, y, sensitive, weight = client_training_rows(
-        federation, X, y, sensitive, seed, client, weight
-    )
+    rows = client_training_rows(federation, X, y, sensitive, seed, client, weight)
     return TreeFederationClient(
         federation.estimator,
-        X,
-        y,
-        sensitive,
+        rows.X,
+        rows.y,
+        rows.sensitive,
         sampler=federation.sampler,
         seed=seed,
         prior_correction=federation.prior_correction,
-        sample_weight=weight,
+        sample_weight=rows.weight,
     )
 
 

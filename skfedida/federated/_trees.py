@@ -61,6 +61,7 @@ from ._client import (
 )
 from ._tree_client import (
     _OWN_ANSWER,
+    TrainingRows,
     TreeFederationClient,
     _rate_weight,
     client_training_rows,
@@ -302,10 +303,10 @@ def fit_trees(federation, X, y, clients, sensitive_features, sample_weight=None)
             for k in range(n_clients)
         ]
         if federation.strategy == "central":
-            models = [_one_machine(federation, *_pooled(trained), seeds[0])]
+            models = [_one_machine(federation, _pooled(trained), seeds[0])]
         else:
             models = [
-                _one_machine(federation, *rows, seed)
+                _one_machine(federation, rows, seed)
                 for rows, seed in zip(trained, seeds, strict=True)
             ]
         described = {
@@ -313,13 +314,15 @@ def fit_trees(federation, X, y, clients, sensitive_features, sample_weight=None)
             "class_counts": np.sum(
                 [
                     np.bincount(
-                        np.searchsorted(classes, t[1]), weights=t[3], minlength=2
+                        np.searchsorted(classes, rows.y),
+                        weights=rows.weight,
+                        minlength=2,
                     )
-                    for t in trained
+                    for rows in trained
                 ],
                 axis=0,
             ),
-            "rows": {k: len(t[1]) for k, t in enumerate(trained)},
+            "rows": {k: len(rows.y) for k, rows in enumerate(trained)},
         }
         adopt_trees(
             federation, models[0], described, clients=ids, seeds=seeds, history=[]
@@ -462,12 +465,18 @@ def _n_values(X):
 
 
 def _pooled(trained):
-    """The clients' training rows, pooled in client order."""
-    Xs, ys, Ss, ws = zip(*trained, strict=True)
-    X = _concat_rows(Xs)
-    S = None if Ss[0] is None else _concat_rows(Ss)
-    w = None if ws[0] is None else np.concatenate(ws)
-    return X, np.concatenate(ys), S, w
+    """The clients' training rows (``TrainingRows``), pooled in client order."""
+    first = trained[0]
+    return TrainingRows(
+        _concat_rows([rows.X for rows in trained]),
+        np.concatenate([rows.y for rows in trained]),
+        None
+        if first.sensitive is None
+        else _concat_rows([rows.sensitive for rows in trained]),
+        None
+        if first.weight is None
+        else np.concatenate([rows.weight for rows in trained]),
+    )
 
 
 def _concat_rows(parts):
@@ -484,8 +493,10 @@ def _concat_rows(parts):
     return np.concatenate([np.asarray(p) for p in parts])
 
 
-def _one_machine(federation, X, y, sensitive, weight, seed):
+def _one_machine(federation, training_rows, seed):
     """The estimator fitted on rows of one machine (central, or one client)."""
+    X, y = training_rows.X, training_rows.y
+    sensitive, weight = training_rows.sensitive, training_rows.weight
     model = clone(federation.estimator)
     model.set_params(random_state=int(seed))
     groups = None if sensitive is None else encode_groups(sensitive, n_samples=len(y))
