@@ -74,7 +74,7 @@ from .._messages import (
 )
 from ..postprocessing._threshold_optimizer import client_histogram
 from ._aggregation import WeightedMean
-from ._client import class_counts, clone_fitted, decision_counts
+from ._client import _ClientData, class_counts, clone_fitted, decision_counts
 from ._constraint_rounds import rows_groups
 from ._parameters import assign_parameters, parameter_arrays
 from ._pipeline import raw_schema
@@ -365,7 +365,7 @@ class ClientNode:
         )
         return _histogram_reply(
             model,
-            (X, y, encode_groups(S, n_samples=num_samples(X))),
+            _ClientData(X, np.asarray(y), encode_groups(S, n_samples=num_samples(X))),
             model.classes_[-1],
             int(config[N_BINS]),
             partition,
@@ -478,7 +478,7 @@ class ClientNode:
         constrained = plan.holds_constraint()
         declaration = group_declaration(
             part.train,
-            part.evaluation[2] if part.has_eval_rows else None,
+            part.evaluation.groups if part.has_eval_rows else None,
             rows_groups(estimator, part.train) if constrained else None,
         )
         if declaration is not None:
@@ -507,7 +507,7 @@ class ClientNode:
         estimator, seed = self.stored(node, config=config)
         _, part, _ = self.client_side(node, seed)
         model = assign_parameters(clone_fitted(estimator), arrays())
-        _check_evaluation_groups(part.evaluation[2])
+        _check_evaluation_groups(part.evaluation.groups)
         return _histogram_reply(
             model,
             part.evaluation,
@@ -608,20 +608,19 @@ class ClientNode:
 
 
 def _histogram_reply(model, rows, positive, n_bins, partition):
-    """A model's scores on ``rows`` (X, y, groups) counted: the histogram reply.
+    """A model's scores on ``rows`` (``_ClientData``) counted: the histogram reply.
 
     Per (group, label, bin), the label being whether y is ``positive``, with
     the groups' categories the server merges the counts by.
     """
-    X, y, groups = rows
     counts = client_histogram(
-        model.predict_proba(X)[:, 1],
-        (np.asarray(y) == positive).astype(np.intp),
-        groups.codes,
-        groups.n_groups,
+        model.predict_proba(rows.X)[:, 1],
+        (np.asarray(rows.y) == positive).astype(np.intp),
+        rows.groups.codes,
+        rows.groups.n_groups,
         n_bins,
     )
     return ClientReply(
         arrays=[counts],
-        config={PARTITION_ID: partition, **group_config(groups)},
+        config={PARTITION_ID: partition, **group_config(rows.groups)},
     )

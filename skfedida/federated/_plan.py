@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._compat import num_samples, safe_indexing
+from .._compat import safe_indexing
 from .._gate._history import ordered_records
 from .._groups import check_sendable_labels, encode_groups
 from ..exceptions import (
@@ -45,14 +45,17 @@ from ._privacy import privacy_report, updates_bounded
 
 
 class _ClientPart:
-    """One client's prepared rows: training data, evaluation rows, epochs, classes."""
+    """One client's prepared rows: training data, evaluation rows, epochs, classes.
+
+    ``train`` and ``evaluation`` are ``_ClientData`` (rows, labels, groups).
+    """
 
     def __init__(self, train, evaluation, epochs, classes, partition, has_eval_rows):
         self.train = train
         self.evaluation = evaluation
         # Evaluation rows of its own (X_eval), not its held-out or training rows.
         self.has_eval_rows = has_eval_rows
-        self.n_evaluation = num_samples(evaluation[0])
+        self.n_evaluation = evaluation.n
         self.epochs = epochs
         self.classes = classes
         self.partition = partition
@@ -163,7 +166,7 @@ class FederationPlan:
                 reset=False,
                 suffix="_eval",
             )
-            evaluation = (
+            evaluation = _ClientData(
                 X_eval,
                 y_eval,
                 None
@@ -174,7 +177,7 @@ class FederationPlan:
             )
         else:
             rows = train if held_out is None else held_out
-            evaluation = (
+            evaluation = _ClientData(
                 safe_indexing(X, rows),
                 y[rows],
                 None
@@ -183,7 +186,7 @@ class FederationPlan:
             )
         if held_out is not None and "X_eval" not in loaded:
             # As in-process: fairness reports (FairFed) on the held-out rows.
-            train_data.held_out = _ClientData(*evaluation)
+            train_data.held_out = evaluation
         return _ClientPart(
             train_data, evaluation, epochs, classes, partition, "X_eval" in loaded
         )
@@ -266,7 +269,8 @@ class FederationPlan:
         after ``round_`` (1-based) rounds.
         """
         model = assign_parameters(clone_fitted(estimator), parameters)
-        X_eval, y_eval, S_eval = part.evaluation
+        evaluation = part.evaluation
+        X_eval, y_eval, S_eval = evaluation.X, evaluation.y, evaluation.groups
         metrics = {
             VALIDATION_PREFIX + name: value
             for name, value in _validation_metrics(
