@@ -266,6 +266,22 @@ def _resample(sampler, data, prior_correction=None, routed=None):
     )
 
 
+@dataclass(frozen=True)
+class SensitiveRouting:
+    """Whether metadata routing sends the sensitive features, per component.
+
+    ``sampler`` and ``estimator`` are each True or False when routing is
+    on; None when it is off, and the component's signature decides.
+    """
+
+    sampler: bool | None = None
+    estimator: bool | None = None
+
+
+#: Routing off: every component's signature decides.
+UNROUTED = SensitiveRouting()
+
+
 class _Trainer:
     """The client routine: what one client runs in one round.
 
@@ -284,14 +300,13 @@ class _Trainer:
         inner_learning_rate,
         outer_learning_rate,
         prior_correction=None,
-        sensitive_routing=(None, None),
+        sensitive_routing=UNROUTED,
         proximal_mu=0.0,
     ):
         self.sampler = sampler
         # FedProx's proximal weight: the term every round's training adds.
         self.proximal_mu = proximal_mu
-        # (sampler, estimator): whether metadata routing sends each S; None
-        # for either means routing is off and signatures decide.
+        # Whether metadata routing sends each component S (SensitiveRouting).
         self.sensitive_routing = sensitive_routing
         self.resample = resample
         self.prior_correction = prior_correction
@@ -307,7 +322,7 @@ class _Trainer:
         """``classes``, and the rows' S when ``partial_fit`` takes them."""
         kwargs = {"classes": self.classes}
         if data.groups is not None and _takes_sensitive(
-            estimator.partial_fit, self.sensitive_routing[1]
+            estimator.partial_fit, self.sensitive_routing.estimator
         ):
             kwargs["sensitive_features"] = data.sensitive_for(estimator)
         if data.weight is not None:
@@ -316,7 +331,7 @@ class _Trainer:
 
     def _resample(self, sampler, data):
         return _resample(
-            sampler, data, self.prior_correction, self.sensitive_routing[0]
+            sampler, data, self.prior_correction, self.sensitive_routing.sampler
         )
 
     def _partial_fit(self, estimator, data):
@@ -580,7 +595,7 @@ class _ResampledEpochs:
         """The client's rows as the epochs use them: validated once per fit."""
         S_sampler = None
         if data.groups is not None and _takes_sensitive(
-            sampler.fit_resample, trainer.sensitive_routing[0]
+            sampler.fit_resample, trainer.sensitive_routing.sampler
         ):
             S_sampler = data.sensitive_for(sampler)
         # The checks partial_fit and fit_resample would run, once per fit.
@@ -802,7 +817,7 @@ def _checked_rows(trainer, estimator, data):
         getattr(estimator, "classes_", ()), trainer.classes
     ):
         return None
-    routed = trainer.sensitive_routing[1]
+    routed = trainer.sensitive_routing.estimator
 
     def check():
         S = None

@@ -64,6 +64,8 @@ from ._aggregation import _Aggregator, check_aggregation, class_prior
 from ._client import (
     COMMUNICATING,
     PERSONAL_METRICS,
+    UNROUTED,
+    SensitiveRouting,
     _accepts,
     _check_sampler_input,
     _client_seeds,
@@ -1195,9 +1197,9 @@ strategy, default="mean"
             )
 
     def _sensitive_routing(self, **fit_params):
-        """Whether S is routed to (sampler, estimator); (None, None) unrouted."""
+        """Whether S is routed to the sampler and to the estimator."""
         if not routing_enabled():
-            return None, None
+            return UNROUTED
         # Raises sklearn's errors for metadata a child has not said it takes.
         passed = {
             name: value for name, value in fit_params.items() if value is not None
@@ -1209,9 +1211,9 @@ strategy, default="mean"
             if self.sampler is not None
             else None
         )
-        return sampler, estimator
+        return SensitiveRouting(sampler=sampler, estimator=estimator)
 
-    def _trainer(self, classes, sensitive_routing=(None, None)):
+    def _trainer(self, classes, sensitive_routing=UNROUTED):
         """The client routine with this federation's parameters."""
         return _Trainer(
             sampler=self.sampler,
