@@ -175,7 +175,7 @@ def _moments(X, about):
 def test_the_second_round_is_the_first_rounds_sums_moved_to_the_mean():
     about = np.array([2.0, 14.0])
     query = {"statistic": "moments about", "about": about}
-    earlier = {k: [(SUMS, _sums(X))] for k, X in enumerate(CLIENTS)}
+    earlier = {k: [_sums(X)] for k, X in enumerate(CLIENTS)}
     answers = [_moments(X, about) for X in CLIENTS]
     assert _problems(SCALER, query, answers, earlier=earlier) == [None] * 3
     answers[0]["shifted_sum"] = answers[0]["shifted_sum"] + [0.0, 0.5]

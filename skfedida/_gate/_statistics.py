@@ -96,8 +96,8 @@ def statistics_problems(server, query, replies, *, rows, earlier, names=None):
     rows : sequence of int or None
         Per client index, the rows it declared (None: not known).
     earlier : dict
-        Client index to its admitted answers of this transformer's earlier
-        rounds, ``[(query, answer), ...]``.
+        Client index to its admitted answers (their statistics) of this
+        transformer's earlier rounds, in order.
     names : callable, default=None
         ``names(k)``: how client ``k`` is named where clients disagree.
 
@@ -252,7 +252,7 @@ def _reply_problem(server, name, query, reply, rows, earlier, n_features, is_obj
 
 def _first_n(earlier):
     """The non-missing counts of this transformer's first round (None: first)."""
-    return None if not earlier else np.asarray(earlier[0][1]["n"])
+    return None if not earlier else np.asarray(earlier[0]["n"])
 
 
 def _same_counts(n, earlier):
@@ -308,7 +308,7 @@ def _standard_scaler(server, query, answer, rows, earlier, p, is_object):
         return problem
     if not earlier:
         return "it answered a second round without a first"
-    first = earlier[0][1]
+    first = earlier[0]
     about = np.nan_to_num(np.asarray(query["about"], dtype=np.float64))
     total = np.asarray(first["sum"], np.float64)
     low = np.asarray(first["min"], np.float64)

@@ -348,7 +348,7 @@ def gated_ask(server, path, ask, gate, rows):
             # transformer counted the client; start it again without it.
             raise _Restart
         for k in admitted:
-            earlier.setdefault(k, []).append((query, replies[k][1]))
+            earlier.setdefault(k, []).append(replies[k][1])
         return [replies[k][1] for k in admitted]
 
     return answers
