@@ -8,6 +8,7 @@ operating point, independently of the code under test.
 """
 
 import copy
+import dataclasses
 import warnings
 
 import numpy as np
@@ -27,6 +28,7 @@ from skfedida.datasets import make_federated_classification
 from skfedida.exceptions import InactivePenaltyWarning
 from skfedida.federated import FederatedEstimator, _constraint_rounds
 from skfedida.federated._client import clone_fitted
+from skfedida.federated._constraint_rounds import RateHistograms
 from skfedida.linear_model import FairPenaltyLogisticRegression
 from skfedida.neural_network import FairMLPClassifier
 
@@ -385,15 +387,14 @@ def test_a_client_lying_in_its_counts_is_named_or_left_out(data, monkeypatch):
     original = _constraint_rounds.client_rate_histograms
 
     def lying(estimator, parameters, client, classes, n_bins):
-        counts, weights, groups = original(
-            estimator, parameters, client, classes, n_bins
-        )
+        histograms = original(estimator, parameters, client, classes, n_bins)
         if np.array_equal(client.X[0], lying.first_row):
             # Client 1: its positives counted as negatives.
-            counts = counts.copy()
+            counts = histograms.counts.copy()
             counts[:, 0] += counts[:, 1]
             counts[:, 1] = 0
-        return counts, weights, groups
+            histograms = dataclasses.replace(histograms, counts=counts)
+        return histograms
 
     estimator = FairPenaltyLogisticRegression(
         fairness=0, constraints="demographic_parity"
@@ -468,14 +469,19 @@ def test_the_server_sums_the_clients_counts_by_group_label():
     # A client without group "a", listing its groups in another order.
     other = np.ones((2, 2, 4))
     other[1] *= 10.0
-    total = server.summed([(one, None, labels), (other, None, [("c",), ("b",)])])
+    total = server.summed(
+        [
+            RateHistograms(one, None, labels, ["s"]),
+            RateHistograms(other, None, [("c",), ("b",)], ["s"]),
+        ]
+    )
     expected = one.copy()
     expected[2] += other[0]
     expected[1] += other[1]
     np.testing.assert_array_equal(total, expected.reshape(6, 4))
     # Weighted counts are summed where a client has them.
     weights = 0.5 * one
-    total = server.summed([(one, weights, labels)])
+    total = server.summed([RateHistograms(one, weights, labels, ["s"])])
     np.testing.assert_array_equal(total, weights.reshape(6, 4))
 
 
@@ -508,5 +514,7 @@ def test_counts_of_a_group_no_client_declared_are_named():
     ledger.declare_groups(0, "train", {("a",): 2, ("b",): 2})
     counts = np.zeros((1, 2, 4))
     counts[0, 0, 0] = 4
-    problem = server.problem((counts, None, [("z",)]), ledger, 0, 4)
+    problem = server.problem(
+        RateHistograms(counts, None, [("z",)], ["s"]), ledger, 0, 4
+    )
     assert problem == "it counts rows of groups [['z']] it did not declare"
