@@ -29,12 +29,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .._codec import encode
 from .._messages import (
     ANSWER,
     CLASS_COUNTS,
     DECISION_COUNTS,
     DECLARED_GROUPS,
     FEATURE_NAMES,
+    FITTED_STATES,
     GROUP_LABELS,
     LABELS,
     N_FEATURES,
@@ -43,13 +45,18 @@ from .._messages import (
     NUM_PARTITIONS,
     NUM_ROWS,
     PARTITION_ID,
+    PREPROCESSING_STATES,
+    QUERY,
+    RATE_TERM,
     RAW_COLUMNS,
     RAW_DTYPES,
     SENSITIVE_NAMES,
     TRAIN_LOSS,
+    TREE_MODEL,
 )
 from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
 from ..metrics._registry import keys as metric_keys
+from ._wire import tree_model_message
 
 #: What the server sends, each kind a stage of the run (a transport gives
 #: each kind its own message type, and the rounds' kinds their own wording
@@ -83,6 +90,19 @@ class Payload:
 
     config: Mapping = field(default_factory=dict)
     arrays: list | None = None
+
+
+#: How a transport writes the objects a payload's config may hold (a query,
+#: fitted states, a rate term, a fitted tree model) into a message: JSON
+#: text the client decodes. Every transport writes them alike, so a client
+#: reads the same message whatever carried it.
+PAYLOAD_WRITERS = {
+    QUERY: encode,
+    FITTED_STATES: encode,
+    PREPROCESSING_STATES: encode,
+    RATE_TERM: encode,
+    TREE_MODEL: lambda model: encode(tree_model_message(model)),
+}
 
 
 # What a client ever sends to the server besides parameter arrays (and, for a

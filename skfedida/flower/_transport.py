@@ -18,19 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 
-from .._codec import decode, encode
+from .._codec import decode
 from .._messages import (
     ANSWER,
-    FITTED_STATES,
     NUM_PARTITIONS,
     PARTITION_ID,
-    PREPROCESSING_STATES,
-    QUERY,
-    RATE_TERM,
-    TREE_MODEL,
 )
-from ..federated._transport import ROUND_KINDS
-from ..federated._wire import tree_model_message
+from ..federated._transport import PAYLOAD_WRITERS, ROUND_KINDS
 from ._protocol import (
     _DECISIONS,
     _HISTOGRAMS,
@@ -55,14 +49,6 @@ MESSAGE_TYPES = {
     "tree query": _TREES,
     "group declaration": _TREE_GROUPS,
     "histogram query": _HISTOGRAMS,
-}
-#: How a payload's objects are written into a message's config (JSON).
-_WRITERS = {
-    QUERY: encode,
-    FITTED_STATES: encode,
-    PREPROCESSING_STATES: encode,
-    RATE_TERM: encode,
-    TREE_MODEL: lambda model: encode(tree_model_message(model)),
 }
 
 
@@ -115,9 +101,9 @@ def _content(payload, written):
     if payload.config:
         config = {}
         for key, value in payload.config.items():
-            if key in _WRITERS:
+            if key in PAYLOAD_WRITERS:
                 if (key, id(value)) not in written:
-                    written[key, id(value)] = _WRITERS[key](value)
+                    written[key, id(value)] = PAYLOAD_WRITERS[key](value)
                 value = written[key, id(value)]
             config[key] = value
         records["config"] = ConfigRecord(config)
