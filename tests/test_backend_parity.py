@@ -20,7 +20,7 @@ from sklearn.base import clone
 from sklearn.utils import Bunch
 
 from skfedida.datasets import make_federated_classification
-from skfedida.federated import FederatedEstimator
+from skfedida.federated import FairFed, FederatedEstimator
 from skfedida.flower import (
     make_client_app,
     make_server_app,
@@ -1009,7 +1009,8 @@ def test_d8_the_global_estimator_reads_what_the_clients_read(data):
             each.predict_proba(frame[:5])
 
 
-def test_d5_d6_a_client_refused_at_initialisation_alike_on_both(data):
+@pytest.mark.parametrize("fairfed", [False, True], ids=["mean", "fairfed"])
+def test_d5_d6_a_client_refused_at_initialisation_alike_on_both(data, fairfed):
     # In-process initialisation checked only the class counts, and the
     # global model started from client 0's initial model even when the gate
     # refused it; Flower checked every initialisation reply and started
@@ -1017,15 +1018,18 @@ def test_d5_d6_a_client_refused_at_initialisation_alike_on_both(data):
     # (finite, the template's shapes), the counts and the declared groups
     # with one rule and one policy, and start from the first admitted
     # client's model; a refused client is left out of the class prior and
-    # still trains in later rounds, whose replies are checked as anyone's.
+    # still trains in later rounds, whose replies are checked as anyone's:
+    # under FairFed its fairness reports count groups it never declared,
+    # so each is refused on both (in-process used to declare them itself).
     federation = FederatedEstimator(
         _OnceHostileMLP(),
         n_rounds=2,
         local_epochs=1,
         on_client_error="skip",
+        aggregation=FairFed(metric="dpd", beta=0.5) if fairfed else "mean",
         random_state=0,
     )
-    seeds = clone(federation).set_params(n_rounds=1)
+    seeds = clone(federation).set_params(n_rounds=1, aggregation="mean")
     seeds.fit(data.data, data.target, clients=data.clients)
     # Client 0's model is spoilt by its first fit: its priming.
     federation.set_params(
@@ -1051,17 +1055,21 @@ def test_d5_d6_a_client_refused_at_initialisation_alike_on_both(data):
         for f in fitted
     ]
     assert skipped[0] == skipped[1]
-    assert [record[:3] for record in skipped[0]] == [(0, 0, "initialisation")]
-    # Client 0 trained in both rounds, as the others did.
-    for f in fitted:
-        assert sorted(r["client"] for r in f.history_ if r.get("train_loss")) == [
-            0,
-            0,
-            1,
-            1,
-            2,
-            2,
-        ]
+    if fairfed:
+        assert [record[:2] for record in skipped[0]] == [(0, 0), (1, 0), (2, 0)]
+        assert "declared no groups" in skipped[0][1][3]
+    else:
+        assert [record[:3] for record in skipped[0]] == [(0, 0, "initialisation")]
+        # Client 0 trained in both rounds, as the others did.
+        for f in fitted:
+            assert sorted(r["client"] for r in f.history_ if r.get("train_loss")) == [
+                0,
+                0,
+                1,
+                1,
+                2,
+                2,
+            ]
     in_process, on_flower = fitted
     np.testing.assert_array_equal(in_process.class_prior_, on_flower.class_prior_)
     for ours, theirs in zip(

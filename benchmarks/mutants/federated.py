@@ -26,6 +26,18 @@ FEDIDA_TESTS = ("tests/test_model_selection.py", "tests/test_guard_federated.py"
 
 MUTANTS = [
     Mutant(
+        "in-process, a client refused at initialisation gets its groups declared",
+        "InProcessRounds._report_problem",
+        "        return fairness_report_claim_problem(\n",
+        "        if self.server.ledger.declared_groups(k, rowset) is None:\n"
+        "            self.server.ledger.declare_groups(\n"
+        "                k, rowset, dict(zip(groups.labels, groups.counts()))\n"
+        "            )\n"
+        "        return fairness_report_claim_problem(\n",
+        ("tests/test_backend_parity.py",),
+        features=("FederatedEstimator", "FairFed"),
+    ),
+    Mutant(
         "the global model starts from client 0's initial model, refused or not",
         "RoundServer.start",
         '"global_parameters": parameter_arrays(models[initial]),',

@@ -448,16 +448,15 @@ class InProcessRounds:
         return k, str(error), error
 
     def _report_problem(self, report, client_data, k):
-        """A FairFed report's problem: its counts, and the same rows every round."""
+        """A FairFed report's problem: its counts, and the same rows every round.
+
+        Held to the groups the client declared at initialisation (every fit,
+        warm starts included); a client refused there declared none, and
+        each of its reports is refused, as on Flower.
+        """
         rows = client_data.held_out or client_data
         groups = rows.groups
         rowset = "held_out" if client_data.held_out is not None else "train"
-        if self.server.ledger.declared_groups(k, rowset) is None:
-            # A fit that declared nothing (a warm start's first new round):
-            # the client's rows as the server holds them.
-            self.server.ledger.declare_groups(
-                k, rowset, dict(zip(groups.labels, groups.counts(), strict=True))
-            )
         return fairness_report_claim_problem(
             report,
             groups.labels,
