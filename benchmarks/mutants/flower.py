@@ -153,8 +153,8 @@ MUTANTS = [
     Mutant(
         "server app's evaluation summary unweighted",
         "evaluation_summary",
-        "[rows[k] for k in admitted])",
-        "[1.0 for k in admitted])",
+        "[evaluation.rows[k] for k in admitted],",
+        "[1.0 for k in admitted],",
         ("tests/test_flower.py", "tests/test_guard_federated.py"),
         features=("make_server_app", "reply:evaluation"),
     ),

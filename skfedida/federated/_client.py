@@ -761,6 +761,20 @@ class RoundReply:
     report: dict | None = None
 
 
+@dataclass(frozen=True)
+class RoundEvaluation:
+    """One round's evaluation replies as the server reads them, on either backend.
+
+    ``outcomes``: per evaluated client ``(k, reason or None, cause or None)``,
+    for the failure policy; ``metrics`` and ``rows``: per usable client
+    index, its ``val_*`` metrics and the evaluation rows they rest on.
+    """
+
+    outcomes: list
+    metrics: dict
+    rows: dict
+
+
 def _client_round(trainer, estimator, parameters, data, epochs, seed):
     """Run one client's round: a ``RoundReply``."""
     random_state = _reseeded("round", seed)

@@ -65,6 +65,7 @@ from ._client import (
     COMMUNICATING,
     PERSONAL_METRICS,
     UNROUTED,
+    RoundEvaluation,
     SensitiveRouting,
     _accepts,
     _check_sampler_input,
@@ -1522,7 +1523,7 @@ strategy, default="mean"
             return records.record_of(round_ + 1, self._client_id(k))
 
         self.federated_metrics_[round_ + 1] = evaluation_summary(
-            (outcomes, reports, rows),
+            RoundEvaluation(outcomes, reports, rows),
             lambda outcomes: admit_round(
                 outcomes,
                 round_number=round_ + 1,

@@ -34,7 +34,7 @@ from .._messages import (
     TRAIN_LOSS,
 )
 from ..metrics._registry import VALIDATION_PREFIX, share_key
-from ._client import RoundReply
+from ._client import RoundEvaluation, RoundReply
 from ._constraint_rounds import RateHistograms
 from ._transport import REPLY_METRICS, Payload
 
@@ -208,9 +208,9 @@ class MessageRounds:
     def evaluate(self, round_number, global_parameters):
         """The evaluation of the global model by every client with evaluation rows.
 
-        ``(outcomes, metrics, rows)``: the failure policy's outcomes, and per
-        usable client its ``val_*`` metrics and its evaluation rows; None
-        when no client has evaluation rows (nothing is evaluated).
+        A ``RoundEvaluation`` (the failure policy's outcomes, and per usable
+        client its ``val_*`` metrics and its evaluation rows); None when no
+        client has evaluation rows (nothing is evaluated).
         """
         # Only on evaluation rows (held-out or the node's own), as in-process:
         # a client without them is not asked to score its training rows.
@@ -248,7 +248,7 @@ class MessageRounds:
                 }
                 rows[k] = float(sent[NUM_EXAMPLES])
             outcomes.append((k, reason, None))
-        return outcomes, metrics, rows
+        return RoundEvaluation(outcomes, metrics, rows)
 
     def rate_histograms(self, round_number, global_parameters, constraint):
         """Every client's rate-constraint counts, checked: outcomes and answers.

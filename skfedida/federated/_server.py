@@ -307,18 +307,20 @@ def _rate_counts(engine, transport, constraint, round_number, global_parameters)
 def evaluation_summary(evaluation, admit, record):
     """A round's evaluation through the failure policy: records and summary.
 
-    ``evaluation`` is ``(outcomes, metrics, rows)``: ``admit_round``'s
-    outcomes, and per usable client its ``val_*`` metrics and rows.
+    ``evaluation`` is a ``RoundEvaluation``: ``admit_round``'s outcomes,
+    and per usable client its ``val_*`` metrics and rows.
     ``admit(outcomes)`` applies the failure policy and ``record(k)`` is
     client ``k``'s record of the round, which its metrics are written into.
     Returns the summary of the admitted clients' metrics (``claims_summary``,
     weighted by their rows).
     """
-    outcomes, metrics, rows = evaluation
-    admitted = admit(outcomes)
+    admitted = admit(evaluation.outcomes)
     for k in admitted:
-        record(k).update(metrics[k])
-    return claims_summary([metrics[k] for k in admitted], [rows[k] for k in admitted])
+        record(k).update(evaluation.metrics[k])
+    return claims_summary(
+        [evaluation.metrics[k] for k in admitted],
+        [evaluation.rows[k] for k in admitted],
+    )
 
 
 class InProcessRounds:
