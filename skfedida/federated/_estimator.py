@@ -754,8 +754,9 @@ strategy, default="mean"
         # The server's model of no client's rows: initialisation replies are
         # held to its shapes, and estimator_ is it with the global parameters.
         template = None if models is None else self._new_template()
-        admitted = self._initialise(data, models, gate, template)
-        self.class_prior_ = self._class_prior(data, admitted)
+        counts = [class_counts(client.y, self.classes_) for client in data]
+        admitted = self._initialise(data, counts, models, gate, template)
+        self.class_prior_ = self._class_prior(data, counts, admitted)
         if self.strategy == "central":
             pooled = np.sort(np.concatenate(train))
             data_central = [self._client_data(X, y, S, groups, pooled, sample_weight)]
@@ -794,16 +795,16 @@ strategy, default="mean"
             client_id=self._client_id,
         )
 
-    def _initialise(self, data, models, gate, template):
+    def _initialise(self, data, counts, models, gate, template):
         """Every client's initialisation through the gate: the clients admitted.
 
         What a Flower client replies at initialisation, checked by the same
         rule (``initialisation_claim_problem``) and failure policy: its
-        training rows, its count of them per class (claimed: every later
-        count of its training rows per label must agree), its initial model
-        (``models[k]``, primed on its rows: of the template's shapes and
-        finite) and its groups on each set of its rows, which its later
-        replies (FairFed reports, histograms) may count rows in.
+        training rows, its count of them per class (``counts[k]``; claimed:
+        every later count of its training rows per label must agree), its
+        initial model (``models[k]``, primed on its rows: of the template's
+        shapes and finite) and its groups on each set of its rows, which its
+        later replies (FairFed reports, histograms) may count rows in.
         ``template``: the server's model (None with ``models``: a pooled
         fit trains no client's model).
         """
@@ -818,11 +819,10 @@ strategy, default="mean"
                 client,
                 train_groups=rows_groups(model, client) if constrained else None,
             )
-            counts = class_counts(client.y, self.classes_)
             return initialisation_claim_problem(
                 k,
                 n_rows=client.n,
-                class_counts=lambda: counts,
+                class_counts=lambda: counts[k],
                 n_classes=len(self.classes_),
                 initial_parameters=(
                     None if model is None else lambda: parameter_arrays(model)
@@ -843,14 +843,15 @@ strategy, default="mean"
             ],
         )
 
-    def _class_prior(self, data, admitted):
+    def _class_prior(self, data, counts, admitted):
         """``class_prior_`` from the admitted clients' training rows per class.
 
-        Weighted rows give the class shares of their weights (their counts
-        stay the claims the gate holds them to).
+        ``counts[k]``: client k's rows per class. Weighted rows give the
+        class shares of their weights (their counts stay the claims the
+        gate holds them to).
         """
         shares = [
-            class_counts(data[k].y, self.classes_)
+            counts[k]
             if data[k].weight is None
             else np.bincount(
                 np.searchsorted(self.classes_, data[k].y),

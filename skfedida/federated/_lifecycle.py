@@ -12,6 +12,7 @@ Flower's is ``skfedida.flower._transport.FlowerTransport``).
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -156,14 +157,15 @@ def preprocessing_states(plan, transport, gate, rows):
     return fit_tree(plan.preprocessing, ask, gate, rows)
 
 
-def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate, labels):
-    """One client's initialisation reply checked (the gate's rules), or None."""
+def _initialisation_problem(k, reply, declared, agreed, reference, gate, labels):
+    """One client's initialisation reply checked (the gate's rules), or None.
+
+    ``reference()``: the template's parameter arrays, which its initial
+    model must match.
+    """
     classes = agreed.classes
 
     def check():
-        reference = parameter_arrays(
-            plan.template(seed, agreed.n_features, agreed.feature_names, classes)
-        )
         return initialisation_claim_problem(
             k,
             n_rows=reply.metrics()[NUM_EXAMPLES],
@@ -171,7 +173,7 @@ def _initialisation_problem(k, reply, declared, agreed, plan, seed, gate, labels
             n_classes=len(classes),
             # Decoded only when the counts pass, as the checks run in order.
             initial_parameters=reply.arrays,
-            reference=reference,
+            reference=reference(),
             config=reply.config(),
             sizes=declared.sizes,
             ledger=gate.ledger,
@@ -206,10 +208,18 @@ def _initialised(plan, transport, gate, declared, seeds, init_config, labels):
     if described:
         agreed, differences = description_consensus(described, gate.name)
         problems.update(differences)
+    # The server's template is primed once, when a reply first needs it.
+    reference = functools.cache(
+        lambda: parameter_arrays(
+            plan.template(
+                seeds[0], agreed.n_features, agreed.feature_names, agreed.classes
+            )
+        )
+    )
     for k in clients:
         if problems.get(k) is None:
             problems[k] = _initialisation_problem(
-                k, replies[k], declared[k], agreed, plan, seeds[0], gate, labels[k]
+                k, replies[k], declared[k], agreed, reference, gate, labels[k]
             )
     admitted = gate.admit("initialisation", sorted(problems.items()))
     return replies, admitted, agreed
