@@ -59,6 +59,14 @@ class FailingLogistic(FairPenaltyLogisticRegression):
         )
 
 
+def skip_records(fitted, *fields):
+    """Per fit, its skip records as tuples of ``fields`` (None where absent)."""
+    return [
+        [tuple(r.get(name) for name in fields) for r in f.history_ if "skipped" in r]
+        for f in fitted
+    ]
+
+
 def partition_loader(data):
     """A Flower ``load_data``: partition K holds the rows of client K."""
 

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from _helpers import partition_loader
+from _helpers import partition_loader, skip_records
 from sklearn.base import clone
 from sklearn.utils import Bunch
 
@@ -56,6 +56,16 @@ def _both_flower(federation, data):
         make_client_app(federation, partition_loader(data)),
         num_partitions=3,
     )
+
+
+def _errors_both_ways(federation, data):
+    """The fit's error in-process and on Flower, the node's id left out."""
+    messages = []
+    for run in (_in_process, _both_flower):
+        with pytest.raises(RuntimeError) as info:
+            run(federation, data)
+        messages.append(re.sub(r" \(node \d+\)", "", str(info.value)))
+    return messages
 
 
 def test_d4_d12_the_history_is_in_one_order_with_one_shape(data):
@@ -212,11 +222,7 @@ def test_d1_d2_a_client_failure_is_worded_alike(data):
     seeds.fit(data.data, data.target, clients=data.clients)
     FailingLogistic.failing_seeds = {int(seeds.client_seeds_[1])}
     try:
-        messages = []
-        for run in (lambda f: _both(f, data)[0], lambda f: _both_flower(f, data)):
-            with pytest.raises(RuntimeError) as info:
-                run(federation("raise"))
-            messages.append(re.sub(r" \(node \d+\)", "", str(info.value)))
+        messages = _errors_both_ways(federation("raise"), data)
         in_process, on_flower = _both(federation("skip"), data)
     finally:
         FailingLogistic.failing_seeds = frozenset()
@@ -225,14 +231,7 @@ def test_d1_d2_a_client_failure_is_worded_alike(data):
         "Client 1 failed in round 1 (training): ArithmeticError: simulated client "
         "failure"
     )
-    skipped = [
-        [
-            (r["round"], r["client"], r["skipped"])
-            for r in fitted.history_
-            if "skipped" in r
-        ]
-        for fitted in (in_process, on_flower)
-    ]
+    skipped = skip_records((in_process, on_flower), "round", "client", "skipped")
     assert skipped[0] == skipped[1]
     assert skipped[0] == [
         (1, 1, "ArithmeticError: simulated client failure"),
@@ -678,10 +677,7 @@ def test_d10_d19_a_refused_or_failed_client_keeps_its_state_on_both(data, how):
         _in_process(clone(federation).set_params(n_jobs=2), data),
         _both_flower(federation, data),
     ]
-    skipped = [
-        [(r["round"], r["client"]) for r in f.history_ if "skipped" in r]
-        for f in fitted
-    ]
+    skipped = skip_records(fitted, "round", "client")
     # Left as before round 2, client 1 spoils round 3's first step again.
     assert skipped == [[(2, 1), (3, 1)]] * 3
     for other in fitted[1:]:
@@ -704,24 +700,19 @@ def test_d1_d2_a_refused_training_reply_is_worded_alike(data):
         estimator__hostile_seed=int(seeds.client_seeds_[1]),
         estimator__hostile_fit=seeds.client_estimators_[1].fits_seen_ + 1,
     )
-    messages = []
-    for run in (lambda f: _in_process(f, data), lambda f: _both_flower(f, data)):
-        with pytest.raises(RuntimeError) as info:
-            run(federation)
-        messages.append(re.sub(r" \(node \d+\)", "", str(info.value)))
+    messages = _errors_both_ways(federation, data)
     assert messages[0] == messages[1]
     assert messages[0].startswith(
         "Client 1 failed in round 2 (training): its reply cannot be used: "
         "parameter array 0 holds NaN or infinity"
     )
     skipping = clone(federation).set_params(on_client_error="skip")
-    records = [
-        [r["skipped"] for r in fitted.history_ if "skipped" in r]
-        for fitted in (_in_process(skipping, data), _both_flower(skipping, data))
-    ]
+    records = skip_records(
+        (_in_process(skipping, data), _both_flower(skipping, data)), "skipped"
+    )
     assert records[0] == records[1]
     assert records[0][0] == (
-        "its reply cannot be used: parameter array 0 holds NaN or infinity"
+        "its reply cannot be used: parameter array 0 holds NaN or infinity",
     )
 
 
@@ -1035,25 +1026,16 @@ def test_d5_d6_a_client_refused_at_initialisation_alike_on_both(data, fairfed):
     federation.set_params(
         estimator__hostile_seed=int(seeds.client_seeds_[0]), estimator__hostile_fit=1
     )
-    messages = []
-    for run in (_in_process, _both_flower):
-        with pytest.raises(RuntimeError) as info:
-            run(clone(federation).set_params(on_client_error="raise"), data)
-        messages.append(re.sub(r" \(node \d+\)", "", str(info.value)))
+    messages = _errors_both_ways(
+        clone(federation).set_params(on_client_error="raise"), data
+    )
     assert messages[0] == messages[1]
     assert messages[0].startswith(
         "Client 0 failed the initialisation: its reply cannot be used: parameter "
         "array 0 holds NaN or infinity"
     )
     fitted = _both(federation, data)
-    skipped = [
-        [
-            (r["round"], r["client"], r.get("stage"), r["skipped"])
-            for r in f.history_
-            if "skipped" in r
-        ]
-        for f in fitted
-    ]
+    skipped = skip_records(fitted, "round", "client", "stage", "skipped")
     assert skipped[0] == skipped[1]
     if fairfed:
         assert [record[:2] for record in skipped[0]] == [(0, 0), (1, 0), (2, 0)]

@@ -6,8 +6,11 @@ ClientApp's client code, handed each payload in this process) it gives
 the in-process fit to the last bit, as it does over Flower's grid.
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+from _helpers import FailingLogistic, partition_loader, skip_records
 from _memory_transport import MemoryTransport
 from sklearn.base import clone
 
@@ -27,17 +30,9 @@ def data():
 
 
 def _partitions(data):
-    return [
-        {
-            "X": data.data[data.clients == k],
-            "y": data.target[data.clients == k],
-            "sensitive_features": {
-                name: values[data.clients == k]
-                for name, values in data.sensitive.items()
-            },
-        }
-        for k in range(3)
-    ]
+    """Each client's rows, as a Flower node's ``load_data`` gives them."""
+    load = partition_loader(data)
+    return [load(SimpleNamespace(node_config={"partition-id": k})) for k in range(3)]
 
 
 def _both(federation, data):
@@ -108,8 +103,6 @@ def test_boosted_trees_by_message_without_flower_are_the_in_process_trees(data):
 
 
 def test_a_client_failing_by_message_is_skipped_as_in_process(data):
-    from _helpers import FailingLogistic
-
     federation = FederatedEstimator(
         FailingLogistic(fairness=1.0),
         n_rounds=2,
@@ -124,10 +117,7 @@ def test_a_client_failing_by_message_is_skipped_as_in_process(data):
         in_process, by_message = _both(federation, data)
     finally:
         FailingLogistic.failing_seeds = frozenset()
-    skipped = [
-        [(r["round"], r["client"], r["skipped"]) for r in f.history_ if "skipped" in r]
-        for f in (in_process, by_message)
-    ]
+    skipped = skip_records((in_process, by_message), "round", "client", "skipped")
     assert (
         skipped[0]
         == skipped[1]
