@@ -210,8 +210,8 @@ MUTANTS = [
     ),
     Mutant(
         name="blind: federated_metrics_ averages clients unweighted",
-        where="_record_validation",
-        original="reports[k], rows[k] = report, len(y_val)",
+        where="record_validation",
+        original="reports[k], rows[k] = report, held_out.n",
         mutated="reports[k], rows[k] = report, 1.0",
         tests=_FEDERATED,
         features=("FederatedEstimator",),

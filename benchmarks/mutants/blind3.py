@@ -185,7 +185,7 @@ MUTANTS = [
     ),
     Mutant(
         name="blind3: the Flower ClientApp's first reply counts its evaluation rows",
-        where="initialise",
+        where="ClientNode.initialise",
         original="metrics={NUM_EXAMPLES: int(part.train.n)},",
         mutated="metrics={NUM_EXAMPLES: int(part.n_evaluation)},",
         tests=("tests/test_flower.py", "tests/test_guard_flower.py"),

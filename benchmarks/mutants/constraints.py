@@ -325,9 +325,9 @@ MUTANTS = [
     ),
     Mutant(
         "the class prior counts rows, not their weights",
-        "_class_prior",
-        "            if data[k].weight is None",
-        "            if True",
+        "admitted_class_prior",
+        "        if data[k].weight is None",
+        "        if True",
         WEIGHT_TESTS,
         features=("FederatedEstimator",),
     ),

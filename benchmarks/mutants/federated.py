@@ -47,7 +47,7 @@ MUTANTS = [
     ),
     Mutant(
         "in-process initialisation does not check the initial model",
-        "FederatedEstimator._initialise",
+        "_in_process.initialise",
         "None if model is None else lambda: parameter_arrays(model)",
         "None",
         ("tests/test_backend_parity.py",),
@@ -119,19 +119,19 @@ MUTANTS = [
     ),
     Mutant(
         "in-process personal metrics personalise from the previous round's seed",
-        "FederatedEstimator._run",
-        "self._personalised, trainer, data, seeds, round_ + 1",
-        "self._personalised, trainer, data, seeds, round_",
+        "run_rounds",
+        "personalised, federation, trainer, data, seeds, round_ + 1",
+        "personalised, federation, trainer, data, seeds, round_",
         ("tests/test_backend_parity.py",),
         features=("FederatedEstimator",),
     ),
     Mutant(
         "the in-process degenerate warning reads the global model alone",
-        "FederatedEstimator._warn_if_degenerate",
-        """            model = self.client_estimators_.get(
-                self.clients_[k].tolist(), self.estimator_
-            )""",
-        """            model = self.estimator_""",
+        "_in_process.warn_if_degenerate",
+        """        model = federation.client_estimators_.get(
+            federation.clients_[k].tolist(), federation.estimator_
+        )""",
+        """        model = federation.estimator_""",
         ("tests/test_backend_parity.py",),
         features=("FederatedEstimator", "DegenerateModelWarning"),
     ),
@@ -153,7 +153,7 @@ MUTANTS = [
     ),
     Mutant(
         "an in-process evaluation that fails stops the fit under skip",
-        "_record_validation",
+        "record_validation",
         "except Exception as exc:  # as a Flower client's failed evaluation",
         "except KeyError as exc:  # as a Flower client's failed evaluation",
         ("tests/test_backend_parity.py",),
@@ -423,16 +423,16 @@ MUTANTS = [
     ),
     Mutant(
         "federated_metrics_ weighs every client the same, not by its rows",
-        "_record_validation",
-        "reports[k], rows[k] = report, len(y_val)",
+        "record_validation",
+        "reports[k], rows[k] = report, held_out.n",
         "reports[k], rows[k] = report, 1",
         SERVER_TESTS,
         features=("FederatedEstimator",),
     ),
     Mutant(
         "strategy='local' validates the global model, not each client's own",
-        "_record_validation",
-        'model = models[k] if self.strategy == "local" else scratch',
+        "record_validation",
+        'model = models[k] if federation.strategy == "local" else scratch',
         "model = scratch",
         SERVER_TESTS,
         features=("FederatedEstimator",),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import numbers
 import warnings
 
@@ -29,12 +28,7 @@ from .._compat import (
     safe_indexing,
 )
 from .._doc_links import DocLinkMixin
-from .._gate._checks import unless_malformed
-from .._gate._history import RoundHistory, ordered_records
-from .._gate._ledger import declared_sets
-from .._gate._model import evaluation_reply_problem
-from .._gate._policy import ReplyGate, admit_round
-from .._gate._rows import admitted_decision_counts, initialisation_claim_problem
+from .._gate._policy import ReplyGate
 from .._groups import (
     check_labels_complete,
     check_sendable_labels,
@@ -43,10 +37,8 @@ from .._groups import (
     resolve_sensitive,
     take_rows,
 )
-from .._messages import DECLARED_GROUPS, NUM_EXAMPLES
 from .._models._fair_base import (
     BaseFairClassifier,
-    forget_constraint,
     largest_input,
     warn_if_unscaled,
 )
@@ -55,17 +47,13 @@ from ..exceptions import (
     ClientDataWarning,
     InactivePenaltyWarning,
     caller_stacklevel,
-    warn_if_degenerate_decisions,
     warn_if_outlying_updates,
 )
-from ..metrics._registry import PERSONAL_PREFIX, VALIDATION_PREFIX
 from ..over_sampling import FairnessAwareROSE
-from ._aggregation import _Aggregator, check_aggregation, class_prior
+from ._aggregation import _Aggregator, check_aggregation
 from ._client import (
     COMMUNICATING,
-    PERSONAL_METRICS,
     UNROUTED,
-    RoundEvaluation,
     SensitiveRouting,
     _accepts,
     _check_sampler_input,
@@ -73,18 +61,20 @@ from ._client import (
     _ClientData,
     _split_client,
     _Trainer,
-    _validation_metrics,
     class_counts,
     clone_fitted,
-    decision_counts,
 )
 from ._constraint_rounds import (
-    FederatedConstraint,
     is_constrained,
-    rows_groups,
-    training_groups,
 )
-from ._parameters import assign_parameters, parameter_arrays
+from ._in_process import (
+    admitted_class_prior,
+    initialise,
+    record_skips,
+    run_rounds,
+    warn_if_degenerate,
+)
+from ._parameters import assign_parameters
 from ._pipeline import (
     PipelineFederation,
     final_step,
@@ -95,12 +85,10 @@ from ._plan import FederationPlan
 from ._privacy import (
     DifferentialPrivacy,
     check_update_bound,
-    privacy_report,
     updates_bounded,
 )
-from ._server import InProcessRounds, RoundServer, evaluation_summary
+from ._server import RoundServer
 from ._trees import fit_trees, is_boosted_trees
-from ._wire import group_declaration
 
 __all__ = ["FederatedEstimator"]
 
@@ -728,8 +716,8 @@ strategy, default="mean"
                 clients=clients, sensitive_features=sensitive_features
             ),
         )
-        self._validation = [
-            (
+        validation = [
+            _ClientData(
                 safe_indexing(X, rows),
                 y[rows],
                 None if groups_metrics is None else groups_metrics.take(rows),
@@ -737,11 +725,9 @@ strategy, default="mean"
             )
             for rows in validation
         ]
-        for client, (X_val, y_val, groups_val, weight_val) in zip(
-            data, self._validation, strict=False
-        ):
+        for client, held_out in zip(data, validation, strict=False):
             # A client reports its fairness (FairFed) on its held-out rows.
-            client.held_out = _ClientData(X_val, y_val, groups_val, weight_val)
+            client.held_out = held_out
         if self.strategy == "central":
             models = None  # the pooled fit trains no client's model
         elif warm:
@@ -755,21 +741,24 @@ strategy, default="mean"
         # held to its shapes, and estimator_ is it with the global parameters.
         template = None if models is None else self._new_template()
         counts = [class_counts(client.y, self.classes_) for client in data]
-        admitted = self._initialise(data, counts, models, gate, template)
-        self.class_prior_ = self._class_prior(data, counts, admitted)
+        admitted = initialise(self, data, counts, models, gate, template)
+        self.class_prior_ = admitted_class_prior(self, data, counts, admitted)
         if self.strategy == "central":
             pooled = np.sort(np.concatenate(train))
             data_central = [self._client_data(X, y, S, groups, pooled, sample_weight)]
-            self._run(
+            run_rounds(
+                self,
                 trainer,
                 data_central,
                 np.array([epochs.max()]),
                 self.client_seeds_[:1],
                 central=True,
                 callback_rows=(X_given, y),
+                validation=validation,
             )
         else:
-            self._run(
+            run_rounds(
+                self,
                 trainer,
                 data,
                 epochs,
@@ -779,10 +768,10 @@ strategy, default="mean"
                 models=models,
                 initial=admitted[0],
                 template=template,
+                validation=validation,
             )
-        del self._validation
-        self._record_skips(gate)
-        self._warn_if_degenerate(data, gate)
+        record_skips(self, gate)
+        warn_if_degenerate(self, data, gate)
         warn_if_outlying_updates(self.history_, bounded=updates_bounded(self))
         callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
         return self
@@ -794,86 +783,6 @@ strategy, default="mean"
             name=lambda k: f"Client {self._client_id(k)!r}",
             client_id=self._client_id,
         )
-
-    def _initialise(self, data, counts, models, gate, template):
-        """Every client's initialisation through the gate: the clients admitted.
-
-        What a Flower client replies at initialisation, checked by the same
-        rule (``initialisation_claim_problem``) and failure policy: its
-        training rows, its count of them per class (``counts[k]``; claimed:
-        every later count of its training rows per label must agree), its
-        initial model (``models[k]``, primed on its rows: of the template's
-        shapes and finite) and its groups on each set of its rows, which its
-        later replies (FairFed reports, histograms) may count rows in.
-        ``template``: the server's model (None with ``models``: a pooled
-        fit trains no client's model).
-        """
-        reference = None if template is None else parameter_arrays(template)
-        constrained = self._server_constraint()
-
-        def client_problem(k):
-            client = data[k]
-            model = None if models is None else models[k]
-            held_out = 0 if client.held_out is None else client.held_out.n
-            declaration = group_declaration(
-                client,
-                train_groups=rows_groups(model, client) if constrained else None,
-            )
-            return initialisation_claim_problem(
-                k,
-                n_rows=client.n,
-                class_counts=lambda: counts[k],
-                n_classes=len(self.classes_),
-                initial_parameters=(
-                    None if model is None else lambda: parameter_arrays(model)
-                ),
-                reference=reference,
-                config={} if declaration is None else {DECLARED_GROUPS: declaration},
-                sizes=declared_sets(
-                    client.n + held_out, None, self.validation_fraction
-                ).sizes,
-                ledger=gate.ledger,
-            )
-
-        return gate.admit(
-            "initialisation",
-            [
-                (k, unless_malformed(functools.partial(client_problem, k)))
-                for k in range(len(data))
-            ],
-        )
-
-    def _class_prior(self, data, counts, admitted):
-        """``class_prior_`` from the admitted clients' training rows per class.
-
-        ``counts[k]``: client k's rows per class. Weighted rows give the
-        class shares of their weights (their counts stay the claims the
-        gate holds them to).
-        """
-        shares = [
-            counts[k]
-            if data[k].weight is None
-            else np.bincount(
-                np.searchsorted(self.classes_, data[k].y),
-                weights=data[k].weight,
-                minlength=len(self.classes_),
-            )
-            for k in admitted
-        ]
-        return class_prior(shares, self.prior_aggregation)
-
-    def _record_skips(self, gate, history=None):
-        """The gate's skipped replies before training, as round 0 of ``history_``.
-
-        Then the whole history in the one order of both backends.
-        """
-        history = self.history_ if history is None else history
-        records = [{"round": 0, **record} for record in gate.records]
-        known = [r for r in history if r.get("round") == 0 and "stage" in r]
-        history[:0] = [r for r in records if r not in known]
-        # By round and client, as on Flower: not in the order the clients
-        # were selected or the stages ran.
-        history[:] = ordered_records(history, self.clients_.tolist())
 
     def _fit_pipeline(self, X, y, clients, sensitive_features):
         """Fit the pipeline's transformers from statistics, then the model."""
@@ -1006,39 +915,6 @@ strategy, default="mean"
             InactivePenaltyWarning,
             stacklevel=caller_stacklevel(),
         )
-
-    def _warn_if_degenerate(self, data, gate):
-        """Warn when the models' decisions on the training rows are one class.
-
-        Each client counts its own rows predicted per class by the model it
-        uses (personalised or own, else global); the counts pass the gate's
-        rule, as a Flower client's reply does, and only they are summed. A
-        skipped client is recorded after the last round.
-        """
-        replies = []
-        for k, client in enumerate(data):
-            model = self.client_estimators_.get(
-                self.clients_[k].tolist(), self.estimator_
-            )
-            replies.append(
-                lambda model=model, client=client: decision_counts(
-                    model, client.X, self.classes_
-                )
-            )
-        before = len(gate.records)
-        counts = admitted_decision_counts(
-            gate,
-            replies,
-            n_classes=len(self.classes_),
-            declared_rows=[client.n for client in data],
-        )
-        # Recorded after the last round, as on Flower.
-        last_round = self._federation_state["rounds"]
-        self.history_.extend(
-            {"round": last_round, **record} for record in gate.records[before:]
-        )
-        self.history_[:] = ordered_records(self.history_, self.clients_.tolist())
-        warn_if_degenerate_decisions(counts, self.classes_, type(self).__name__)
 
     def _validated_rows(self, X, y, sensitive_features, *, reset, suffix=""):
         """X, y and the sensitive features of training (or evaluation) rows.
@@ -1323,217 +1199,6 @@ strategy, default="mean"
             name=name,
             max_update_norm=self.max_update_norm,
             dp=self.dp,
-        )
-
-    def _run(
-        self,
-        trainer,
-        data,
-        epochs,
-        seeds,
-        central=False,
-        callback_rows=None,
-        ledger=None,
-        models=None,
-        initial=0,
-        template=None,
-    ):
-        callback_rows = callback_rows or (None, None)
-        server = self._server(central, ledger)
-        state = getattr(self, "_federation_state", None)
-        if state is None:
-            state = server.start(
-                trainer, data, seeds, self._client_estimator, models, initial
-            )
-            self.history_ = []
-            self.federated_metrics_ = {}
-            if self._server_constraint():
-                labels = training_groups(data, state["models"])
-                if len(labels) > 1:
-                    state["constraint"] = FederatedConstraint(self.estimator, labels)
-                elif self._column_mode():
-                    # Metadata mode warned in fit; the columns are read here.
-                    self._warn_inactive(
-                        [f"constraints={self.estimator.constraints!r}"],
-                        "the sensitive columns take a single value",
-                    )
-        # else warm_start: the clients' estimators, the server's parameters and
-        # random streams carry on where the last fit stopped.
-        # sklearn's callbacks: the fit is the root task, each round a subtask
-        # and each selected client a subtask of its round. At the end of a
-        # round a callback can see the model as it stands (fitted_estimator:
-        # this federation with the round's global model), on the fit's rows.
-        round_contexts = []
-
-        def begin_round(selected):
-            round_ctx = self._callback_fit_ctx.subcontext(
-                task_name="round", max_subtasks=len(selected)
-            )
-            round_ctx.call_on_fit_task_begin(estimator=self)
-            clients = [
-                round_ctx.subcontext(task_name=f"client {self._client_id(k)}")
-                for k in selected
-            ]
-            for client_ctx in clients:
-                client_ctx.call_on_fit_task_begin(estimator=self)
-            round_contexts.append((round_ctx, clients))
-
-        def end_clients(selected):
-            for client_ctx in round_contexts[-1][1]:
-                client_ctx.call_on_fit_task_end(estimator=self)
-
-        # One writer of this run's round records, for the server's training
-        # records and this estimator's validation records alike.
-        records = RoundHistory(self.history_, server.client_id)
-
-        transport = InProcessRounds(
-            server, trainer, data, epochs, seeds, state["models"]
-        )
-
-        def end_round(round_, global_parameters):
-            models = transport.models
-            self._record_validation(
-                round_,
-                models,
-                global_parameters,
-                records,
-                personalise=functools.partial(
-                    self._personalised, trainer, data, seeds, round_ + 1
-                ),
-            )
-
-            def as_it_stands():
-                state_now = {"models": models, "global_parameters": global_parameters}
-                return {
-                    "estimator_": self._global_estimator(
-                        server.global_parameters(state_now, data),
-                        models,
-                        central,
-                        template,
-                    ),
-                    "client_estimators_": (
-                        {self._client_id(k): m for k, m in enumerate(models)}
-                        if self.strategy == "local"
-                        else {}
-                    ),
-                }
-
-            # A true answer asks to stop (e.g. early stopping).
-            return round_contexts[-1][0].call_on_fit_task_end(
-                estimator=self,
-                X=callback_rows[0],
-                y=callback_rows[1],
-                reconstruction_attributes=as_it_stands,
-            )
-
-        state = server.run(
-            state,
-            transport,
-            self.n_rounds,
-            records,
-            on_round_begin=begin_round,
-            on_round_end=end_round,
-            on_clients_end=end_clients,
-        )
-        state["dp"] = None if self.dp is None else self.dp.get_params()
-        self._federation_state = state
-        self.privacy_ = privacy_report(self.dp, state["rounds"])
-        self.estimator_ = self._global_estimator(
-            server.global_parameters(state, data), state["models"], central, template
-        )
-        if self.strategy == "local":
-            # The mean of the clients' models: their constraints are theirs.
-            forget_constraint(self.estimator_)
-        if "constraint" in state:
-            self.estimator_.set_params(constraints=self.estimator.constraints)
-            for name, value in state["constraint_attributes"].items():
-                setattr(self.estimator_, name, value)
-        self.client_estimators_ = {
-            self.clients_[k].tolist(): model
-            for k, model in server.client_models(
-                state, trainer, data, seeds, self.personalization_steps
-            ).items()
-        }
-
-    def _personalised(self, trainer, data, seeds, round_, k, model):
-        """Client k's personalised model after ``round_`` (1-based) rounds.
-
-        What ``FederatedEstimator(n_rounds=round_)`` gives it, and what a
-        Flower client evaluates: ``model`` adapted on its training rows.
-        """
-        return trainer.personalised(
-            model, data[k], self.personalization_steps, seeds[k], round_
-        )
-
-    def _record_validation(
-        self, round_, models, global_parameters, records, personalise=None
-    ):
-        """Validation metrics of the model each client would use, through the gate.
-
-        The server computes them on each client's held-out rows (under
-        Per-FedAvg, also the ``val_personal_*`` metrics of the client's
-        personalised model, as a Flower client reports them); each
-        client's metrics then pass the evaluation rules a Flower client's
-        reply does (``evaluation_reply_problem``) and the same failure
-        policy: a client whose evaluation fails or is refused is an error
-        naming it, or (``on_client_error="skip"``) recorded as
-        ``evaluation_skipped`` and left out of the round's summary.
-        """
-        if not self._validation:
-            return
-        scratch = clone_fitted(models[0])
-        assign_parameters(scratch, global_parameters)
-        outcomes, reports, rows = [], {}, {}
-        for k, (X_val, y_val, S_val, weight_val) in enumerate(self._validation):
-            model = models[k] if self.strategy == "local" else scratch
-            try:
-                report = {
-                    VALIDATION_PREFIX + name: value
-                    for name, value in _validation_metrics(
-                        model, X_val, y_val, S_val, self.classes_, weight_val
-                    ).items()
-                }
-                if self.strategy == "pfedavg":
-                    # Per-FedAvg: also the personalised model this client
-                    # would use after this round, as a Flower client reports.
-                    personal = personalise(
-                        k, assign_parameters(clone_fitted(models[k]), global_parameters)
-                    )
-                    personal_metrics = _validation_metrics(
-                        personal, X_val, y_val, S_val, self.classes_, weight_val
-                    )
-                    for name in PERSONAL_METRICS:
-                        report[PERSONAL_PREFIX + name] = personal_metrics[name]
-            except Exception as exc:  # as a Flower client's failed evaluation
-                outcomes.append((k, f"{type(exc).__name__}: {exc}", exc))
-                continue
-            problem = evaluation_reply_problem(
-                {**report, NUM_EXAMPLES: len(y_val)},
-                allowed={*report, NUM_EXAMPLES},
-                declared_rows=len(y_val),
-            )
-            if problem is None:
-                reports[k], rows[k] = report, len(y_val)
-                outcomes.append((k, None, None))
-            else:
-                outcomes.append((k, f"its reply cannot be used: {problem}", None))
-
-        # Records by the client's own id, also under strategy="central",
-        # whose training records are the pooled fit's.
-        def record(k):
-            return records.record_of(round_ + 1, self._client_id(k))
-
-        self.federated_metrics_[round_ + 1] = evaluation_summary(
-            RoundEvaluation(outcomes, reports, rows),
-            lambda outcomes: admit_round(
-                outcomes,
-                round_number=round_ + 1,
-                on_client_error=self.on_client_error,
-                name=lambda k: f"Client {self._client_id(k)!r}",
-                record=record,
-                what="evaluation",
-            ),
-            record,
         )
 
     def _held_out_rows(self, y, client_rows):
