@@ -18,6 +18,7 @@ import numbers
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -722,14 +723,26 @@ def take_rows(values, indices):
     return taken
 
 
+class ClientCodes(NamedTuple):
+    """The federation's client ids, sorted, and every row's position among them.
+
+    ``ids[codes[i]]`` is row i's client; what ``client_ids`` gives, read
+    and checked once at a fit's entry and handed to every stage after.
+    """
+
+    ids: np.ndarray
+    codes: np.ndarray
+
+
 def client_ids(clients, n_samples):
     """Sorted client ids and every row's position among them, checked.
 
     ``None`` is one client (``0``) holding every row: the non-federated case,
-    as sklearn's estimator checks and plain pipelines use it.
+    as sklearn's estimator checks and plain pipelines use it. Returns a
+    ``ClientCodes``.
     """
     if clients is None:
-        return np.array([0]), np.zeros(n_samples, dtype=np.intp)
+        return ClientCodes(np.array([0]), np.zeros(n_samples, dtype=np.intp))
     clients = np.asarray(clients)
     if clients.ndim != 1 or clients.shape[0] != n_samples:
         raise ValueError(
@@ -743,7 +756,7 @@ def client_ids(clients, n_samples):
         # Python strings (pandas' string and categorical ids, object arrays)
         # or numbers become a plain numpy array of one type.
         clients = np.asarray(clients.tolist())
-    return np.unique(clients, return_inverse=True)
+    return ClientCodes(*np.unique(clients, return_inverse=True))
 
 
 def merged_groups(configs):

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skfedida._gate._checks import (
+    Extremes,
     NoConsensus,
     range_problem,
     range_problems,
@@ -24,7 +25,7 @@ from skfedida._gate._checks import (
 )
 from skfedida._gate._ledger import ClientLedger
 from skfedida._gate._model import training_round_problem
-from skfedida._gate._policy import ReplyGate, failure_policy
+from skfedida._gate._policy import Outcome, ReplyGate, failure_policy
 from skfedida._gate._rows import (
     attributes_consensus,
     data_description,
@@ -60,7 +61,7 @@ outcome_lists = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(outcome_lists)
 def test_skip_admits_the_usable_replies_in_order_and_skips_each_failure_once(pairs):
-    outcomes = [(k, reason, None) for k, reason in pairs]
+    outcomes = [Outcome(k, reason) for k, reason in pairs]
     failed = [(k, reason) for k, reason in pairs if reason is not None]
     if len(failed) == len(pairs):
         with pytest.raises(RuntimeError, match=f"^every {failed[0][0]} "):
@@ -74,7 +75,7 @@ def test_skip_admits_the_usable_replies_in_order_and_skips_each_failure_once(pai
 @settings(max_examples=60, deadline=None)
 @given(outcome_lists)
 def test_raise_stops_at_the_first_failure_before_skipping_any(pairs):
-    outcomes = [(k, reason, None) for k, reason in pairs]
+    outcomes = [Outcome(k, reason) for k, reason in pairs]
     failed = [(k, reason) for k, reason in pairs if reason is not None]
     if not failed:
         assert _policy(outcomes, "raise") == ([k for k, _ in pairs], [])
@@ -93,12 +94,12 @@ def test_raise_stops_at_the_first_failure_before_skipping_any(pairs):
 
 def test_the_raised_error_is_chained_to_the_first_failures_cause():
     first, later = KeyError("first"), KeyError("later")
-    outcomes = [(0, None, None), (1, "a", first), (2, "b", later)]
+    outcomes = [Outcome(0), Outcome(1, "a", first), Outcome(2, "b", later)]
     with pytest.raises(RuntimeError) as info:
         _policy(outcomes, "raise")
     assert info.value.__cause__ is first
     with pytest.raises(RuntimeError) as info:
-        _policy([(1, "a", first), (2, "b", later)], "skip")
+        _policy([Outcome(1, "a", first), Outcome(2, "b", later)], "skip")
     assert info.value.__cause__ is first
 
 
@@ -444,6 +445,6 @@ def test_every_client_s_range_is_judged_as_alone_against_the_others(
     for k in range(n_clients):
         low = rng.choice(choices, n_features)
         high = np.where(np.isnan(low), np.nan, low + rng.choice([0.0, 1.0, 2e4], 1))
-        extremes[10 * k] = (low, high)
+        extremes[10 * k] = Extremes(low, high)
     alone = {k: range_problem(k, extremes) for k in extremes}
     assert range_problems(extremes) == {k: p for k, p in alone.items() if p}

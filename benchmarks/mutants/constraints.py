@@ -411,7 +411,7 @@ MUTANTS = [
     Mutant(
         "column-mode clients count no groups for the server's constraint",
         "rows_groups",
-        "    return estimator.check_rows(data.X)[2]\n",
+        "    return estimator.check_rows(data.X).groups\n",
         "    return None\n",
         (*MODEL_TESTS, *FLOWER_TESTS),
         features=("FederatedEstimator",),

@@ -201,8 +201,8 @@ MUTANTS += [
     Mutant(
         "the federation's children need not hold the rows the histograms put there",
         "grow_problems",
-        "        if held != left:",
-        "        if held < left:",
+        "        if held != split.left:",
+        "        if held < split.left:",
         GATE_TESTS,
         features=("reply:tree_split",),
     ),

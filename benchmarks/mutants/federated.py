@@ -104,8 +104,8 @@ MUTANTS = [
     Mutant(
         "an in-process refused reply is worded as a ValueError",
         "InProcessRounds._outcome",
-        "return k, str(error), error",
-        'return k, f"{type(error).__name__}: {error}", error',
+        "return Outcome(k, str(error), error)",
+        'return Outcome(k, f"{type(error).__name__}: {error}", error)',
         ("tests/test_backend_parity.py",),
         features=("FederatedEstimator",),
     ),
@@ -408,8 +408,8 @@ MUTANTS = [
     Mutant(
         "on_client_error='skip' records a failed reply but still uses it",
         "failure_policy",
-        "return [k for k, reason, _ in outcomes if reason is None]",
-        "return [k for k, reason, _ in outcomes]",
+        "return [outcome.client for outcome in outcomes if outcome.reason is None]",
+        "return [outcome.client for outcome in outcomes]",
         REPLY_GATE_TESTS,
         features=("FederatedEstimator", "reply:initialisation"),
     ),

@@ -362,6 +362,19 @@ def consensus(values, what="this", names=None):
 RANGE_FACTOR = 100.0
 
 
+@dataclass(frozen=True)
+class Extremes:
+    """A client's claimed per-feature minima and maxima.
+
+    Arrays of floats of one length (NaN where it has no value of a
+    feature: it then has no say there), which ``range_problems`` holds to
+    the other clients' combined range.
+    """
+
+    low: np.ndarray
+    high: np.ndarray
+
+
 def range_problems(extremes):
     """Every client whose extremes lie too far beyond the others' range.
 
@@ -373,8 +386,7 @@ def range_problems(extremes):
     Parameters
     ----------
     extremes : dict
-        Per client index, its per-feature minima and maxima, arrays of
-        floats (NaN where it has no value: no say there).
+        Per client index, its :class:`Extremes`.
 
     Returns
     -------
@@ -385,8 +397,8 @@ def range_problems(extremes):
     if len(extremes) < 2:
         return {}
     clients = list(extremes)
-    lows = np.stack([np.asarray(extremes[k][0], np.float64) for k in clients])
-    highs = np.stack([np.asarray(extremes[k][1], np.float64) for k in clients])
+    lows = np.stack([np.asarray(extremes[k].low, np.float64) for k in clients])
+    highs = np.stack([np.asarray(extremes[k].high, np.float64) for k in clients])
     lo = _others(lows, np.fmin)
     hi = _others(highs, np.fmax)
     below, above = _beyond(lows, highs, lo, hi)
@@ -429,19 +441,18 @@ def range_problem(k, extremes):
     k : int
         The client.
     extremes : dict
-        Per client index (two or more), its per-feature minima and maxima,
-        arrays of floats (NaN where it has no value: no say there).
+        Per client index (two or more), its :class:`Extremes`.
 
     Returns
     -------
     problem : str or None
     """
-    low, high = extremes[k]
+    low, high = extremes[k].low, extremes[k].high
     others = [extremes[i] for i in extremes if i != k]
     with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN features
-        lo = np.nanmin(np.stack([o[0] for o in others]), axis=0)
-        hi = np.nanmax(np.stack([o[1] for o in others]), axis=0)
+        lo = np.nanmin(np.stack([o.low for o in others]), axis=0)
+        hi = np.nanmax(np.stack([o.high for o in others]), axis=0)
     below, above = _beyond(low, high, lo, hi)
     return _range_message(low, high, lo, hi, below, above)
 

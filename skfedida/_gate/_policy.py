@@ -9,7 +9,34 @@ into a ``_history.RoundHistory`` record).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ._ledger import ClientLedger
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One client's reply as the failure policy reads it.
+
+    ``reason``: why the reply cannot be used (None: it can); ``cause``: the
+    exception behind that reason, chained to the error the policy raises
+    (None when the reply was refused by a rule, not failed).
+    """
+
+    client: int
+    reason: str | None = None
+    cause: BaseException | None = None
+
+
+class Failed:
+    """A client's answer that raised (in-process): the exception it raised.
+
+    What a client's work returns in place of its answer when it fails, so
+    that the server, not the client, applies the failure policy.
+    """
+
+    def __init__(self, error):
+        self.error = error
 
 
 def admit_round(outcomes, *, round_number, on_client_error, name, record, what=None):
@@ -23,7 +50,7 @@ def admit_round(outcomes, *, round_number, on_client_error, name, record, what=N
 
     Parameters
     ----------
-    outcomes : list of (int, str or None, BaseException or None)
+    outcomes : list of Outcome
         Per selected client, in selection order: its index, why its reply
         cannot be used (None when it can), and the exception behind that
         (chained to the error raised, where there is one).
@@ -79,19 +106,19 @@ def failure_policy(outcomes, on_client_error, *, one_failed, every_failed, skip)
     (``RuntimeError(one_failed(k, reason))``, chained to its cause); when
     every client failed the fit stops either way (``every_failed``);
     otherwise ``skip(k, reason)`` records each failure and the others go on.
-    ``outcomes`` holds ``(k, reason or None, cause or None)`` per client, in
-    order. Returns the clients whose replies are used, in that order.
+    ``outcomes`` holds an ``Outcome`` per client, in order. Returns the
+    clients whose replies are used, in that order.
     """
-    failed = [(k, reason, cause) for k, reason, cause in outcomes if reason is not None]
+    failed = [outcome for outcome in outcomes if outcome.reason is not None]
     if failed and on_client_error == "raise":
-        k, reason, cause = failed[0]
-        raise RuntimeError(one_failed(k, reason)) from cause
+        first = failed[0]
+        raise RuntimeError(one_failed(first.client, first.reason)) from first.cause
     if failed and len(failed) == len(outcomes):
-        k, reason, cause = failed[0]
-        raise RuntimeError(every_failed(k, reason)) from cause
-    for k, reason, _ in failed:
-        skip(k, reason)
-    return [k for k, reason, _ in outcomes if reason is None]
+        first = failed[0]
+        raise RuntimeError(every_failed(first.client, first.reason)) from first.cause
+    for outcome in failed:
+        skip(outcome.client, outcome.reason)
+    return [outcome.client for outcome in outcomes if outcome.reason is None]
 
 
 class ReplyGate:
@@ -137,7 +164,7 @@ class ReplyGate:
         admitted : list of int
         """
         return failure_policy(
-            [(k, problem, None) for k, problem in problems],
+            [Outcome(k, problem) for k, problem in problems],
             self.on_client_error,
             one_failed=lambda k, problem: (
                 f"{self.name(k)} failed the {stage}: its reply cannot be used: "

@@ -13,11 +13,14 @@ first one's sums moved to the server's mean); and sums obey their extremes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._ordinal import ordinal_edges
 from ._checks import (
     RTOL,
+    Extremes,
     categories_problem,
     consensus,
     count_array,
@@ -34,6 +37,29 @@ class Unreadable:
 
     def __init__(self, reason):
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class StatisticsReply:
+    """A client's statistics reply, read from its wire form.
+
+    A client sends ``[answered_by, answer]``: the transformer it answered
+    for (its class name) and its statistics. ``statistics_reply`` reads
+    that pair once; everything after reads the fields.
+    """
+
+    answered_by: object
+    answer: object
+
+
+def statistics_reply(reply):
+    """``reply`` as a ``StatisticsReply``; None when it is not one (unreadable)."""
+    if isinstance(reply, Unreadable) or not (
+        isinstance(reply, (tuple, list)) and len(reply) == 2
+    ):
+        return None
+    answered_by, answer = reply
+    return StatisticsReply(answered_by, answer)
 
 
 #: Keys of every answer, by (transformer, statistic).
@@ -74,10 +100,10 @@ _WIDTH_KEY = {
 }
 
 
-def _width(reply, name):
+def _width(read, name):
     try:
-        return len(reply[1][_WIDTH_KEY[name]])
-    except Exception:  # malformed: its own rules say how
+        return len(read.answer[_WIDTH_KEY[name]])
+    except Exception:  # malformed (or no pair): its own rules say how
         return None
 
 
@@ -107,16 +133,14 @@ def statistics_problems(server, query, replies, *, rows, earlier, names=None):
     """
     name = type(server).__name__
     names = names or (lambda k: f"Client {k}")
-    widths = {k: _width(reply, name) for k, reply in replies.items()}
+    read = {k: statistics_reply(reply) for k, reply in replies.items()}
+    widths = {k: _width(read[k], name) for k in replies}
     known = {k: w for k, w in widths.items() if w is not None}
     n_features = _agreed(known, f"the number of features of {name}'s statistics", names)
     flags = {
-        k: reply[1].get("object")
-        for k, reply in replies.items()
-        if not isinstance(reply, Unreadable)
-        and isinstance(reply, (tuple, list))
-        and len(reply) == 2
-        and isinstance(reply[1], dict)
+        k: reply.answer.get("object")
+        for k, reply in read.items()
+        if reply is not None and isinstance(reply.answer, dict)
     }
     is_object = _agreed(flags, f"whether {name}'s columns hold objects", names)
     problems = []
@@ -127,13 +151,14 @@ def statistics_problems(server, query, replies, *, rows, earlier, names=None):
             name,
             query,
             reply,
+            read[k],
             declared,
             earlier.get(k, []),
             n_features,
             is_object,
         )
         problems.append((k, problem))
-    return _across_clients(name, query, replies, problems)
+    return _across_clients(name, query, read, problems)
 
 
 #: The statistics whose extremes the server's result scales with (the
@@ -156,7 +181,7 @@ def _agreed(by_client, what, names):
     )
 
 
-def _across_clients(name, query, replies, problems):
+def _across_clients(name, query, read, problems):
     """What no answer shows alone: ranges against the others', finite totals.
 
     (a) Every total the server computes from the answers (the sums, the sums
@@ -168,13 +193,13 @@ def _across_clients(name, query, replies, problems):
     ok = [k for k, problem in problems if problem is None]
     found = {}
     extremes = {
-        k: (
-            np.asarray(replies[k][1]["min"], np.float64),
-            np.asarray(replies[k][1]["max"], np.float64),
+        k: Extremes(
+            np.asarray(read[k].answer["min"], np.float64),
+            np.asarray(read[k].answer["max"], np.float64),
         )
         for k in ok
         if (name, query.get("statistic")) in _RANGED
-        and np.ndim(replies[k][1]["min"]) == 1
+        and np.ndim(read[k].answer["min"]) == 1
     }
     found.update(range_problems(extremes))
     ok = [k for k in ok if k not in found]
@@ -183,10 +208,12 @@ def _across_clients(name, query, replies, problems):
         ("shifted_sum", "sum of deviations"),
         ("shifted_squares", "sum of squared deviations"),
     ):
-        present = [k for k in ok if key in replies[k][1]]
+        present = [k for k in ok if key in read[k].answer]
         if len(present) < 2:
             continue
-        values = np.stack([np.asarray(replies[k][1][key], np.float64) for k in present])
+        values = np.stack(
+            [np.asarray(read[k].answer[key], np.float64) for k in present]
+        )
         with np.errstate(over="ignore", invalid="ignore"):
             total = np.nansum(values, axis=0)
         if not np.all(np.isfinite(total)):
@@ -200,8 +227,8 @@ def _across_clients(name, query, replies, problems):
     if len(extremes) >= 2:
         kept = [k for k in extremes if k not in found]
         if len(kept) >= 2:
-            lows = np.stack([extremes[k][0] for k in kept])
-            highs = np.stack([extremes[k][1] for k in kept])
+            lows = np.stack([extremes[k].low for k in kept])
+            highs = np.stack([extremes[k].high for k in kept])
             with np.errstate(over="ignore", invalid="ignore"):
                 spread = np.nanmax(highs, axis=0) - np.nanmin(lows, axis=0)
             bad = np.flatnonzero(np.isinf(spread))
@@ -211,18 +238,20 @@ def _across_clients(name, query, replies, problems):
                 k = kept[int(np.nanargmax(reach))]
                 found[k] = (
                     f"the federation's range of feature {j} overflows with its "
-                    f"extremes [{float(extremes[k][0][j])!r}, "
-                    f"{float(extremes[k][1][j])!r}]"
+                    f"extremes [{float(extremes[k].low[j])!r}, "
+                    f"{float(extremes[k].high[j])!r}]"
                 )
     return [(k, found.get(k, problem)) for k, problem in problems]
 
 
-def _reply_problem(server, name, query, reply, rows, earlier, n_features, is_object):
+def _reply_problem(
+    server, name, query, reply, read, rows, earlier, n_features, is_object
+):
     if isinstance(reply, Unreadable):
         return f"its answer cannot be read ({reply.reason})"
-    if not (isinstance(reply, (tuple, list)) and len(reply) == 2):
+    if read is None:
         return "its answer is not an (answered by, statistics) pair"
-    answered_by, answer = reply
+    answered_by, answer = read.answered_by, read.answer
     if answered_by != name:
         return f"it answered for a {answered_by!r}; a {name} was asked"
     statistic = query.get("statistic")

@@ -12,6 +12,7 @@ federation's total client after client, in every bin.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -521,6 +522,31 @@ class GrowAnswers(Mapping):
         return len(self.clients)
 
 
+@dataclass(frozen=True)
+class NodeSplit:
+    """A split of a ``"grow"`` query, as the server knows its rows.
+
+    ``rows``: each client's rows of the node split (client index to
+    count); ``left``: the federation's rows of its left child, from the
+    summed histograms.
+    """
+
+    rows: dict
+    left: int
+
+
+@dataclass(frozen=True)
+class ChildOf:
+    """A histogram's node: a child of the ``split``-th split of its query.
+
+    ``side`` is 0 for the left child, 1 for the right: the clients' answers
+    to the same query say how many of their rows it holds.
+    """
+
+    split: int
+    side: int
+
+
 def grow_problems(query, answers, splits, sources, bounds, layout, asked=None):
     """Every client's answer to a ``"grow"`` round checked at once.
 
@@ -541,14 +567,12 @@ def grow_problems(query, answers, splits, sources, bounds, layout, asked=None):
         The ``"grow"`` query (its ``splits`` and ``histograms``).
     answers : dict or GrowAnswers
         Client index to its answer, or the clients' answers stacked.
-    splits : list of tuple
-        Per split of the query, ``(rows, left)``: each client's rows of the
-        node split (client index to count), and the federation's rows of the
-        left child.
+    splits : list of NodeSplit
+        Per split of the query, each client's rows of the node split and the
+        federation's rows of the left child.
     sources : list
-        Per histogram asked, its node's rows: ``(j, side)`` for a child of
-        the query's ``j``-th split (0 left, 1 right), or client index to
-        count.
+        Per histogram asked, its node's rows: a :class:`ChildOf` for a child
+        of one of the query's splits, or client index to count.
     bounds : dict
         Client index to ``(gradient bound, hessian bound)`` of its rows.
     layout : BinLayout
@@ -593,7 +617,7 @@ def grow_problems(query, answers, splits, sources, bounds, layout, asked=None):
     clients = stack.clients
     children = stack.splits
     rows = np.array(
-        [[counts.get(k, 0) for k in clients] for counts, _ in splits],
+        [[split.rows.get(k, 0) for k in clients] for split in splits],
         dtype=np.uint64,
     ).reshape(n_splits, len(clients))
     # Each count within the node's rows first: no sum can wrap.
@@ -615,8 +639,8 @@ def grow_problems(query, answers, splits, sources, bounds, layout, asked=None):
     totals = []
     for i, source in enumerate(sources):
         held = (
-            children[:, source[0], source[1]].astype(np.float64)
-            if isinstance(source, tuple)
+            children[:, source.split, source.side].astype(np.float64)
+            if isinstance(source, ChildOf)
             else np.array([source.get(k, 0) for k in clients], dtype=np.float64)
         )
         # A client whose splits are wrong has no known rows of a child; one
@@ -639,13 +663,13 @@ def grow_problems(query, answers, splits, sources, bounds, layout, asked=None):
         return problems, [None] * n_asked
     if asked is not None and set(asked) != set(answers):
         return problems, totals
-    for j, (_, left) in enumerate(splits):
+    for j, split in enumerate(splits):
         held = int(children[:, j, 0].sum())
-        if held != left:
+        if held != split.left:
             raise RuntimeError(
                 f"The clients' partitions of node {query['splits'][j]['node']} "
                 f"put {held} rows in its left child; their histograms put "
-                f"{left} there. A client's partition disagrees with its "
+                f"{split.left} there. A client's partition disagrees with its "
                 "histograms, and no single answer shows which: the fit stops."
             )
     return problems, totals

@@ -8,6 +8,8 @@ scores. Once the bins are agreed, the per-value summaries are dropped.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 #: The query kinds whose answers later answers must agree with (what
@@ -54,8 +56,8 @@ class TreeLedger:
         self.leaf_cells = None
         #: Its per-feature value counts and ranges (bin edges' summary).
         self.summary = None
-        #: The (feature, pivot, count) triples it answered, as three arrays
-        #: sorted by feature, pivot and count (``merged_pivots``).
+        #: The (feature, pivot, count) it answered, sorted by feature, pivot
+        #: and count (``merged_pivots``).
         self.pivots = _NO_PIVOTS
         #: The same of its weights at or below each pivot.
         self.weight_pivots = _NO_PIVOTS
@@ -138,7 +140,7 @@ class TreeLedger:
 
         Returns
         -------
-        features, pivots, counts : ndarray
+        merged : Pivots
             Every (feature, pivot, count) it was asked and answered, sorted
             by feature, pivot and count: of each feature's run of equal
             counts only the first and last pivot, which decide every later
@@ -153,17 +155,17 @@ class TreeLedger:
         # (Sorted by feature and pivot only: equal pivots keep their order,
         # known first, which the checks read as well.)
         features = np.concatenate(
-            (known[0], np.asarray(query["features"], dtype=np.intp))
+            (known.features, np.asarray(query["features"], dtype=np.intp))
         )
         pivots = np.concatenate(
-            (known[1], np.asarray(query["pivots"], dtype=np.float64))
+            (known.pivots, np.asarray(query["pivots"], dtype=np.float64))
         )
-        at_pivots = np.concatenate((known[2], np.asarray(counts, dtype=dtype)))
+        at_pivots = np.concatenate((known.values, np.asarray(counts, dtype=dtype)))
         order = _lexical_order(features, pivots)
         features, pivots, at_pivots = features[order], pivots[order], at_pivots[order]
         changes = (features[1:] != features[:-1]) | (at_pivots[1:] != at_pivots[:-1])
         ends = np.concatenate(([True], changes)) | np.concatenate((changes, [True]))
-        merged = features[ends], pivots[ends], at_pivots[ends]
+        merged = Pivots(features[ends], pivots[ends], at_pivots[ends])
         # (The query itself is kept, so no later query can pass for it.)
         self._last_merge = (query, weights, merged)
         return merged
@@ -189,5 +191,19 @@ def _lexical_order(features, pivots):
     return by_pivot[np.argsort(features[by_pivot].astype(np.uint16), kind="stable")]
 
 
-#: No pivot asked yet: (features, pivots, counts).
-_NO_PIVOTS = (np.empty(0, np.intp), np.empty(0), np.empty(0, np.int64))
+@dataclass(frozen=True)
+class Pivots:
+    """A client's answers at pivots: per answer its feature, pivot and value.
+
+    Three arrays of one length, sorted by feature, pivot and value
+    (``TreeLedger.merged_pivots``); the values are counts of rows at
+    or below the pivot, or their weights.
+    """
+
+    features: np.ndarray
+    pivots: np.ndarray
+    values: np.ndarray
+
+
+#: No pivot asked yet.
+_NO_PIVOTS = Pivots(np.empty(0, np.intp), np.empty(0), np.empty(0, np.int64))

@@ -28,6 +28,7 @@ from scipy.special import expit
 from ..metrics._operating_point import score_bins
 from ._checks import (
     RTOL,
+    Extremes,
     categories_problem,
     consensus,
     count_array,
@@ -323,7 +324,7 @@ def summary_range_problems(answers, name=None):
     extremes = {}
     for k, answer in answers.items():
         low, high = (np.asarray(answer[key], np.float64) for key in ("min", "max"))
-        extremes[k] = (
+        extremes[k] = Extremes(
             np.where(np.isfinite(low), low, np.nan),
             np.where(np.isfinite(high), high, np.nan),
         )
@@ -547,18 +548,18 @@ def _weight_at_most(query, answer, ledger, expected):
     merged = ledger.merged_pivots(query, weights, weights=True)
     # The slack of a feature: RTOL of its whole weight (every weight at a
     # pivot is a part of it).
-    whole = np.asarray(ledger.summary["weight"], dtype=np.float64)[merged[0][1:]]
+    whole = np.asarray(ledger.summary["weight"], dtype=np.float64)[merged.features[1:]]
     return _pivot_order_problem(merged, RTOL * np.maximum(whole, 1.0), "weights")
 
 
 def _pivot_order_problem(merged, slack, what):
     """A client's counts (weights) at pivots that fall as the pivot rises.
 
-    ``merged`` is the ledger's (features, pivots, values), sorted; two
+    ``merged`` is the ledger's ``Pivots``, sorted; two
     neighbours of one feature must not fall by more than ``slack``, and at
     one pivot must not differ by more than it.
     """
-    features, pivots, values = merged
+    features, pivots, values = merged.features, merged.pivots, merged.values
     same = features[1:] == features[:-1]
     steps = np.diff(values)
     falling = np.flatnonzero(same & (steps < -slack))

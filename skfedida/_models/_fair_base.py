@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import numbers
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -200,6 +201,53 @@ def normalised_weight(weight):
     """
     largest = weight.max() if weight.size else 0.0
     return weight / largest if largest > 0 else weight
+
+
+class CheckedRows(NamedTuple):
+    """Rows checked once by :meth:`BaseFairClassifier.check_rows`.
+
+    A named tuple, so ``X_model, y_codes, groups = model.check_rows(...)``
+    reads it as before, and callers that need one part name it.
+
+    Attributes
+    ----------
+    X_model : {ndarray, sparse matrix} of shape (n_samples, n_model_features)
+        The model's inputs: X checked, without the sensitive columns.
+    y_codes : ndarray of shape (n_samples,) or None
+        The labels as float codes; None when no labels were checked.
+    groups : SensitiveGroups
+        The rows' groups.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedida.linear_model import FairPenaltyLogisticRegression
+    >>> X, y = np.array([[0.0], [1.0], [2.0], [3.0]]), np.array([0, 1, 0, 1])
+    >>> model = FairPenaltyLogisticRegression().partial_fit(X, y, classes=[0, 1])
+    >>> model.check_rows(X).y_codes is None
+    True
+    """
+
+    X_model: object
+    y_codes: object
+    groups: object
+
+
+class Scores(NamedTuple):
+    """A model's logits of some rows, and what back-propagation needs of them.
+
+    ``cache`` is None unless asked for (``_scores(..., cache=True)``).
+    """
+
+    logits: np.ndarray
+    cache: object
+
+
+class Objective(NamedTuple):
+    """The training objective of a batch, and its gradient (None unless asked)."""
+
+    value: float
+    gradients: list | None
 
 
 class Batch:
@@ -426,7 +474,7 @@ class BaseFairClassifier(
         raise NotImplementedError
 
     def _scores(self, params, X, cache=False):
-        """Logits of X; with ``cache=True`` also what back-propagation needs."""
+        """``Scores`` of X: its logits, and with ``cache=True`` what backprop needs."""
         raise NotImplementedError
 
     def _backprop(self, params, X, cache, score_gradient):
@@ -580,14 +628,13 @@ class BaseFairClassifier(
 
         Returns
         -------
-        X_model : {ndarray, sparse matrix} of shape (n_samples, n_model_features)
-            The model's inputs: X checked, without the sensitive columns.
-        y_codes : ndarray of shape (n_samples,) or None
-            The labels as float codes: 0/1 (1 for ``classes_[1]``) for two classes,
-            else ``0 .. n_classes - 1``; None without y.
-        groups : SensitiveGroups
-            The rows' groups, encoded with only the groups present; one
-            group of every row without sensitive attributes.
+        checked : CheckedRows
+            A named tuple ``(X_model, y_codes, groups)``: the model's inputs
+            (X checked, without the sensitive columns), the labels as float
+            codes (0/1, 1 for ``classes_[1]``, for two classes, else
+            ``0 .. n_classes - 1``; None without y) and the rows' groups
+            (encoded with only the groups present; one group of every row
+            without sensitive attributes).
 
         Examples
         --------
@@ -624,7 +671,7 @@ class BaseFairClassifier(
                     "one label per row."
                 )
             y_codes = self._label_codes(y)
-        return X_model, y_codes, groups
+        return CheckedRows(X_model, y_codes, groups)
 
     def _check_model_inputs(self, X):
         """Refuse what is not the model inputs ``check_rows`` returns."""
@@ -749,7 +796,7 @@ class BaseFairClassifier(
             )
             value += 0.5 * mu * distance
         if not with_gradient:
-            return value, None
+            return Objective(value, None)
         if scores.ndim == 2:
             score_gradient = exp_shifted / row_sum[:, None]  # the softmax
             score_gradient[rows, codes] -= 1.0
@@ -770,7 +817,7 @@ class BaseFairClassifier(
             for w, a, g in zip(params, anchor, gradients, strict=True):
                 if id(w) not in fixed:
                     g += mu * (w - a)
-        return value, gradients
+        return Objective(value, gradients)
 
     def objective(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Value of the training objective at the fitted parameters.
@@ -799,7 +846,9 @@ class BaseFairClassifier(
             X, y, sensitive_features, sample_weight, reset=False, warn=False
         )
         batch = Batch(X_model, self._label_codes(y), groups, n_groups, weight)
-        return self._objective(self._get_params_list(), batch, with_gradient=False)[0]
+        return self._objective(
+            self._get_params_list(), batch, with_gradient=False
+        ).value
 
     def _label_codes(self, y):
         """y as float codes: 0/1 (classes_[1] is 1) for two classes, else 0..C-1."""
@@ -880,7 +929,7 @@ class BaseFairClassifier(
         """The rows' histograms of their scores per cell of the own constraint."""
         constraint = self._rate_constraint
         codes = self._term_table(batch.labels, self.groups_)[batch.groups]
-        scores = self._scores(params, batch.X)[0]
+        scores = self._scores(params, batch.X).logits
         return rate_histograms(
             scores,
             2 * codes + batch.y.astype(np.intp),
@@ -1328,7 +1377,7 @@ class BaseFairClassifier(
         """
         if self.penalty != "group_standardized" or not self.fairness > 0:
             return False
-        scores = _centred_logits(self._scores(params, minibatch.X)[0])
+        scores = _centred_logits(self._scores(params, minibatch.X).logits)
         labels = minibatch.y
         return all(
             np.ptp(scores[labels == label], axis=0).max() == 0
@@ -1464,7 +1513,7 @@ class BaseFairClassifier(
         """
         check_is_fitted(self)
         X_model, _ = self._model_inputs(X, reset=False)
-        return self._scores(self._get_params_list(), X_model)[0]
+        return self._scores(self._get_params_list(), X_model).logits
 
     def predict_proba(self, X):
         """Probability of each class.
@@ -1501,7 +1550,7 @@ class BaseFairClassifier(
         for an example.
         """
         self._check_model_inputs(X)
-        return _probabilities(self._scores(self._get_params_list(), X)[0])
+        return _probabilities(self._scores(self._get_params_list(), X).logits)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.

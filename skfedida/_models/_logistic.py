@@ -19,6 +19,7 @@ from ._fair_base import (
     MAX_HALVINGS,
     BaseFairClassifier,
     Batch,
+    Scores,
     coefficient_units,
     compiled_loop_inputs,
     non_finite_gradient,
@@ -258,9 +259,9 @@ rate_gaps_, target_rate_
         coef, intercept = params
         if coef.shape[0] > 1:  # multinomial: one logit per class
             scores = safe_sparse_dot(X, coef.T, dense_output=True) + intercept
-            return np.asarray(scores, dtype=np.float64), None
+            return Scores(np.asarray(scores, dtype=np.float64), None)
         scores = safe_sparse_dot(X, coef[0]) + intercept[0]
-        return np.asarray(scores, dtype=np.float64).ravel(), None
+        return Scores(np.asarray(scores, dtype=np.float64).ravel(), None)
 
     def _backprop(self, params, X, cache, score_gradient):
         if score_gradient.ndim == 2:

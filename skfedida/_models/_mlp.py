@@ -21,6 +21,7 @@ from ._fair_base import (
     MAX_HALVINGS,
     BaseFairClassifier,
     Batch,
+    Scores,
     compiled_loop_inputs,
     non_finite_gradient,
     proximal_loop_inputs,
@@ -367,7 +368,7 @@ rate_gaps_, target_rate_
         scores = np.asarray(safe_sparse_dot(hidden, coefs[-1]) + intercepts[-1])
         if scores.shape[1] == 1:
             scores = scores.ravel()
-        return scores, ((pre_activations, activations) if cache else None)
+        return Scores(scores, (pre_activations, activations) if cache else None)
 
     def _backprop(self, params, X, cache, score_gradient):
         half = len(params) // 2
@@ -512,10 +513,12 @@ rate_gaps_, target_rate_
                 # The epoch's Lagrangian moves with the multipliers, which
                 # step every epoch: the stopping rule and the curve follow
                 # the objective without the constraint's term.
-                loss = self._objective(params, batch, with_gradient=False)[0]
+                loss = self._objective(params, batch, with_gradient=False).value
             self.loss_curve_.append(loss)
             if validation is not None:
-                monitored = self._objective(params, validation, with_gradient=False)[0]
+                monitored = self._objective(
+                    params, validation, with_gradient=False
+                ).value
                 self.validation_scores_.append(monitored)
             else:
                 monitored = loss

@@ -46,6 +46,9 @@ DENSE_PER_VALUE = 4
 #: feature's).
 CHUNK = 2**16
 
+#: A chunk's entries, by ``SparseHistograms``' field (each an array).
+_ENTRY_FIELDS = ("client", "position", "gradients", "hessians", "counts")
+
 
 class ClientBatch:
     """Boosting clients in this process, answering the tree's rounds together.
@@ -236,16 +239,16 @@ class ClientBatch:
             start = stop
         # Field by field, each chunk's freed once copied (many clients' root
         # holds as many entries as values: not twice at once).
-        fields = [list(field) for field in zip(*parts, strict=True)]
+        fields = {name: [part[name] for part in parts] for name in _ENTRY_FIELDS}
         del parts
-        whole = []
-        for field in fields:
-            whole.append(np.concatenate(field))
+        whole = {}
+        for name, field in fields.items():
+            whole[name] = np.concatenate(field)
             field.clear()
-        return SparseHistograms(n, *whole)
+        return SparseHistograms(n, **whole)
 
     def _chunk(self, rows, features, local, present, gradients, hessians, dense):
-        """The entries of some features' bins: client, bin, sums and count."""
+        """The entries of some features' bins, by ``SparseHistograms``' field."""
         layout = self.layout
         widths = layout.widths[features]
         # A slot per (node's client, bin of these features).
@@ -274,13 +277,13 @@ class ClientBatch:
             counts = np.bincount(group, minlength=slots.shape[0])
         # Each slot's bin in the compact form.
         bins = np.repeat(shift, widths) + np.arange(size)
-        return (
-            present[slots // size].astype(np.int32),
-            bins[slots % size].astype(np.int32),
-            g,
-            h,
-            counts.astype(np.uint32),
-        )
+        return {
+            "client": present[slots // size].astype(np.int32),
+            "position": bins[slots % size].astype(np.int32),
+            "gradients": g,
+            "hessians": h,
+            "counts": counts.astype(np.uint32),
+        }
 
     def _rows(self, node):
         """A node's rows; a node split ahead but left a leaf: its children's.

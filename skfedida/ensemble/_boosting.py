@@ -47,8 +47,14 @@ from .._compat import (
     HalfBinomialLoss,
     TreePredictor,
 )
-from .._gate._policy import ReplyGate
-from .._gate._tree_histograms import GrowAnswers, grow_problems, raw_records
+from .._gate._policy import Failed, ReplyGate
+from .._gate._tree_histograms import (
+    ChildOf,
+    GrowAnswers,
+    NodeSplit,
+    grow_problems,
+    raw_records,
+)
 from .._gate._tree_ledger import RECORDED, TreeLedger
 from .._gate._tree_rules import tree_reply_problem
 from .._models._constraints import rate_histograms, term_gradient
@@ -468,13 +474,6 @@ class Restart(Exception):
     """A client left out before a tree was applied: the tree starts again."""
 
 
-class Failed:
-    """A client's answer that raised (in-process): the exception it raised."""
-
-    def __init__(self, error):
-        self.error = error
-
-
 def in_process(clients, batch=None):
     """The transport of clients in this process: ``send(query, active)``.
 
@@ -818,7 +817,7 @@ class TreeChannel:
         }
         # Each histogram's rows: a child of this round's splits, or known.
         children = {
-            child.node: (j, side)
+            child.node: ChildOf(j, side)
             for j, (_, left, right, _) in enumerate(splits)
             for side, child in enumerate((left, right))
         }
@@ -830,7 +829,9 @@ class TreeChannel:
                 query,
                 answers,
                 asked=clients,
-                splits=[(rows.counts, left.shape[0]) for rows, left, _, _ in splits],
+                splits=[
+                    NodeSplit(rows.counts, left.shape[0]) for rows, left, _, _ in splits
+                ],
                 sources=[children.get(rows.node, rows.counts) for rows, _ in asked],
                 bounds=self.bounds,
                 layout=self.layout,

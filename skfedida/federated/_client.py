@@ -27,6 +27,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
 from .._compat import num_samples, safe_indexing
+from .._gate._policy import Failed
 from .._groups import SensitiveGroups, column_positions, take_rows
 from .._minibatch import epoch_minibatches, epochs_per_call
 from .._models._fair_base import BaseFairClassifier, proximal_term, rate_term
@@ -765,8 +766,8 @@ class RoundReply:
 class RoundEvaluation:
     """One round's evaluation replies as the server reads them, on either backend.
 
-    ``outcomes``: per evaluated client ``(k, reason or None, cause or None)``,
-    for the failure policy; ``metrics`` and ``rows``: per usable client
+    ``outcomes``: per evaluated client its ``Outcome``, for the failure
+    policy; ``metrics`` and ``rows``: per usable client
     index, its ``val_*`` metrics and the evaluation rows they rest on.
     """
 
@@ -822,10 +823,10 @@ def _own_training(estimator):
 def _checked_rows(trainer, estimator, data):
     """``estimator.check_rows`` of the rows, once per fit; None where it does not apply.
 
-    (X, label codes, groups): what ``partial_fit`` checks on every call,
-    for the entries that take checked rows (``train_epochs``,
-    ``train_minibatches``). Only skfedida's estimators, fitted for the
-    federation's classes, have them.
+    A ``CheckedRows`` (model inputs, label codes, groups): what
+    ``partial_fit`` checks on every call, for the entries that take checked
+    rows (``train_epochs``, ``train_minibatches``). Only skfedida's
+    estimators, fitted for the federation's classes, have them.
     """
     if not _own_training(estimator) or not np.array_equal(
         getattr(estimator, "classes_", ()), trainer.classes
@@ -837,13 +838,13 @@ def _checked_rows(trainer, estimator, data):
         S = None
         if data.groups is not None and _takes_sensitive(estimator.partial_fit, routed):
             S = data.sensitive_for(estimator)
-        X, labels, groups = estimator.check_rows(data.X, data.y, sensitive_features=S)
+        checked = estimator.check_rows(data.X, data.y, sensitive_features=S)
         # The model inputs _training_proba predicts, as check_rows gives
         # them (a DataFrame's values are column-major, and a matrix product
         # rounds by layout: a copy would move the reported losses' last
         # bits). The loops gather their rows from any layout.
-        data.derived(_model_inputs_key(estimator), lambda: X)
-        return X, labels, groups
+        data.derived(_model_inputs_key(estimator), lambda: checked.X_model)
+        return checked
 
     key = ("checked-rows", *_model_inputs_key(estimator), routed)
     return data.derived(key, check)
@@ -854,7 +855,7 @@ def _training_proba(estimator, data):
     if not isinstance(estimator, BaseFairClassifier):
         return estimator.predict_proba(data.X)
     X = data.derived(
-        _model_inputs_key(estimator), lambda: estimator.check_rows(data.X)[0]
+        _model_inputs_key(estimator), lambda: estimator.check_rows(data.X).X_model
     )
     return estimator.predict_proba_checked(X)
 
@@ -1080,14 +1081,15 @@ def _guarded_client_round(*args, reporting=False):
     """``_client_round``, returning a failure to the server instead of raising.
 
     The server then knows which client failed in which round, and decides
-    (``on_client_error``) whether to stop or to aggregate the others. With
-    ``reporting``, the round is ``_reporting_client_round`` (FairFed).
+    (``on_client_error``) whether to stop or to aggregate the others: its
+    ``RoundReply``, or a ``Failed``. With ``reporting``, the round is
+    ``_reporting_client_round`` (FairFed).
     """
     client_round = _reporting_client_round if reporting else _client_round
     try:
-        return True, client_round(*args)
+        return client_round(*args)
     except Exception as exc:  # any failure of a client's own training
-        return False, exc
+        return Failed(exc)
 
 
 def clone_fitted(estimator):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._gate._checks import RTOL, real_array
+from .._gate._policy import Failed
 from .._gate._rows import histogram_claim_problem
 from .._groups import encode_groups
 from .._models._constraints import (
@@ -109,7 +110,7 @@ def rows_groups(estimator, data):
         return data.groups
     if getattr(estimator, "sensitive", None) is None:
         return None
-    return estimator.check_rows(data.X)[2]
+    return estimator.check_rows(data.X).groups
 
 
 def training_groups(data, models):
@@ -348,10 +349,10 @@ def guarded_rate_histograms(*args):
 
     Returns
     -------
-    outcome : tuple
-        ``(True, answer)``, or ``(False, exception)``.
+    answer : RateHistograms or Failed
+        The client's counts, or the exception its counting raised.
     """
     try:
-        return True, client_rate_histograms(*args)
+        return client_rate_histograms(*args)
     except Exception as exc:  # any failure of a client's own counting
-        return False, exc
+        return Failed(exc)

@@ -532,7 +532,7 @@ strategy, default="mean"
         read or once that fit ends), which does not code them again.
         """
         encoded = self.__dict__.pop("_encoded_clients", None)
-        if encoded is not None and encoded[1].shape[0] == n_samples:
+        if encoded is not None and encoded.codes.shape[0] == n_samples:
             return encoded
         return client_ids(clients, n_samples)
 
@@ -753,7 +753,8 @@ strategy, default="mean"
                 np.array([epochs.max()]),
                 self.client_seeds_[:1],
                 central=True,
-                callback_rows=(X_given, y),
+                callback_X=X_given,
+                callback_y=y,
                 validation=validation,
             )
         else:
@@ -763,7 +764,8 @@ strategy, default="mean"
                 data,
                 epochs,
                 self.client_seeds_,
-                callback_rows=(X_given, y),
+                callback_X=X_given,
+                callback_y=y,
                 ledger=gate.ledger,
                 models=models,
                 initial=admitted[0],
@@ -808,7 +810,7 @@ strategy, default="mean"
             fresh.pop("warm_start")
             inner.set_params(**fresh, warm_start=True)
         else:
-            ids = encoded[0]
+            ids = encoded.ids
             gate = ReplyGate(
                 self.on_client_error,
                 name=lambda k: f"Client {ids[k].tolist()!r}",

@@ -20,7 +20,7 @@ from .._gate._checks import unless_malformed
 from .._gate._history import RoundHistory, ordered_records
 from .._gate._ledger import declared_sets
 from .._gate._model import evaluation_reply_problem
-from .._gate._policy import admit_round
+from .._gate._policy import Outcome, admit_round
 from .._gate._rows import admitted_decision_counts, initialisation_claim_problem
 from .._messages import DECLARED_GROUPS, NUM_EXAMPLES
 from .._models._fair_base import forget_constraint
@@ -167,7 +167,8 @@ def run_rounds(
     epochs,
     seeds,
     central=False,
-    callback_rows=None,
+    callback_X=None,
+    callback_y=None,
     ledger=None,
     models=None,
     initial=0,
@@ -181,12 +182,13 @@ def run_rounds(
     ``strategy="central"``, whose one client is the pooled rows), each
     round ends with the evaluation of ``validation`` (each client's
     held-out rows, a ``_ClientData``) through the gate and scikit-learn's
-    callbacks. A warm start carries ``federation._federation_state`` on.
+    callbacks, which score the model on ``callback_X`` and ``callback_y``
+    (the rows the user gave ``fit``). A warm start carries
+    ``federation._federation_state`` on.
     Writes ``history_``, ``federated_metrics_``, ``privacy_``,
     ``estimator_`` (``template`` with the global parameters) and
     ``client_estimators_``.
     """
-    callback_rows = callback_rows or (None, None)
     server = federation._server(central, ledger)
     state = getattr(federation, "_federation_state", None)
     if state is None:
@@ -269,8 +271,8 @@ def run_rounds(
         # A true answer asks to stop (e.g. early stopping).
         return round_contexts[-1][0].call_on_fit_task_end(
             estimator=federation,
-            X=callback_rows[0],
-            y=callback_rows[1],
+            X=callback_X,
+            y=callback_y,
             reconstruction_attributes=as_it_stands,
         )
 
@@ -365,7 +367,7 @@ def record_validation(
                 for name in PERSONAL_METRICS:
                     report[PERSONAL_PREFIX + name] = personal_metrics[name]
         except Exception as exc:  # as a Flower client's failed evaluation
-            outcomes.append((k, f"{type(exc).__name__}: {exc}", exc))
+            outcomes.append(Outcome(k, f"{type(exc).__name__}: {exc}", exc))
             continue
         problem = evaluation_reply_problem(
             {**report, NUM_EXAMPLES: held_out.n},
@@ -374,9 +376,9 @@ def record_validation(
         )
         if problem is None:
             reports[k], rows[k] = report, held_out.n
-            outcomes.append((k, None, None))
+            outcomes.append(Outcome(k))
         else:
-            outcomes.append((k, f"its reply cannot be used: {problem}", None))
+            outcomes.append(Outcome(k, f"its reply cannot be used: {problem}"))
 
     # Records by the client's own id, also under strategy="central",
     # whose training records are the pooled fit's.

@@ -20,7 +20,7 @@ import numpy as np
 from .._gate._checks import parse_groups, read_reply, unless_malformed
 from .._gate._history import RoundHistory
 from .._gate._ledger import declared_sets
-from .._gate._policy import ReplyGate
+from .._gate._policy import Failed, ReplyGate
 from .._gate._rows import (
     admitted_decision_counts,
     attributes_consensus,
@@ -46,7 +46,7 @@ from .._messages import (
     QUERY,
     TREE_MODEL,
 )
-from ..ensemble._boosting import Failed, TreeChannel
+from ..ensemble._boosting import TreeChannel
 from ..exceptions import warn_if_degenerate_decisions
 from ..postprocessing._threshold_optimizer import (
     fit_from_client_counts,
@@ -456,7 +456,7 @@ def run_federation(plan, transport, *, postprocessor=None):
     if plan.pipeline is not None:
         # Rebuilt before training: a schema the server cannot rebuild from
         # fails here, not after the last round.
-        rebuilt = server_preprocessing(
+        preprocessing, placeholder = server_preprocessing(
             plan, states, agreed.raw_columns, agreed.raw_dtypes
         )
     history = [{"round": 0, **record} for record in gate.records]
@@ -509,7 +509,7 @@ def run_federation(plan, transport, *, postprocessor=None):
     )
     warn_if_degenerate_decisions(decided, classes, type(federation).__name__)
     if plan.pipeline is not None:
-        fitted = fitted_pipeline(plan, fitted, *rebuilt)
+        fitted = fitted_pipeline(plan, fitted, preprocessing, placeholder)
     if postprocessor is None:
         return fitted
     return postprocess(

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._gate._checks import parse_groups, read_reply, unless_malformed
 from .._gate._model import evaluation_reply_problem, training_round_problem
+from .._gate._policy import Outcome
 from .._gate._rows import (
     REPORT_KEYS,
     attributes_consensus,
@@ -133,7 +134,7 @@ class MessageRounds:
                     reason = f"its reply cannot be used: {problem}"
             if reason is None:
                 usable[k] = reply
-            outcomes.append((k, reason, None))
+            outcomes.append(Outcome(k, reason))
         reports = (
             _aligned_reports([usable[k] for k in sorted(usable)])
             if reporting and usable
@@ -247,7 +248,7 @@ class MessageRounds:
                     if key.startswith(VALIDATION_PREFIX)
                 }
                 rows[k] = float(sent[NUM_EXAMPLES])
-            outcomes.append((k, reason, None))
+            outcomes.append(Outcome(k, reason))
         return RoundEvaluation(outcomes, metrics, rows)
 
     def rate_histograms(self, round_number, global_parameters, constraint):
@@ -266,7 +267,7 @@ class MessageRounds:
         answers, outcomes = {}, []
         for k, reply in received:
             if isinstance(reply, str):
-                outcomes.append((k, reply, None))
+                outcomes.append(Outcome(k, reply))
                 continue
             groups, problem = parse_groups(reply.config())
             if problem is None:
@@ -285,9 +286,9 @@ class MessageRounds:
                 )
             if problem is None:
                 answers[k] = answer
-                outcomes.append((k, None, None))
+                outcomes.append(Outcome(k))
             else:
-                outcomes.append((k, f"its reply cannot be used: {problem}", None))
+                outcomes.append(Outcome(k, f"its reply cannot be used: {problem}"))
         return outcomes, answers
 
     def finish(self):

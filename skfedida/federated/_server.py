@@ -21,6 +21,7 @@ from joblib import Parallel, delayed
 
 from .._gate._ledger import ClientLedger
 from .._gate._model import claims_summary, training_round_problem
+from .._gate._policy import Failed, Outcome
 from .._gate._rows import fairness_report_claim_problem
 from ._aggregation import WeightedMean
 from ._client import (
@@ -382,11 +383,13 @@ class InProcessRounds:
             for k, seed in zip(selected, round_seeds, strict=True)
         )
         replies = {
-            k: result for k, (ok, result) in zip(selected, results, strict=True) if ok
+            k: result
+            for k, result in zip(selected, results, strict=True)
+            if not isinstance(result, Failed)
         }
         outcomes = [
-            self._outcome(k, ok, result, global_parameters, self.data[k])
-            for k, (ok, result) in zip(selected, results, strict=True)
+            self._outcome(k, result, global_parameters, self.data[k])
+            for k, result in zip(selected, results, strict=True)
         ]
         return outcomes, replies
 
@@ -408,16 +411,17 @@ class InProcessRounds:
             for k in range(self.n_clients)
         )
         answers, outcomes = {}, []
-        for k, (ok, result) in enumerate(results):
-            if not ok:
-                outcomes.append((k, f"{type(result).__name__}: {result}", result))
+        for k, result in enumerate(results):
+            if isinstance(result, Failed):
+                error = result.error
+                outcomes.append(Outcome(k, f"{type(error).__name__}: {error}", error))
                 continue
             problem = constraint.problem(result, self.server.ledger, k, self.data[k].n)
             if problem is None:
                 answers[k] = result
-                outcomes.append((k, None, None))
+                outcomes.append(Outcome(k))
             else:
-                outcomes.append((k, f"its reply cannot be used: {problem}", None))
+                outcomes.append(Outcome(k, f"its reply cannot be used: {problem}"))
         return outcomes, answers
 
     def evaluate(self, round_number, global_parameters):
@@ -428,10 +432,11 @@ class InProcessRounds:
         """After the last round: the trainer holds no round's rate term."""
         self.trainer.rate_term = None
 
-    def _outcome(self, k, ok, result, global_parameters, client_data):
+    def _outcome(self, k, result, global_parameters, client_data):
         """Client k's outcome for the failure policy: why it cannot be used."""
-        if not ok:
-            return k, f"{type(result).__name__}: {result}", result
+        if isinstance(result, Failed):
+            error = result.error
+            return Outcome(k, f"{type(error).__name__}: {error}", error)
         problem = training_round_problem(
             result.parameters,
             result.n_rows,
@@ -443,11 +448,11 @@ class InProcessRounds:
             else None,
         )
         if problem is None:
-            return k, None, None
+            return Outcome(k)
         # Worded as on Flower (the gate's refusal, not an exception's type);
         # the error is still chained to the fit's error in-process.
         error = ValueError(f"its reply cannot be used: {problem}")
-        return k, str(error), error
+        return Outcome(k, str(error), error)
 
     def _report_problem(self, report, client_data, k):
         """A FairFed report's problem: its counts, and the same rows every round.

@@ -258,16 +258,24 @@ def fit_trees(federation, X, y, clients, sensitive_features, sample_weight=None)
     seeds = _client_seeds(federation.random_state, n_clients)
     parts = [np.flatnonzero(codes == k) for k in range(n_clients)]
 
-    def rows_of(k):
-        rows = parts[k]
-        return (
-            safe_indexing(X, rows),
-            y[rows],
-            None if sensitive_features is None else take_rows(sensitive_features, rows),
-        )
-
     def weight_of(k):
         return None if sample_weight is None else sample_weight[parts[k]]
+
+    def rows_of(k):
+        """Client k's rows, seed and id: the keywords of its client's entries."""
+        rows = parts[k]
+        return {
+            "X": safe_indexing(X, rows),
+            "y": y[rows],
+            "sensitive": (
+                None
+                if sensitive_features is None
+                else take_rows(sensitive_features, rows)
+            ),
+            "seed": seeds[k],
+            "client": ids[k].tolist(),
+            "weight": weight_of(k),
+        }
 
     if sample_weight is not None:
         for k in range(n_clients):
@@ -297,10 +305,7 @@ def fit_trees(federation, X, y, clients, sensitive_features, sample_weight=None)
                 "no such trees to show. Use strategy='fedavg', or no callbacks."
             )
         trained = [
-            client_training_rows(
-                federation, *rows_of(k), seeds[k], ids[k].tolist(), weight_of(k)
-            )
-            for k in range(n_clients)
+            client_training_rows(federation, **rows_of(k)) for k in range(n_clients)
         ]
         if federation.strategy == "central":
             models = [_one_machine(federation, _pooled(trained), seeds[0])]
@@ -364,10 +369,7 @@ def fit_trees(federation, X, y, clients, sensitive_features, sample_weight=None)
         # A copy: the fitted federation stays as it was if the fit fails.
         previous = copy.deepcopy(federation.estimator_)
         history = list(federation.history_)
-    members = [
-        tree_client(federation, *rows_of(k), seeds[k], ids[k].tolist(), weight_of(k))
-        for k in range(n_clients)
-    ]
+    members = [tree_client(federation, **rows_of(k)) for k in range(n_clients)]
     # sklearn's callback API: the fit is the root task, each tree (each new
     # one, on a warm start) a subtask; at a tree's end a callback sees the
     # federation with the trees so far.

@@ -31,7 +31,7 @@ from .._codec import decode, encode
 from .._compat import num_samples, safe_indexing
 from .._doc_links import DocLinkMixin
 from .._gate._policy import ReplyGate
-from .._gate._statistics import Unreadable, statistics_problems
+from .._gate._statistics import Unreadable, statistics_problems, statistics_reply
 from .._groups import client_ids
 
 __all__ = ["FederatedTransformerMixin", "federated_transformers", "fit_tree"]
@@ -65,7 +65,7 @@ class FederatedTransformerMixin(DocLinkMixin):
         X = self._validate_rows(X)
         encoded = client_ids(clients, num_samples(X))
         parts = client_parts(X, clients, encoded)
-        ids = encoded[0]
+        ids = encoded.ids
         name = type(self).__name__
         self._fit_rounds(
             gated_ask(
@@ -335,7 +335,8 @@ def gated_ask(server, path, ask, gate, rows):
             # Every client answered for another transformer: the tree, not a
             # client, is wrong.
             raise ValueError(
-                f"Client {wrong_kind[0]} answered for a {asked[wrong_kind[0]][0]} "
+                f"Client {wrong_kind[0]} answered for a "
+                f"{statistics_reply(asked[wrong_kind[0]]).answered_by} "
                 f"where {path} ({name}) was expected: a ColumnTransformer skips a "
                 "transformer (or a remainder) that selects no column. Give "
                 "every federated transformer at least one column."
@@ -347,9 +348,10 @@ def gated_ask(server, path, ask, gate, rows):
             # A later round's answer failed: the earlier rounds of this
             # transformer counted the client; start it again without it.
             raise _Restart
-        for k in admitted:
-            earlier.setdefault(k, []).append(replies[k][1])
-        return [replies[k][1] for k in admitted]
+        admitted_answers = [statistics_reply(replies[k]).answer for k in admitted]
+        for k, answer in zip(admitted, admitted_answers, strict=True):
+            earlier.setdefault(k, []).append(answer)
+        return admitted_answers
 
     return answers
 

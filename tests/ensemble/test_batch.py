@@ -13,7 +13,12 @@ import numpy as np
 import pytest
 
 from skfedida._compat import HISTOGRAM_DTYPE
-from skfedida._gate._tree_histograms import GrowAnswers, grow_problems
+from skfedida._gate._tree_histograms import (
+    ChildOf,
+    GrowAnswers,
+    NodeSplit,
+    grow_problems,
+)
 from skfedida._gate._tree_ledger import _lexical_order
 from skfedida.datasets import make_federated_classification
 from skfedida.ensemble import FairHistGradientBoostingClassifier, _batch
@@ -334,8 +339,8 @@ def _stacked_round(seed=0):
     }
     check = {
         "query": second,
-        "splits": [(rows, left)],
-        "sources": [(0, 0), (0, 1)],
+        "splits": [NodeSplit(rows, left)],
+        "sources": [ChildOf(0, 0), ChildOf(0, 1)],
         "bounds": bounds,
         "layout": bin_layout(256, VALUES),
     }

@@ -506,7 +506,8 @@ def test_the_ledger_keeps_two_pivots_per_count_however_many_rounds():
         answer = columns.answer(ask)
         assert tree_reply_problem(ask, answer, ledger) is None
         ledger.record(ask, answer)
-    features, kept, counts = ledger.pivots
+    merged = ledger.pivots
+    features, kept, counts = merged.features, merged.pivots, merged.values
     assert np.all(features == 0)
     assert kept.size <= 2 * 9
     assert np.all(np.diff(counts) >= 0)

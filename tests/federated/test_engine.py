@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from skfedida._gate._history import RoundHistory
+from skfedida._gate._policy import Outcome
 from skfedida.federated import DifferentialPrivacy, FairFed, QFedAvg
 from skfedida.federated._aggregation import Median, WeightedMean
 from skfedida.federated._client import selection_stream
@@ -85,7 +86,7 @@ def test_raise_names_the_first_failed_client_and_chains_its_cause():
     first, second = ArithmeticError("first cause"), OSError("second cause")
     records = []
     engine = _engine(records, on_client_error="raise")
-    outcomes = [(0, None, None), (2, "it broke", first), (1, "also", second)]
+    outcomes = [Outcome(0), Outcome(2, "it broke", first), Outcome(1, "also", second)]
     with pytest.raises(
         RuntimeError, match=r"^Client 2 failed in round 3 \(training\): it broke"
     ) as info:
@@ -98,7 +99,7 @@ def test_raise_names_the_first_failed_client_and_chains_its_cause():
 def test_skip_records_failures_without_a_loss_and_admits_the_others_in_order():
     records = []
     engine = _engine(records)
-    outcomes = [(3, None, None), (1, "bad reply", None), (0, None, None)]
+    outcomes = [Outcome(3), Outcome(1, "bad reply"), Outcome(0)]
     admitted = engine.admit_training(2, outcomes, {3: 0.25, 0: 0.75})
     assert admitted == [3, 0]
     # The skips are written first, then the losses in selection order: the
@@ -118,7 +119,7 @@ def test_skip_records_failures_without_a_loss_and_admits_the_others_in_order():
 def test_a_round_where_every_client_failed_raises_whatever_the_policy(policy):
     cause = ValueError("root")
     engine = _engine(on_client_error=policy)
-    outcomes = [(1, "first problem", cause), (0, "second problem", None)]
+    outcomes = [Outcome(1, "first problem", cause), Outcome(0, "second problem")]
     expected = (
         r"Client 1 failed in round 4"
         if policy == "raise"
@@ -135,7 +136,7 @@ def test_a_training_failure_is_said_the_same_on_both_backends():
     # said "(training)"; the engine, which both call, now always says it.
     engine = _engine(on_client_error="raise")
     with pytest.raises(RuntimeError) as info:
-        engine.admit_training(1, [(0, "x", None), (1, None, None)], {1: 0.1})
+        engine.admit_training(1, [Outcome(0, "x"), Outcome(1)], {1: 0.1})
     assert "failed in round 1 (training): x" in str(info.value)
 
 
@@ -144,7 +145,7 @@ def test_a_skipped_evaluation_is_recorded_as_evaluation_skipped_only():
     history = RoundHistory(records)
     history.record(5, 0)["train_loss"] = 0.1  # what the round's training wrote
     engine = _engine(records=history)
-    admitted = engine.admit_evaluation(5, [(0, "no metrics", None), (1, None, None)])
+    admitted = engine.admit_evaluation(5, [Outcome(0, "no metrics"), Outcome(1)])
     assert admitted == [1]
     mine = history.record(5, 0)
     # The training fields stay as training wrote them: an evaluation skip is
@@ -158,7 +159,7 @@ def test_a_skipped_evaluation_is_recorded_as_evaluation_skipped_only():
 def test_a_failed_evaluation_under_raise_says_it_was_the_evaluation():
     engine = _engine(on_client_error="raise")
     with pytest.raises(RuntimeError, match=r"round 2 \(evaluation\): gone"):
-        engine.admit_evaluation(2, [(0, None, None), (1, "gone", None)])
+        engine.admit_evaluation(2, [Outcome(0), Outcome(1, "gone")])
 
 
 # -- aggregator_context -------------------------------------------------------------

@@ -101,7 +101,7 @@ def test_epochs_train_as_on_the_materialised_rows(
         epochs = _ResampledEpochs.of(trainer, estimator, sampler, data)
         # The sampler's groups from S, as a federation encodes them.
         epochs.sampler_groups = sampler.sensitive_groups(X, sensitive_features=S)
-        epochs.groups = estimator.check_rows(X, y, sensitive_features=S)[2]
+        epochs.groups = estimator.check_rows(X, y, sensitive_features=S).groups
         random_state = np.random.RandomState(11)
         if epoch is None:
             epochs(random_state, 3)
