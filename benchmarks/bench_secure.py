@@ -22,10 +22,10 @@ not used yet), so a client's work grows with the number of clients.
 """
 
 import argparse
-import os
-import time
+import statistics
 
 import numpy as np
+from _timing import header, timed
 
 from skfedida._secure import (
     FixedPoint,
@@ -41,46 +41,37 @@ def _one_sum(vectors, threshold):
     """A secure sum in this process: the total, client 0's bytes, the seconds.
 
     The seconds are those of client 0's own work (its four stages, encoding
-    included) and of the server's (routing and unmasking): in a deployment
-    each client works in parallel with the others.
+    included) and of the server's (routing and unmasking), each call timed
+    once: in a deployment each client works in parallel with the others.
     """
     n = len(vectors)
     fixed = FixedPoint(n * 10.0)
-    server_seconds = client_seconds = 0.0
-    start = time.perf_counter()
-    server = SecAggServer(complete_neighbours(n), threshold)
-    server_seconds += time.perf_counter() - start
+    seconds = {"client": 0.0, "server": 0.0}
+
+    def run(party, call):
+        timing = timed(call, repeat=1)
+        seconds[party] += timing.median
+        return timing.result
+
+    server = run("server", lambda: SecAggServer(complete_neighbours(n), threshold))
     clients = {k: SecAggClient(k) for k in range(n)}
 
-    def timed(k, call, *args):
-        nonlocal client_seconds
-        start = time.perf_counter()
-        out = call(*args)
-        if k == 0:
-            client_seconds += time.perf_counter() - start
-        return out
+    def by_client(call):
+        # Client 0's calls are timed; the others' are the rest of the federation.
+        return {
+            k: run("client", lambda c=c, k=k: call(k, c)) if k == 0 else call(k, c)
+            for k, c in clients.items()
+        }
 
-    public = {k: timed(k, c.public_keys) for k, c in clients.items()}
-    start = time.perf_counter()
-    keys = server.neighbour_keys(public)
-    server_seconds += time.perf_counter() - start
-    shared = {k: timed(k, c.share_keys, keys[k], threshold) for k, c in clients.items()}
-    start = time.perf_counter()
-    routed = server.route(shared)
-    server_seconds += time.perf_counter() - start
-    masked = {
-        k: timed(
-            k,
-            lambda c=c, k=k: c.masked_input(
-                fixed.encode(vectors[k], 10.0), routed[k], b"bench"
-            ),
-        )
-        for k, c in clients.items()
-    }
-    shares = {k: timed(k, c.unmask, set(masked), set()) for k, c in clients.items()}
-    start = time.perf_counter()
-    total = fixed.decode(server.unmask(masked, shares, b"bench"))
-    server_seconds += time.perf_counter() - start
+    public = by_client(lambda k, c: c.public_keys())
+    keys = run("server", lambda: server.neighbour_keys(public))
+    shared = by_client(lambda k, c: c.share_keys(keys[k], threshold))
+    routed = run("server", lambda: server.route(shared))
+    masked = by_client(
+        lambda k, c: c.masked_input(fixed.encode(vectors[k], 10.0), routed[k], b"bench")
+    )
+    shares = by_client(lambda k, c: c.unmask(set(masked), set()))
+    total = run("server", lambda: fixed.decode(server.unmask(masked, shares, b"bench")))
     sent = (
         len(public[0].encryption)
         + len(public[0].masking)
@@ -88,14 +79,14 @@ def _one_sum(vectors, threshold):
         + masked[0].nbytes
         + sum(len(s.share) + 8 for s in shares[0])
     )
-    return total, sent, client_seconds, server_seconds
+    return total, sent, seconds["client"], seconds["server"]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print(f"cores: {os.cpu_count()}, load: {os.getloadavg()[0]:.2f}")
+    print(header(args.repeat).replace("in seconds", "in ms"))
     print(
         "| vector | clients | plain bytes | secure bytes | x | plain sum ms "
         "| a client's ms | server's ms |"
@@ -105,23 +96,21 @@ def main():
     for name, size in SIZES.items():
         for n in (5, 20, 50):
             vectors = [rng.uniform(-10, 10, size) for _ in range(n)]
-            plain_times, client_times, server_times = [], [], []
+            plain = timed(lambda vectors=vectors: np.sum(vectors, axis=0), args.repeat)
+            client_times, server_times = [], []
             for _ in range(args.repeat):
-                start = time.perf_counter()
-                plain = np.sum(vectors, axis=0)
-                plain_times.append(time.perf_counter() - start)
                 total, sent, client, server = _one_sum(
                     vectors, threshold=max(2, n // 2 + 1)
                 )
                 client_times.append(client)
                 server_times.append(server)
-            assert np.abs(total - plain).max() <= 1e-9
+            assert np.abs(total - plain.result).max() <= 1e-9
             plain_bytes = 8 * size
             print(
                 f"| {name} | {n} | {plain_bytes:,} | {sent:,} | "
-                f"{sent / plain_bytes:.2f} | {1e3 * np.median(plain_times):.2f} | "
-                f"{1e3 * np.median(client_times):.1f} | "
-                f"{1e3 * np.median(server_times):.1f} |"
+                f"{sent / plain_bytes:.2f} | {plain.ms()} | "
+                f"{1e3 * statistics.median(client_times):.1f} | "
+                f"{1e3 * statistics.median(server_times):.1f} |"
             )
 
 
