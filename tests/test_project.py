@@ -107,6 +107,7 @@ def test_the_html_repr_links_every_estimator_to_its_api_page():
         "FederatedSimpleImputer",
         "FederatedStandardScaler",
         "FederatedThresholdOptimizer",
+        "SecureAggregation",
     }
     html = estimator_html_repr(
         skfedida.FederatedEstimator(skfedida.FairMLPClassifier())

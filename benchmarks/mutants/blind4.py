@@ -110,7 +110,7 @@ MUTANTS = [
             "blind4: strategy='central' never takes the trained parameters "
             "(the model stays untrained)"
         ),
-        where="RoundServer.run",
+        where="RoundServer._aggregated",
         original='if engine.communicates or self.strategy == "central":',
         mutated="if engine.communicates:",
         tests=(

@@ -197,7 +197,7 @@ MUTANTS = [
         name=(
             "blind5: FedAvg in-process weights every client the same, ignoring its rows"
         ),
-        where="RoundServer.run",
+        where="RoundServer._aggregated",
         original="weights = [r.n_rows for r in results]",
         mutated="weights = [1 for r in results]",
         tests=(

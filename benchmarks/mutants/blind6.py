@@ -168,7 +168,7 @@ MUTANTS = [
             "blind6: DifferentialPrivacy accepts clipping_norm=0 (and "
             "noise_multiplier=0)"
         ),
-        where="_check",
+        where="DifferentialPrivacy._check",
         original="                or value <= 0",
         mutated="                or value < 0",
         tests=(

@@ -14,6 +14,10 @@ PRIVACY_TESTS = ("tests/test_update_bounds.py",)
 REPLY_TESTS = ("tests/test_replies.py", "tests/test_reply_gate.py")
 INTERVAL_TESTS = ("tests/test_intervals.py",)
 GUARD_TESTS = ("tests/test_guard_federated.py",)
+SECURE_TESTS = (
+    "tests/federated/test_secure_aggregation.py",
+    "tests/test_secure_sums.py",
+)
 SERVER_TESTS = ("tests/test_federated.py", "tests/test_guard_federated.py")
 REPLY_GATE_TESTS = (
     "tests/test_replies.py",
@@ -40,8 +44,8 @@ MUTANTS = [
     Mutant(
         "the global model starts from client 0's initial model, refused or not",
         "RoundServer.start",
-        '"global_parameters": parameter_arrays(models[initial]),',
-        '"global_parameters": parameter_arrays(models[0]),',
+        "parameter_arrays(models[initial])",
+        "parameter_arrays(models[0])",
         ("tests/test_backend_parity.py",),
         features=("FederatedEstimator", "reply:initialisation"),
     ),
@@ -415,7 +419,7 @@ MUTANTS = [
     ),
     Mutant(
         "strategy='local' averages the clients' models with equal weights",
-        "global_parameters",
+        "RoundServer.global_parameters",
         "[parameter_arrays(m) for m in models], [d.n for d in data]",
         "[parameter_arrays(m) for m in models], [1 for d in data]",
         SERVER_TESTS,
@@ -553,7 +557,7 @@ MUTANTS = [
     ),
     Mutant(
         "target_delta of exactly 1 / n_clients is accepted",
-        "_check",
+        "DifferentialPrivacy._check",
         "if n_clients is not None and delta * n_clients >= 1:",
         "if n_clients is not None and delta * n_clients > 1:",
         (*PRIVACY_TESTS, "tests/test_guard_federated.py"),
@@ -883,7 +887,7 @@ MUTANTS += [
     ),
     Mutant(
         "the round loop runs FedAvg for a user's Flower strategy",
-        "RoundServer.run",
+        "RoundServer._aggregated",
         "functools.partial(self.aggregator.aggregate, **context)",
         "functools.partial(WeightedMean().aggregate, **context)",
         FLOWER_STRATEGY_TESTS,
@@ -958,5 +962,61 @@ MUTANTS += [
         "range(1, n_clients + 1)",
         FLOWER_STRATEGY_TESTS,
         features=("FederatedEstimator",),
+    ),
+    Mutant(
+        "a secure round divides the summed update by its clients, not their rows",
+        "RoundSums.global_parameters",
+        "g + update / self.rows",
+        "g + update / len(self.clients)",
+        SECURE_TESTS,
+        features=("SecureAggregation", "FederatedEstimator"),
+    ),
+    Mutant(
+        "a client's secure contribution is not clipped",
+        "training_contribution",
+        "clipped = _clipped(parameters, global_parameters, norm, bound)",
+        "clipped = parameters",
+        SECURE_TESTS,
+        features=("SecureAggregation",),
+    ),
+    Mutant(
+        "the survivors' masks with a dropped client stay in the secure sum",
+        "SecAggServer.unmask",
+        "for u in self.neighbours[v] & survivors:",
+        "for u in set():",
+        SECURE_TESTS,
+        features=("SecureAggregation",),
+    ),
+    Mutant(
+        "a client unmasks for a server naming a client survivor and dropped",
+        "SecAggClient.unmask",
+        "if survivors & dropped:",
+        "if False:",
+        SECURE_TESTS,
+        features=("SecureAggregation",),
+    ),
+    Mutant(
+        "secure aggregation sums over a round's survivors whatever their number",
+        "SecAggServer.unmask",
+        "if len(survivors) < self.threshold:",
+        "if len(survivors) < 1:",
+        SECURE_TESTS,
+        features=("SecureAggregation",),
+    ),
+    Mutant(
+        "the fixed-point scale leaves no room for the clients' sum",
+        "FixedPoint.__init__",
+        "room = _SUM_BITS - math.ceil(math.log2(max(total_bound, 1.0)))",
+        "room = 63 - math.ceil(math.log2(max(total_bound, 1.0)) / 2)",
+        SECURE_TESTS,
+        features=("SecureAggregation",),
+    ),
+    Mutant(
+        "secure aggregation accepts a pooled fit",
+        "check_secure_federation",
+        'if federation.strategy == "central":',
+        'if federation.strategy == "pooled":',
+        SECURE_TESTS,
+        features=("SecureAggregation",),
     ),
 ]

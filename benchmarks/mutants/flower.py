@@ -112,8 +112,8 @@ MUTANTS = [
     ),
     Mutant(
         "the private mean divides by the replies, not the selected",
-        "RoundServer.run",
-        "n_selected=len(selected),",
+        "RoundServer._aggregated",
+        "n_selected=n_selected,",
         "n_selected=len(results),",
         ("tests/test_guard_federated.py", *GUARD_TESTS),
         features=("make_server_app", "DifferentialPrivacy"),

@@ -62,7 +62,7 @@ def initialisation_reply_problem(class_counts, *, n_classes, declared_rows):
     )
 
 
-def admitted_decision_counts(gate, replies, *, n_classes, declared_rows):
+def admitted_decision_counts(gate, replies, *, n_classes, declared_rows, summed=None):
     """The federation's decisions per class: the admitted clients' counts summed.
 
     Parameters
@@ -79,6 +79,10 @@ def admitted_decision_counts(gate, replies, *, n_classes, declared_rows):
         The federation's number of classes.
     declared_rows : list of int
         Per client, the training rows it declared.
+    summed : callable, default=None
+        ``summed(counts)``: the sum of the admitted clients' counts (client
+        index to counts), when it is not plain arithmetic (secure
+        aggregation's).
 
     Returns
     -------
@@ -97,8 +101,11 @@ def admitted_decision_counts(gate, replies, *, n_classes, declared_rows):
             )
 
         problems.append((k, unless_malformed(check)))
+    admitted = gate.admit("decision query", problems)
+    if summed is not None:
+        return np.asarray(summed({k: counted[k] for k in admitted}), dtype=np.int64)
     total = np.zeros(n_classes, dtype=np.int64)
-    for k in gate.admit("decision query", problems):
+    for k in admitted:
         total += np.asarray(counted[k], dtype=np.int64)
     return total
 

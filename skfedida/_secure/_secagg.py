@@ -440,21 +440,21 @@ class SecAggServer:
         return combine(shares[: self.threshold])
 
 
-def complete_neighbours(n_clients):
+def complete_neighbours(clients):
     """Every client the neighbour of every other (SecAgg; SecAgg+ thins it).
 
     Parameters
     ----------
-    n_clients : int
-        The clients, indexed from 0.
+    clients : int or iterable of int
+        The clients' indices (an int: ``range(clients)``).
 
     Returns
     -------
     neighbours : dict of int to set of int
         Per client, every other client.
     """
-    everyone = set(range(n_clients))
-    return {k: everyone - {k} for k in range(n_clients)}
+    everyone = set(range(clients) if isinstance(clients, int) else clients)
+    return {k: everyone - {k} for k in everyone}
 
 
 @dataclass(frozen=True)
@@ -502,7 +502,7 @@ def secure_sum(inputs, threshold, label, neighbours=None, fail=None):
     fail = {stage: set(fail.get(stage, ())) for stage in STAGES} if fail else {}
     clients = {k: SecAggClient(k) for k in inputs}
     server = SecAggServer(
-        complete_neighbours(len(inputs)) if neighbours is None else neighbours,
+        complete_neighbours(inputs) if neighbours is None else neighbours,
         threshold,
     )
     out = set()

@@ -5,6 +5,7 @@ from ._estimator import FederatedEstimator
 from ._evaluation import evaluate_clients
 from ._parameters import get_parameters, n_samples_seen, set_parameters
 from ._privacy import DifferentialPrivacy
+from ._secure_aggregation import SecureAggregation
 from ._split import ClientStratifiedKFold
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "FederatedEstimator",
     "Median",
     "QFedAvg",
+    "SecureAggregation",
     "TrimmedMean",
     "WeightedMean",
     "evaluate_clients",

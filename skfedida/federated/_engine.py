@@ -93,12 +93,18 @@ class RoundEngine:
 
         ``outcomes`` are ``admit_round``'s, in selection order; ``losses[k]``
         is a replying client's training loss, recorded in its round record
-        after every skip is. A failure is said as "failed in round N
-        (training)" on both backends.
+        after every skip is (None under secure aggregation: ``summed``). A
+        failure is said as "failed in round N (training)" on both backends.
         """
         admitted = self._admit(round_number, outcomes, "training")
         for k in admitted:
-            self.records.record(round_number, k)["train_loss"] = losses[k]
+            record = self.records.record(round_number, k)
+            if losses is None:
+                # Secure aggregation: its reply entered the round's sum,
+                # which is all the server learns of it.
+                record["summed"] = True
+            else:
+                record["train_loss"] = losses[k]
         return admitted
 
     def admit_evaluation(self, round_number, outcomes):

@@ -87,6 +87,7 @@ from ._privacy import (
     check_update_bound,
     updates_bounded,
 )
+from ._secure_aggregation import SecureAggregation, check_secure_federation
 from ._server import RoundServer
 from ._trees import fit_trees, is_boosted_trees
 
@@ -230,6 +231,21 @@ strategy, default="mean"
         same); ``privacy_`` reports the epsilon spent. Needs
         ``aggregation="mean"``, ``max_update_norm=None`` and a strategy
         whose clients send updates. See :class:`DifferentialPrivacy`.
+    secure_aggregation : SecureAggregation or None, default=None
+        Mask what the clients send so that the server learns only sums over
+        the clients that finished a round: the training rounds' updates (each
+        clipped to ``max_update_norm``, which must be a float) and losses,
+        the class counts of the prior and the final decision counts. The new
+        global model is FedAvg's weighted mean of the clipped models, exact
+        to about 1e-15 of the sum's bound; the global model starts from the
+        server's template, not a client's; ``history_`` then holds no
+        client's loss or update norm (``summed`` says its update entered the
+        round's sum) and ``federated_metrics_`` the round's mean training
+        loss. In-process only, with ``aggregation="mean"`` and without
+        ``dp``, ``validation_fraction``, rate constraints, ``sample_weight``,
+        federated preprocessing, boosted trees or ``warm_start`` for now:
+        each is refused with an error naming it. See
+        :class:`SecureAggregation`.
     prior_correction : {"weights"} or None, default="weights"
         Keep the model's probabilities calibrated when ``sampler`` changes
         the label balance. A sampler that balances outcomes (FairnessAwareROSE
@@ -371,7 +387,10 @@ strategy, default="mean"
         are defined (weights: validation rows) and, under ``<name>_median``,
         their median, which one client reporting false values cannot move
         beyond the honest clients' range; ``n_clients`` counts the clients
-        that reported. Empty without ``validation_fraction``.
+        that reported. Empty without ``validation_fraction``. With
+        ``secure_aggregation``: per round, ``train_loss`` (the summed
+        clients' training loss, weighted by their rows) and ``n_clients``
+        (the clients the round's sum covers).
     privacy_ : Bunch or None
         With ``dp``: ``epsilon`` (at ``delta``), ``epsilon_by_round``,
         ``n_releases``, ``noise_multiplier``, ``clipping_norm`` and how
@@ -433,6 +452,7 @@ strategy, default="mean"
             None,
         ],
         "dp": [DifferentialPrivacy, None],
+        "secure_aggregation": [SecureAggregation, None],
         "prior_correction": [StrOptions({"weights"}), None],
         "prior_aggregation": [StrOptions({"mean", "median"})],
         "early_stopping_aggregation": [StrOptions({"mean", "median"})],
@@ -465,6 +485,7 @@ strategy, default="mean"
         aggregation="mean",
         max_update_norm=None,
         dp=None,
+        secure_aggregation=None,
         prior_correction="weights",
         prior_aggregation="mean",
         early_stopping_aggregation="mean",
@@ -490,6 +511,7 @@ strategy, default="mean"
         self.aggregation = aggregation
         self.max_update_norm = max_update_norm
         self.dp = dp
+        self.secure_aggregation = secure_aggregation
         self.prior_correction = prior_correction
         self.prior_aggregation = prior_aggregation
         self.early_stopping_aggregation = early_stopping_aggregation
@@ -594,6 +616,8 @@ strategy, default="mean"
         """
         if sample_weight is not None:
             sample_weight = _checked_sample_weight(sample_weight, num_samples(X))
+        if self.secure_aggregation is not None:
+            self._check_secure_aggregation(sample_weight)
         if is_boosted_trees(self.estimator):
             self._check_weight_routing(sample_weight)
             return fit_trees(
@@ -777,6 +801,21 @@ strategy, default="mean"
         warn_if_outlying_updates(self.history_, bounded=updates_bounded(self))
         callback_ctx.call_on_fit_task_end(estimator=self, X=X, y=y)
         return self
+
+    def _check_secure_aggregation(self, sample_weight):
+        """Refuse, naming it, what secure aggregation does not cover yet."""
+        for what, present in (
+            ("boosted trees", is_boosted_trees(self.estimator)),
+            ("a Pipeline's federated preprocessing", is_pipeline(self.estimator)),
+            ("rate constraints", is_constrained(self.estimator)),
+            ("sample_weight", sample_weight is not None),
+        ):
+            if present:
+                raise ValueError(
+                    f"secure_aggregation with {what}: the server would read each "
+                    "client's statistics; not covered yet."
+                )
+        check_secure_federation(self)
 
     def _gate(self):
         """The reply gate of one fit (its checks, the failure policy, records)."""
@@ -1201,6 +1240,7 @@ strategy, default="mean"
             name=name,
             max_update_norm=self.max_update_norm,
             dp=self.dp,
+            secure=self.secure_aggregation,
         )
 
     def _held_out_rows(self, y, client_rows):

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._gate._checks import unless_malformed
 from .._gate._history import RoundHistory, ordered_records
-from .._gate._ledger import declared_sets
+from .._gate._ledger import ClientLedger, declared_sets
 from .._gate._model import evaluation_reply_problem
 from .._gate._policy import Outcome, admit_round
 from .._gate._rows import admitted_decision_counts, initialisation_claim_problem
@@ -37,6 +37,7 @@ from ._client import (
 from ._constraint_rounds import FederatedConstraint, rows_groups, training_groups
 from ._parameters import assign_parameters, parameter_arrays
 from ._privacy import privacy_report
+from ._secure_aggregation import summed_in_process
 from ._server import InProcessRounds, evaluation_summary
 from ._wire import group_declaration
 
@@ -56,6 +57,7 @@ def initialise(federation, data, counts, models, gate, template):
     """
     reference = None if template is None else parameter_arrays(template)
     constrained = federation._server_constraint()
+    secure = federation.secure_aggregation
 
     def client_problem(k):
         client = data[k]
@@ -78,7 +80,9 @@ def initialise(federation, data, counts, models, gate, template):
             sizes=declared_sets(
                 client.n + held_out, None, federation.validation_fraction
             ).sizes,
-            ledger=gate.ledger,
+            # Under secure aggregation the claims are the client's own
+            # check: the server keeps no client's counts or groups.
+            ledger=gate.ledger if secure is None else ClientLedger(),
         )
 
     return gate.admit(
@@ -97,6 +101,19 @@ def admitted_class_prior(federation, data, counts, admitted):
     class shares of their weights (their counts stay the claims the
     gate holds them to).
     """
+    secure = federation.secure_aggregation
+    if secure is not None:
+        # The server learns the admitted clients' counts summed, not each
+        # client's (sample_weight is refused with secure aggregation).
+        total = summed_in_process(
+            {k: counts[k] for k in admitted},
+            {k: data[k].n for k in admitted},
+            secure,
+            "class counts",
+            integer=True,
+            dropped=range(len(data)),
+        )
+        return class_prior([total], "mean")
     shares = [
         counts[k]
         if data[k].weight is None
@@ -143,11 +160,22 @@ def warn_if_degenerate(federation, data, gate):
             )
         )
     before = len(gate.records)
+    secure = federation.secure_aggregation
     counts = admitted_decision_counts(
         gate,
         replies,
         n_classes=len(federation.classes_),
         declared_rows=[client.n for client in data],
+        summed=None
+        if secure is None
+        else lambda counts: summed_in_process(
+            counts,
+            {k: data[k].n for k in counts},
+            secure,
+            "decision counts",
+            integer=True,
+            dropped=range(len(data)),
+        ),
     )
     # Recorded after the last round, as on Flower.
     last_round = federation._federation_state["rounds"]
@@ -193,7 +221,19 @@ def run_rounds(
     state = getattr(federation, "_federation_state", None)
     if state is None:
         state = server.start(
-            trainer, data, seeds, federation._client_estimator, models, initial
+            trainer,
+            data,
+            seeds,
+            federation._client_estimator,
+            models,
+            initial,
+            # Under secure aggregation the server reads no client's model:
+            # the global model starts as the template's.
+            global_parameters=(
+                None
+                if federation.secure_aggregation is None or template is None
+                else parameter_arrays(template)
+            ),
         )
         federation.history_ = []
         federation.federated_metrics_ = {}
@@ -286,6 +326,9 @@ def run_rounds(
         on_clients_end=end_clients,
     )
     state["dp"] = None if federation.dp is None else federation.dp.get_params()
+    # The rounds' own summaries (secure aggregation's mean training loss);
+    # the held-out rows' are written above, as each round ends.
+    federation.federated_metrics_.update(state["federated_metrics"])
     federation._federation_state = state
     federation.privacy_ = privacy_report(federation.dp, state["rounds"])
     federation.estimator_ = federation._global_estimator(

@@ -78,6 +78,12 @@ def refuse_in_process_only(federation):
             "unfitted federation, so nothing would be continued; continue the "
             "fit in-process, or set warm_start=False."
         )
+    if getattr(federation, "secure_aggregation", None) is not None:
+        raise ValueError(
+            "secure_aggregation on Flower: the ServerApp does not run the "
+            "secure sums' messages yet; fit in-process, or set "
+            "secure_aggregation=None."
+        )
     if getattr(federation, "_skl_callbacks", None):
         raise ValueError(
             "Callbacks on Flower: the ServerApp does not call them; fit "

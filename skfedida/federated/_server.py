@@ -33,6 +33,12 @@ from ._client import (
 from ._constraint_rounds import guarded_rate_histograms
 from ._engine import RoundEngine
 from ._parameters import assign_parameters, parameter_arrays
+from ._secure_aggregation import (
+    contribution_bound,
+    round_sums,
+    summed_in_process,
+    training_contribution,
+)
 
 
 def _progress(n_rounds, verbose):
@@ -73,6 +79,9 @@ class RoundServer:
         What the clients declared at initialisation (their groups); None: a
         new ledger, in which a client declares its groups with its first
         report.
+    secure : SecureAggregation or None
+        Aggregate the rounds through secure sums (the transport's
+        ``secure_sum``): the server reads no client's reply.
     """
 
     def __init__(
@@ -89,7 +98,9 @@ class RoundServer:
         dp=None,
         ledger=None,
         name=None,
+        secure=None,
     ):
+        self.secure = secure
         self.max_update_norm = max_update_norm
         self.dp = dp
         self.strategy = strategy
@@ -105,12 +116,23 @@ class RoundServer:
         # every round).
         self.ledger = ClientLedger() if ledger is None else ledger
 
-    def start(self, trainer, data, seeds, client_estimator, models=None, initial=0):
+    def start(
+        self,
+        trainer,
+        data,
+        seeds,
+        client_estimator,
+        models=None,
+        initial=0,
+        global_parameters=None,
+    ):
         """The state of a new federation: primed estimators, global parameters.
 
         ``models``: the clients' estimators, primed on their rows (primed
         here when None). The global model starts as client ``initial``'s,
-        the first the gate admitted at initialisation, as on Flower.
+        the first the gate admitted at initialisation, as on Flower, or as
+        ``global_parameters`` when given (under secure aggregation the
+        server reads no client's model: the template's).
         """
         if models is None:
             models = [
@@ -120,7 +142,11 @@ class RoundServer:
         return {
             "models": models,
             "selection_rng": selection_stream(seeds),
-            "global_parameters": parameter_arrays(models[initial]),
+            "global_parameters": (
+                parameter_arrays(models[initial])
+                if global_parameters is None
+                else global_parameters
+            ),
             "rounds": 0,
             "strategy": self.strategy,
         }
@@ -195,28 +221,26 @@ class RoundServer:
             )
             if on_clients_end is not None:
                 on_clients_end(selected)
-            admitted = engine.admit_training(
-                round_ + 1, outcomes, losses={k: r.loss for k, r in replies.items()}
-            )
-            results = [replies[k] for k in admitted]
-            transport.keep({k: replies[k] for k in admitted})
-            weights = [r.n_rows for r in results]
-            if engine.communicates or self.strategy == "central":
-                context = engine.aggregator_context(
-                    clients=[int(k) for k in admitted],
-                    reports=[r.report for r in results] if engine.reporting else None,
-                    global_parameters=global_parameters,
-                    losses=[r.loss for r in results],
+            if self.secure is None:
+                global_parameters, mean_loss = self._aggregated(
+                    engine,
+                    transport,
+                    outcomes,
+                    replies,
+                    global_parameters,
                     round_number=round_ + 1,
-                )
-                global_parameters = engine.aggregate(
-                    functools.partial(self.aggregator.aggregate, **context),
-                    [r.parameters for r in results],
-                    weights,
-                    round_number=round_ + 1,
-                    admitted=admitted,
-                    global_parameters=global_parameters,
                     n_selected=len(selected),
+                )
+            else:
+                global_parameters, mean_loss = self._securely_aggregated(
+                    engine,
+                    transport,
+                    outcomes,
+                    replies,
+                    global_parameters,
+                    round_number=round_ + 1,
+                    federated_metrics=federated_metrics,
+                    selected=selected,
                 )
             evaluation = transport.evaluate(round_ + 1, global_parameters)
             if evaluation is not None:
@@ -226,7 +250,6 @@ class RoundServer:
                     functools.partial(engine.records.record, round_ + 1),
                 )
             if self.verbose:
-                mean_loss = np.average([r.loss for r in results], weights=weights)
                 if bar is not None:
                     bar.set_postfix(clients=len(selected), loss=f"{mean_loss:.4f}")
                 else:
@@ -261,6 +284,80 @@ class RoundServer:
             "aggregator_memory": engine.memory,
             "federated_metrics": federated_metrics,
         }
+
+    def _aggregated(
+        self,
+        engine,
+        transport,
+        outcomes,
+        replies,
+        global_parameters,
+        *,
+        round_number,
+        n_selected,
+    ):
+        """The round's new global model from the admitted replies, and their loss."""
+        admitted = engine.admit_training(
+            round_number, outcomes, losses={k: r.loss for k, r in replies.items()}
+        )
+        results = [replies[k] for k in admitted]
+        transport.keep({k: replies[k] for k in admitted})
+        weights = [r.n_rows for r in results]
+        if engine.communicates or self.strategy == "central":
+            context = engine.aggregator_context(
+                clients=[int(k) for k in admitted],
+                reports=[r.report for r in results] if engine.reporting else None,
+                global_parameters=global_parameters,
+                losses=[r.loss for r in results],
+                round_number=round_number,
+            )
+            global_parameters = engine.aggregate(
+                functools.partial(self.aggregator.aggregate, **context),
+                [r.parameters for r in results],
+                weights,
+                round_number=round_number,
+                admitted=admitted,
+                global_parameters=global_parameters,
+                n_selected=n_selected,
+            )
+        mean_loss = (
+            np.average([r.loss for r in results], weights=weights)
+            if self.verbose
+            else None
+        )
+        return global_parameters, mean_loss
+
+    def _securely_aggregated(
+        self,
+        engine,
+        transport,
+        outcomes,
+        replies,
+        global_parameters,
+        *,
+        round_number,
+        federated_metrics,
+        selected,
+    ):
+        """The round's new global model from the admitted clients' secure sum.
+
+        The replies stay with the transport: the server learns the sum of
+        the admitted clients' clipped, row-weighted updates, rows and losses
+        (``transport.secure_sum``), and writes the round's mean loss and the
+        clients it covers into ``federated_metrics``.
+        """
+        admitted = engine.admit_training(round_number, outcomes, losses=None)
+        transport.keep({k: replies[k] for k in admitted})
+        if not engine.communicates:
+            return global_parameters, np.nan
+        sums = transport.secure_sum(
+            round_number, admitted, global_parameters, self.secure, selected
+        )
+        federated_metrics[round_number] = {
+            "train_loss": sums.mean_loss,
+            "n_clients": len(sums.clients),
+        }
+        return sums.global_parameters(global_parameters), sums.mean_loss
 
     def global_parameters(self, state, data):
         """The federation's global parameters.
@@ -397,6 +494,34 @@ class InProcessRounds:
         """The admitted clients keep the estimators they trained."""
         for k, reply in admitted.items():
             self.models[k] = reply.model
+        self._kept = admitted
+
+    def secure_sum(self, round_number, admitted, global_parameters, secure, selected):
+        """The admitted clients' round through SecAgg: what the server learns.
+
+        Each admitted client (its reply kept by ``keep``) clips its update,
+        weighs it by its rows, encodes it with its rows and loss, and masks
+        it; the server unmasks only their sum (``RoundSums``).
+        """
+        bound = self.server.max_update_norm
+        vectors = {
+            k: training_contribution(
+                self._kept[k].parameters,
+                self._kept[k].n_rows,
+                self._kept[k].loss,
+                global_parameters,
+                bound,
+            )
+            for k in admitted
+        }
+        total = summed_in_process(
+            vectors,
+            {k: contribution_bound(self.data[k].n, bound) for k in admitted},
+            secure,
+            f"training round {round_number}",
+            dropped=set(selected) - set(admitted),
+        )
+        return round_sums(total, global_parameters, admitted)
 
     def rate_histograms(self, round_number, global_parameters, constraint):
         """Every client's rate-constraint counts, checked: outcomes and answers."""

@@ -1,0 +1,346 @@
+"""Secure aggregation of a federation's training rounds (issue 49).
+
+Each selected client clips its update, weighs it by its rows and writes it,
+its rows and its weighted training loss into one vector of ring elements
+(``skfedida._secure.FixedPoint``); the clients mask their vectors so that
+the server learns only the sum over the clients that finished the round
+(``skfedida._secure``: SecAgg's four stages). The new global model is the
+global model plus that sum's weighted update over its rows: FedAvg's
+weighted mean of the clipped models, exact to the encoding's resolution.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._doc_links import DocLinkMixin
+from .._secure import FixedPoint, secure_sum
+from ._aggregation import WeightedMean
+from ._privacy import _clipped, update_norms
+
+#: The largest training loss a client reports: its probabilities are clipped
+#: to [1e-15, 1 - 1e-15] (``_client._client_round``), so -log(1e-15) < 35.
+LOSS_BOUND = 35.0
+
+
+class SecureAggregation(DocLinkMixin, BaseEstimator):
+    """Secure aggregation: the server learns sums over clients, not one client's.
+
+    Every round, each selected client clips its update (its model minus the
+    global model it started from) to ``max_update_norm``, multiplies it by
+    its rows, and sends it with its rows and its row-weighted training loss
+    masked (SecAgg, Bonawitz et al. 2017): pairwise masks that cancel in the
+    sum, and a self mask the server removes once enough clients vouch for
+    it. The server learns the sum over the clients that finished the round
+    and nothing else of any one of them: the new global model is FedAvg's
+    weighted mean of the clipped models, and the round's mean training loss
+    goes into ``federated_metrics_``.
+
+    The values are written as 64-bit fixed-point numbers whose scale is the
+    finest that cannot overflow the sum's bound (the clients' rows times
+    ``max_update_norm``): the update is exact to about ``1e-15`` times that
+    bound, and the fitted model matches the plain fit's to that precision.
+
+    Parameters
+    ----------
+    threshold : float in (0, 1] or int >= 2, default=0.5
+        How many of a round's clients must vouch for a client's secrets to
+        rebuild them, and the fewest clients a revealed sum may cover: a
+        fraction of the round's selected clients (rounded up, at least 2),
+        or a number of clients. A higher threshold protects against more
+        colluding clients; a lower one survives more dropouts.
+
+    See Also
+    --------
+    FederatedEstimator : Its ``secure_aggregation`` parameter takes this object.
+    DifferentialPrivacy : Noise on the released model; not combined yet.
+
+    Notes
+    -----
+    Requires ``cryptography`` (``pip install "skfedida[secure]"``). The
+    server is trusted to follow the protocol but not to look away
+    (honest-but-curious); a client can still add any value to the sum, which
+    the encoding's bound limits for honest clients only. What the server no
+    longer sees, it cannot check: a client checks its own reply with the
+    gate's rules before masking it, and a failing client drops out of the
+    round's sum (``on_client_error`` applies as to any failure).
+
+    In this version secure aggregation covers the training rounds and the
+    class counts of the prior, in-process, for ``aggregation="mean"`` with a
+    float ``max_update_norm``; each other combination is refused with an
+    error naming it, and so is a run on Flower.
+
+    Examples
+    --------
+    >>> from skfedida.federated import SecureAggregation
+    >>> SecureAggregation(threshold=0.5).threshold_for(5)
+    3
+    """
+
+    def __init__(self, threshold=0.5):
+        self.threshold = threshold
+
+    def threshold_for(self, n_clients):
+        """The threshold of a sum over ``n_clients`` clients.
+
+        Parameters
+        ----------
+        n_clients : int
+            The clients of the sum.
+
+        Returns
+        -------
+        threshold : int
+            At least 2, at most ``n_clients``.
+        """
+        self._check()
+        if n_clients < 2:
+            raise ValueError(
+                f"Secure aggregation sums over at least 2 clients; this round "
+                f"has {n_clients}."
+            )
+        if isinstance(self.threshold, numbers.Integral):
+            needed = int(self.threshold)
+            if needed > n_clients:
+                raise ValueError(
+                    f"SecureAggregation's threshold={needed} exceeds the "
+                    f"{n_clients} clients of a round: no sum could be revealed."
+                )
+            return needed
+        return min(n_clients, max(2, math.ceil(self.threshold * n_clients)))
+
+    def _check(self):
+        """Raise a ValueError naming ``threshold`` when it is out of range."""
+        value = self.threshold
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            ok = False
+        elif isinstance(value, numbers.Integral):
+            ok = value >= 2
+        else:
+            ok = np.isfinite(value) and 0 < value <= 1
+        if not ok:
+            raise ValueError(
+                "SecureAggregation's threshold must be a fraction in (0, 1] or "
+                f"a number of clients >= 2; got {value!r}."
+            )
+
+
+def check_secure_federation(federation):
+    """Refuse what secure aggregation does not cover yet, naming it.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        With ``secure_aggregation`` set.
+    """
+    secure = federation.secure_aggregation
+    secure._check()
+    name = "secure_aggregation"
+    if federation.strategy == "central":
+        raise ValueError(
+            f"{name} with strategy='central': a pooled fit sums no client's "
+            "update; use strategy='fedavg' or 'pfedavg'."
+        )
+    # Its exact class: a subclass may weigh clients in ways a sum cannot.
+    if type(federation._aggregator) is not WeightedMean:
+        raise ValueError(
+            f"{name} with aggregation={federation.aggregation!r}: the server "
+            "learns only the clients' sum, which gives FedAvg's weighted mean "
+            "(aggregation='mean'); this aggregation needs each client's update."
+        )
+    bound = federation.max_update_norm
+    if bound is None or isinstance(bound, str):
+        raise ValueError(
+            f"{name} needs max_update_norm, a float: the bound of each "
+            "client's update, which sizes the masked sum's fixed-point "
+            f"numbers (got max_update_norm={bound!r})."
+        )
+    refused = [
+        ("dp", federation.dp is not None, "clients' noise is not built yet"),
+        (
+            "prior_aggregation='median'",
+            federation.prior_aggregation == "median",
+            "a median of the clients' shares needs each client's counts",
+        ),
+        (
+            "validation_fraction",
+            federation.validation_fraction is not None,
+            "each client's validation metrics are not summed securely yet",
+        ),
+        ("warm_start", federation.warm_start, "not built yet"),
+    ]
+    for what, present, why in refused:
+        if present:
+            raise ValueError(f"{name} with {what}: {why}.")
+
+
+@dataclass(frozen=True)
+class RoundSums:
+    """What the server learns of one securely summed training round.
+
+    ``clients``: the survivors, whose contributions the sums cover;
+    ``weighted_update``: per parameter array, the sum of their clipped
+    updates times their rows; ``rows``: the sum of their rows;
+    ``weighted_loss``: the sum of their training losses times their rows.
+    """
+
+    clients: list
+    weighted_update: list
+    rows: float
+    weighted_loss: float
+
+    def global_parameters(self, previous):
+        """The new global model: ``previous`` plus the rows-weighted mean update.
+
+        Parameters
+        ----------
+        previous : list of ndarray
+            The global model the round's clients started from.
+
+        Returns
+        -------
+        parameters : list of ndarray
+            FedAvg's weighted mean of the survivors' clipped models.
+        """
+        return [
+            g + update / self.rows
+            for g, update in zip(previous, self.weighted_update, strict=True)
+        ]
+
+    @property
+    def mean_loss(self):
+        """The survivors' training loss, weighted by their rows.
+
+        Returns
+        -------
+        loss : float
+            The sum of their losses times their rows, over their rows.
+        """
+        return self.weighted_loss / self.rows
+
+
+def training_contribution(parameters, n_rows, loss, global_parameters, bound):
+    """A client's vector for the round's secure sum, clipped and weighted.
+
+    ``[n * clip(parameters - global) ..., n, n * loss]``: what the server
+    needs of it for FedAvg's weighted mean and the round's mean loss.
+
+    Parameters
+    ----------
+    parameters : list of ndarray
+        The client's model after the round.
+    n_rows : int
+        The rows it trained on.
+    loss : float
+        Its training loss.
+    global_parameters : list of ndarray
+        The model it started from.
+    bound : float
+        ``max_update_norm``.
+
+    Returns
+    -------
+    vector : ndarray of float64
+        The clipped update times the rows, the rows, the loss times the rows.
+    """
+    (norm,) = update_norms([parameters], global_parameters)
+    clipped = _clipped(parameters, global_parameters, norm, bound)
+    update = [np.ravel(p - g) for p, g in zip(clipped, global_parameters, strict=True)]
+    return np.concatenate([*(n_rows * u for u in update), [n_rows, n_rows * loss]])
+
+
+def contribution_bound(n_rows, bound):
+    """The largest magnitude of an element of a client's contribution.
+
+    Parameters
+    ----------
+    n_rows : int
+        The client's declared training rows.
+    bound : float
+        ``max_update_norm``: no element of a clipped update exceeds it.
+
+    Returns
+    -------
+    bound : float
+        The rows times the larger of ``bound`` and ``LOSS_BOUND``.
+    """
+    return float(n_rows) * max(float(bound), LOSS_BOUND)
+
+
+def round_sums(total, global_parameters, clients):
+    """``RoundSums`` from the decoded sum of the survivors' contributions.
+
+    Parameters
+    ----------
+    total : ndarray of float64
+        The sum of ``training_contribution``'s vectors.
+    global_parameters : list of ndarray
+        The round's global model (the shapes of the update).
+    clients : list of int
+        The survivors.
+
+    Returns
+    -------
+    sums : RoundSums
+        What the server learns of the round.
+    """
+    weighted_update, start = [], 0
+    for g in global_parameters:
+        size = np.size(g)
+        weighted_update.append(total[start : start + size].reshape(np.shape(g)))
+        start += size
+    return RoundSums(
+        clients=list(clients),
+        weighted_update=weighted_update,
+        rows=float(total[start]),
+        weighted_loss=float(total[start + 1]),
+    )
+
+
+def summed_in_process(vectors, bounds, secure, label, *, integer=False, dropped=()):
+    """The clients' vectors summed through SecAgg, every side in this process.
+
+    Parameters
+    ----------
+    vectors : dict of int to ndarray
+        Per client, its vector (reals, or counts with ``integer``).
+    bounds : dict of int to float
+        Per client, the largest magnitude of its values: the sum's fixed
+        point numbers are sized for their total.
+    secure : SecureAggregation
+        The threshold.
+    label : str
+        Which sum this is (a round, a stage).
+    integer : bool, default=False
+        Whether the values are counts.
+    dropped : iterable of int, default=()
+        The clients of the sum that failed before sending their vector:
+        they shared their keys, and the survivors' masks with them are
+        removed as the protocol removes a dropout's.
+
+    Returns
+    -------
+    total : ndarray of float64
+        The sum over the survivors (``vectors``' clients).
+    """
+    dropped = sorted(set(dropped) - set(vectors))
+    fixed = FixedPoint(sum(bounds.values()), integer=integer)
+    encoded = {
+        k: fixed.encode(vector, bounds[k], what=f"Client {k}'s {label}")
+        for k, vector in vectors.items()
+    }
+    size = next(iter(encoded.values())).shape if encoded else (0,)
+    for k in dropped:  # never sent: what they would have masked is unused
+        encoded[k] = np.zeros(size, dtype=np.uint64)
+    result = secure_sum(
+        encoded,
+        secure.threshold_for(len(encoded)),
+        label.encode("utf-8"),
+        fail={"masked input": set(dropped)},
+    )
+    return fixed.decode(result.total)
