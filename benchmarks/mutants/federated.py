@@ -765,7 +765,7 @@ MUTANTS = [
     Mutant(
         "evaluation metrics have no upper bound",
         "evaluation_reply_problem",
-        "np.isnan(value) or 0.0 <= value <= _METRIC_UPPER.get(name, 1.0)",
+        "np.isnan(value) or 0.0 <= value <= metric_upper(name)",
         "np.isnan(value) or 0.0 <= value",
         REPLY_GATE_TESTS,
         features=("reply:evaluation",),
@@ -1008,6 +1008,14 @@ MUTANTS += [
         "FixedPoint.__init__",
         "room = _SUM_BITS - math.ceil(math.log2(max(total_bound, 1.0)))",
         "room = 63 - math.ceil(math.log2(max(total_bound, 1.0)) / 2)",
+        SECURE_TESTS,
+        features=("SecureAggregation",),
+    ),
+    Mutant(
+        "secure validation means weigh every client alike, not by its rows",
+        "secure_claims_summary",
+        "[rows[k] * np.where(defined, values, 0.0), rows[k] * defined]",
+        "[np.where(defined, values, 0.0), 1.0 * defined]",
         SECURE_TESTS,
         features=("SecureAggregation",),
     ),

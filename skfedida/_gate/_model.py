@@ -86,6 +86,11 @@ _METRIC_UPPER = {
 }
 
 
+def metric_upper(name):
+    """The largest value a validation metric ``name`` can have (its lower is 0)."""
+    return _METRIC_UPPER.get(name, 1.0)
+
+
 def training_round_problem(
     parameters, n_rows, loss, *, reference, declared_rows, report=None
 ):
@@ -136,12 +141,9 @@ def evaluation_reply_problem(metrics, *, allowed, declared_rows=None):
                     f"{int(declared_rows)} when it joined"
                 )
         elif name.startswith(VALIDATION_PREFIX) and not (
-            np.isnan(value) or 0.0 <= value <= _METRIC_UPPER.get(name, 1.0)
+            np.isnan(value) or 0.0 <= value <= metric_upper(name)
         ):
-            return (
-                f"metric {name!r} is {value!r}, outside "
-                f"[0, {_METRIC_UPPER.get(name, 1.0):g}]"
-            )
+            return f"metric {name!r} is {value!r}, outside [0, {metric_upper(name):g}]"
     return None
 
 

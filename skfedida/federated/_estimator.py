@@ -240,12 +240,13 @@ strategy, default="mean"
         to about 1e-15 of the sum's bound; the global model starts from the
         server's template, not a client's; ``history_`` then holds no
         client's loss or update norm (``summed`` says its update entered the
-        round's sum) and ``federated_metrics_`` the round's mean training
-        loss. In-process only, with ``aggregation="mean"`` and without
-        ``dp``, ``validation_fraction``, rate constraints, ``sample_weight``,
-        federated preprocessing, boosted trees or ``warm_start`` for now:
-        each is refused with an error naming it. See
-        :class:`SecureAggregation`.
+        round's sum, and no client's validation metrics are recorded) and
+        ``federated_metrics_`` the round's mean training loss and the
+        validation metrics' means, summed the same way. In-process only,
+        with ``aggregation="mean"`` and without ``dp``, rate constraints,
+        ``sample_weight``, federated preprocessing, boosted trees or
+        ``warm_start`` for now: each is refused with an error naming it.
+        See :class:`SecureAggregation`.
     prior_correction : {"weights"} or None, default="weights"
         Keep the model's probabilities calibrated when ``sampler`` changes
         the label balance. A sampler that balances outcomes (FairnessAwareROSE
@@ -389,8 +390,10 @@ strategy, default="mean"
         beyond the honest clients' range; ``n_clients`` counts the clients
         that reported. Empty without ``validation_fraction``. With
         ``secure_aggregation``: per round, ``train_loss`` (the summed
-        clients' training loss, weighted by their rows) and ``n_clients``
-        (the clients the round's sum covers).
+        clients' training loss, weighted by their rows) and
+        ``train_n_clients`` (the clients the round's sum covers), and the
+        validation metrics' weighted means from their sums, without
+        medians.
     privacy_ : Bunch or None
         With ``dp``: ``epsilon`` (at ``delta``), ``epsilon_by_round``,
         ``n_releases``, ``noise_multiplier``, ``clipping_norm`` and how

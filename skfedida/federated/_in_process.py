@@ -37,7 +37,7 @@ from ._client import (
 from ._constraint_rounds import FederatedConstraint, rows_groups, training_groups
 from ._parameters import assign_parameters, parameter_arrays
 from ._privacy import privacy_report
-from ._secure_aggregation import summed_in_process
+from ._secure_aggregation import secure_claims_summary, summed_in_process
 from ._server import InProcessRounds, evaluation_summary
 from ._wire import group_declaration
 
@@ -328,7 +328,8 @@ def run_rounds(
     state["dp"] = None if federation.dp is None else federation.dp.get_params()
     # The rounds' own summaries (secure aggregation's mean training loss);
     # the held-out rows' are written above, as each round ends.
-    federation.federated_metrics_.update(state["federated_metrics"])
+    for round_number, summary in state["federated_metrics"].items():
+        federation.federated_metrics_.setdefault(round_number, {}).update(summary)
     federation._federation_state = state
     federation.privacy_ = privacy_report(federation.dp, state["rounds"])
     federation.estimator_ = federation._global_estimator(
@@ -428,15 +429,31 @@ def record_validation(
     def record(k):
         return records.record_of(round_ + 1, federation._client_id(k))
 
-    federation.federated_metrics_[round_ + 1] = evaluation_summary(
-        RoundEvaluation(outcomes, reports, rows),
-        lambda outcomes: admit_round(
+    def policy(outcomes):
+        return admit_round(
             outcomes,
             round_number=round_ + 1,
             on_client_error=federation.on_client_error,
             name=lambda k: f"Client {federation._client_id(k)!r}",
             record=record,
             what="evaluation",
-        ),
-        record,
+        )
+
+    secure = federation.secure_aggregation
+    if secure is None:
+        federation.federated_metrics_[round_ + 1] = evaluation_summary(
+            RoundEvaluation(outcomes, reports, rows), policy, record
+        )
+        return
+    # The server learns the metrics' sums over the admitted clients, not
+    # each client's: no client's record gets its metrics.
+    admitted = policy(outcomes)
+    federation.federated_metrics_.setdefault(round_ + 1, {}).update(
+        secure_claims_summary(
+            {k: reports[k] for k in admitted},
+            {k: rows[k] for k in admitted},
+            secure,
+            f"evaluation round {round_ + 1}",
+            dropped=set(range(len(validation))) - set(admitted),
+        )
     )

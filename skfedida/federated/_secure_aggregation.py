@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._doc_links import DocLinkMixin
+from .._gate._model import metric_upper
 from .._secure import FixedPoint, secure_sum
 from ._aggregation import WeightedMean
 from ._privacy import _clipped, update_norms
@@ -70,10 +71,11 @@ class SecureAggregation(DocLinkMixin, BaseEstimator):
     gate's rules before masking it, and a failing client drops out of the
     round's sum (``on_client_error`` applies as to any failure).
 
-    In this version secure aggregation covers the training rounds and the
-    class counts of the prior, in-process, for ``aggregation="mean"`` with a
-    float ``max_update_norm``; each other combination is refused with an
-    error naming it, and so is a run on Flower.
+    In this version secure aggregation covers the training rounds, the
+    validation metrics' means, the class counts of the prior and the final
+    decision counts, in-process, for ``aggregation="mean"`` with a float
+    ``max_update_norm``; each other combination is refused with an error
+    naming it, and so is a run on Flower.
 
     Examples
     --------
@@ -166,11 +168,6 @@ def check_secure_federation(federation):
             "prior_aggregation='median'",
             federation.prior_aggregation == "median",
             "a median of the clients' shares needs each client's counts",
-        ),
-        (
-            "validation_fraction",
-            federation.validation_fraction is not None,
-            "each client's validation metrics are not summed securely yet",
         ),
         ("warm_start", federation.warm_start, "not built yet"),
     ]
@@ -344,3 +341,55 @@ def summed_in_process(vectors, bounds, secure, label, *, integer=False, dropped=
         fail={"masked input": set(dropped)},
     )
     return fixed.decode(result.total)
+
+
+def secure_claims_summary(reports, rows, secure, label, *, dropped=()):
+    """A round's evaluation summary from the clients' metrics, summed securely.
+
+    Each client masks, per metric, its value times its rows where the
+    metric is defined and its rows there; the server learns the sums: the
+    rows-weighted mean of each metric over the clients where it is defined
+    (``claims_summary``'s mean), not each client's value, and no median.
+
+    Parameters
+    ----------
+    reports : dict of int to dict
+        Per admitted client, metric name to value (NaN where undefined).
+    rows : dict of int to float
+        Per admitted client, its evaluation rows.
+    secure : SecureAggregation
+        The threshold.
+    label : str
+        Which sum this is.
+    dropped : iterable of int, default=()
+        The evaluated clients that failed or were refused.
+
+    Returns
+    -------
+    summary : dict
+        Per metric its weighted mean (NaN where no client defines it), and
+        ``n_clients``.
+    """
+    names = sorted({name for report in reports.values() for name in report})
+    largest = max([metric_upper(name) for name in names], default=1.0)
+    vectors = {}
+    for k, report in reports.items():
+        values = np.array([float(report.get(name, np.nan)) for name in names])
+        defined = np.isfinite(values)
+        vectors[k] = np.concatenate(
+            [rows[k] * np.where(defined, values, 0.0), rows[k] * defined]
+        )
+    total = summed_in_process(
+        vectors,
+        {k: float(rows[k]) * max(largest, 1.0) for k in reports},
+        secure,
+        label,
+        dropped=dropped,
+    )
+    weighted, weights = total[: len(names)], total[len(names) :]
+    summary = {
+        name: float(value / weight) if weight > 0 else float("nan")
+        for name, value, weight in zip(names, weighted, weights, strict=True)
+    }
+    summary["n_clients"] = len(reports)
+    return summary

@@ -355,7 +355,7 @@ class RoundServer:
         )
         federated_metrics[round_number] = {
             "train_loss": sums.mean_loss,
-            "n_clients": len(sums.clients),
+            "train_n_clients": len(sums.clients),
         }
         return sums.global_parameters(global_parameters), sums.mean_loss
 

@@ -82,7 +82,7 @@ def test_the_secure_fit_is_the_plain_fit_to_the_encodings_precision(
             [r["train_loss"] for r in records],
             weights=[sizes[r["client"]] for r in records],
         )
-        assert summary["n_clients"] == 5
+        assert summary["train_n_clients"] == 5
         assert summary["train_loss"] == pytest.approx(expected, rel=1e-12)
     # The history says each client's update was summed, not its loss or norm.
     assert {tuple(sorted(r)) for r in secure.history_} == {
@@ -105,6 +105,30 @@ class _FailingOnce(FairPenaltyLogisticRegression):
         if self.random_state == self.failing_seed and self.fits_ == self.failing_fit:
             raise ArithmeticError("simulated failure")
         return super().train_epochs(*args, **kwargs)
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "pfedavg"])
+def test_validation_metrics_are_summed_into_the_plain_means(data, strategy):
+    # Each round's validation metrics: the plain fit's rows-weighted means
+    # over the clients where they are defined, from sums; no median, and no
+    # client's metrics in its record.
+    plain = _fit(_fedida(strategy=strategy, validation_fraction=0.25), data)
+    secure = _fit(
+        _fedida(
+            strategy=strategy,
+            validation_fraction=0.25,
+            secure_aggregation=SecureAggregation(),
+        ),
+        data,
+    )
+    np.testing.assert_array_equal(secure.predict(data.data), plain.predict(data.data))
+    for round_, expected in plain.federated_metrics_.items():
+        got = secure.federated_metrics_[round_]
+        means = {k: v for k, v in expected.items() if not k.endswith("_median")}
+        assert set(got) == set(means) | {"train_loss", "train_n_clients"}
+        for name, value in means.items():
+            assert got[name] == pytest.approx(value, rel=1e-12, abs=1e-15, nan_ok=True)
+    assert not any(k.startswith("val_") for r in secure.history_ for k in r)
 
 
 def test_a_client_that_fails_drops_out_of_the_round_sum(data):
@@ -131,7 +155,11 @@ def test_a_client_that_fails_drops_out_of_the_round_sum(data):
     ]
     # It fails again in round 3: it kept its estimator of before round 2.
     assert skipped == [(2, 3), (3, 3)]
-    assert [secure.federated_metrics_[r]["n_clients"] for r in (1, 2, 3)] == [5, 4, 4]
+    assert [secure.federated_metrics_[r]["train_n_clients"] for r in (1, 2, 3)] == [
+        5,
+        4,
+        4,
+    ]
     np.testing.assert_allclose(
         secure.estimator_.coef_, plain.estimator_.coef_, rtol=0, atol=1e-12
     )
@@ -205,7 +233,6 @@ def test_the_server_receives_no_clients_values(data, monkeypatch):
         ),
         ({"dp": DifferentialPrivacy(noise_seed=0)}, "with dp"),
         ({"prior_aggregation": "median"}, "prior_aggregation='median'"),
-        ({"validation_fraction": 0.2}, "with validation_fraction"),
         ({"warm_start": True}, "with warm_start"),
         (
             {
