@@ -17,8 +17,10 @@ vector, its unmasking shares) against the plain vector's, and the time of the
 work of one client (its four stages, its encoding included) and of the
 server (routing and unmasking) against the plain sum of the vectors, each the
 median of ``--repeat`` runs; in a deployment the clients work in parallel.
-Every neighbour masks with every other (SecAgg; SecAgg+'s thinner graph is
-not used yet), so a client's work grows with the number of clients.
+Every client masks with every other (SecAgg), so its work grows with the
+number of clients; with 8 neighbours each (SecAgg+'s random ring,
+``SecureAggregation(neighbours=8)``) it grows with the neighbours instead,
+shown for 50 and 200 clients.
 
 Then a whole fit: ``make_fedida`` (FedIDA's logistic model) on the shipped
 Adult training rows, 5 clients, 10 rounds, ``max_update_norm=10``, with and
@@ -37,12 +39,13 @@ from skfedida._secure import (
     SecAggClient,
     SecAggServer,
     complete_neighbours,
+    harary_neighbours,
 )
 
 SIZES = {"logistic (p=102)": 103, "MLP (10k)": 10_001, "tree grow round": 86_016}
 
 
-def _one_sum(vectors, threshold):
+def _one_sum(vectors, threshold, degree=None):
     """A secure sum in this process: the total, client 0's bytes, the seconds.
 
     The seconds are those of client 0's own work (its four stages, encoding
@@ -58,7 +61,12 @@ def _one_sum(vectors, threshold):
         seconds[party] += timing.median
         return timing.result
 
-    server = run("server", lambda: SecAggServer(complete_neighbours(n), threshold))
+    graph = (
+        complete_neighbours(n)
+        if degree is None
+        else harary_neighbours(range(n), degree)
+    )
+    server = run("server", lambda: SecAggServer(graph, threshold))
     clients = {k: SecAggClient(k) for k in range(n)}
 
     def by_client(call):
@@ -99,20 +107,22 @@ def main():
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     rng = np.random.default_rng(0)
     for name, size in SIZES.items():
-        for n in (5, 20, 50):
+        for n, degree in ((5, None), (20, None), (50, None), (50, 8), (200, 8)):
             vectors = [rng.uniform(-10, 10, size) for _ in range(n)]
             plain = timed(lambda vectors=vectors: np.sum(vectors, axis=0), args.repeat)
             client_times, server_times = [], []
+            holders = n if degree is None else min(n, degree + 1)
             for _ in range(args.repeat):
                 total, sent, client, server = _one_sum(
-                    vectors, threshold=max(2, n // 2 + 1)
+                    vectors, threshold=max(2, holders // 2 + 1), degree=degree
                 )
                 client_times.append(client)
                 server_times.append(server)
             assert np.abs(total - plain.result).max() <= 1e-9
             plain_bytes = 8 * size
+            clients = f"{n}" if degree is None else f"{n}, {degree} neighbours"
             print(
-                f"| {name} | {n} | {plain_bytes:,} | {sent:,} | "
+                f"| {name} | {clients} | {plain_bytes:,} | {sent:,} | "
                 f"{sent / plain_bytes:.2f} | {plain.ms()} | "
                 f"{1e3 * statistics.median(client_times):.1f} | "
                 f"{1e3 * statistics.median(server_times):.1f} |"

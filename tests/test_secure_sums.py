@@ -15,6 +15,7 @@ from skfedida._secure import (
     SecAggServer,
     _shamir,
     complete_neighbours,
+    harary_neighbours,
     mask_stream,
     secure_sum,
 )
@@ -279,3 +280,40 @@ def test_bad_shares_are_refused():
         _shamir.split(bytes(32), 4, 3)
     with pytest.raises(ValueError, match="A shared secret has 32 bytes"):
         _shamir.split(b"x", 1, 1)
+
+
+# -- SecAgg+'s graph ------------------------------------------------------------------
+
+
+def test_a_harary_graph_gives_every_client_degree_neighbours():
+    graph = harary_neighbours(range(12), 4)
+    assert sorted(graph) == list(range(12))
+    assert all(len(others) == 4 and k not in others for k, others in graph.items())
+    assert all(k in graph[v] for k, others in graph.items() for v in others)
+    # As many clients as the degree allows, or fewer: every other client.
+    assert harary_neighbours(range(5), 4) == complete_neighbours(range(5))
+    for degree, match in ((3, "is even"), (0, "even int >= 2"), (True, "even int")):
+        with pytest.raises(ValueError, match=match):
+            harary_neighbours(range(12), degree)
+
+
+@pytest.mark.parametrize(
+    "fail",
+    [{}, {"masked input": {1, 7}}, {"shares": {3}, "unmasking": {0}}],
+    ids=["all", "two-dropped", "dropped-and-silent"],
+)
+def test_a_sum_over_a_harary_graph_is_the_survivors_sum(fail):
+    # Each client's shares have 5 holders (4 neighbours and itself); the
+    # failures take at most 2 of them, whatever the random graph.
+    inputs = _vectors(12)
+    result = secure_sum(
+        inputs,
+        threshold=3,
+        label=b"t",
+        neighbours=harary_neighbours(range(12), 4),
+        fail=fail,
+    )
+    gone = fail.get("shares", set()) | fail.get("masked input", set())
+    survivors = [k for k in range(12) if k not in gone]
+    assert result.survivors == survivors
+    np.testing.assert_array_equal(result.total, sum(inputs[k] for k in survivors))

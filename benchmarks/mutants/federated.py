@@ -1020,6 +1020,14 @@ MUTANTS += [
         features=("SecureAggregation",),
     ),
     Mutant(
+        "SecAgg+'s ring links each client to the next ones only",
+        "harary_neighbours",
+        "            neighbours[other].add(k)\n",
+        "",
+        SECURE_TESTS,
+        features=("SecureAggregation",),
+    ),
+    Mutant(
         "secure aggregation accepts a pooled fit",
         "check_secure_federation",
         'if federation.strategy == "central":',

@@ -13,6 +13,7 @@ from ._secagg import (
     SecureSum,
     UnmaskShare,
     complete_neighbours,
+    harary_neighbours,
     mask_stream,
     secure_sum,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "SecureSum",
     "UnmaskShare",
     "complete_neighbours",
+    "harary_neighbours",
     "mask_stream",
     "secure_sum",
 ]

@@ -41,6 +41,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import random
 import struct
 from dataclasses import dataclass
 
@@ -455,6 +456,51 @@ def complete_neighbours(clients):
     """
     everyone = set(range(clients) if isinstance(clients, int) else clients)
     return {k: everyone - {k} for k in everyone}
+
+
+def harary_neighbours(clients, degree):
+    """Draw SecAgg+'s graph: each client masks with ``degree`` others, not all.
+
+    The clients in a random order on a ring, each the neighbour of the
+    ``degree / 2`` nearest on either side (a Harary graph, as Bell et al.
+    2020 draw it): every client has ``degree`` neighbours whatever the
+    number of clients, so a client's work and messages grow with
+    ``degree``, not with the federation. The order is drawn from the
+    operating system's entropy, a secret of the server's; no result
+    depends on it (the masks cancel whatever the graph).
+
+    Parameters
+    ----------
+    clients : iterable of int
+        The clients' indices.
+    degree : int
+        Neighbours per client: even, at least 2. At ``len(clients) - 1``
+        or more every client is the neighbour of every other.
+
+    Returns
+    -------
+    neighbours : dict of int to set of int
+        Per client, its neighbours (symmetric).
+    """
+    clients = sorted(set(clients))
+    if isinstance(degree, bool) or not isinstance(degree, int) or degree < 2:
+        raise ValueError(f"A neighbour degree is an even int >= 2; got {degree!r}.")
+    if degree % 2:
+        raise ValueError(
+            f"A neighbour degree is even (half on either side); got {degree}."
+        )
+    if degree >= len(clients) - 1:
+        return complete_neighbours(clients)
+    order = list(clients)
+    random.SystemRandom().shuffle(order)
+    n = len(order)
+    neighbours = {k: set() for k in order}
+    for place, k in enumerate(order):
+        for step in range(1, degree // 2 + 1):
+            other = order[(place + step) % n]
+            neighbours[k].add(other)
+            neighbours[other].add(k)
+    return neighbours
 
 
 @dataclass(frozen=True)

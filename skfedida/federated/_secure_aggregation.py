@@ -20,7 +20,12 @@ from sklearn.base import BaseEstimator
 
 from .._doc_links import DocLinkMixin
 from .._gate._model import metric_upper
-from .._secure import FixedPoint, secure_sum
+from .._secure import (
+    FixedPoint,
+    complete_neighbours,
+    harary_neighbours,
+    secure_sum,
+)
 from ._aggregation import WeightedMean
 from ._privacy import _clipped, update_norms
 
@@ -50,11 +55,18 @@ class SecureAggregation(DocLinkMixin, BaseEstimator):
     Parameters
     ----------
     threshold : float in (0, 1] or int >= 2, default=0.5
-        How many of a round's clients must vouch for a client's secrets to
+        How many of a client's share holders must vouch for its secrets to
         rebuild them, and the fewest clients a revealed sum may cover: a
-        fraction of the round's selected clients (rounded up, at least 2),
-        or a number of clients. A higher threshold protects against more
-        colluding clients; a lower one survives more dropouts.
+        fraction of the holders (a round's selected clients, or with
+        ``neighbours`` a client's neighbours and itself; rounded up, at
+        least 2), or a number of clients. A higher threshold protects
+        against more colluding clients; a lower one survives more dropouts.
+    neighbours : int or None, default=None
+        SecAgg+: each client masks with this many others (an even number),
+        drawn as a random ring, not with every other client; its work and
+        messages then grow with ``neighbours``, not with the federation.
+        None: every client with every other (SecAgg). Bell et al. (2020)
+        take a number of the order of the logarithm of the clients.
 
     See Also
     --------
@@ -84,8 +96,32 @@ class SecureAggregation(DocLinkMixin, BaseEstimator):
     3
     """
 
-    def __init__(self, threshold=0.5):
+    def __init__(self, threshold=0.5, neighbours=None):
         self.threshold = threshold
+        self.neighbours = neighbours
+
+    def _graph(self, clients):
+        """Who masks with whom among ``clients``, and the sum's threshold.
+
+        Parameters
+        ----------
+        clients : iterable of int
+            The clients of one sum.
+
+        Returns
+        -------
+        neighbours : dict of int to set of int
+        threshold : int
+            Of the holders of a client's shares (its neighbours and itself).
+        """
+        self._check()
+        clients = sorted(clients)
+        if self.neighbours is None:
+            graph = complete_neighbours(clients)
+        else:
+            graph = harary_neighbours(clients, int(self.neighbours))
+        holders = 1 + min((len(others) for others in graph.values()), default=0)
+        return graph, self.threshold_for(holders)
 
     def threshold_for(self, n_clients):
         """The threshold of a sum over ``n_clients`` clients.
@@ -129,6 +165,17 @@ class SecureAggregation(DocLinkMixin, BaseEstimator):
             raise ValueError(
                 "SecureAggregation's threshold must be a fraction in (0, 1] or "
                 f"a number of clients >= 2; got {value!r}."
+            )
+        degree = self.neighbours
+        if degree is not None and (
+            isinstance(degree, bool)
+            or not isinstance(degree, numbers.Integral)
+            or degree < 2
+            or degree % 2
+        ):
+            raise ValueError(
+                "SecureAggregation's neighbours must be None or an even number "
+                f">= 2; got {degree!r}."
             )
 
 
@@ -334,10 +381,12 @@ def summed_in_process(vectors, bounds, secure, label, *, integer=False, dropped=
     size = next(iter(encoded.values())).shape if encoded else (0,)
     for k in dropped:  # never sent: what they would have masked is unused
         encoded[k] = np.zeros(size, dtype=np.uint64)
+    graph, threshold = secure._graph(encoded)
     result = secure_sum(
         encoded,
-        secure.threshold_for(len(encoded)),
+        threshold,
         label.encode("utf-8"),
+        neighbours=graph,
         fail={"masked input": set(dropped)},
     )
     return fixed.decode(result.total)

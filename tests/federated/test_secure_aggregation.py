@@ -52,8 +52,9 @@ def _fedida(**params):
 
 @pytest.mark.parametrize("strategy", ["fedavg", "pfedavg"])
 @pytest.mark.parametrize("max_update_norm", [5.0, 0.05], ids=["loose", "clipping"])
+@pytest.mark.parametrize("neighbours", [None, 2], ids=["secagg", "secagg+"])
 def test_the_secure_fit_is_the_plain_fit_to_the_encodings_precision(
-    data, strategy, max_update_norm
+    data, strategy, max_update_norm, neighbours
 ):
     # FedIDA's logistic model (ROSE and the group penalty), with updates
     # clipped or not: the same model to ~1e-15, the same decisions, prior
@@ -64,7 +65,7 @@ def test_the_secure_fit_is_the_plain_fit_to_the_encodings_precision(
         _fedida(
             strategy=strategy,
             max_update_norm=max_update_norm,
-            secure_aggregation=SecureAggregation(),
+            secure_aggregation=SecureAggregation(neighbours=neighbours),
         ),
         data,
     )
@@ -259,6 +260,10 @@ def test_the_server_receives_no_clients_values(data, monkeypatch):
             "threshold must be",
         ),
         ({"secure_aggregation": SecureAggregation(threshold=9)}, "threshold=9 exceeds"),
+        (
+            {"secure_aggregation": SecureAggregation(neighbours=3)},
+            "neighbours must be None or an even number",
+        ),
     ],
 )
 def test_what_secure_aggregation_does_not_cover_is_refused_by_name(data, params, match):
