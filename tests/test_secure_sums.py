@@ -164,8 +164,13 @@ def test_clients_that_drop_out_leave_the_sum_of_the_others(fail, survivors):
 
 def test_too_few_survivors_reveal_nothing():
     inputs = _vectors(5)
-    with pytest.raises(RuntimeError, match="Only 2 clients sent their masked input"):
+    # Each survivor refuses to help unmask a sum of too few (as Bonawitz
+    # et al.'s clients do), and the server refuses to try.
+    with pytest.raises(ValueError, match="Only 2 survivors named; this client"):
         secure_sum(inputs, threshold=3, label=b"t", fail={"masked input": {0, 1, 2}})
+    server = SecAggServer(complete_neighbours(5), threshold=3)
+    with pytest.raises(RuntimeError, match="Only 2 clients sent their masked input"):
+        server.unmask({0: inputs[0], 1: inputs[1]}, {}, b"t")
     with pytest.raises(
         RuntimeError, match=r"shares of client \d's secret came back; 3 are"
     ):

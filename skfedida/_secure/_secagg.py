@@ -61,8 +61,8 @@ def _crypto():
         from cryptography.hazmat.primitives.kdf.hkdf import HKDF
     except ImportError as exc:  # pragma: no cover - the flower extra has both
         raise ImportError(
-            "secure_aggregation needs the cryptography package, which Flower "
-            "depends on: pip install 'skfedida[flower]'."
+            "secure_aggregation needs the cryptography package: pip install "
+            "'skfedida[secure]' (Flower depends on it too)."
         ) from exc
     return Fernet, hashes, serialization, x25519, HKDF
 
@@ -204,6 +204,7 @@ class SecAggClient:
                 f"holders of shares (its neighbours and itself); got {threshold}."
             )
         self._neighbours = dict(neighbours)
+        self._threshold = int(threshold)
         # It keeps a share of its own secrets too (as Flower's SecAgg+ does):
         # one neighbour fewer needs to answer at unmasking.
         order = sorted([*neighbours, self.client])
@@ -294,6 +295,13 @@ class SecAggClient:
             raise ValueError("Only a survivor helps to unmask.")
         if self._unmasked:
             raise RuntimeError("A client unmasks one sum once.")
+        if len(survivors) < self._threshold:
+            # Bonawitz et al.'s check: fewer survivors than the threshold
+            # would make the sum one of too few clients.
+            raise ValueError(
+                f"Only {len(survivors)} survivors named; this client helps to "
+                f"unmask a sum of {self._threshold} or more."
+            )
         self._unmasked = True
         shares = [UnmaskShare(self.client, "self mask", self._own_shares[0])]
         for v, (seed_share, key_share) in sorted(self._received.items()):

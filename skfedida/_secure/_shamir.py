@@ -75,6 +75,8 @@ def combine(shares):
         The 32-byte secret; a ValueError when the shares rebuild none (too
         few of them, or altered), but for a chance of about ``2**-265``.
     """
+    if not shares:
+        raise ValueError("No share to rebuild a secret from.")
     points = [
         (struct.unpack("<I", share[:4])[0], int.from_bytes(share[4:], "little"))
         for share in shares

@@ -243,10 +243,11 @@ strategy, default="mean"
         round's sum, and no client's validation metrics are recorded) and
         ``federated_metrics_`` the round's mean training loss and the
         validation metrics' means, summed the same way. In-process only,
-        with ``aggregation="mean"`` and without ``dp``, rate constraints,
-        ``sample_weight``, federated preprocessing, boosted trees or
-        ``warm_start`` for now: each is refused with an error naming it.
-        See :class:`SecureAggregation`.
+        with ``aggregation="mean"``, ``strategy="fedavg"`` or ``"pfedavg"``
+        and without ``dp``, rate constraints, ``sample_weight``, federated
+        preprocessing, boosted trees, ``warm_start`` or a
+        ``FederatedThresholdOptimizer`` around it for now: each is refused
+        with an error naming it. See :class:`SecureAggregation`.
     prior_correction : {"weights"} or None, default="weights"
         Keep the model's probabilities calibrated when ``sampler`` changes
         the label balance. A sampler that balances outcomes (FairnessAwareROSE
@@ -902,6 +903,12 @@ strategy, default="mean"
     def _check_warm_start(self):
         """A continued federation must keep its kind of model and strategy."""
         state = self._federation_state
+        if state["models"] is None:
+            raise ValueError(
+                "warm_start continues a federation, but this one was fitted with "
+                "secure_aggregation, which keeps no client's model: set "
+                "warm_start=False to start anew."
+            )
         fitted = type(state["models"][0])
         if type(self.estimator) is not fitted or self.strategy != state["strategy"]:
             raise ValueError(

@@ -331,6 +331,10 @@ def run_rounds(
     for round_number, summary in state["federated_metrics"].items():
         federation.federated_metrics_.setdefault(round_number, {}).update(summary)
     federation._federation_state = state
+    if federation.secure_aggregation is not None:
+        # The clients' own models stay with the clients: the fitted
+        # federation keeps none of them (a secure fit cannot be continued).
+        federation._federation_state = {**state, "models": None}
     federation.privacy_ = privacy_report(federation.dp, state["rounds"])
     federation.estimator_ = federation._global_estimator(
         server.global_parameters(state, data), state["models"], central, template

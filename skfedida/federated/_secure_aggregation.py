@@ -30,8 +30,9 @@ from ._aggregation import WeightedMean
 from ._privacy import _clipped, update_norms
 
 #: The largest training loss a client reports: its probabilities are clipped
-#: to [1e-15, 1 - 1e-15] (``_client._client_round``), so -log(1e-15) < 35.
-LOSS_BOUND = 35.0
+#: to [1e-15, 1 - 1e-15] (``_client._client_round``) and normalised over the
+#: classes, so -log(1e-15 / n_classes) < 64 for up to 1e12 classes.
+LOSS_BOUND = 64.0
 
 
 class SecureAggregation(DocLinkMixin, BaseEstimator):
@@ -48,9 +49,12 @@ class SecureAggregation(DocLinkMixin, BaseEstimator):
     goes into ``federated_metrics_``.
 
     The values are written as 64-bit fixed-point numbers whose scale is the
-    finest that cannot overflow the sum's bound (the clients' rows times
-    ``max_update_norm``): the update is exact to about ``1e-15`` times that
-    bound, and the fitted model matches the plain fit's to that precision.
+    finest that cannot overflow the sum's bound: the clients' rows times the
+    larger of ``max_update_norm`` and 64 (the training loss's bound). The
+    sum is exact to about ``2**-52`` of that bound (``1e-15``), and the
+    fitted model matches the plain fit's to that precision; a
+    ``max_update_norm`` far beyond the updates' scale (1e12, say) coarsens
+    it, and one past ``2**62`` rows is refused.
 
     Parameters
     ----------
@@ -190,10 +194,15 @@ def check_secure_federation(federation):
     secure = federation.secure_aggregation
     secure._check()
     name = "secure_aggregation"
-    if federation.strategy == "central":
+    if federation.strategy in ("central", "local"):
         raise ValueError(
-            f"{name} with strategy='central': a pooled fit sums no client's "
-            "update; use strategy='fedavg' or 'pfedavg'."
+            f"{name} with strategy={federation.strategy!r}: "
+            + (
+                "a pooled fit sums no client's update"
+                if federation.strategy == "central"
+                else "clients training alone send no update to sum"
+            )
+            + "; use strategy='fedavg' or 'pfedavg'."
         )
     # Its exact class: a subclass may weigh clients in ways a sum cannot.
     if type(federation._aggregator) is not WeightedMean:
@@ -373,7 +382,14 @@ def summed_in_process(vectors, bounds, secure, label, *, integer=False, dropped=
         The sum over the survivors (``vectors``' clients).
     """
     dropped = sorted(set(dropped) - set(vectors))
-    fixed = FixedPoint(sum(bounds.values()), integer=integer)
+    try:
+        fixed = FixedPoint(sum(bounds.values()), integer=integer)
+    except ValueError as exc:
+        raise ValueError(
+            f"secure_aggregation cannot size the {label}'s sum: {exc} Keep "
+            "max_update_norm at the scale of the clients' updates (the "
+            "update_norm of a plain fit's history_)."
+        ) from None
     encoded = {
         k: fixed.encode(vector, bounds[k], what=f"Client {k}'s {label}")
         for k, vector in vectors.items()
@@ -382,6 +398,16 @@ def summed_in_process(vectors, bounds, secure, label, *, integer=False, dropped=
     for k in dropped:  # never sent: what they would have masked is unused
         encoded[k] = np.zeros(size, dtype=np.uint64)
     graph, threshold = secure._graph(encoded)
+    if len(vectors) < threshold:
+        # Whatever on_client_error says: a smaller sum would tell too much
+        # of each of its clients.
+        raise RuntimeError(
+            f"Only {len(vectors)} of the {len(encoded)} clients of the {label} "
+            f"finished; secure_aggregation reveals a sum over threshold="
+            f"{threshold} or more clients, so on_client_error='skip' cannot leave "
+            "out more. Lower SecureAggregation's threshold, or select more "
+            "clients per round."
+        )
     result = secure_sum(
         encoded,
         threshold,

@@ -445,6 +445,13 @@ default=None
                 "group: pass sensitive_features to fit."
             )
         self._check_options()
+        if getattr(self.estimator, "secure_aggregation", None) is not None:
+            # Its counts would reach the server per client, in the clear.
+            raise ValueError(
+                "FederatedThresholdOptimizer around a federation with "
+                "secure_aggregation: each client's score histograms would reach "
+                "the server in the clear; they are not summed securely yet."
+            )
         if self.prefit:
             check_is_fitted(self.estimator)
             self.estimator_ = self.estimator

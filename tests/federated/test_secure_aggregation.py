@@ -191,7 +191,11 @@ def test_too_few_clients_for_the_threshold_reveal_no_sum(data):
         estimator__failing_seed=int(seeds[0]),
         estimator__failing_fit=1,
     )
-    with pytest.raises(RuntimeError, match="Only 4 clients sent their masked input"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Only 4 of the 5 clients of the training round 1 finished; "
+        r"secure_aggregation reveals a sum over threshold=5",
+    ):
         _fit(federation, data)
 
 
@@ -233,6 +237,7 @@ def test_the_server_receives_no_clients_values(data, monkeypatch):
     "params, match",
     [
         ({"strategy": "central"}, "secure_aggregation with strategy='central'"),
+        ({"strategy": "local"}, "secure_aggregation with strategy='local'"),
         ({"aggregation": "median"}, "aggregation='median'"),
         ({"aggregation": FairFed()}, "aggregation=FairFed"),
         ({"max_update_norm": None}, "needs max_update_norm, a float"),
@@ -281,6 +286,36 @@ def test_sample_weight_and_flower_are_refused_by_name(data):
             make_server_app(federation),
             make_client_app(federation, partition_loader(data)),
             num_partitions=5,
+        )
+
+
+def test_group_thresholds_around_a_secure_federation_are_refused(data):
+    # Their per-client histograms would reach the server in the clear.
+    from skfedida.postprocessing import FederatedThresholdOptimizer
+
+    for prefit in (False, True):
+        federation = _fedida(secure_aggregation=SecureAggregation())
+        if prefit:
+            federation = _fit(federation, data)
+        with pytest.raises(ValueError, match="around a federation with secure_agg"):
+            FederatedThresholdOptimizer(federation, prefit=prefit).fit(
+                data.data,
+                data.target,
+                clients=data.clients,
+                sensitive_features=data.sensitive,
+            )
+
+
+def test_a_secure_fit_keeps_no_clients_model(data):
+    # The clients' own models stay with them: nothing to continue from.
+    fitted = _fit(_fedida(secure_aggregation=SecureAggregation()), data)
+    assert fitted._federation_state["models"] is None
+    with pytest.raises(ValueError, match="keeps no client's model"):
+        fitted.set_params(secure_aggregation=None, warm_start=True).fit(
+            data.data,
+            data.target,
+            clients=data.clients,
+            sensitive_features=data.sensitive,
         )
 
 
