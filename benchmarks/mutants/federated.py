@@ -1044,6 +1044,14 @@ MUTANTS += [
         features=("SecureAggregation", "FederatedThresholdOptimizer"),
     ),
     Mutant(
+        "secure aggregation trains before finding a round of one client",
+        "check_secure_rounds",
+        "    if selected < 2:",
+        "    if selected < 1:",
+        SECURE_TESTS,
+        features=("SecureAggregation",),
+    ),
+    Mutant(
         "secure aggregation accepts a pooled fit",
         "check_secure_federation",
         'if federation.strategy in ("central", "local"):',

@@ -87,7 +87,11 @@ from ._privacy import (
     check_update_bound,
     updates_bounded,
 )
-from ._secure_aggregation import SecureAggregation, check_secure_federation
+from ._secure_aggregation import (
+    SecureAggregation,
+    check_secure_federation,
+    check_secure_rounds,
+)
 from ._server import RoundServer
 from ._trees import fit_trees, is_boosted_trees
 
@@ -675,6 +679,8 @@ strategy, default="mean"
         ids, codes = self._client_codes(clients, n_samples)
         if self.dp is not None:  # delta's bound needs the number of clients
             self.dp._check(n_clients=len(ids))
+        if self.secure_aggregation is not None:
+            check_secure_rounds(self, len(ids))
         if warm and not (
             np.array_equal(ids, self.clients_)
             and np.array_equal(np.unique(y), self.classes_)

@@ -166,9 +166,10 @@ class SecureAggregation(DocLinkMixin, BaseEstimator):
         else:
             ok = np.isfinite(value) and 0 < value <= 1
         if not ok:
+            hint = " (every holder: threshold=1.0)" if value == 1 else ""
             raise ValueError(
                 "SecureAggregation's threshold must be a fraction in (0, 1] or "
-                f"a number of clients >= 2; got {value!r}."
+                f"a number of clients >= 2; got {value!r}{hint}."
             )
         degree = self.neighbours
         if degree is not None and (
@@ -230,6 +231,28 @@ def check_secure_federation(federation):
     for what, present, why in refused:
         if present:
             raise ValueError(f"{name} with {what}: {why}.")
+
+
+def check_secure_rounds(federation, n_clients):
+    """Refuse, before any training, rounds whose sums could never be revealed.
+
+    Parameters
+    ----------
+    federation : FederatedEstimator
+        With ``secure_aggregation`` set.
+    n_clients : int
+        The federation's clients.
+    """
+    fraction = federation.client_fraction
+    selected = n_clients if fraction >= 1 else max(1, round(fraction * n_clients))
+    if selected < 2:
+        raise ValueError(
+            f"secure_aggregation with client_fraction={fraction!r}: each round "
+            f"selects {selected} of the {n_clients} clients, and a secure sum "
+            "covers 2 or more. Select more clients per round."
+        )
+    # A threshold beyond a round's clients is refused here, not in round 1.
+    federation.secure_aggregation._graph(range(selected))
 
 
 @dataclass(frozen=True)

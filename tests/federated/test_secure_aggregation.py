@@ -322,6 +322,32 @@ def test_a_secure_fit_keeps_no_clients_model(data):
         )
 
 
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"client_fraction": 0.2}, r"client_fraction=0\.2: each round selects 1 of"),
+        (
+            {"client_fraction": 0.4, "secure_aggregation": SecureAggregation(3)},
+            "threshold=3 exceeds the 2 clients of a round",
+        ),
+        ({"secure_aggregation": SecureAggregation(1)}, r"threshold=1\.0\)"),
+    ],
+)
+def test_rounds_that_could_never_reveal_a_sum_are_refused_before_training(
+    data, params, match, monkeypatch
+):
+    trained = []
+    monkeypatch.setattr(
+        FairPenaltyLogisticRegression,
+        "train_epochs",
+        lambda *args, **kwargs: trained.append(1),
+    )
+    federation = _fedida(secure_aggregation=SecureAggregation()).set_params(**params)
+    with pytest.raises(ValueError, match=match):
+        _fit(federation, data)
+    assert trained == []
+
+
 def test_the_threshold_counts_the_rounds_clients():
     assert SecureAggregation().threshold_for(5) == 3
     assert SecureAggregation(threshold=1.0).threshold_for(5) == 5
