@@ -1052,6 +1052,14 @@ MUTANTS += [
         features=("SecureAggregation",),
     ),
     Mutant(
+        "a client's clipped update may round past its encoding's bound",
+        "training_contribution",
+        "np.clip(np.ravel(p - g), -bound, bound)",
+        "np.ravel(p - g)",
+        SECURE_TESTS,
+        features=("SecureAggregation",),
+    ),
+    Mutant(
         "secure aggregation accepts a pooled fit",
         "check_secure_federation",
         'if federation.strategy in ("central", "local"):',

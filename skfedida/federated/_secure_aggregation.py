@@ -326,7 +326,12 @@ def training_contribution(parameters, n_rows, loss, global_parameters, bound):
     """
     (norm,) = update_norms([parameters], global_parameters)
     clipped = _clipped(parameters, global_parameters, norm, bound)
-    update = [np.ravel(p - g) for p, g in zip(clipped, global_parameters, strict=True)]
+    # Within the bound but for the rounding of g + u - g (an ulp of g): the
+    # clip removes only that, far below the sum's resolution.
+    update = [
+        np.clip(np.ravel(p - g), -bound, bound)
+        for p, g in zip(clipped, global_parameters, strict=True)
+    ]
     return np.concatenate([*(n_rows * u for u in update), [n_rows, n_rows * loss]])
 
 

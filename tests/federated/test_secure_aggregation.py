@@ -348,6 +348,18 @@ def test_rounds_that_could_never_reveal_a_sum_are_refused_before_training(
     assert trained == []
 
 
+@pytest.mark.parametrize("bound", [64.0, 77.7, 100.0, 300.0])
+def test_a_clipped_update_stays_within_its_encoding_bound(bound):
+    # One coordinate carrying the whole norm: g + u * scale - g rounds a
+    # hair past the bound, which the encoding refused (a review's finding).
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        g = [rng.normal(0, 1e3, size=1)]
+        p = [g[0] + rng.normal(0, 1e3, size=1)]
+        vector = _secure_aggregation.training_contribution(p, 1, 0.5, g, bound)
+        assert np.abs(vector).max() <= _secure_aggregation.contribution_bound(1, bound)
+
+
 def test_the_threshold_counts_the_rounds_clients():
     assert SecureAggregation().threshold_for(5) == 3
     assert SecureAggregation(threshold=1.0).threshold_for(5) == 5
