@@ -141,22 +141,29 @@ def test_validation_metrics_are_summed_into_the_plain_means(data, strategy):
     assert not any(k.startswith("val_") for r in secure.history_ for k in r)
 
 
-def test_a_client_that_fails_drops_out_of_the_round_sum(data):
-    # Under "skip" a client failing in round 2 is a dropout of that round's
-    # secure sum: the survivors' masks with it are removed, and the model is
-    # the plain fit's that skipped it.
+def _failing(data, client, fit, **params):
+    """A federation whose ``client`` fails its ``fit``-th training, under skip."""
     federation = FederatedEstimator(
         _FailingOnce(),
-        n_rounds=3,
+        n_rounds=1,
         local_epochs=1,
         max_update_norm=5.0,
         on_client_error="skip",
         random_state=0,
     )
-    seeds = _fit(federation.set_params(n_rounds=1), data).client_seeds_
-    federation.set_params(
-        n_rounds=3, estimator__failing_seed=int(seeds[3]), estimator__failing_fit=2
+    seeds = _fit(federation, data).client_seeds_
+    return federation.set_params(
+        estimator__failing_seed=int(seeds[client]),
+        estimator__failing_fit=fit,
+        **params,
     )
+
+
+def test_a_client_that_fails_drops_out_of_the_round_sum(data):
+    # Under "skip" a client failing in round 2 is a dropout of that round's
+    # secure sum: the survivors' masks with it are removed, and the model is
+    # the plain fit's that skipped it.
+    federation = _failing(data, client=3, fit=2, n_rounds=3)
     plain = _fit(federation, data)
     secure = _fit(federation.set_params(secure_aggregation=SecureAggregation()), data)
     skipped = [(r["round"], r["client"]) for r in secure.history_ if "skipped" in r]
@@ -176,20 +183,12 @@ def test_a_client_that_fails_drops_out_of_the_round_sum(data):
 
 
 def test_too_few_clients_for_the_threshold_reveal_no_sum(data):
-    federation = FederatedEstimator(
-        _FailingOnce(),
+    federation = _failing(
+        data,
+        client=0,
+        fit=1,
         n_rounds=2,
-        local_epochs=1,
-        max_update_norm=5.0,
-        on_client_error="skip",
-        random_state=0,
         secure_aggregation=SecureAggregation(threshold=5),
-    )
-    seeds = _fit(federation.set_params(secure_aggregation=None), data).client_seeds_
-    federation.set_params(
-        secure_aggregation=SecureAggregation(threshold=5),
-        estimator__failing_seed=int(seeds[0]),
-        estimator__failing_fit=1,
     )
     with pytest.raises(
         RuntimeError,
